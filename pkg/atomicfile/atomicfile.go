@@ -1,0 +1,65 @@
+// Package atomicfile writes an output next to its final path and renames it into place only when
+// the whole content is there, so an interrupted or failed run never leaves a half-written file.
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// File is a temporary file (mode 0600) that becomes Path on Commit.
+type File struct {
+	*os.File
+	Path string
+	done bool
+}
+
+// Create opens a temporary file in the directory of path. The caller must call Commit or Abort
+// (Abort after Commit is a no-op, so `defer f.Abort()` is the usual pattern).
+func Create(path string) (*File, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("cannot create a temporary file for %s: %w", path, err)
+	}
+	return &File{File: f, Path: path}, nil
+}
+
+// Commit syncs, closes and renames the temporary file to Path, with mode perm.
+func (f *File) Commit(perm os.FileMode) error {
+	if f.done {
+		return errors.New("atomicfile: already committed or aborted")
+	}
+	err := f.File.Sync()
+	if cerr := f.File.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.File.Name(), perm)
+	}
+	if err == nil {
+		err = os.Rename(f.File.Name(), f.Path)
+	}
+	if err != nil {
+		os.Remove(f.File.Name())
+		f.done = true
+		return fmt.Errorf("cannot write %s: %w", f.Path, err)
+	}
+	f.done = true
+	return nil
+}
+
+// Abort closes and removes the temporary file; safe to call more than once and after Commit.
+func (f *File) Abort() {
+	if f.done {
+		return
+	}
+	f.done = true
+	f.File.Close()
+	os.Remove(f.File.Name())
+}

@@ -1,0 +1,116 @@
+// Package cli holds the cobra commands: one file per verb, flag parsing, report format and exit
+// codes. Logic lives in the other packages under pkg/.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every command.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// Version is set at build time with -ldflags "-X github.com/flatcar-capo/flatcar-capo/pkg/cli.Version=...".
+var Version = "dev"
+
+// commandFactories is filled by each verb's init so that adding a command touches one file.
+var commandFactories []func() *cobra.Command
+
+func register(f func() *cobra.Command) { commandFactories = append(commandFactories, f) }
+
+// NewRootCommand builds the whole command tree.
+func NewRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "flatcar-capo",
+		Short: "Build, retarget, convert and upload Flatcar images for Cluster API Provider OpenStack",
+		Long: `flatcar-capo turns a published Flatcar Container Linux release into an image that boots
+correctly on OpenStack under Cluster API Provider OpenStack (CAPO), without root.
+
+Every step of the pipeline is a command of its own:
+
+  release    resolve a channel/version to artifact URLs
+  fetch      download, verify (OpenPGP + SHA512) and decompress a release image
+  convert    qcow2 <-> raw, streaming and sparse-aware
+  oem        show or set the OEM settings (flatcar.oem.id) in the image's OEM partition
+  inspect    report partitions, OEM settings and a readiness verdict for a target cloud
+  upload     upload to Glance, verified and idempotent
+  manifests  render CAPO cluster templates for Flatcar nodes
+  lint       find the Ignition pitfalls in existing CAPO manifests
+
+Conventions: -o/--output text|json selects the report format; a file a command writes is named
+with --output-file; flags can also be set through FLATCAR_CAPO_<FLAG> environment variables
+(for example FLATCAR_CAPO_OUTPUT=json). Exit codes: 0 ok, 1 failure, 2 usage error or invalid
+value, 130 interrupted.`,
+		Example: `  # Make a downloaded qemu image boot correctly on OpenStack (Ignition reads Nova user-data)
+  flatcar-capo oem set flatcar.raw --id openstack
+
+  # Check an image before uploading it; exits 1 when it is not ready for the target
+  flatcar-capo inspect flatcar.raw --for openstack`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.SetVersionTemplate("flatcar-capo {{.Version}}\n")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return Usagef("%v (see '%s --help')", err, c.CommandPath())
+	})
+	subs := make([]*cobra.Command, 0, len(commandFactories))
+	for _, f := range commandFactories {
+		subs = append(subs, f())
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].Name() < subs[j].Name() })
+	root.AddCommand(subs...)
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		return applyEnvDefaults(c)
+	}
+	return root
+}
+
+// Execute runs the CLI with os.Args and returns the process exit code.
+func Execute() int {
+	return Run(os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Run runs the CLI with the given arguments; it is what main and in-process tests call.
+func Run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewRootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCode(ctx, err)
+	fmt.Fprintf(stderr, "Error: %v\n", err)
+	return code
+}
+
+func exitCode(ctx context.Context, err error) int {
+	var ce *codedError
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.As(err, &ce):
+		return ce.code
+	case isCobraUsageError(err):
+		return ExitUsage
+	default:
+		return ExitFailure
+	}
+}

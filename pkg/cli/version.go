@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"io"
+	"runtime"
+	"runtime/debug"
+
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newVersionCommand) }
+
+type versionReport struct {
+	Version   string `json:"version"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
+	Commit    string `json:"commit,omitempty"`
+}
+
+func newVersionCommand() *cobra.Command {
+	var out OutputFormat
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the flatcar-capo version",
+		Args:  ExactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := versionReport{Version: Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				for _, s := range bi.Settings {
+					if s.Key == "vcs.revision" {
+						r.Commit = s.Value
+					}
+				}
+			}
+			return Report(cmd, out, r, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "flatcar-capo %s (%s, %s)\n", r.Version, r.GoVersion, r.Platform)
+				return err
+			})
+		},
+	}
+	AddOutputFlag(cmd.Flags(), &out)
+	return cmd
+}

@@ -1,0 +1,159 @@
+package disk
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strings"
+	"unicode/utf16"
+)
+
+// Partition is one GPT entry.
+type Partition struct {
+	Number   int    `json:"number"`
+	Name     string `json:"name"`
+	TypeGUID string `json:"typeGuid"`
+	UUID     string `json:"uuid"`
+	Start    int64  `json:"start"` // bytes from the start of the disk
+	Size     int64  `json:"size"`  // bytes
+}
+
+// Well-known GPT partition type GUIDs of Flatcar's layout.
+var TypeNames = map[string]string{
+	"C12A7328-F81F-11D2-BA4B-00A0C93EC93B": "efi",
+	"21686148-6449-6E6F-744E-656564454649": "bios",
+	"0FC63DAF-8483-4772-8E79-3D69D8477DE4": "data",
+	"5DFBF5F4-2848-4BAC-AA5E-0D9A20B745A6": "flatcar-usr",
+	"3884DD41-8582-4404-B9A8-E9B84F2DF50E": "flatcar-resize",
+	"C95DC21A-DF0E-4340-8D7B-26CBFA9A03E0": "flatcar-reserved",
+}
+
+const sectorSize = 512
+
+// ErrNoGPT means the image has no (valid) GUID partition table.
+var ErrNoGPT = errors.New("no GPT partition table")
+
+// ReadGPT parses the primary GPT (falling back to the backup at the end of the image when the
+// primary is damaged). It is a small parser of its own so that it works on any Storage (raw or
+// qcow2) and can be fuzzed; go-diskfs writes GPTs in the test fixtures.
+func ReadGPT(s Storage) ([]Partition, error) {
+	parts, errPrimary := readGPTAt(s, 1)
+	if errPrimary == nil {
+		return parts, nil
+	}
+	if last := s.Size()/sectorSize - 1; last > 1 {
+		if parts, err := readGPTAt(s, last); err == nil {
+			return parts, nil
+		}
+	}
+	return nil, errPrimary
+}
+
+func readGPTAt(s Storage, lba int64) ([]Partition, error) {
+	hdr := make([]byte, sectorSize)
+	if n, _ := s.ReadAt(hdr, lba*sectorSize); n < 92 {
+		return nil, fmt.Errorf("%w: image too small", ErrNoGPT)
+	}
+	if string(hdr[:8]) != "EFI PART" {
+		return nil, fmt.Errorf("%w: no 'EFI PART' signature at LBA %d", ErrNoGPT, lba)
+	}
+	hdrSize := binary.LittleEndian.Uint32(hdr[12:])
+	if hdrSize < 92 || hdrSize > sectorSize {
+		return nil, fmt.Errorf("%w: header size %d out of range", ErrNoGPT, hdrSize)
+	}
+	want := binary.LittleEndian.Uint32(hdr[16:])
+	h := append([]byte{}, hdr[:hdrSize]...)
+	binary.LittleEndian.PutUint32(h[16:], 0)
+	if crc32.ChecksumIEEE(h) != want {
+		return nil, fmt.Errorf("%w: header checksum mismatch at LBA %d", ErrNoGPT, lba)
+	}
+	entriesLBA := int64(binary.LittleEndian.Uint64(hdr[72:]))
+	count := binary.LittleEndian.Uint32(hdr[80:])
+	entrySize := binary.LittleEndian.Uint32(hdr[84:])
+	if entrySize < 128 || entrySize > 4096 || entrySize%8 != 0 || count == 0 || count > 1024 {
+		return nil, fmt.Errorf("%w: %d entries of %d bytes is out of range", ErrNoGPT, count, entrySize)
+	}
+	if entriesLBA < 1 || entriesLBA > s.Size()/sectorSize {
+		return nil, fmt.Errorf("%w: partition array at LBA %d is outside the image", ErrNoGPT, entriesLBA)
+	}
+	arr := make([]byte, int(count)*int(entrySize))
+	if n, _ := s.ReadAt(arr, entriesLBA*sectorSize); n != len(arr) {
+		return nil, fmt.Errorf("%w: partition array truncated", ErrNoGPT)
+	}
+	if crc32.ChecksumIEEE(arr) != binary.LittleEndian.Uint32(hdr[88:]) {
+		return nil, fmt.Errorf("%w: partition array checksum mismatch", ErrNoGPT)
+	}
+	var parts []Partition
+	for i := 0; i < int(count); i++ {
+		e := arr[i*int(entrySize) : (i+1)*int(entrySize)]
+		if bytes.Equal(e[:16], make([]byte, 16)) {
+			continue
+		}
+		first := binary.LittleEndian.Uint64(e[32:])
+		last := binary.LittleEndian.Uint64(e[40:])
+		if last < first || last >= uint64(1)<<54 {
+			return nil, fmt.Errorf("%w: entry %d has an invalid range %d-%d", ErrNoGPT, i+1, first, last)
+		}
+		parts = append(parts, Partition{
+			Number:   i + 1,
+			Name:     decodeName(e[56:128]),
+			TypeGUID: guidString(e[0:16]),
+			UUID:     guidString(e[16:32]),
+			Start:    int64(first) * sectorSize,
+			Size:     int64(last-first+1) * sectorSize,
+		})
+	}
+	return parts, nil
+}
+
+func decodeName(b []byte) string {
+	u := make([]uint16, 0, len(b)/2)
+	for i := 0; i+1 < len(b); i += 2 {
+		c := binary.LittleEndian.Uint16(b[i:])
+		if c == 0 {
+			break
+		}
+		u = append(u, c)
+	}
+	return string(utf16.Decode(u))
+}
+
+// guidString renders a GPT mixed-endian GUID.
+func guidString(b []byte) string {
+	return strings.ToUpper(fmt.Sprintf("%08X-%04X-%04X-%X-%X",
+		binary.LittleEndian.Uint32(b[0:]), binary.LittleEndian.Uint16(b[4:]), binary.LittleEndian.Uint16(b[6:]), b[8:10], b[10:16]))
+}
+
+// Partitions reads the image's GPT.
+func (img *Image) Partitions() ([]Partition, error) {
+	parts, err := ReadGPT(img.Storage)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w; is this a Flatcar disk image?", img.Path, err)
+	}
+	return parts, nil
+}
+
+// FindPartition finds a partition by its GPT name (Flatcar's layout changes sizes between
+// releases, so never by offset).
+func (img *Image) FindPartition(name string) (Partition, error) {
+	parts, err := img.Partitions()
+	if err != nil {
+		return Partition{}, err
+	}
+	var names []string
+	for _, p := range parts {
+		if p.Name == name {
+			if p.Start+p.Size > img.Size() {
+				return Partition{}, fmt.Errorf("%s: partition %d (%s) ends past the end of the image (truncated file?)", img.Path, p.Number, name)
+			}
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	return Partition{}, fmt.Errorf("%s: the GPT has no partition named %q (found: %s); is this a Flatcar image?", img.Path, name, strings.Join(names, ", "))
+}
+
+// Section returns partition p as a bounded read/write range.
+func (img *Image) Section(p Partition) *Section { return NewSection(img.Storage, p.Start, p.Size) }

@@ -1,0 +1,26 @@
+package progress
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestLinesInAPipeHaveNoCarriageReturns(t *testing.T) {
+	var buf bytes.Buffer
+	r := New(&buf, Auto, "download", 2048)
+	r.Write(make([]byte, 1024))
+	r.Add(1024)
+	r.Finish()
+	out := buf.String()
+	if strings.Contains(out, "\r") || !strings.Contains(out, "download: 2.0 KiB / 2.0 KiB (100%)") {
+		t.Fatalf("unexpected progress output %q", out)
+	}
+	var q bytes.Buffer
+	r = New(&q, Quiet, "x", 10)
+	r.Add(10)
+	r.Finish()
+	if q.Len() != 0 {
+		t.Fatalf("quiet printed %q", q.String())
+	}
+}

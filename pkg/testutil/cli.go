@@ -1,0 +1,151 @@
+// Package testutil builds the flatcar-capo binary once per test process and runs it the way a
+// user does, so command tests check real exit codes, stdout and stderr.
+package testutil
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// RepoRoot is the repository root, found from this file's location.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Testdata returns a path under the repository's testdata/ directory.
+func Testdata(elem ...string) string {
+	return filepath.Join(append([]string{RepoRoot(), "testdata"}, elem...)...)
+}
+
+// Binary returns the path of a freshly built flatcar-capo (built once per test binary).
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "flatcar-capo-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		// World-readable so privilege-dropping tests (setpriv to nobody) can run it.
+		os.Chmod(dir, 0o755)
+		binPath = filepath.Join(dir, "flatcar-capo")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/flatcar-capo")
+		cmd.Dir = RepoRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building flatcar-capo: %v", buildErr)
+	}
+	return binPath
+}
+
+// Result is what a command run produced.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// Combined is stdout and stderr together, for message assertions.
+func (r Result) Combined() string { return r.Stdout + r.Stderr }
+
+// Cmd describes one run of the binary.
+type Cmd struct {
+	Args  []string
+	Env   []string // added to a minimal environment (PATH, HOME, TMPDIR)
+	Dir   string
+	Stdin string
+	// Prefix runs the binary under another program, e.g. setpriv to drop privileges.
+	Prefix []string
+}
+
+// Run runs flatcar-capo with args and returns its result; it never fails the test by itself.
+func Run(t testing.TB, args ...string) Result {
+	t.Helper()
+	return RunCmd(t, Cmd{Args: args})
+}
+
+// RunCmd runs the binary as described by c.
+func RunCmd(t testing.TB, c Cmd) Result {
+	t.Helper()
+	argv := append(append([]string{}, c.Prefix...), Binary(t))
+	argv = append(argv, c.Args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = c.Dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}, c.Env...)
+	if c.Stdin != "" {
+		cmd.Stdin = strings.NewReader(c.Stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := Result{Stdout: stdout.String(), Stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		res.Code = ee.ExitCode()
+	default:
+		t.Fatalf("running flatcar-capo %v: %v", c.Args, err)
+	}
+	return res
+}
+
+// MustSucceed fails the test unless r exited 0.
+func (r Result) MustSucceed(t testing.TB) Result {
+	t.Helper()
+	if r.Code != 0 {
+		t.Fatalf("exit code %d, want 0\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+// MustFail fails the test unless r exited with code and its output contains every fragment.
+func (r Result) MustFail(t testing.TB, code int, fragments ...string) Result {
+	t.Helper()
+	if r.Code != code {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, code, r.Stdout, r.Stderr)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(r.Combined(), f) {
+			t.Fatalf("output lacks %q\nstdout:\n%s\nstderr:\n%s", f, r.Stdout, r.Stderr)
+		}
+	}
+	return r
+}
+
+// RequireTools skips the test with a visible reason when a tool is missing, unless CI is set
+// (CI installs everything, so there a missing tool is a failure, not a skip).
+func RequireTools(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed; scripts/install-deps.sh should have installed it", tool)
+			}
+			t.Skipf("SKIP: %s is not installed (run scripts/install-deps.sh)", tool)
+		}
+	}
+}
+
+// IsRoot reports whether the tests run as root (CI does).
+func IsRoot() bool { return os.Geteuid() == 0 }
+
+// AsNobody is a Cmd.Prefix that drops root privileges to nobody; tests that use it need root.
+var AsNobody = []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}

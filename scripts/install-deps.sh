@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the real parts the tests and the demo drive (QEMU, Packer, GRUB, btrfs/ext4 tools,
+# Keystone + Glance, ...). Idempotent: packages already present are not asked for again.
+# Usage: scripts/install-deps.sh [test|demo|bench]   (default: test)
+set -euo pipefail
+profile=${1:-test}
+
+common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-common busybox-static
+  linux-image-amd64 btrfs-progs e2fsprogs dosfstools mtools gdisk fdisk xorriso lbzip2 bzip2 gnupg
+  util-linux curl ca-certificates)
+test=(packer dropbear-bin openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio)
+bench=(libguestfs-tools hyperfine time)
+
+case "$profile" in
+  demo)  want=("${common[@]}") ;;
+  test)  want=("${common[@]}" "${test[@]}") ;;
+  bench) want=("${common[@]}" "${test[@]}" "${bench[@]}") ;;
+  *) echo "usage: $0 [test|demo|bench]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
+  echo "install-deps: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  # Service start-up during install is refused in containers; that is harmless here.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Go modules for the build and tests.
+if [ -f go.mod ] && command -v go >/dev/null; then go mod download; fi
