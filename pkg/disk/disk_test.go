@@ -1,0 +1,147 @@
+package disk
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+)
+
+// makeGPT writes a small Flatcar-like GPT with the real sgdisk.
+func makeGPT(t *testing.T, hybrid bool) string {
+	t.Helper()
+	testutil.RequireTools(t, "sgdisk")
+	path := filepath.Join(t.TempDir(), "disk.raw")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Truncate(path, 64<<20)
+	args := []string{"-a", "4096",
+		"-n", "1:4096:+8M", "-t", "1:C12A7328-F81F-11D2-BA4B-00A0C93EC93B", "-c", "1:EFI-SYSTEM",
+		"-n", "2:0:+2M", "-t", "2:21686148-6449-6E6F-744E-656564454649", "-c", "2:BIOS-BOOT",
+		"-n", "6:0:+16M", "-t", "6:0FC63DAF-8483-4772-8E79-3D69D8477DE4", "-c", "6:OEM",
+		"-n", "9:0:0", "-t", "9:3884DD41-8582-4404-B9A8-E9B84F2DF50E", "-c", "9:ROOT"}
+	if hybrid {
+		args = append(args, "-h", "1:EE")
+	}
+	if out, err := exec.Command("sgdisk", append(args, path)...).CombinedOutput(); err != nil {
+		t.Fatalf("sgdisk: %v\n%s", err, out)
+	}
+	return path
+}
+
+func TestReadGPTOfRealTable(t *testing.T) {
+	path := makeGPT(t, false)
+	img, err := Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer img.Close()
+	parts, err := img.Partitions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 4 {
+		t.Fatalf("got %d partitions: %+v", len(parts), parts)
+	}
+	oem, err := img.FindPartition("OEM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oem.Number != 6 || oem.Size != 16<<20 || oem.Start%(2<<20) != 0 || TypeNames[oem.TypeGUID] != "data" {
+		t.Fatalf("OEM partition %+v", oem)
+	}
+	if _, err := img.FindPartition("USR-A"); err == nil {
+		t.Fatal("found a partition that does not exist")
+	}
+	mbr, _ := ReadMBR(img.Storage)
+	if mbr.Kind != MBRProtective {
+		t.Fatalf("MBR kind %s, want protective", mbr.Kind)
+	}
+}
+
+func TestHybridMBRIsDetectedAndReplaced(t *testing.T) {
+	path := makeGPT(t, true)
+	img, err := Open(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbr, _ := ReadMBR(img.Storage)
+	if mbr.Kind != MBRHybrid {
+		t.Fatalf("sgdisk -h made a %s MBR (types %v)", mbr.Kind, mbr.Types)
+	}
+	if err := WriteProtectiveMBR(img.Storage); err != nil {
+		t.Fatal(err)
+	}
+	img.Close()
+	out, err := exec.Command("sgdisk", "-v", path).CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("No problems found")) {
+		t.Fatalf("sgdisk -v after protective MBR: %v\n%s", err, out)
+	}
+	img, _ = Open(path, false)
+	defer img.Close()
+	if mbr, _ = ReadMBR(img.Storage); mbr.Kind != MBRProtective {
+		t.Fatalf("after rewrite: %s", mbr.Kind)
+	}
+}
+
+func TestNoGPT(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "zero.raw")
+	os.WriteFile(path, make([]byte, 1<<20), 0o644)
+	img, err := Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer img.Close()
+	if _, err := img.Partitions(); err == nil {
+		t.Fatal("zeroes parsed as a GPT")
+	}
+}
+
+func TestCopySparseKeepsHolesAndBytes(t *testing.T) {
+	dir := t.TempDir()
+	src, _ := os.Create(filepath.Join(dir, "src"))
+	src.Truncate(256 << 20)
+	src.WriteAt(bytes.Repeat([]byte("flatcar"), 1000), 100<<20)
+	src.WriteAt([]byte("tail"), 256<<20-4)
+	dst, _ := os.Create(filepath.Join(dir, "dst"))
+	if err := CopySparse(context.Background(), dst, src); err != nil {
+		t.Fatal(err)
+	}
+	dst.Close()
+	a, _ := os.ReadFile(src.Name())
+	b, _ := os.ReadFile(dst.Name())
+	if !bytes.Equal(a, b) {
+		t.Fatal("copy differs")
+	}
+	var st1, st2 = statBlocks(t, src.Name()), statBlocks(t, dst.Name())
+	if st2 > st1+1024 {
+		t.Fatalf("copy is not sparse: %d blocks vs %d", st2, st1)
+	}
+}
+
+func FuzzReadGPT(f *testing.F) {
+	hdr := make([]byte, 4096)
+	copy(hdr[512:], "EFI PART")
+	f.Add(hdr)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ReadGPT(memStorage(data))
+		ReadMBR(memStorage(data))
+	})
+}
+
+type memStorage []byte
+
+func (m memStorage) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(m)) {
+		return 0, os.ErrClosed
+	}
+	return copy(p, m[off:]), nil
+}
+func (m memStorage) WriteAt(p []byte, off int64) (int, error) { return 0, ErrReadOnly }
+func (m memStorage) Size() int64                              { return int64(len(m)) }
+func (m memStorage) Close() error                             { return nil }
