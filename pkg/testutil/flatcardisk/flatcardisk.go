@@ -1,0 +1,299 @@
+// Package flatcardisk builds raw disk images laid out like Flatcar's (GPT names, type GUIDs,
+// partition numbers 1,2,3,4,6,7,9 and 2 MiB alignment from testdata/flatcar-disk-layout.json,
+// scaled-down sizes) with the OEM partition of a qemu image, for tests, the demo and benchmarks.
+// Everything is made without root (mkfs into plain files, sparse copies), except the
+// btrfs-kernel-zlib OEM, whose files the kernel writes through a loop mount.
+package flatcardisk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+)
+
+// OEMKind selects the OEM partition's filesystem.
+type OEMKind string
+
+const (
+	OEMBtrfs           OEMKind = "btrfs"             // mkfs.btrfs --mixed -m single -d single (Flatcar's); the default
+	OEMBtrfsDup        OEMKind = "btrfs-dup"         // the same with DUP (meta)data: two copies of every tree block
+	OEMBtrfsKernelZlib OEMKind = "btrfs-kernel-zlib" // files written by the kernel with compress=zlib; root only
+	OEMExt4            OEMKind = "ext4"              // mkfs.ext4 -L OEM -d (Flatcar before stable 2983.2.0)
+	OEMNone            OEMKind = "none"              // no OEM partition at all
+)
+
+// Kinds lists every OEMKind (for flags and table tests).
+var Kinds = []OEMKind{OEMBtrfs, OEMBtrfsDup, OEMBtrfsKernelZlib, OEMExt4, OEMNone}
+
+// Options describe the disk. The zero value is a non-bootable 600 MiB disk with a btrfs OEM
+// partition holding a qemu image's files (DefaultOEMFiles), no /flatcar/first_boot and a
+// protective MBR.
+type Options struct {
+	OEM           OEMKind           // "" means OEMBtrfs
+	NoGrubCfg     bool              // OEM partition without grub.cfg
+	GrubCfg       string            // grub.cfg content; "" = DefaultGrubCfg (LongGrubCfg for btrfs-kernel-zlib)
+	ExtraOEMFiles map[string][]byte // more files in the OEM partition by relative path, e.g. "config.ign"
+	FirstBoot     bool              // /flatcar/first_boot on the ESP, as a fresh release image has it
+	HybridMBR     bool              // hybrid MBR like Flatcar before stable 4459.2.0 (0xEE + bootable 0xEF ESP)
+	Bootable      bool              // GRUB (BIOS core.img + UEFI BOOTX64.EFI), Debian kernel, busybox initramfs
+	OEMSize       int64             // bytes, multiple of 2 MiB; default 128 MiB
+	DiskSize      int64             // total sparse size in bytes; default 600 MiB (ROOT takes the rest)
+}
+
+const (
+	defaultOEMSize  = 128 * mib
+	defaultDiskSize = 600 * mib
+)
+
+func (o Options) oemSize() int64 {
+	if o.OEMSize == 0 {
+		return defaultOEMSize
+	}
+	return o.OEMSize
+}
+
+func (o Options) diskSize() int64 {
+	if o.DiskSize == 0 {
+		return defaultDiskSize
+	}
+	return o.DiskSize
+}
+
+func (o Options) validate() error {
+	switch o.OEM {
+	case "", OEMBtrfs, OEMBtrfsDup, OEMBtrfsKernelZlib, OEMExt4, OEMNone:
+	default:
+		return fmt.Errorf("unknown OEM kind %q (want one of %v)", o.OEM, Kinds)
+	}
+	if o.oemSize()%align != 0 || o.oemSize() < 16*mib {
+		return fmt.Errorf("OEM size %d must be a multiple of 2 MiB and at least 16 MiB", o.OEMSize)
+	}
+	if o.diskSize()%sector != 0 {
+		return fmt.Errorf("disk size %d is not a multiple of 512", o.DiskSize)
+	}
+	return nil
+}
+
+// key identifies identical builds for the cache.
+func (o Options) key() string {
+	if o.OEM == "" {
+		o.OEM = OEMBtrfs
+	}
+	names := make([]string, 0, len(o.ExtraOEMFiles))
+	for n := range o.ExtraOEMFiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	k := fmt.Sprintf("%s|%t|%q|%t|%t|%t|%d|%d", o.OEM, o.NoGrubCfg, o.GrubCfg, o.FirstBoot, o.HybridMBR, o.Bootable, o.oemSize(), o.diskSize())
+	for _, n := range names {
+		k += fmt.Sprintf("|%q=%q", n, o.ExtraOEMFiles[n])
+	}
+	return k
+}
+
+// BuildTo builds the disk image at path (replacing it).
+func BuildTo(path string, opts Options) error {
+	if opts.OEM == "" {
+		opts.OEM = OEMBtrfs
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	parts, err := plan(opts)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp(filepath.Dir(path), ".flatcardisk-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	// Each filesystem is made in a file of its own, in parallel, then copied into its range.
+	type fsJob struct {
+		part part
+		file string
+		make func(file string) error
+	}
+	var jobs []fsJob
+	for _, p := range parts {
+		p := p
+		file := filepath.Join(work, p.Name+".fs")
+		switch p.Name {
+		case "EFI-SYSTEM":
+			jobs = append(jobs, fsJob{p, file, func(f string) error { return makeESP(work, f, p.Size, opts) }})
+		case "OEM":
+			jobs = append(jobs, fsJob{p, file, func(f string) error { return makeOEM(work, f, p.Size, opts) }})
+		case "ROOT":
+			jobs = append(jobs, fsJob{p, file, func(f string) error {
+				if err := sparseFile(f, p.Size); err != nil {
+					return err
+				}
+				return run("mkfs.ext4", "-q", "-F", "-L", "ROOT", f)
+			}})
+		}
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := j.make(j.file); err != nil {
+				errs[i] = fmt.Errorf("making the %s filesystem: %w", j.part.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	tmp := filepath.Join(work, "disk.img")
+	if err := sparseFile(tmp, opts.diskSize()); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, j := range jobs {
+		if err := copyInto(f, j.part.Start, j.file); err != nil {
+			return fmt.Errorf("copying the %s filesystem into the disk: %w", j.part.Name, err)
+		}
+	}
+	if err := writeGPT(f, opts.diskSize(), parts); err != nil {
+		return err
+	}
+	esp, _ := findPart(parts, "EFI-SYSTEM")
+	if err := writeMBR(f, opts.diskSize(), esp, opts.HybridMBR); err != nil {
+		return err
+	}
+	if opts.Bootable {
+		biosBoot, _ := findPart(parts, "BIOS-BOOT")
+		if err := installBIOSGrub(work, f, biosBoot); err != nil {
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// makeESP makes the FAT32 EFI-SYSTEM filesystem: Flatcar's main GRUB config, the first-boot flag
+// if asked, and the boot files for a bootable disk.
+func makeESP(work, fsPath string, size int64, opts Options) error {
+	tree := filepath.Join(work, "esp-tree")
+	files := map[string][]byte{"flatcar/grub/grub.cfg": []byte(MainGrubCfg())}
+	if opts.FirstBoot {
+		files["flatcar/first_boot"] = nil
+	}
+	if err := writeTree(tree, files); err != nil {
+		return err
+	}
+	if opts.Bootable {
+		if err := bootFiles(work, tree); err != nil {
+			return err
+		}
+	}
+	if err := sparseFile(fsPath, size); err != nil {
+		return err
+	}
+	if err := run("mkfs.vfat", "-F", "32", "-s", "1", "-n", "EFI-SYSTEM", "-i", "4C4F4F46", fsPath); err != nil {
+		return err
+	}
+	entries, err := filepath.Glob(filepath.Join(tree, "*"))
+	if err != nil {
+		return err
+	}
+	os.Setenv("MTOOLS_SKIP_CHECK", "1")
+	return run("mcopy", append(append([]string{"-s", "-i", fsPath}, entries...), "::/")...)
+}
+
+// OEMPartition returns the byte range of the partition named OEM, read from the image's GPT.
+func OEMPartition(path string) (start, size int64, err error) {
+	img, err := disk.Open(path, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer img.Close()
+	p, err := img.FindPartition("OEM")
+	if err != nil {
+		return 0, 0, err
+	}
+	return p.Start, p.Size, nil
+}
+
+var (
+	cacheMu  sync.Mutex
+	cache    = map[string]string{} // Options.key() -> built image
+	cacheDir string
+)
+
+// Build returns a fresh (sparse) copy in t.TempDir() of the disk described by opts, which the
+// test may modify. Identical options are built once per test process. OEM btrfs-kernel-zlib skips
+// the test with a visible message when not root (CI runs as root).
+func Build(t testing.TB, opts Options) string {
+	t.Helper()
+	src, err := cached(opts)
+	if errors.Is(err, ErrNeedsRoot) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("flatcardisk: OEM %s: %v; CI runs as root", opts.OEM, err)
+		}
+		t.Skipf("SKIP: OEM %s fixture: %v (run the tests as root)", opts.OEM, err)
+	}
+	if err != nil {
+		t.Fatalf("flatcardisk: building a Flatcar-layout disk: %v", err)
+	}
+	dst := filepath.Join(t.TempDir(), "flatcar.img")
+	if err := copySparse(src, dst); err != nil {
+		t.Fatalf("flatcardisk: %v", err)
+	}
+	return dst
+}
+
+func cached(opts Options) (string, error) {
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	k := opts.key()
+	if p, ok := cache[k]; ok {
+		return p, nil
+	}
+	if cacheDir == "" {
+		dir, err := newCacheDir()
+		if err != nil {
+			return "", err
+		}
+		cacheDir = dir
+	}
+	p := filepath.Join(cacheDir, fmt.Sprintf("disk-%d.img", len(cache)))
+	if err := BuildTo(p, opts); err != nil {
+		return "", err
+	}
+	cache[k] = p
+	return p, nil
+}
+
+// newCacheDir makes the per-process cache directory and removes those of processes that are gone
+// (a test binary has no hook at exit to remove its own).
+func newCacheDir() (string, error) {
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), "flatcardisk-cache-*"))
+	for _, d := range old {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(d), "flatcardisk-cache-%d", &pid); err == nil {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+				os.RemoveAll(d)
+			}
+		}
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("flatcardisk-cache-%d", os.Getpid()))
+	return dir, os.MkdirAll(dir, 0o700)
+}
