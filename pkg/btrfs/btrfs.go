@@ -1,0 +1,87 @@
+// Package btrfs reads a small single-device btrfs filesystem (Flatcar's OEM partition) and
+// rewrites or creates small files in place as uncompressed inline extents.
+//
+// It is deliberately narrow: no transactions, no copy-on-write, no tree rebalancing. A write
+// edits the leaves that hold the file's items, keeps their generation, recomputes their
+// checksums and writes every copy; anything beyond that is refused with ErrUnsupported before a
+// single byte is written.
+package btrfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+var (
+	// ErrNotBtrfs means there is no btrfs superblock magic at 64 KiB.
+	ErrNotBtrfs = errors.New("not a btrfs filesystem")
+	// ErrUnsupported marks a valid filesystem layout this package deliberately does not handle.
+	ErrUnsupported = errors.New("unsupported btrfs layout")
+)
+
+// Device is what WriteFile writes to; WriteAt may fail (read-only media).
+type Device interface {
+	io.ReaderAt
+	io.WriterAt
+}
+
+// DirEntry describes one file or directory.
+type DirEntry struct {
+	Name  string
+	IsDir bool
+	Size  int64
+}
+
+// FS is an opened filesystem. Tree blocks are read from the device on every call, so a
+// WriteFile is visible to later reads without any cache to invalidate.
+type FS struct {
+	dev     io.ReaderAt
+	size    int64
+	sb      superblock
+	chunks  chunkMap
+	fsTree  treeRoot
+	rootDir uint64
+	// subvolumes are roots other than the FS tree (snapshots may share our leaves).
+	subvolumes bool
+}
+
+// Open reads the superblock, the chunk tree and the root tree of the filesystem on dev.
+func Open(dev io.ReaderAt, size int64) (*FS, error) {
+	sb, err := readSuperblock(dev, size)
+	if err != nil {
+		return nil, err
+	}
+	fs := &FS{dev: dev, size: size, sb: sb}
+	if fs.chunks, err = parseSysChunkArray(sb.sysChunkArray); err != nil {
+		return nil, fmt.Errorf("btrfs superblock sys_chunk_array: %w", err)
+	}
+	if err := fs.loadChunkTree(); err != nil {
+		return nil, err
+	}
+	if err := fs.loadRootTree(); err != nil {
+		return nil, err
+	}
+	return fs, nil
+}
+
+// Label is the filesystem label (mkfs.btrfs -L).
+func (fs *FS) Label() string { return fs.sb.label }
+
+// unsupportedf returns an error wrapping ErrUnsupported with a message saying what is out of reach.
+func unsupportedf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
+}
+
+// corruptf reports on-disk data that breaks the format.
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("btrfs corrupt: %s", fmt.Sprintf(format, args...))
+}
+
+// wrapf adds context to err; nil stays nil.
+func wrapf(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+}
