@@ -1,0 +1,383 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+// Compression choices for Options.Compression.
+const (
+	CompressionAuto = "auto" // the .img, or the .img.bz2 when the server has no .img (404)
+)
+
+// Options describe one fetch.
+type Options struct {
+	Release     release.Release // Version may be an alias; it is resolved first
+	Image       string          // qemu, qemu_uefi, openstack
+	Compression string          // auto, none, bz2
+	OutputFile  string          // "" means DefaultOutput in the current directory
+	CacheDir    string
+	Keyring     *verify.Keyring
+	// InsecureSkipVerify skips OpenPGP and SHA512 checks and the cache (an unverified file is
+	// never cached). Never the default.
+	InsecureSkipVerify bool
+	Progress           progress.Mode
+	Log                io.Writer // progress and notes; warnings go here even when quiet
+	Now                func() time.Time
+}
+
+// Result reports what a fetch produced.
+type Result struct {
+	Channel     string            `json:"channel"`
+	Arch        string            `json:"arch"`
+	Version     string            `json:"version"`
+	Image       string            `json:"image"`
+	File        string            `json:"file"`
+	URL         string            `json:"url"`
+	Compression string            `json:"compression"`
+	SHA512      string            `json:"sha512,omitempty"` // of the downloaded artifact
+	Bytes       int64             `json:"bytes"`            // written to File
+	Cached      bool              `json:"cached"`           // served from the cache, no image download
+	Verified    bool              `json:"verified"`
+	Signature   *verify.Signature `json:"signature,omitempty"`
+}
+
+// DefaultOutput is flatcar-<channel>-<version>-<image>.img.
+func DefaultOutput(channel, version, image string) string {
+	return fmt.Sprintf("flatcar-%s-%s-%s.img", channel, version, image)
+}
+
+// DigestError is a download whose SHA512 differs from the signed DIGESTS.
+type DigestError struct {
+	URL, Want, Got string
+}
+
+func (e *DigestError) Error() string {
+	return fmt.Sprintf("SHA512 of %s does not match the signed DIGESTS (got %s..., want %s...): the download was altered or damaged",
+		e.URL, e.Got[:16], e.Want[:16])
+}
+
+// Fetch resolves, downloads, verifies and (for .bz2) decompresses one image into its output file.
+// On any failure the output path is left untouched and nothing unverified enters the cache.
+func Fetch(ctx context.Context, c *Client, o Options) (*Result, error) {
+	if err := release.ValidateImage(o.Image); err != nil {
+		return nil, err
+	}
+	comps, err := compressions(o.Compression)
+	if err != nil {
+		return nil, err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if !o.InsecureSkipVerify && o.Keyring == nil {
+		return nil, errors.New("no keyring to verify with")
+	}
+	if o.InsecureSkipVerify {
+		fmt.Fprintln(o.Log, "WARNING: --insecure-skip-verify: the image is NOT verified (no OpenPGP signature, no SHA512 check)"+
+			" and not cached; whoever controls the server or the network path decides what you boot.")
+	}
+	rel, err := Resolve(ctx, c, o.Release)
+	if err != nil {
+		return nil, err
+	}
+	if o.OutputFile == "" {
+		o.OutputFile = DefaultOutput(rel.Channel, rel.Version, o.Image)
+	}
+	out, err := atomicfile.Create(o.OutputFile)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Abort()
+	f := &fetcher{c: c, o: o, rel: rel, out: out}
+	if !o.InsecureSkipVerify {
+		comps = f.preferCached(comps)
+	}
+	var missing []string
+	for _, comp := range comps {
+		res, err := f.artifact(ctx, comp)
+		if IsNotFound(err) {
+			var se *StatusError
+			errors.As(err, &se)
+			missing = append(missing, se.URL)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := out.Commit(0o644); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	return nil, fmt.Errorf("release %s (%s, %s) has no %s image: the server answered 404 for %s",
+		rel.Version, rel.Channel, rel.Arch, o.Image, strings.Join(missing, " and "))
+}
+
+func compressions(c string) ([]string, error) {
+	switch c {
+	case "", CompressionAuto:
+		return []string{release.CompressionNone, release.CompressionBzip2}, nil
+	case release.CompressionNone, release.CompressionBzip2:
+		return []string{c}, nil
+	}
+	return nil, fmt.Errorf("unknown compression %q; valid: auto, none, bz2", c)
+}
+
+type fetcher struct {
+	c   *Client
+	o   Options
+	rel release.Release
+	out *atomicfile.File
+}
+
+func (f *fetcher) logf(format string, a ...any) {
+	if f.o.Progress != progress.Quiet {
+		fmt.Fprintf(f.o.Log, format+"\n", a...)
+	}
+}
+
+// preferCached moves the compressions already in the cache to the front, so a cached .bz2 is
+// used before the server is asked about the .img.
+func (f *fetcher) preferCached(comps []string) []string {
+	var hit, miss []string
+	for _, comp := range comps {
+		e := cacheEntry{File: f.cacheBase(comp), Digests: f.cacheBase(comp) + release.SignedDigestsSuffix}
+		if e.hit() {
+			hit = append(hit, comp)
+		} else {
+			miss = append(miss, comp)
+		}
+	}
+	return append(hit, miss...)
+}
+
+func (f *fetcher) cacheBase(comp string) string {
+	return strings.Join([]string{f.o.CacheDir, release.Board(f.rel.Arch), f.rel.Version, release.ImageFile(f.o.Image, comp)}, string(os.PathSeparator))
+}
+
+func (f *fetcher) result(comp, file string) *Result {
+	return &Result{Channel: f.rel.Channel, Arch: f.rel.Arch, Version: f.rel.Version, Image: f.o.Image,
+		File: f.o.OutputFile, URL: f.rel.URL(file), Compression: comp}
+}
+
+// artifact produces the output from one compression of the image: from the cache when a
+// verified copy is there, else from the server.
+func (f *fetcher) artifact(ctx context.Context, comp string) (*Result, error) {
+	file := release.ImageFile(f.o.Image, comp)
+	if f.o.InsecureSkipVerify {
+		return f.insecure(ctx, comp, file)
+	}
+	entry, err := openCache(f.o.CacheDir, f.rel, file)
+	if err != nil {
+		return nil, err
+	}
+	defer entry.Close()
+	if entry.hit() {
+		res, err := f.fromCache(entry, comp, file)
+		if err == nil {
+			return res, nil
+		}
+		var we *writeError
+		if errors.As(err, &we) {
+			return nil, err
+		}
+		f.logf("cached %s is no longer valid (%v); downloading it again", entry.File, err)
+		entry.discard()
+		if err := f.restartOutput(); err != nil {
+			return nil, err
+		}
+	}
+	return f.download(ctx, entry, comp, file)
+}
+
+// verifiedDigest checks the clear-signed DIGESTS and returns the SHA512 it lists for file.
+func (f *fetcher) verifiedDigest(signed []byte, url, file string) (string, *verify.Signature, error) {
+	text, sig, err := verify.Clearsigned(signed, f.o.Keyring, f.o.Now())
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", url, err)
+	}
+	d, err := release.ParseDigests(text)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", url, err)
+	}
+	sum, err := d.SHA512(file)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", url, err)
+	}
+	return sum, sig, nil
+}
+
+func (f *fetcher) fromCache(entry *cacheEntry, comp, file string) (*Result, error) {
+	signed, err := os.ReadFile(entry.Digests)
+	if err != nil {
+		return nil, err
+	}
+	want, sig, err := f.verifiedDigest(signed, entry.Digests, file)
+	if err != nil {
+		return nil, err
+	}
+	in, err := os.Open(entry.File)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return nil, err
+	}
+	f.logf("Using cached %s", entry.File)
+	bar := progress.New(f.o.Log, f.o.Progress, "cached "+file, fi.Size())
+	got, n, err := stream(io.TeeReader(in, bar), comp == release.CompressionBzip2, pathWriter{f.out, f.o.OutputFile})
+	bar.Finish()
+	if err != nil {
+		return nil, decodeContext(err, entry.File)
+	}
+	if got != want {
+		return nil, &DigestError{URL: entry.File, Want: want, Got: got}
+	}
+	res := f.result(comp, file)
+	res.SHA512, res.Bytes, res.Cached, res.Verified, res.Signature = got, n, true, true, sig
+	return res, nil
+}
+
+// download streams the artifact from the server (after the bytes a previous run kept) into the
+// output and the cache. A resumed download that fails its digest is retried once from byte 0,
+// since the kept bytes may be what is wrong.
+func (f *fetcher) download(ctx context.Context, entry *cacheEntry, comp, file string) (*Result, error) {
+	art := f.rel.Artifact(file)
+	signed, err := f.c.GetSmall(ctx, art.SignedDigests, 1<<20)
+	if err != nil {
+		if IsNotFound(err) && comp == release.CompressionNone {
+			return nil, err // the .bz2 may still be there
+		}
+		if IsNotFound(err) {
+			return nil, fmt.Errorf("the signed digests of %s are missing (%w); refusing an unsigned image", file, err)
+		}
+		return nil, err
+	}
+	want, sig, err := f.verifiedDigest(signed, art.SignedDigests, file)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		kept := entry.partialSize()
+		got, n, err := f.downloadOnce(ctx, entry, art.URL, file, comp, kept)
+		var de *DecodeError
+		if errors.As(err, &de) && got == want {
+			os.Remove(entry.Partial) // verified but undecodable: the published file itself is bad
+			de.File = art.URL
+			return nil, fmt.Errorf("%w; it matches its signed digest, so the file on the server is damaged", de)
+		}
+		if err != nil && got == "" {
+			return nil, err
+		}
+		if got != want {
+			os.Remove(entry.Partial)
+			if kept > 0 && attempt == 0 {
+				f.logf("the download resumed from byte %d does not match its digest; downloading it again from the start", kept)
+				if err := f.restartOutput(); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			return nil, &DigestError{URL: art.URL, Want: want, Got: got}
+		}
+		if err := entry.store(signed); err != nil {
+			return nil, err
+		}
+		res := f.result(comp, file)
+		res.SHA512, res.Bytes, res.Verified, res.Signature = got, n, true, sig
+		return res, nil
+	}
+}
+
+// downloadOnce runs one pass: kept bytes of .partial, then the network from that offset, each
+// network byte appended to .partial, everything through the hash (and decoder) into the output.
+func (f *fetcher) downloadOnce(ctx context.Context, entry *cacheEntry, url, file, comp string, kept int64) (string, int64, error) {
+	body := newResumableBody(ctx, f.c, url, kept)
+	if err := body.Open(); err != nil {
+		return "", 0, err
+	}
+	defer body.Close()
+	partial, err := os.OpenFile(entry.Partial, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return "", 0, fmt.Errorf("cannot write the download cache (choose another with --cache-dir): %w", err)
+	}
+	defer partial.Close()
+	if _, err := partial.Seek(kept, io.SeekStart); err != nil {
+		return "", 0, err
+	}
+	if kept > 0 {
+		f.logf("Resuming %s from byte %d (kept in %s)", url, kept, entry.Partial)
+	} else {
+		f.logf("Downloading %s", url)
+	}
+	total := int64(-1)
+	if body.Total >= 0 {
+		total = body.Total
+	}
+	bar := progress.New(f.o.Log, f.o.Progress, file, total)
+	src := io.MultiReader(io.NewSectionReader(partial, 0, kept), io.TeeReader(body, pathWriter{partial, entry.Partial}))
+	got, n, err := stream(io.TeeReader(src, bar), comp == release.CompressionBzip2, pathWriter{f.out, f.o.OutputFile})
+	bar.Finish()
+	if err != nil && got == "" {
+		if errors.As(err, new(*DroppedError)) {
+			err = fmt.Errorf("%w; the %d bytes received are kept in %s: run the same command again to resume", err, body.Offset, entry.Partial)
+		}
+		return "", n, err
+	}
+	if serr := partial.Sync(); serr != nil && err == nil {
+		return "", n, serr
+	}
+	return got, n, err
+}
+
+func (f *fetcher) insecure(ctx context.Context, comp, file string) (*Result, error) {
+	url := f.rel.URL(file)
+	body := newResumableBody(ctx, f.c, url, 0)
+	if err := body.Open(); err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	f.logf("Downloading %s", url)
+	bar := progress.New(f.o.Log, f.o.Progress, file, body.Total)
+	got, n, err := stream(io.TeeReader(body, bar), comp == release.CompressionBzip2, pathWriter{f.out, f.o.OutputFile})
+	bar.Finish()
+	if err != nil {
+		return nil, decodeContext(err, url)
+	}
+	res := f.result(comp, file)
+	res.SHA512, res.Bytes = got, n
+	return res, nil
+}
+
+func decodeContext(err error, name string) error {
+	var de *DecodeError
+	if errors.As(err, &de) {
+		de.File = name
+	}
+	return err
+}
+
+// restartOutput empties the output temp file before a second pass.
+func (f *fetcher) restartOutput() error {
+	if err := f.out.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.out.Seek(0, io.SeekStart)
+	return err
+}

@@ -1,0 +1,104 @@
+// Package release knows how Flatcar publishes its releases: channels, architectures, image names,
+// the URL layout of the release server, version.txt and the DIGESTS files. It does no I/O beyond
+// parsing what it is handed, so the rules are testable without a network.
+package release
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Channels, Arches and Images are the accepted values, in the order help texts list them.
+var (
+	Channels = []string{"stable", "beta", "alpha", "lts"}
+	Arches   = []string{"amd64", "arm64"}
+	Images   = []string{"qemu", "qemu_uefi", "openstack"}
+)
+
+// DefaultServer is Flatcar's release server; {channel} is replaced by the channel name.
+const DefaultServer = "https://{channel}.release.flatcar-linux.net"
+
+// Current is the version alias the server resolves through version.txt.
+const Current = "current"
+
+var (
+	versionRe = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+	// LTS also publishes one "current" per LTS stream: current-2024, current-2023, ...
+	ltsCurrentRe = regexp.MustCompile(`^current-[0-9]{4}$`)
+)
+
+func oneOf(what, v string, valid []string) error {
+	for _, ok := range valid {
+		if v == ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown %s %q; valid: %s", what, v, strings.Join(valid, ", "))
+}
+
+// ValidateChannel accepts stable, beta, alpha and lts.
+func ValidateChannel(c string) error { return oneOf("channel", c, Channels) }
+
+// ValidateArch accepts amd64 and arm64.
+func ValidateArch(a string) error { return oneOf("arch", a, Arches) }
+
+// ValidateImage accepts qemu, qemu_uefi and openstack.
+func ValidateImage(i string) error { return oneOf("image", i, Images) }
+
+// ValidateVersion accepts "current", a pinned X.Y.Z, and on lts "current-YYYY".
+func ValidateVersion(channel, v string) error {
+	switch {
+	case v == Current, versionRe.MatchString(v):
+		return nil
+	case ltsCurrentRe.MatchString(v):
+		if channel == "lts" {
+			return nil
+		}
+		return fmt.Errorf("version %q exists only on the lts channel, not on %s", v, channel)
+	}
+	return fmt.Errorf("invalid version %q; use current, a release number such as 4230.2.3, or current-YYYY on lts", v)
+}
+
+// IsAlias reports whether v names a moving release (current, current-YYYY) rather than a number.
+func IsAlias(v string) bool { return !versionRe.MatchString(v) }
+
+// Release addresses one release directory on a server.
+type Release struct {
+	Server  string // URL template; {channel} is replaced, no trailing slash needed
+	Channel string
+	Arch    string
+	Version string // a number, or an alias before resolution
+}
+
+// Validate checks every field but the server.
+func (r Release) Validate() error {
+	if err := ValidateChannel(r.Channel); err != nil {
+		return err
+	}
+	if err := ValidateArch(r.Arch); err != nil {
+		return err
+	}
+	return ValidateVersion(r.Channel, r.Version)
+}
+
+// Board is the release server's directory for an architecture (amd64 -> amd64-usr); the lts server
+// names it the same way (https://lts.release.flatcar-linux.net/amd64-usr/current/).
+func Board(arch string) string { return arch + "-usr" }
+
+// DirURL is the release directory with a trailing slash:
+// <server with {channel} replaced>/<arch>-usr/<version>/.
+func (r Release) DirURL() string {
+	server := r.Server
+	if server == "" {
+		server = DefaultServer
+	}
+	server = strings.TrimRight(strings.ReplaceAll(server, "{channel}", r.Channel), "/")
+	return server + "/" + Board(r.Arch) + "/" + r.Version + "/"
+}
+
+// URL is the address of one file of the release.
+func (r Release) URL(file string) string { return r.DirURL() + file }
+
+// VersionFile is the file in a release directory that names the version it holds.
+const VersionFile = "version.txt"
