@@ -1,0 +1,101 @@
+package fetchtest
+
+import (
+	"bytes"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha512"
+	"fmt"
+	"math/rand"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+)
+
+// Release describes one published release.
+type Release struct {
+	Channel, Arch, Version, Image string
+	Content                       []byte          // the .img as published
+	Signer                        *openpgp.Subkey // signs the DIGESTS
+	Key                           *Key            // makes the .sig
+	SignedAt                      time.Time
+	Current                       bool // also the channel's "current"
+	WithoutImg                    bool // publish only the .bz2, like releases before 3602.2.0
+}
+
+// Dir is the URL path of the release directory.
+func (r Release) Dir() string { return fmt.Sprintf("/%s/%s-usr/%s/", r.Channel, r.Arch, r.Version) }
+
+// ImgPath and BZ2Path are the URL paths of the two downloads.
+func (r Release) ImgPath() string { return r.Dir() + "flatcar_production_" + r.Image + "_image.img" }
+func (r Release) BZ2Path() string { return r.ImgPath() + ".bz2" }
+
+// Publish puts the release on the server: version.txt (also under current/ when Current), the
+// .img and .img.bz2 (compressed with the real lbzip2), each with DIGESTS, DIGESTS.asc and .sig.
+func (s *Server) Publish(t testing.TB, r Release) {
+	t.Helper()
+	vt := []byte(fmt.Sprintf("FLATCAR_VERSION=%s\nFLATCAR_VERSION_ID=%s\nFLATCAR_BUILD=%s\nFLATCAR_SDK_VERSION=%s\n",
+		r.Version, r.Version, r.Version[:len(r.Version)-2], r.Version))
+	s.Put(r.Dir()+"version.txt", vt)
+	if r.Current {
+		s.Put(fmt.Sprintf("/%s/%s-usr/current/version.txt", r.Channel, r.Arch), vt)
+	}
+	s.PublishFile(t, r, r.BZ2Path(), Bzip2(t, r.Content))
+	if !r.WithoutImg {
+		s.PublishFile(t, r, r.ImgPath(), r.Content)
+	}
+}
+
+// PublishFile puts one artifact and its signed companions on the server.
+func (s *Server) PublishFile(t testing.TB, r Release, path string, data []byte) {
+	t.Helper()
+	name := path[len(r.Dir()):]
+	digests := Digests(name, data)
+	s.Put(path, data)
+	s.Put(path+".DIGESTS", digests)
+	s.Put(path+".DIGESTS.asc", ClearSign(t, digests, r.Signer, r.SignedAt, 0))
+	if r.Key != nil {
+		s.Put(path+".sig", r.Key.DetachSign(t, data, r.SignedAt))
+	}
+}
+
+// Digests is a DIGESTS file as Flatcar writes it.
+func Digests(name string, data []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# MD5 HASH\n%x  %s\n", md5.Sum(data), name)
+	fmt.Fprintf(&b, "# SHA1 HASH\n%x  %s\n", sha1.Sum(data), name)
+	fmt.Fprintf(&b, "# SHA512 HASH\n%x  %s\n", sha512.Sum512(data), name)
+	return b.Bytes()
+}
+
+// Bzip2 compresses data with lbzip2, as Flatcar's build does.
+func Bzip2(t testing.TB, data []byte) []byte {
+	t.Helper()
+	cmd := exec.Command("lbzip2", "-9", "-c")
+	cmd.Stdin = bytes.NewReader(data)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("lbzip2: %v", err)
+	}
+	return out
+}
+
+// Image is size bytes of deterministic content that compresses like a disk image: random runs
+// between runs of zeros, so lbzip2 writes several blocks.
+func Image(size int, seed int64) []byte {
+	rng := rand.New(rand.NewSource(seed))
+	b := make([]byte, size)
+	for off := 0; off < size; {
+		n := 4096 + rng.Intn(64<<10)
+		if off+n > size {
+			n = size - off
+		}
+		if rng.Intn(3) > 0 {
+			rng.Read(b[off : off+n])
+		}
+		off += n
+	}
+	return b
+}
