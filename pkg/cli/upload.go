@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+)
+
+func init() { register(newUploadCommand) }
+
+func newUploadCommand() *cobra.Command {
+	var (
+		out                    OutputFormat
+		name, visibility       string
+		onExists               string
+		cloudNames, props, tag []string
+		wait                   time.Duration
+		flatcarV, kubeV        string
+	)
+	cmd := &cobra.Command{
+		Use:   "upload IMAGE --name NAME",
+		Short: "Upload an image to Glance, verified by sha512 and idempotent by name",
+		Long: `Upload a qcow2 or raw image (detected from its header) into OpenStack Glance.
+
+Credentials come from clouds.yaml like the openstack CLI (OS_CLIENT_CONFIG_FILE, ./clouds.yaml,
+~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml, with secure.yaml beside it) for
+--cloud or OS_CLOUD, else from the plain OS_* variables of an openrc file (including
+OS_USER_DOMAIN_NAME, OS_PROJECT_DOMAIN_NAME and application credentials). Several --cloud flags
+upload to several clouds or regions at once.
+
+The image gets container_format=bare, the disk_format of the file, the properties os_distro=flatcar,
+os_type=linux, hw_qemu_guest_agent=yes, architecture, os_version and kubernetes_version, the tags
+flatcar-capo and kube-<version>; --property overrides. Versions and architecture default to the build
+record IMAGE.build.json ({"flatcarVersion", "kubernetesVersion", "arch"}) when it exists.
+
+The file is streamed with its length known; its sha512 is compared with Glance's os_hash_value once
+the image is active. Whatever fails, the half-made image is deleted; one that could not be (Glance
+went away) is removed by the next run. With --on-exists reuse (default) an active image of the same
+name and content is kept and nothing is uploaded; replace uploads anew and then deletes the older
+images of that name, so exactly one matches (CAPO requires that); fail refuses an existing name.
+
+Prints the image ID, one line per cloud.`,
+		Example: `  flatcar-capo upload flatcar-capo.qcow2 --name flatcar-4459.2.0-kube-v1.33.1 --cloud mycloud
+  flatcar-capo upload flatcar.raw --name flatcar-k8s --cloud east --cloud west --on-exists replace -o json`,
+		Args: ExactArgs(1, "IMAGE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				return Usagef("--name is required: CAPO finds the image by its name")
+			}
+			mode, err := glance.ParseOnExists(onExists)
+			if err != nil {
+				return Usagef("invalid --on-exists: %v", err)
+			}
+			switch visibility {
+			case "", "private", "shared", "community", "public":
+			default:
+				return Usagef("invalid --visibility %q: must be private, shared, community or public", visibility)
+			}
+			file := args[0]
+			format, size, err := glance.DetectFileFormat(file)
+			if errors.Is(err, glance.ErrNotDiskImage) {
+				return AsUsage(err)
+			}
+			if err != nil {
+				return err
+			}
+			record, err := glance.ReadBuildRecord(file)
+			if err != nil {
+				return AsUsage(err)
+			}
+			meta, err := glance.BuildMetadata(glance.MetadataInput{FlatcarVersion: flatcarV, KubernetesVersion: kubeV,
+				Properties: props, Tags: tag, Record: record})
+			if err != nil {
+				return AsUsage(err)
+			}
+			if len(cloudNames) == 0 {
+				cloudNames = []string{""} // OS_CLOUD, then OS_* variables
+			}
+			stderr := cmd.ErrOrStderr()
+			pmode := progress.Auto
+			if len(cloudNames) > 1 {
+				pmode = progress.Lines // one bar per cloud would overwrite each other
+			}
+			req := &glance.Request{File: file, Format: format, Size: size, Name: name, Metadata: meta,
+				Visibility: visibility, OnExists: mode, Wait: wait, Log: &lockedWriter{w: stderr},
+				Progress: func(label string, total int64) glance.ProgressSink {
+					return progress.New(stderr, pmode, label, total)
+				}}
+			results, errs := uploadAll(cmd, cloudNames, req)
+			if len(results) > 0 {
+				if err := Report(cmd, out, results, func(w io.Writer) error {
+					for _, r := range results {
+						fmt.Fprintf(stderr, "%s: %s %s (%s, %s, %s %s)\n", cloudLabel(r), r.Action, r.ID, r.DiskFormat,
+							progress.Bytes(r.Size), r.HashAlgo, r.Checksum)
+						fmt.Fprintln(w, r.ID)
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+			return joinUploadErrors(cmd, errs)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "image name in Glance (required)")
+	f.StringArrayVar(&cloudNames, "cloud", nil, "cloud name in clouds.yaml; repeat to upload to several clouds/regions (default $OS_CLOUD, then OS_* variables)")
+	f.StringArrayVar(&props, "property", nil, "extra or overriding image property KEY=VALUE (repeatable)")
+	f.StringArrayVar(&tag, "tag", nil, "extra image tag (repeatable)")
+	f.StringVar(&visibility, "visibility", "", "private, shared, community or public (default: Glance's)")
+	f.StringVar(&onExists, "on-exists", string(glance.Reuse), "when the name exists: reuse, replace or fail")
+	f.DurationVar(&wait, "wait", 30*time.Minute, "how long to wait for the image to become active")
+	f.StringVar(&flatcarV, "flatcar-version", "", "os_version property (default: from IMAGE.build.json)")
+	f.StringVar(&kubeV, "kubernetes-version", "", "kubernetes_version property and kube-<v> tag (default: from IMAGE.build.json)")
+	AddOutputFlag(f, &out)
+	return cmd
+}
+
+type uploadOutcome struct {
+	res *glance.Result
+	err error
+}
+
+// uploadAll uploads to every cloud concurrently and returns the results in --cloud order.
+func uploadAll(cmd *cobra.Command, names []string, req *glance.Request) ([]*glance.Result, []error) {
+	ctx := cmd.Context()
+	outcomes := make([]uploadOutcome, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := glance.Connect(ctx, n)
+			if err != nil {
+				outcomes[i].err = err
+				return
+			}
+			res, err := glance.Upload(ctx, c, req)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", c.Label(), err)
+			}
+			outcomes[i] = uploadOutcome{res, err}
+		}()
+	}
+	wg.Wait()
+	var results []*glance.Result
+	var errs []error
+	for _, o := range outcomes {
+		if o.res != nil && o.err == nil {
+			results = append(results, o.res)
+		}
+		if o.err != nil {
+			errs = append(errs, o.err)
+		}
+	}
+	return results, errs
+}
+
+// joinUploadErrors reports every failed cloud; only configuration mistakes are usage errors.
+func joinUploadErrors(cmd *cobra.Command, errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	if err := cmd.Context().Err(); err != nil {
+		return err
+	}
+	usage := true
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+		usage = usage && glance.IsConfigError(e)
+	}
+	err := errors.New(strings.Join(msgs, "\n"))
+	if usage {
+		return AsUsage(err)
+	}
+	return err
+}
+
+func cloudLabel(r *glance.Result) string {
+	if r.Region == "" {
+		return r.Cloud
+	}
+	return r.Cloud + "/" + r.Region
+}
+
+// lockedWriter serialises the notes of concurrent uploads line by line.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,184 @@
+// Package glance uploads images into OpenStack Glance the way CAPO needs them: authenticated like
+// the openstack CLI (clouds.yaml or OS_* variables), streamed with a known length, verified by
+// sha512, idempotent by name, and leaving no half-made image behind.
+package glance
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"sigs.k8s.io/yaml"
+)
+
+// configError is a problem with what the user asked for (unknown cloud, no clouds.yaml, no
+// credentials at all): the command maps it to the usage exit code.
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+
+func configErrorf(format string, a ...any) error { return &configError{fmt.Sprintf(format, a...)} }
+
+// IsConfigError tells whether err is a mistake in the cloud configuration or its choice.
+func IsConfigError(err error) bool {
+	var ce *configError
+	return errors.As(err, &ce)
+}
+
+// Cloud is an authenticated connection to one cloud's image service in one region.
+type Cloud struct {
+	Name     string // the clouds.yaml name, or "env" for OS_* variables
+	Region   string
+	Provider *gophercloud.ProviderClient
+	Image    *gophercloud.ServiceClient
+}
+
+// Label names the cloud and region in messages and progress lines.
+func (c *Cloud) Label() string {
+	if c.Region == "" {
+		return c.Name
+	}
+	return c.Name + "/" + c.Region
+}
+
+// Connect authenticates to the cloud called name in clouds.yaml; an empty name means OS_CLOUD,
+// and without OS_CLOUD the plain OS_* variables. The returned client re-authenticates by itself
+// when its token expires.
+func Connect(ctx context.Context, name string) (*Cloud, error) {
+	if name == "" {
+		name = os.Getenv("OS_CLOUD")
+	}
+	var opts []clouds.ParseOption
+	label := name
+	if name == "" {
+		yamlDoc, err := envCloudYAML()
+		if err != nil {
+			return nil, err
+		}
+		label = "env"
+		opts = append(opts, clouds.WithCloudName(label), clouds.WithCloudsYAML(strings.NewReader(yamlDoc)))
+	} else {
+		path, err := findCloudsYAML(name)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, clouds.WithCloudName(name), clouds.WithLocations(path))
+		if sec := os.Getenv("OS_CLIENT_SECURE_FILE"); sec != "" {
+			opts = append(opts, clouds.WithSecureLocations(sec))
+		}
+	}
+	ao, eo, tlsConfig, err := clouds.Parse(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the credentials of cloud %q: %w", label, err)
+	}
+	ao.AllowReauth = ao.TokenID == "" // a bare token cannot be renewed
+	c := &Cloud{Name: label, Region: eo.Region}
+
+	provider, err := openstack.NewClient(ao.IdentityEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("cloud %s: invalid auth_url %q: %w", label, ao.IdentityEndpoint, err)
+	}
+	provider.HTTPClient = http.Client{Transport: newTransport(tlsConfig)}
+	provider.UserAgent.Prepend("flatcar-capo")
+	provider.UseTokenLock()
+	// Renew a token that is about to expire before a request (a long upload must not start with a
+	// token that dies under it); a 401 later still triggers one re-authentication.
+	provider.ReauthBeforeTokenExpiration = 5 * time.Minute
+	if err := openstack.Authenticate(ctx, provider, ao); err != nil {
+		return nil, authError(label, ao.IdentityEndpoint, err)
+	}
+	c.Provider = provider
+	c.Image, err = openstack.NewImageV2(provider, eo)
+	if err != nil {
+		var nf *gophercloud.ErrEndpointNotFound
+		if errors.As(err, &nf) || strings.Contains(err.Error(), "endpoint") {
+			region := eo.Region
+			if region == "" {
+				region = "any region"
+			}
+			return nil, fmt.Errorf("cloud %s: the service catalog has no image (Glance) endpoint in %s; check region_name or ask the cloud operator", label, region)
+		}
+		return nil, fmt.Errorf("cloud %s: %w", label, err)
+	}
+	return c, nil
+}
+
+func newTransport(tlsConfig *tls.Config) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = tlsConfig
+	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	// Glance answers an upload only once it stored every byte; do not wait forever for that.
+	t.ResponseHeaderTimeout = 10 * time.Minute
+	t.WriteBufferSize = 256 << 10
+	return t
+}
+
+// authError turns an authentication failure into a message that says what to check, without
+// ever echoing the credentials.
+func authError(label, authURL string, err error) error {
+	switch {
+	case gophercloud.ResponseCodeIs(err, http.StatusUnauthorized):
+		return fmt.Errorf("cloud %s: authentication at %s was refused (HTTP 401): check the user name, password or application credential, and the user/project domain", label, authURL)
+	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
+		return fmt.Errorf("cloud %s: %s is not a Keystone v3 endpoint (HTTP 404): check auth_url", label, authURL)
+	}
+	var netErr net.Error
+	var opErr *net.OpError
+	if errors.As(err, &opErr) || errors.As(err, &netErr) {
+		return fmt.Errorf("cloud %s: Keystone at %s is unreachable: %v", label, authURL, err)
+	}
+	return fmt.Errorf("cloud %s: authenticating at %s: %w", label, authURL, err)
+}
+
+// findCloudsYAML finds the clouds.yaml the openstack CLI would read and checks that it defines
+// name, so that both a missing file and an unknown name get a message naming the file.
+func findCloudsYAML(name string) (string, error) {
+	var candidates []string
+	if p := os.Getenv("OS_CLIENT_CONFIG_FILE"); p != "" {
+		candidates = []string{p}
+	} else {
+		cfg := os.Getenv("XDG_CONFIG_HOME")
+		if cfg == "" {
+			if home, err := os.UserHomeDir(); err == nil {
+				cfg = filepath.Join(home, ".config")
+			}
+		}
+		candidates = []string{"clouds.yaml", filepath.Join(cfg, "openstack", "clouds.yaml"), "/etc/openstack/clouds.yaml"}
+	}
+	for _, p := range candidates {
+		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", p, err)
+		}
+		var doc struct {
+			Clouds map[string]any `json:"clouds"`
+		}
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return "", fmt.Errorf("%s is not valid YAML: %w", p, err)
+		}
+		if _, ok := doc.Clouds[name]; !ok {
+			names := make([]string, 0, len(doc.Clouds))
+			for n := range doc.Clouds {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return "", configErrorf("cloud %q is not defined in %s (it defines: %s)", name, p, strings.Join(names, ", "))
+		}
+		return p, nil
+	}
+	return "", configErrorf("cloud %q was asked for, but no clouds.yaml was found (looked at %s); set OS_CLIENT_CONFIG_FILE or use OS_* variables", name, strings.Join(candidates, ", "))
+}

@@ -1,0 +1,25 @@
+package glance
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/gophercloud/gophercloud/v2"
+)
+
+func asUnexpected(err error, target *gophercloud.ErrUnexpectedResponseCode) bool {
+	return errors.As(err, target)
+}
+
+// isNetworkError is true for a Glance that went away or never answered.
+func isNetworkError(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}

@@ -1,0 +1,156 @@
+package glance
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"os"
+
+	"github.com/gophercloud/gophercloud/v2"
+)
+
+// putData streams size bytes of file into the image's data, with a Content-Length (gophercloud's
+// imagedata.Upload sends a chunked body that Glance behind uWSGI can refuse) and computes the
+// sha512 of exactly the bytes sent. A 401 (token revoked or expired meanwhile) re-authenticates
+// and starts over once.
+func putData(ctx context.Context, c *Cloud, id, file string, size int64, progress io.Writer) (string, error) {
+	url := c.Image.ServiceURL("images", id, "file")
+	for attempt := 0; ; attempt++ {
+		sum, status, token, err := putOnce(ctx, c, url, file, size, progress)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case status == http.StatusNoContent || status == http.StatusOK || status == http.StatusCreated:
+			return sum, nil
+		case status == http.StatusUnauthorized && attempt == 0:
+			if err := c.Provider.Reauthenticate(ctx, token); err != nil {
+				return "", fmt.Errorf("re-authenticating after the token was refused: %w", err)
+			}
+			continue
+		}
+		return "", &httpStatusError{Method: http.MethodPut, URL: url, Status: status}
+	}
+}
+
+func putOnce(ctx context.Context, c *Cloud, url, file string, size int64, progress io.Writer) (sum string, status int, token string, err error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", 0, "", err
+	}
+	defer f.Close()
+	h := sha512.New()
+	sink := io.Writer(h)
+	if progress != nil {
+		sink = io.MultiWriter(h, progress)
+	}
+	body := io.TeeReader(io.NewSectionReader(f, 0, size), sink)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, io.NopCloser(body))
+	if err != nil {
+		return "", 0, "", err
+	}
+	req.ContentLength = size
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("User-Agent", c.Provider.UserAgent.Join())
+	for k, v := range c.Provider.AuthenticatedHeaders() {
+		req.Header.Set(k, v)
+	}
+	token = req.Header.Get("X-Auth-Token")
+	resp, err := c.Provider.HTTPClient.Do(req)
+	if err != nil {
+		return "", 0, token, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return hex.EncodeToString(h.Sum(nil)), resp.StatusCode, token, nil
+}
+
+// httpStatusError is an unexpected answer from Glance; 5xx ones are worth a retry.
+type httpStatusError struct {
+	Method, URL string
+	Status      int
+}
+
+func (e *httpStatusError) Error() string {
+	return fmt.Sprintf("%s %s: Glance answered HTTP %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+}
+
+// newHash returns the hash Glance names os_hash_algo (sha512 unless the operator changed it).
+func newHash(algo string) (hash.Hash, error) {
+	switch algo {
+	case "sha512", "":
+		return sha512.New(), nil
+	case "sha384":
+		return sha512.New384(), nil
+	case "sha256":
+		return sha256.New(), nil
+	case "sha1":
+		return sha1.New(), nil
+	case "md5":
+		return md5.New(), nil
+	}
+	return nil, fmt.Errorf("Glance hashes images with %q, which flatcar-capo does not know", algo)
+}
+
+// hashFile computes algo over the first size bytes of file, reporting progress.
+func hashFile(ctx context.Context, file string, size int64, algo string, progress io.Writer) (string, error) {
+	h, err := newHash(algo)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var sink io.Writer = h
+	if progress != nil {
+		sink = io.MultiWriter(h, progress)
+	}
+	r := io.NewSectionReader(f, 0, size)
+	buf := make([]byte, 1<<20)
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		n, err := r.Read(buf)
+		sink.Write(buf[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", file, err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// isTransient tells whether an error may go away on its own (network, 5xx, throttling).
+func isTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	status := 0
+	var se *httpStatusError
+	var ge *glanceHTTPError
+	var ue gophercloud.ErrUnexpectedResponseCode
+	switch {
+	case errors.As(err, &se):
+		status = se.Status
+	case errors.As(err, &ge):
+		status = ge.status
+	case asUnexpected(err, &ue):
+		status = ue.Actual
+	default:
+		return isNetworkError(err)
+	}
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+}

@@ -1,0 +1,475 @@
+package glance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+)
+
+// OnExists says what to do when an image with the requested name already exists.
+type OnExists string
+
+const (
+	Reuse   OnExists = "reuse"   // keep an identical active image, refuse a different one
+	Replace OnExists = "replace" // upload anew, then delete every older image of that name
+	Fail    OnExists = "fail"    // refuse when the name exists at all
+)
+
+// ParseOnExists validates an --on-exists value.
+func ParseOnExists(s string) (OnExists, error) {
+	switch o := OnExists(s); o {
+	case Reuse, Replace, Fail:
+		return o, nil
+	}
+	return "", fmt.Errorf("must be reuse, replace or fail, not %q", s)
+}
+
+// Request is one image to upload; the same Request may go to several clouds at once.
+type Request struct {
+	File       string
+	Format     disk.Format
+	Size       int64
+	Name       string
+	Metadata   Metadata
+	Visibility string // empty: Glance's default
+	OnExists   OnExists
+	Wait       time.Duration // how long to wait for the image to become active
+	// Log receives one-line notes (leftovers removed, retries, warnings).
+	Log io.Writer
+	// Progress, when set, returns a writer that counts the bytes of one transfer.
+	Progress func(label string, total int64) ProgressSink
+	// Attempts and Backoff bound the retries of transient failures (defaults 3 and 2 s).
+	Attempts int
+	Backoff  time.Duration
+
+	localHashes hashCache
+}
+
+// ProgressSink counts bytes; pkg/progress reporters satisfy it.
+type ProgressSink interface {
+	io.Writer
+	Finish()
+}
+
+// Result is what one cloud ended up with.
+type Result struct {
+	Cloud      string            `json:"cloud"`
+	Region     string            `json:"region,omitempty"`
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Action     string            `json:"action"` // uploaded, reused or replaced
+	Checksum   string            `json:"checksum"`
+	HashAlgo   string            `json:"hashAlgo"`
+	Size       int64             `json:"size"`
+	DiskFormat string            `json:"diskFormat"`
+	Status     string            `json:"status"`
+	Properties map[string]string `json:"properties"`
+	Tags       []string          `json:"tags"`
+	// RemovedLeftovers are half-made images of earlier failed runs deleted before uploading.
+	RemovedLeftovers []string `json:"removedLeftovers,omitempty"`
+	// Replaced are the older images of the same name deleted by --on-exists replace.
+	Replaced []string `json:"replaced,omitempty"`
+}
+
+// Upload makes sure cloud c has exactly the image described by req and returns it.
+func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
+	logf := func(format string, a ...any) {
+		if req.Log != nil {
+			fmt.Fprintf(req.Log, "%s: "+format+"\n", append([]any{c.Label()}, a...)...)
+		}
+	}
+	same, err := listByName(ctx, c, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Cloud: c.Name, Region: c.Region, Name: req.Name}
+
+	// Leftovers of an earlier failed run of this tool go first, so they never count as "existing".
+	var existing []images.Image
+	for _, img := range same {
+		if isLeftover(img) {
+			if err := deleteImage(ctx, c, img.ID); err != nil {
+				return nil, fmt.Errorf("removing leftover image %s (status %s) of an earlier failed upload: %w", img.ID, img.Status, err)
+			}
+			logf("removed leftover image %s (status %s) left by an earlier failed upload", img.ID, img.Status)
+			res.RemovedLeftovers = append(res.RemovedLeftovers, img.ID)
+			continue
+		}
+		existing = append(existing, img)
+	}
+	if len(existing) > 1 {
+		logf("warning: %d images are named %q (%s); CAPO needs exactly one", len(existing), req.Name, ids(existing))
+	}
+
+	switch req.OnExists {
+	case Fail:
+		if len(existing) > 0 {
+			return nil, fmt.Errorf("an image named %q already exists (%s); use --on-exists reuse or replace, or choose another --name", req.Name, ids(existing))
+		}
+	case Reuse:
+		if len(existing) > 1 {
+			return nil, fmt.Errorf("%d images are named %q (%s) and CAPO needs exactly one: run again with --on-exists replace to keep only the new upload, or choose another --name", len(existing), req.Name, ids(existing))
+		}
+		if len(existing) == 1 {
+			return reuse(ctx, c, req, res, existing[0])
+		}
+	}
+
+	img, err := createAndUpload(ctx, c, req, logf)
+	if err != nil {
+		return nil, err
+	}
+	fillResult(res, img)
+	res.Action = "uploaded"
+	if req.OnExists == Replace && len(existing) > 0 {
+		res.Action = "replaced"
+		var failed []string
+		for _, old := range existing {
+			if err := deleteImage(ctx, c, old.ID); err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", old.ID, err))
+				continue
+			}
+			res.Replaced = append(res.Replaced, old.ID)
+			logf("deleted the older image %s of the same name", old.ID)
+		}
+		if len(failed) > 0 {
+			return res, fmt.Errorf("uploaded %s, but could not delete the older images of the same name (CAPO needs exactly one): %s", img.ID, strings.Join(failed, "; "))
+		}
+	}
+	return res, nil
+}
+
+// reuse accepts an existing active image whose content is the file's, by Glance's own hash.
+func reuse(ctx context.Context, c *Cloud, req *Request, res *Result, img images.Image) (*Result, error) {
+	if img.Status != images.ImageStatusActive {
+		return nil, fmt.Errorf("an image named %q already exists (%s) in status %s, not active; use --on-exists replace or choose another --name", req.Name, img.ID, img.Status)
+	}
+	algo, remote := imageHash(img)
+	if remote == "" {
+		return nil, fmt.Errorf("the existing image %s named %q has no os_hash_value to compare with; use --on-exists replace or choose another --name", img.ID, req.Name)
+	}
+	local, err := req.localHashes.get(ctx, req, algo, c.Label())
+	if err != nil {
+		return nil, err
+	}
+	if local != remote || img.SizeBytes != req.Size {
+		return nil, fmt.Errorf("an image named %q already exists (%s) with different content (%s %s..., the file's %s...); use --on-exists replace to upload anew and remove it, or choose another --name",
+			req.Name, img.ID, algo, short(remote), short(local))
+	}
+	fillResult(res, &img)
+	res.Action = "reused"
+	return res, nil
+}
+
+// createAndUpload creates the image, streams the file, waits for active and verifies the hash,
+// retrying transient failures; whatever fails, it deletes the image it made.
+func createAndUpload(ctx context.Context, c *Cloud, req *Request, logf func(string, ...any)) (*images.Image, error) {
+	attempts, backoff := req.Attempts, req.Backoff
+	if attempts <= 0 {
+		attempts = 3
+	}
+	if backoff <= 0 {
+		backoff = 2 * time.Second
+	}
+	var orphans []string // half-made images that could not be deleted when their attempt failed
+	for attempt := 1; ; attempt++ {
+		img, orphan, err := uploadOnce(ctx, c, req)
+		if orphan != "" {
+			orphans = append(orphans, orphan)
+		}
+		if err == nil {
+			// Glance came back: the images an earlier attempt could not delete go now.
+			for _, id := range orphans {
+				if derr := deleteImage(ctx, c, id); derr != nil {
+					return img, fmt.Errorf("uploaded %s, but the half-made image %s of a failed attempt could not be deleted: %w", img.ID, id, derr)
+				}
+				logf("removed the half-made image %s of a failed attempt", id)
+			}
+			return img, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !isTransient(err) || attempt == attempts {
+			if attempt > 1 {
+				return nil, fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+			}
+			return nil, err
+		}
+		logf("attempt %d of %d failed: %v; retrying in %s", attempt, attempts, err, backoff)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
+}
+
+// uploadOnce makes one complete attempt; orphan is the ID of an image it made but could not delete.
+func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image, orphan string, err error) {
+	opts := images.CreateOpts{
+		Name:            req.Name,
+		ContainerFormat: "bare",
+		DiskFormat:      string(req.Format),
+		Tags:            req.Metadata.Tags,
+		Properties:      req.Metadata.Properties,
+	}
+	if req.Visibility != "" {
+		v := images.ImageVisibility(req.Visibility)
+		opts.Visibility = &v
+	}
+	created, err := images.Create(ctx, c.Image, opts).Extract()
+	if err != nil {
+		return nil, "", glanceError(c, "creating the image record", err)
+	}
+	done, err := fillImage(ctx, c, req, created.ID)
+	if err == nil {
+		return done, "", nil
+	}
+	// Never leave a half-made image: delete it even when the caller gave up (context cancelled).
+	cleanCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if derr := deleteImage(cleanCtx, c, created.ID); derr != nil {
+		return nil, created.ID, fmt.Errorf("%w; the half-made image %s could not be deleted (%v): the next run of upload with this name removes it", err, created.ID, derr)
+	}
+	return nil, "", fmt.Errorf("%w (the half-made image %s was deleted)", err, created.ID)
+}
+
+// fillImage sends the data of image id, waits until it is active and compares the hashes.
+func fillImage(ctx context.Context, c *Cloud, req *Request, id string) (*images.Image, error) {
+	var sink ProgressSink
+	if req.Progress != nil {
+		sink = req.Progress("upload to "+c.Label(), req.Size)
+	}
+	var w io.Writer
+	if sink != nil {
+		w = sink
+	}
+	sum, err := putData(ctx, c, id, req.File, req.Size, w)
+	if sink != nil {
+		sink.Finish()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if isNetworkError(err) {
+			return nil, fmt.Errorf("Glance at %s stopped answering during the upload: %w", c.Image.Endpoint, err)
+		}
+		return nil, glanceError(c, "uploading the image data", err)
+	}
+	req.localHashes.put("sha512", sum)
+	img, err := waitActive(ctx, c, id, req.Wait)
+	if err != nil {
+		return nil, err
+	}
+	algo, remote := imageHash(*img)
+	if remote == "" {
+		return nil, fmt.Errorf("Glance did not report os_hash_value for image %s, so the upload cannot be verified", id)
+	}
+	local := sum
+	if algo != "sha512" {
+		if local, err = req.localHashes.get(ctx, req, algo, c.Label()); err != nil {
+			return nil, err
+		}
+	}
+	if local != remote {
+		return nil, fmt.Errorf("hash mismatch after upload: Glance has %s %s..., the file has %s...; the data was damaged on the way", algo, short(remote), short(local))
+	}
+	return img, nil
+}
+
+// waitActive polls the image until it is active, killed or the wait is over.
+func waitActive(ctx context.Context, c *Cloud, id string, wait time.Duration) (*images.Image, error) {
+	if wait <= 0 {
+		wait = 30 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	delay := 100 * time.Millisecond
+	for {
+		img, err := images.Get(ctx, c.Image, id).Extract()
+		if err != nil {
+			return nil, glanceError(c, "checking the image status", err)
+		}
+		switch img.Status {
+		case images.ImageStatusActive:
+			return img, nil
+		case images.ImageStatusKilled, images.ImageStatusDeleted, images.ImageStatusPendingDelete:
+			return nil, fmt.Errorf("Glance marked image %s as %s after the upload (see the Glance API log; a disk_format that does not match the data is a common cause)", id, img.Status)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("image %s is still %s after %s (--wait)", id, img.Status, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		if delay < 2*time.Second {
+			delay *= 2
+		}
+	}
+}
+
+func listByName(ctx context.Context, c *Cloud, name string) ([]images.Image, error) {
+	pages, err := images.List(c.Image, images.ListOpts{Name: name}).AllPages(ctx)
+	if err != nil {
+		return nil, glanceError(c, "listing the images named "+fmt.Sprintf("%q", name), err)
+	}
+	all, err := images.ExtractImages(pages)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].CreatedAt.Before(all[j].CreatedAt) })
+	return all, nil
+}
+
+func deleteImage(ctx context.Context, c *Cloud, id string) error {
+	err := images.Delete(ctx, c.Image, id).ExtractErr()
+	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return nil
+	}
+	if err != nil {
+		return glanceError(c, "deleting image "+id, err)
+	}
+	return nil
+}
+
+// isLeftover is a half-made image of this tool: tagged by it and never finished.
+func isLeftover(img images.Image) bool {
+	switch img.Status {
+	case images.ImageStatusQueued, images.ImageStatusSaving, images.ImageStatusKilled:
+	default:
+		return false
+	}
+	for _, t := range img.Tags {
+		if t == ToolTag {
+			return true
+		}
+	}
+	return false
+}
+
+func imageHash(img images.Image) (algo, value string) {
+	algo, _ = img.Properties["os_hash_algo"].(string)
+	value, _ = img.Properties["os_hash_value"].(string)
+	if algo == "" {
+		algo = "sha512"
+	}
+	return algo, value
+}
+
+func fillResult(res *Result, img *images.Image) {
+	res.ID = img.ID
+	res.Status = string(img.Status)
+	res.Size = img.SizeBytes
+	res.DiskFormat = img.DiskFormat
+	res.HashAlgo, res.Checksum = imageHash(*img)
+	res.Tags = append([]string{}, img.Tags...)
+	sort.Strings(res.Tags)
+	res.Properties = map[string]string{}
+	for k, v := range img.Properties {
+		if s, ok := v.(string); ok && !strings.HasPrefix(k, "os_hash") && k != "stores" && k != "owner_specified.openstack.object" {
+			res.Properties[k] = s
+		}
+	}
+}
+
+// glanceError says which step failed against which endpoint, in words rather than gophercloud's.
+func glanceError(c *Cloud, what string, err error) error {
+	var ue gophercloud.ErrUnexpectedResponseCode
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case asUnexpected(err, &ue):
+		body := strings.TrimSpace(string(ue.Body))
+		if len(body) > 300 {
+			body = body[:300] + "..."
+		}
+		return &glanceHTTPError{msg: fmt.Sprintf("%s: Glance at %s answered HTTP %d: %s", what, c.Image.Endpoint, ue.Actual, body), status: ue.Actual}
+	case isNetworkError(err):
+		return fmt.Errorf("%s: Glance at %s is unreachable: %w", what, c.Image.Endpoint, err)
+	}
+	return fmt.Errorf("%s at %s: %w", what, c.Image.Endpoint, err)
+}
+
+type glanceHTTPError struct {
+	msg    string
+	status int
+}
+
+func (e *glanceHTTPError) Error() string { return e.msg }
+
+func ids(imgs []images.Image) string {
+	s := make([]string, len(imgs))
+	for i, img := range imgs {
+		s[i] = img.ID
+	}
+	return strings.Join(s, ", ")
+}
+
+func short(h string) string {
+	if len(h) > 16 {
+		return h[:16]
+	}
+	return h
+}
+
+// hashCache computes the file's hash once per algorithm, however many clouds ask.
+type hashCache struct {
+	mu     sync.Mutex
+	sums   map[string]string
+	hashMu sync.Mutex
+}
+
+func (h *hashCache) put(algo, sum string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sums == nil {
+		h.sums = map[string]string{}
+	}
+	h.sums[algo] = sum
+}
+
+func (h *hashCache) lookup(algo string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sums[algo]
+}
+
+func (h *hashCache) get(ctx context.Context, req *Request, algo, label string) (string, error) {
+	h.hashMu.Lock() // one hashing pass at a time; the others wait for its result
+	defer h.hashMu.Unlock()
+	if s := h.lookup(algo); s != "" {
+		return s, nil
+	}
+	var sink ProgressSink
+	if req.Progress != nil {
+		sink = req.Progress("hash "+label, req.Size)
+	}
+	var w io.Writer
+	if sink != nil {
+		w = sink
+	}
+	sum, err := hashFile(ctx, req.File, req.Size, algo, w)
+	if sink != nil {
+		sink.Finish()
+	}
+	if err != nil {
+		return "", err
+	}
+	h.put(algo, sum)
+	return sum, nil
+}
