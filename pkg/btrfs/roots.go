@@ -53,6 +53,9 @@ func (fs *FS) loadRootTree() error {
 	if fs.fsTree.level > maxTreeLevel {
 		return corruptf("FS tree level %d", fs.fsTree.level)
 	}
+	if _, err := fs.readBlock(fs.fsTree.logical, fs.fsTree.level); err != nil {
+		return wrapf(err, "reading the FS tree root")
+	}
 	err = fs.walk(rootTree, key{firstFreeObjID, 0, 0}, key{lastFreeObjID, 0xff, maxU64}, func(b *block, slot int) (bool, error) {
 		fs.subvolumes = b.keys[slot].typ == typeRootItem
 		return !fs.subvolumes, nil

@@ -1,0 +1,248 @@
+package btrfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+)
+
+const (
+	// defaultMaxInline is the kernel's max_inline mount option default.
+	defaultMaxInline = 2048
+	maxNameLen       = 255
+	headerFlagReloc  = 1 << 1
+)
+
+// MaxInline is the largest content WriteFile accepts: the kernel's default max_inline, less
+// than a sector, and what one leaf can hold next to the item header.
+func (fs *FS) MaxInline() int {
+	return min(defaultMaxInline, int(fs.sb.sectorSize)-1, int(fs.sb.nodeSize)-headerSize-itemHdrSize-extentInlineHdr)
+}
+
+// WriteFile replaces the contents of the file at path with data, stored as one uncompressed
+// inline extent, or creates the file (mode 0644, root-owned) when its directory exists but it
+// does not. Every change is computed and checked in memory first; anything that would need a
+// new tree block, a leaf split or extent tree changes returns an ErrUnsupported error before
+// anything is written.
+func (fs *FS) WriteFile(dev Device, p string, data []byte) error {
+	if err := fs.writeFile(dev, p, data); err != nil {
+		return &os.PathError{Op: "write", Path: p, Err: err}
+	}
+	return nil
+}
+
+func (fs *FS) writeFile(dev Device, p string, data []byte) error {
+	names := splitPath(p)
+	if len(names) == 0 {
+		return errors.New("is the root directory")
+	}
+	if err := fs.writable(); err != nil {
+		return err
+	}
+	if limit := fs.MaxInline(); len(data) > limit {
+		return unsupportedf("%d bytes do not fit in an inline extent (at most %d); writing regular extents is out of reach", len(data), limit)
+	}
+	name := names[len(names)-1]
+	dir, err := fs.resolve("write", "/"+strings.Join(names[:len(names)-1], "/"))
+	if err != nil {
+		return err
+	}
+	if !dir.item.isDir() {
+		return fmt.Errorf("%s is not a directory", path.Dir(path.Clean("/"+p)))
+	}
+	e, ok, err := fs.lookupName(dir.ino, name)
+	if err != nil {
+		return err
+	}
+	w := &writePlan{fs: fs, now: time.Now()}
+	if ok {
+		err = w.rewrite(e.location.objectID, data)
+	} else {
+		err = w.create(dir.ino, name, data)
+	}
+	if err != nil {
+		return err
+	}
+	return w.commit(dev)
+}
+
+// writable refuses filesystems where an in-place leaf edit would be wrong or lost.
+func (fs *FS) writable() error {
+	switch {
+	case fs.sb.logRoot != 0:
+		return unsupportedf("the filesystem has a log tree waiting for replay (mount and unmount it once first)")
+	case fs.subvolumes:
+		return unsupportedf("the filesystem has subvolumes or snapshots, which may share leaves")
+	case fs.sb.incompat&incompatZoned != 0:
+		return unsupportedf("zoned filesystems cannot be rewritten in place")
+	}
+	return nil
+}
+
+// writePlan gathers the edited leaves of one WriteFile.
+type writePlan struct {
+	fs     *FS
+	now    time.Time
+	leaves []*leafEdit
+}
+
+// leaf returns the edit of the FS tree leaf that holds (or would receive) k.
+func (w *writePlan) leaf(k key) (*leafEdit, error) {
+	b, err := w.fs.leafFor(w.fs.fsTree, k)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range w.leaves {
+		if l.orig.logical == b.logical {
+			return l, nil
+		}
+	}
+	if b.owner != fsTreeObjectID || le.Uint64(b.buf[0x38:])&headerFlagReloc != 0 {
+		return nil, unsupportedf("leaf %d is owned by tree %d or under relocation", b.logical, b.owner)
+	}
+	l := newLeafEdit(b)
+	w.leaves = append(w.leaves, l)
+	return l, nil
+}
+
+// rewrite replaces the single inline extent (or absence of extents) of inode ino.
+func (w *writePlan) rewrite(ino uint64, data []byte) error {
+	in, err := w.fs.readInode(ino)
+	if err != nil {
+		return err
+	}
+	if !in.item.isRegular() {
+		return errors.New("not a regular file")
+	}
+	if f := in.item.flags(); f&(inodeImmutable|inodeAppend|inodeVerity) != 0 {
+		return unsupportedf("inode flags %#x (immutable, append-only or verity)", f)
+	}
+	var extents []key
+	err = w.fs.walk(w.fs.fsTree, key{ino, typeExtentData, 0}, key{ino, typeExtentData, maxU64}, func(b *block, slot int) (bool, error) {
+		e, err := parseFileExtent(b.data(slot))
+		if err == nil && (e.typ != extentInline || b.keys[slot].offset != 0) {
+			err = unsupportedf("the file has regular (non-inline) extents; replacing them needs extent tree changes")
+		}
+		extents = append(extents, b.keys[slot])
+		return err == nil, err
+	})
+	if err != nil {
+		return err
+	}
+	ik, ek := key{ino, typeInodeItem, 0}, key{ino, typeExtentData, 0}
+	if len(data) > 0 {
+		err = w.put(ek, func(gen uint64) []byte { return marshalInlineExtent(gen, data) })
+	} else if len(extents) > 0 {
+		var l *leafEdit
+		if l, err = w.leaf(ek); err == nil {
+			l.del(ek)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return w.updateInode(ik, func(i inodeItem, gen uint64) {
+		i.setSize(uint64(len(data)))
+		i.setNbytes(uint64(len(data)))
+		i.touch(gen, w.now)
+	})
+}
+
+// put sets item k to body(generation of the leaf that receives it).
+func (w *writePlan) put(k key, body func(gen uint64) []byte) error {
+	l, err := w.leaf(k)
+	if err == nil {
+		l.put(k, body(l.orig.gen))
+	}
+	return err
+}
+
+// updateInode applies change to the INODE_ITEM with key k; gen is its leaf's generation.
+func (w *writePlan) updateInode(k key, change func(i inodeItem, gen uint64)) error {
+	l, err := w.leaf(k)
+	if err != nil {
+		return err
+	}
+	b := l.get(k)
+	if len(b) < inodeItemSize {
+		return corruptf("INODE_ITEM %v missing or short in leaf %d", k, l.orig.logical)
+	}
+	change(inodeItem(b), l.orig.gen)
+	l.put(k, b)
+	return nil
+}
+
+// create adds a regular file name in directory dir holding data.
+func (w *writePlan) create(dir uint64, name string, data []byte) error {
+	if len(name) > maxNameLen {
+		return fmt.Errorf("file name longer than %d bytes", maxNameLen)
+	}
+	fs := w.fs
+	dk := key{dir, typeDirItem, nameHash(name)}
+	if b, err := fs.lookup(fs.fsTree, dk); err != nil || b != nil {
+		return cmpErr(err, unsupportedf("another name in the directory has the same hash; appending to its DIR_ITEM is out of reach"))
+	}
+	ino, err := fs.nextInode()
+	if err != nil {
+		return err
+	}
+	index, err := fs.nextDirIndex(dir)
+	if err != nil {
+		return err
+	}
+	ik := key{ino, typeInodeItem, 0}
+	entry := dirEntry{ik, ftRegFile, name}
+	err = errors.Join(
+		w.put(ik, func(gen uint64) []byte {
+			i := newFileInode(gen, w.now)
+			i.setSize(uint64(len(data)))
+			i.setNbytes(uint64(len(data)))
+			return i
+		}),
+		w.put(key{ino, typeInodeRef, dir}, func(uint64) []byte { return marshalInodeRef(index, name) }),
+		w.put(dk, func(gen uint64) []byte { return marshalDirItem(entry, gen) }),
+		w.put(key{dir, typeDirIndex, index}, func(gen uint64) []byte { return marshalDirItem(entry, gen) }),
+	)
+	if err == nil && len(data) > 0 {
+		err = w.put(key{ino, typeExtentData, 0}, func(gen uint64) []byte { return marshalInlineExtent(gen, data) })
+	}
+	if err != nil {
+		return err
+	}
+	// A directory's size counts every name twice (DIR_ITEM and DIR_INDEX).
+	return w.updateInode(key{dir, typeInodeItem, 0}, func(i inodeItem, gen uint64) {
+		i.setSize(i.size() + 2*uint64(len(name)))
+		i.touch(gen, w.now)
+	})
+}
+
+// nextInode is one above the highest object id in the FS tree, as the kernel picks it.
+func (fs *FS) nextInode() (uint64, error) {
+	b, slot, err := fs.last(fs.fsTree, key{lastFreeObjID, 0xff, maxU64})
+	if err != nil {
+		return 0, err
+	}
+	next := uint64(firstFreeObjID)
+	if b != nil {
+		next = max(next, b.keys[slot].objectID+1)
+	}
+	if next >= lastFreeObjID {
+		return 0, unsupportedf("no free inode number")
+	}
+	return next, nil
+}
+
+// nextDirIndex is one above the directory's highest DIR_INDEX (2 for an empty directory).
+func (fs *FS) nextDirIndex(dir uint64) (uint64, error) {
+	b, slot, err := fs.last(fs.fsTree, key{dir, typeDirIndex, maxU64})
+	if err != nil || b == nil || b.keys[slot].objectID != dir || b.keys[slot].typ != typeDirIndex {
+		return 2, err
+	}
+	if b.keys[slot].offset >= maxU64-1 {
+		return 0, unsupportedf("directory index counter exhausted")
+	}
+	return max(b.keys[slot].offset+1, 2), nil
+}
