@@ -1,0 +1,158 @@
+package capo
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	capov1beta1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	kubeadmv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
+	kubeadmv1beta2 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kcpv1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
+	kcpv1beta2 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	clusterv1beta2 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// apiTypes maps "apiVersion/Kind" to the upstream Go type a document must decode into. Older
+// CAPO versions (v1alpha5 to v1alpha7) are not in CAPO v0.13's module: they are linted by the
+// version-independent rules only.
+var apiTypes = map[string]reflect.Type{}
+
+func register(apiVersion string, objs ...any) {
+	for _, o := range objs {
+		t := reflect.TypeOf(o).Elem()
+		apiTypes[apiVersion+"/"+t.Name()] = t
+	}
+}
+
+func init() {
+	register("v1", &corev1.Secret{}, &corev1.ConfigMap{})
+	register("cluster.x-k8s.io/v1beta1", &clusterv1beta1.Cluster{}, &clusterv1beta1.MachineDeployment{},
+		&clusterv1beta1.MachineSet{}, &clusterv1beta1.Machine{}, &clusterv1beta1.MachinePool{},
+		&clusterv1beta1.MachineHealthCheck{})
+	register("cluster.x-k8s.io/v1beta2", &clusterv1beta2.Cluster{}, &clusterv1beta2.MachineDeployment{},
+		&clusterv1beta2.MachineSet{}, &clusterv1beta2.Machine{}, &clusterv1beta2.MachinePool{},
+		&clusterv1beta2.MachineHealthCheck{})
+	register("bootstrap.cluster.x-k8s.io/v1beta1", &kubeadmv1beta1.KubeadmConfig{}, &kubeadmv1beta1.KubeadmConfigTemplate{})
+	register("bootstrap.cluster.x-k8s.io/v1beta2", &kubeadmv1beta2.KubeadmConfig{}, &kubeadmv1beta2.KubeadmConfigTemplate{})
+	register("controlplane.cluster.x-k8s.io/v1beta1", &kcpv1beta1.KubeadmControlPlane{}, &kcpv1beta1.KubeadmControlPlaneTemplate{})
+	register("controlplane.cluster.x-k8s.io/v1beta2", &kcpv1beta2.KubeadmControlPlane{}, &kcpv1beta2.KubeadmControlPlaneTemplate{})
+	register("infrastructure.cluster.x-k8s.io/v1beta1", &capov1beta1.OpenStackCluster{},
+		&capov1beta1.OpenStackClusterTemplate{}, &capov1beta1.OpenStackMachine{}, &capov1beta1.OpenStackMachineTemplate{})
+}
+
+// typeOf returns the upstream type of a document, or nil when this tool has none for it.
+func typeOf(d *Document) reflect.Type { return apiTypes[d.APIVersion+"/"+d.Kind] }
+
+// DecodeStrict decodes a document into its upstream Go type, rejecting unknown fields and
+// mistyped values. It fails for documents whose apiVersion/kind this tool does not know.
+func DecodeStrict(d *Document) (any, error) {
+	t := typeOf(d)
+	if t == nil {
+		return nil, fmt.Errorf("%s: no Go type known for %s %s", d, d.APIVersion, d.Kind)
+	}
+	raw, err := json.Marshal(d.obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d, err)
+	}
+	v := reflect.New(t).Interface()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return nil, fmt.Errorf("%s does not decode into %s.%s: %w", d, t.PkgPath(), t.Name(), err)
+	}
+	return v, nil
+}
+
+// UnknownFields lists every field path of d that its upstream type does not have (all of
+// them, where a strict decoder stops at the first). Nil when the type is unknown.
+func UnknownFields(d *Document) []Path {
+	t := typeOf(d)
+	if t == nil {
+		return nil
+	}
+	var out []Path
+	walkUnknown(d.obj, t, nil, &out)
+	return out
+}
+
+var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
+func walkUnknown(v any, t reflect.Type, path Path, out *[]Path) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return // custom decoding (Time, IntOrString, Quantity, JSON): a leaf for this purpose
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		fields := jsonFields(t)
+		for k, fv := range m {
+			ft, ok := fields[k]
+			if !ok {
+				*out = append(*out, path.Child(k))
+				continue
+			}
+			walkUnknown(fv, ft, path.Child(k), out)
+		}
+	case reflect.Map:
+		if m, ok := v.(map[string]any); ok {
+			for k, fv := range m {
+				walkUnknown(fv, t.Elem(), path.Child(k), out)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if l, ok := v.([]any); ok && t.Elem().Kind() != reflect.Uint8 {
+			for i, ev := range l {
+				walkUnknown(ev, t.Elem(), path.Child(i), out)
+			}
+		}
+	}
+}
+
+var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+
+// jsonFields returns the JSON field names of a struct type with their types, inlined
+// (embedded or `json:",inline"`) structs flattened, as encoding/json sees them.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	fields := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if name == "" && ft.Kind() == reflect.Struct && (f.Anonymous || strings.Contains(opts, "inline")) {
+			for k, v := range jsonFields(ft) {
+				if _, dup := fields[k]; !dup {
+					fields[k] = v
+				}
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	fieldCache.Store(t, fields)
+	return fields
+}

@@ -1,0 +1,196 @@
+package capo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Document is one YAML document of a manifest file, kept both as a node tree (for line numbers)
+// and as plain maps (for the rules).
+type Document struct {
+	File       string `json:"file"`
+	Index      int    `json:"index"` // position in the file, from 0
+	Line       int    `json:"line"`  // first line of the document
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+
+	node *yaml.Node
+	obj  map[string]any
+}
+
+// Group is the API group of the document's apiVersion ("" for core).
+func (d *Document) Group() string {
+	if i := strings.IndexByte(d.APIVersion, '/'); i >= 0 {
+		return d.APIVersion[:i]
+	}
+	return ""
+}
+
+// Version is the version part of apiVersion.
+func (d *Document) Version() string {
+	return d.APIVersion[strings.IndexByte(d.APIVersion, '/')+1:]
+}
+
+// String names the document for humans: "file#2 (KubeadmConfigTemplate ns/name)".
+func (d *Document) String() string {
+	id := d.Name
+	if d.Namespace != "" {
+		id = d.Namespace + "/" + d.Name
+	}
+	return fmt.Sprintf("%s#%d (%s %s, line %d)", d.File, d.Index, d.Kind, id, d.Line)
+}
+
+// ParseDocuments splits a multi-document YAML stream. Empty documents are skipped; a syntax
+// error ends the stream and is returned together with the documents read before it.
+func ParseDocuments(file string, data []byte) ([]*Document, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []*Document
+	for index := 0; ; index++ {
+		var root yaml.Node
+		err := dec.Decode(&root)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return docs, fmt.Errorf("%s: document %d: %w", file, index, err)
+		}
+		if len(root.Content) == 0 || root.Content[0].Kind == yaml.ScalarNode && root.Content[0].Tag == "!!null" {
+			continue
+		}
+		node := root.Content[0]
+		if node.Kind != yaml.MappingNode {
+			return docs, fmt.Errorf("%s: document %d (line %d) is not a mapping", file, index, node.Line)
+		}
+		var obj map[string]any
+		if err := node.Decode(&obj); err != nil {
+			return docs, fmt.Errorf("%s: document %d (line %d): %w", file, index, node.Line, err)
+		}
+		d := &Document{File: file, Index: index, Line: node.Line, node: node, obj: obj}
+		d.APIVersion, _ = obj["apiVersion"].(string)
+		d.Kind, _ = obj["kind"].(string)
+		d.Name = getString(obj, "metadata", "name")
+		d.Namespace = getString(obj, "metadata", "namespace")
+		docs = append(docs, d)
+	}
+}
+
+// Path is a field path: strings are keys, ints are list indices.
+type Path []any
+
+// Child returns a new path with elems appended (never aliasing p).
+func (p Path) Child(elems ...any) Path {
+	out := make(Path, 0, len(p)+len(elems))
+	return append(append(out, p...), elems...)
+}
+
+// String renders the path as spec.files[2].encoding.
+func (p Path) String() string {
+	var b strings.Builder
+	for _, e := range p {
+		switch v := e.(type) {
+		case int:
+			b.WriteString("[" + strconv.Itoa(v) + "]")
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			fmt.Fprint(&b, v)
+		}
+	}
+	return b.String()
+}
+
+// get follows path through maps and lists; ok is false when a step is missing.
+func get(v any, path ...any) (any, bool) {
+	for _, e := range path {
+		switch k := e.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if v, ok = m[k]; !ok {
+				return nil, false
+			}
+		case int:
+			l, ok := v.([]any)
+			if !ok || k < 0 || k >= len(l) {
+				return nil, false
+			}
+			v = l[k]
+		}
+	}
+	return v, true
+}
+
+func getString(v any, path ...any) string {
+	x, _ := get(v, path...)
+	s, _ := x.(string)
+	return s
+}
+
+func getMap(v any, path ...any) map[string]any {
+	x, _ := get(v, path...)
+	m, _ := x.(map[string]any)
+	return m
+}
+
+func getList(v any, path ...any) []any {
+	x, _ := get(v, path...)
+	l, _ := x.([]any)
+	return l
+}
+
+// LineOf returns the line of the deepest node that exists along path (the document's first
+// line when none does), so a finding about a missing field points at its parent.
+func (d *Document) LineOf(path Path) int {
+	_, line := d.walk(path)
+	return line
+}
+
+// valueNode returns the node at path, or nil.
+func (d *Document) valueNode(path Path) *yaml.Node {
+	n, _ := d.walk(path)
+	return n
+}
+
+// walk follows path through the node tree; it returns the node at path (nil when a step is
+// missing) and the line of the deepest step found.
+func (d *Document) walk(path Path) (*yaml.Node, int) {
+	n, line := d.node, d.Line
+	for _, e := range path {
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		var next *yaml.Node
+		switch k := e.(type) {
+		case string:
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == k {
+						line, next = n.Content[i].Line, n.Content[i+1]
+						break
+					}
+				}
+			}
+		case int:
+			if n.Kind == yaml.SequenceNode && k >= 0 && k < len(n.Content) {
+				next = n.Content[k]
+				line = next.Line
+			}
+		}
+		if next == nil {
+			return nil, line
+		}
+		n = next
+	}
+	return n, line
+}

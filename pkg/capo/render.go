@@ -1,0 +1,207 @@
+package capo
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	igntypes "github.com/flatcar/ignition/config/v2_3/types"
+
+	"github.com/flatcar-capo/flatcar-capo/templates"
+)
+
+// CAPI API versions a template can be rendered for.
+const (
+	CAPIv1beta1 = "v1beta1" // every CAPI release with Ignition support (default)
+	CAPIv1beta2 = "v1beta2" // CAPI 1.11 and newer
+)
+
+// Variable names of the cluster template (clusterctl's and CAPO's names).
+const (
+	VarClusterName       = "CLUSTER_NAME"
+	VarKubernetesVersion = "KUBERNETES_VERSION"
+	VarImageName         = "OPENSTACK_FLATCAR_IMAGE_NAME"
+)
+
+// RenderOptions selects the template and the variables to fill.
+type RenderOptions struct {
+	// CAPIAPI is CAPIv1beta1 (default) or CAPIv1beta2.
+	CAPIAPI string
+	// Values fills ${VAR} placeholders; variables left out stay for clusterctl to fill.
+	Values map[string]string
+}
+
+// Rendered is a rendered and validated cluster template.
+type Rendered struct {
+	Manifest []byte `json:"-"`
+	// Variables are all the variables the template uses; Missing those still unset. When
+	// Missing is empty the manifest is final (node-side ${COREOS_*} unescaped).
+	Variables []string `json:"variables"`
+	Missing   []string `json:"missing"`
+	// Documents are "apiVersion Kind name" of each decoded document.
+	Documents []string `json:"documents"`
+	// UserData is the estimated user-data size of each bootstrap config, by document.
+	UserData []UserDataEstimate `json:"userData"`
+}
+
+// UserDataEstimate is the base64 size of a bootstrap config's user-data as Nova receives it.
+type UserDataEstimate struct {
+	Document string `json:"document"`
+	Bytes    int    `json:"bytes"`
+	Limit    int    `json:"limit"`
+}
+
+// Template returns the embedded cluster template for a CAPI API version, unrendered.
+func Template(capiAPI string) ([]byte, error) {
+	name := "cluster-template-flatcar.yaml"
+	switch capiAPI {
+	case "", CAPIv1beta1:
+	case CAPIv1beta2:
+		name = "cluster-template-flatcar-v1beta2.yaml"
+	default:
+		return nil, fmt.Errorf("unknown CAPI API version %q: use %s or %s (CAPI 1.11+)", capiAPI, CAPIv1beta1, CAPIv1beta2)
+	}
+	return templates.FS.ReadFile(name)
+}
+
+// Render fills the template and validates the result: every document decodes strictly into
+// its upstream Go type, every additionalConfig translates to valid Ignition 2.3, and every
+// estimated user-data stays under Nova's limit. Unset variables are validated with sample
+// values of the right shape.
+func Render(opts RenderOptions) (*Rendered, error) {
+	tmpl, err := Template(opts.CAPIAPI)
+	if err != nil {
+		return nil, err
+	}
+	vars, err := Variables(tmpl)
+	if err != nil {
+		return nil, fmt.Errorf("embedded template: %w", err)
+	}
+	for name := range opts.Values {
+		if !contains(vars, name) {
+			return nil, fmt.Errorf("the template has no variable %s; it uses %s", name, strings.Join(vars, ", "))
+		}
+	}
+	out, missing, err := Substitute(tmpl, opts.Values)
+	if err != nil {
+		return nil, err
+	}
+	r := &Rendered{Manifest: out, Variables: vars, Missing: missing}
+	// Validate a fully filled copy: sample values stand in for what clusterctl fills later.
+	full := map[string]string{}
+	for _, name := range vars {
+		full[name] = sampleValue(name)
+	}
+	for k, v := range opts.Values {
+		full[k] = v
+	}
+	filled, _, err := Substitute(tmpl, full)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.validate(filled); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Rendered) validate(manifest []byte) error {
+	docs, err := ParseDocuments("rendered template", manifest)
+	if err != nil {
+		return fmt.Errorf("the rendered template is not valid YAML (check the values given with --set): %w", err)
+	}
+	var problems []string
+	for _, d := range docs {
+		if _, err := DecodeStrict(d); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		r.Documents = append(r.Documents, d.APIVersion+" "+d.Kind+" "+d.Name)
+		b, ok := newBootstrapSpec(d)
+		if !ok {
+			continue
+		}
+		var additional *igntypes.Config
+		if src, ok := b.additionalConfig(); ok {
+			res := TranspileCLC(src)
+			if res.Fatal || len(res.Issues) > 0 {
+				problems = append(problems, fmt.Sprintf("%s: additionalConfig: %v", d, res.Issues))
+				continue
+			}
+			additional = &res.Ignition
+		}
+		size, merged, err := estimateUserData(b, additional)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", d, err))
+			continue
+		}
+		if err := ValidateIgnition(merged); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", d, err))
+		}
+		r.UserData = append(r.UserData, UserDataEstimate{Document: d.Kind + " " + d.Name, Bytes: size, Limit: UserDataLimit})
+		if size > UserDataLimit {
+			problems = append(problems, fmt.Sprintf("%s: estimated user-data is %d bytes, over Nova's limit of %d", d, size, UserDataLimit))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the rendered template is invalid:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// ImageSnippet returns the OpenStackMachineTemplate documents (control plane and workers)
+// that select imageName, for `build` to print next to the image it made. Other variables are
+// left for clusterctl.
+func ImageSnippet(imageName, capiAPI string) ([]byte, error) {
+	r, err := Render(RenderOptions{CAPIAPI: capiAPI, Values: map[string]string{VarImageName: imageName}})
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "# Flatcar image for CAPO; the full template: flatcar-capo manifests --image-name %q\n", imageName)
+	for _, doc := range bytes.Split(r.Manifest, []byte("\n---\n")) {
+		if bytes.Contains(doc, []byte("\nkind: OpenStackMachineTemplate\n")) {
+			out.WriteString("---\n")
+			out.Write(stripComments(doc))
+		}
+	}
+	return out.Bytes(), nil
+}
+
+func stripComments(doc []byte) []byte {
+	var out bytes.Buffer
+	for _, line := range strings.SplitAfter(string(doc), "\n") {
+		if !strings.HasPrefix(line, "#") && line != "" {
+			out.WriteString(line)
+		}
+	}
+	if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
+		out.WriteByte('\n')
+	}
+	return out.Bytes()
+}
+
+// sampleValue is a stand-in of the right shape for validating an unset variable.
+func sampleValue(name string) string {
+	switch {
+	case strings.HasSuffix(name, "_MACHINE_COUNT"):
+		return "1"
+	case name == VarKubernetesVersion:
+		return "v1.33.0"
+	case strings.HasSuffix(name, "_B64"):
+		return "c2FtcGxl"
+	case name == VarClusterName:
+		return "sample"
+	case strings.HasSuffix(name, "_NAMESERVERS"):
+		return "192.0.2.53"
+	case strings.HasSuffix(name, "_ID"):
+		return "00000000-0000-0000-0000-000000000000"
+	}
+	return "sample"
+}
+
+func contains(list []string, s string) bool {
+	i := sort.SearchStrings(list, s)
+	return i < len(list) && list[i] == s
+}
