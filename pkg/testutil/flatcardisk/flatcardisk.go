@@ -22,7 +22,7 @@ type OEMKind string
 
 const (
 	OEMBtrfs           OEMKind = "btrfs"             // mkfs.btrfs --mixed -m single -d single (Flatcar's); the default
-	OEMBtrfsDup        OEMKind = "btrfs-dup"         // the same with DUP (meta)data: two copies of every tree block
+	OEMBtrfsDup        OEMKind = "btrfs-dup"         // mkfs.btrfs -m dup -d single: two copies of every tree block
 	OEMBtrfsKernelZlib OEMKind = "btrfs-kernel-zlib" // files written by the kernel with compress=zlib; root only
 	OEMExt4            OEMKind = "ext4"              // mkfs.ext4 -L OEM -d (Flatcar before stable 2983.2.0)
 	OEMNone            OEMKind = "none"              // no OEM partition at all
@@ -214,8 +214,8 @@ func makeESP(work, fsPath string, size int64, opts Options) error {
 	if err != nil {
 		return err
 	}
-	os.Setenv("MTOOLS_SKIP_CHECK", "1")
-	return run("mcopy", append(append([]string{"-s", "-i", fsPath}, entries...), "::/")...)
+	// MTOOLS_SKIP_CHECK: mtools would refuse a FAT32 image with fewer clusters than it expects.
+	return runEnv([]string{"MTOOLS_SKIP_CHECK=1"}, "mcopy", append(append([]string{"-s", "-i", fsPath}, entries...), "::/")...)
 }
 
 // OEMPartition returns the byte range of the partition named OEM, read from the image's GPT.

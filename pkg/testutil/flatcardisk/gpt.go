@@ -70,9 +70,9 @@ func writeGPT(f *os.File, diskSize int64, parts []part) error {
 }
 
 // writeMBR writes the MBR partition entries and signature, keeping the boot code area (0..445).
-// Protective: one 0xEE entry over the whole disk. Hybrid, as `sgdisk -h 1:EE` makes it and Flatcar
+// Protective: one 0xEE entry over the whole disk. Hybrid, as `sgdisk -h 1` makes it and Flatcar
 // before stable 4459.2.0 ships it: 0xEE over the GPT structures up to the ESP, then the ESP as a
-// bootable 0xEF entry.
+// 0xEF entry, here marked active (a legacy-boot ESP).
 func writeMBR(f *os.File, diskSize int64, esp part, hybrid bool) error {
 	tbl := make([]byte, 66)
 	sectors := diskSize / sector
@@ -94,14 +94,24 @@ func putMBREntry(e []byte, status, typ byte, first, count int64) {
 		count = 0xFFFFFFFF
 	}
 	e[0] = status
-	e[1], e[2], e[3] = 0xFE, 0xFF, 0xFF // CHS start: "use LBA"
-	if first == 1 {
-		e[1], e[2], e[3] = 0x00, 0x02, 0x00
-	}
+	copy(e[1:4], chs(first))
 	e[4] = typ
-	e[5], e[6], e[7] = 0xFE, 0xFF, 0xFF
+	copy(e[5:8], chs(first+count-1))
 	binary.LittleEndian.PutUint32(e[8:], uint32(first))
 	binary.LittleEndian.PutUint32(e[12:], uint32(count))
+}
+
+// chs encodes an LBA as cylinder/head/sector with 255 heads and 63 sectors per track, as sgdisk
+// does; past cylinder 1023 it is the conventional maximum.
+func chs(lba int64) []byte {
+	const heads, sectors = 255, 63
+	c := lba / (heads * sectors)
+	if c > 1023 {
+		return []byte{0xFE, 0xFF, 0xFF}
+	}
+	h := lba / sectors % heads
+	s := lba%sectors + 1
+	return []byte{byte(h), byte(s) | byte(c>>8)<<6, byte(c)}
 }
 
 // guidBytes encodes a GUID string in GPT's mixed-endian byte order.

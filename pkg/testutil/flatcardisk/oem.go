@@ -110,8 +110,9 @@ func makeOEM(work, fsPath string, size int64, opts Options) error {
 		// As Flatcar's build_library makes it.
 		return run("mkfs.btrfs", "-q", "--mixed", "-m", "single", "-d", "single", "-L", "OEM", "--rootdir", tree, fsPath)
 	case OEMBtrfsDup:
-		// --mixed needs the same profile for data and metadata.
-		return run("mkfs.btrfs", "-q", "--mixed", "-m", "dup", "-d", "dup", "-L", "OEM", "--rootdir", tree, fsPath)
+		// DUP metadata: two copies of every tree block, so of every inline grub.cfg too. Not --mixed:
+		// btrfs-progs 6.2 cannot allocate a mixed DUP chunk ("not enough free space").
+		return run("mkfs.btrfs", "-q", "-m", "dup", "-d", "single", "-L", "OEM", "--rootdir", tree, fsPath)
 	case OEMExt4:
 		return run("mkfs.ext4", "-q", "-F", "-L", "OEM", "-d", tree, fsPath)
 	case OEMBtrfsKernelZlib:
@@ -146,8 +147,13 @@ func makeKernelZlibOEM(work, tree, fsPath string) error {
 	return copyErr
 }
 
-func run(name string, args ...string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
+func run(name string, args ...string) error { return runEnv(nil, name, args...) }
+
+// runEnv runs a tool with extra environment variables and reports its output when it fails.
+func runEnv(env []string, name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
 	}

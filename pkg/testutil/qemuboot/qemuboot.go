@@ -1,0 +1,134 @@
+// Package qemuboot boots a test disk (pkg/testutil/flatcardisk, Bootable) under QEMU TCG and returns
+// the kernel command line its initramfs printed, so tests can check what GRUB built from the OEM
+// partition's grub.cfg.
+package qemuboot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
+)
+
+// Options of a boot.
+type Options struct {
+	UEFI    bool          // boot with OVMF instead of SeaBIOS
+	Timeout time.Duration // default 90 s (a boot takes 10-20 s under TCG)
+}
+
+// OVMF firmware (Debian's ovmf package).
+const (
+	ovmfCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+	ovmfVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+)
+
+// Boot boots image (raw or qcow2; QEMU never writes to it) and returns the kernel command line the
+// guest printed. It fails the test, with the tail of the serial log, when the guest does not print
+// it and power off in time; QEMU is killed on timeout and when the test ends.
+func Boot(t testing.TB, image string, opts Options) string {
+	t.Helper()
+	testutil.RequireTools(t, "qemu-system-x86_64")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	start := time.Now()
+	cmdline, log, err := Run(ctx, image, t.TempDir(), opts)
+	if err != nil {
+		t.Fatalf("qemuboot: %v\nlast serial output:\n%s", err, tail(log, 3000))
+	}
+	t.Logf("qemuboot: %s booted in %.1fs (UEFI=%t): %s", filepath.Base(image), time.Since(start).Seconds(), opts.UEFI, cmdline)
+	return cmdline
+}
+
+// Run is Boot without testing.TB: work is a directory for the serial log and UEFI variables. It
+// returns the printed command line and the serial log.
+func Run(ctx context.Context, image, work string, opts Options) (cmdline string, log []byte, err error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = 90 * time.Second
+	}
+	format, err := imageFormat(image)
+	if err != nil {
+		return "", nil, err
+	}
+	serial := filepath.Join(work, "serial.log")
+	args := []string{
+		"-accel", "tcg", "-m", "512", "-no-reboot", "-nic", "none",
+		"-display", "none", "-monitor", "none", "-serial", "file:" + serial,
+		// snapshot=on: the guest's writes go to a temporary overlay, never to the image under test.
+		"-drive", "file=" + image + ",format=" + string(format) + ",if=virtio,snapshot=on",
+	}
+	if opts.UEFI {
+		vars := filepath.Join(work, "OVMF_VARS.fd")
+		data, err := os.ReadFile(ovmfVars)
+		if err != nil {
+			return "", nil, fmt.Errorf("UEFI boot needs OVMF (install the ovmf package): %w", err)
+		}
+		if err := os.WriteFile(vars, data, 0o600); err != nil {
+			return "", nil, err
+		}
+		args = append(args, "-drive", "if=pflash,format=raw,readonly=on,file="+ovmfCode,
+			"-drive", "if=pflash,format=raw,file="+vars)
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
+	cmd.WaitDelay = 5 * time.Second
+	// No stray VMs: QEMU dies with the test process, even when that is killed. Pdeathsig follows
+	// the thread that started QEMU, so keep this goroutine on it until QEMU has exited.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	runErr := cmd.Run()
+	log, _ = os.ReadFile(serial)
+	cmdline, found := parse(log)
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return cmdline, log, fmt.Errorf("%s did not power off within %s (killed QEMU); marker found: %t", image, opts.Timeout, found)
+	case ctx.Err() != nil:
+		return cmdline, log, ctx.Err()
+	case runErr != nil:
+		return cmdline, log, fmt.Errorf("qemu-system-x86_64 %s: %w\n%s", strings.Join(args, " "), runErr, stderr.String())
+	case !found:
+		return "", log, fmt.Errorf("%s powered off without printing %q (did GRUB boot the kernel?)", image, flatcardisk.CmdlineMarker)
+	}
+	return cmdline, log, nil
+}
+
+// parse finds the marker line in the serial log.
+func parse(log []byte) (string, bool) {
+	for _, line := range strings.Split(string(log), "\n") {
+		if _, rest, ok := strings.Cut(line, flatcardisk.CmdlineMarker); ok {
+			return strings.TrimSpace(rest), true
+		}
+	}
+	return "", false
+}
+
+func imageFormat(image string) (disk.Format, error) {
+	f, err := os.Open(image)
+	if err != nil {
+		return "", fmt.Errorf("cannot boot %s: %w", image, err)
+	}
+	defer f.Close()
+	return disk.DetectFormat(f)
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
