@@ -42,7 +42,7 @@ var errSilentFailure = errors.New("")
 func isCobraUsageError(err error) bool {
 	msg := err.Error()
 	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag",
-		"accepts ", "requires at least", "requires at most", "invalid argument", "required flag"} {
+		"accepts ", "requires at least", "requires at most", "required flag"} {
 		if strings.Contains(msg, p) {
 			return true
 		}

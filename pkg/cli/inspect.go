@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/inspect"
+	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+)
+
+func init() { register(newInspectCommand) }
+
+func newInspectCommand() *cobra.Command {
+	var (
+		out    OutputFormat
+		target string
+	)
+	cmd := &cobra.Command{
+		Use:   "inspect IMAGE",
+		Short: "Report an image's partitions and OEM settings, and whether it is ready for a cloud",
+		Long: `Reports the GPT partitions, the OEM settings GRUB will use, sysext files and markers, the
+first-boot flag on the ESP, a leftover /oem/config.ign, the MBR kind, and a verdict for --for
+(default: the image's own oem_id):
+
+  READY      nothing to fix
+  WARNING    ready, with something worth knowing (flatcar.autologin, hybrid MBR, missing
+             first-boot flag, oem-release differing from oem_id after a retarget)
+  NOT READY  the effective oem_id differs from the target, or /oem/config.ign would override
+             cloud user-data
+
+Exits 1 when NOT READY, 0 otherwise, so CI can gate on it. The JSON fields are documented in
+docs/inspect-json.md and kept stable.`,
+		Example: `  flatcar-capo inspect flatcar.raw --for openstack
+  flatcar-capo inspect flatcar.qcow2 -o json | jq .verdict`,
+		Args: ExactArgs(1, "IMAGE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if target != "" {
+				if err := oem.ValidateID(target, true); err != nil {
+					return AsUsage(err)
+				}
+			}
+			img, err := disk.Open(args[0], false)
+			if err != nil {
+				return err
+			}
+			defer img.Close()
+			r, err := inspect.Inspect(img, target)
+			if err != nil {
+				return err
+			}
+			if err := Report(cmd, out, r, func(w io.Writer) error { return printInspect(w, r) }); err != nil {
+				return err
+			}
+			if r.Verdict == inspect.NotReady {
+				return WithExitCode(ExitFailure, fmt.Errorf("%s is NOT READY for %s", r.Image, r.Target))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&target, "for", "", "target platform to judge against, e.g. openstack (default: the image's oem_id)")
+	AddOutputFlag(cmd.Flags(), &out)
+	return cmd
+}
+
+func printInspect(w io.Writer, r *inspect.Report) error {
+	fmt.Fprintf(w, "Image:      %s (%s, %s)\n", r.Image, r.Format, progress.Bytes(r.Size))
+	fmt.Fprintln(w, "Partitions:")
+	for _, p := range r.Partitions {
+		fmt.Fprintf(w, "  %d  %-12s %-16s %10s  %s\n", p.Number, p.Name, p.Type, progress.Bytes(p.Size), p.TypeGUID)
+	}
+	fmt.Fprintf(w, "MBR:        %s\n", r.MBR.Kind)
+	fmt.Fprintf(w, "OEM:        partition %d, %s, grub.cfg %s\n", r.OEM.Partition, r.OEM.Filesystem, map[bool]string{true: "present", false: "missing"}[r.OEM.GrubCfg])
+	fmt.Fprintf(w, "  oem_id:        %s\n", r.OEM.Settings.OEMID)
+	fmt.Fprintf(w, "  linux_append:  %s\n", r.OEM.Settings.LinuxAppend)
+	fmt.Fprintf(w, "  linux_console: %s\n", r.OEM.Settings.LinuxConsole)
+	fmt.Fprintf(w, "  oem-release:   ID=%s\n", r.OEM.OEMReleaseID)
+	for _, s := range r.Sysext {
+		fmt.Fprintf(w, "  sysext:        %s (%s)\n", s.Name, progress.Bytes(s.Size))
+	}
+	for _, m := range r.Markers {
+		fmt.Fprintf(w, "  marker:        %s\n", m)
+	}
+	fb := "unknown (ESP unreadable)"
+	if r.FirstBoot != nil {
+		fb = map[bool]string{true: "present", false: "missing"}[*r.FirstBoot]
+	}
+	fmt.Fprintf(w, "First boot: %s\n", fb)
+	fmt.Fprintf(w, "config.ign: %s\n", map[bool]string{true: "present (overrides user-data!)", false: "absent"}[r.ConfigIgn])
+	fmt.Fprintf(w, "Verdict for %s: %s\n", r.Target, r.Verdict)
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "  %-7s %s\n", f.Level+":", f.Message)
+	}
+	return nil
+}

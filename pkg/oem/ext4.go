@@ -1,0 +1,114 @@
+package oem
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/diskfs/go-diskfs/filesystem/ext4"
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+)
+
+// ext4FS goes through go-diskfs. Its writes are in place; O_TRUNC is ignored and Remove followed
+// by a re-create corrupts the filesystem, so a shorter file is written over and then truncated.
+type ext4FS struct{ fs *ext4.FileSystem }
+
+func openExt4(dev Device) (Filesystem, error) {
+	f, err := ext4.Read(disk.Backend(dev), dev.Size(), 0, 512)
+	if err != nil {
+		return nil, fmt.Errorf("the OEM partition's ext4 filesystem cannot be read (corrupt superblock or checksum?): %v", err)
+	}
+	return &ext4FS{fs: f}, nil
+}
+
+func (e *ext4FS) Type() string { return "ext4" }
+
+// fsPath turns "/grub.cfg" into go-diskfs's io/fs-style "grub.cfg" ("." for the root).
+func fsPath(name string) string {
+	p := strings.TrimPrefix(path.Clean("/"+name), "/")
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func (e *ext4FS) ReadFile(name string) ([]byte, error) {
+	if ok, err := e.exists(name); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+		}
+		return nil, err
+	}
+	f, err := e.fs.OpenFile(fsPath(name), os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("ext4: %s: %v", name, err)
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func (e *ext4FS) exists(name string) (bool, error) {
+	dir, base := path.Split(path.Clean("/" + name))
+	ents, err := e.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	for _, ent := range ents {
+		if ent.Name == base {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (e *ext4FS) WriteFile(name string, data []byte) error {
+	ok, err := e.exists(name)
+	if err != nil {
+		return err
+	}
+	flag := os.O_RDWR
+	if !ok {
+		flag |= os.O_CREATE
+	}
+	f, err := e.fs.OpenFile(fsPath(name), flag)
+	if err != nil {
+		return fmt.Errorf("ext4: cannot open %s for writing: %v", name, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("ext4: writing %s: %v", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("ext4: closing %s: %v", name, err)
+	}
+	return e.fs.Truncate(fsPath(name), int64(len(data)))
+}
+
+func (e *ext4FS) ReadDir(name string) ([]Entry, error) {
+	infos, err := e.fs.ReadDir(fsPath(name))
+	if err != nil {
+		if strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "does not exist") {
+			return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+		}
+		return nil, fmt.Errorf("ext4: reading directory %s: %v", name, err)
+	}
+	out := make([]Entry, 0, len(infos))
+	for _, fi := range infos {
+		if fi.Name() == "." || fi.Name() == ".." || fi.Name() == "lost+found" {
+			continue
+		}
+		var size int64
+		if info, err := fi.Info(); err == nil {
+			size = info.Size()
+		}
+		out = append(out, Entry{Name: fi.Name(), IsDir: fi.IsDir(), Size: size})
+	}
+	return out, nil
+}

@@ -1,0 +1,61 @@
+package oem
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+)
+
+// Filesystem is the OEM partition's filesystem, whichever it is.
+type Filesystem interface {
+	Type() string
+	// ReadFile returns a file's content; the error wraps fs.ErrNotExist when it is missing.
+	ReadFile(name string) ([]byte, error)
+	// WriteFile replaces (or creates) a small file in place.
+	WriteFile(name string, data []byte) error
+	// ReadDir lists a directory; the error wraps fs.ErrNotExist when it is missing.
+	ReadDir(name string) ([]Entry, error)
+}
+
+// Entry is a directory entry.
+type Entry struct {
+	Name  string `json:"name"`
+	IsDir bool   `json:"isDir,omitempty"`
+	Size  int64  `json:"size"`
+}
+
+// Device is the partition the filesystem lives on.
+type Device = disk.Device
+
+// ErrUnknownFilesystem means the OEM partition holds neither btrfs nor ext4.
+var ErrUnknownFilesystem = errors.New("unknown filesystem")
+
+// DetectFilesystem reads the superblock magic: btrfs at 64 KiB + 0x40, ext2/3/4 at 1 KiB + 0x38.
+// Flatcar switched from ext4 to btrfs in 2983.x, so the version alone does not tell.
+func DetectFilesystem(dev io.ReaderAt) (string, error) {
+	var b [8]byte
+	if n, _ := dev.ReadAt(b[:], 0x10000+0x40); n == 8 && string(b[:]) == "_BHRfS_M" {
+		return "btrfs", nil
+	}
+	if n, _ := dev.ReadAt(b[:2], 0x400+0x38); n == 2 && binary.LittleEndian.Uint16(b[:2]) == 0xEF53 {
+		return "ext4", nil
+	}
+	return "", ErrUnknownFilesystem
+}
+
+// OpenFilesystem opens the filesystem on dev. A read-only dev makes WriteFile fail.
+func OpenFilesystem(dev Device) (Filesystem, error) {
+	kind, err := DetectFilesystem(dev)
+	if err != nil {
+		return nil, fmt.Errorf("the OEM partition has an unknown filesystem (no btrfs or ext4 superblock); flatcar-capo supports Flatcar's btrfs OEM (2983.x and later) and ext4 OEM (older releases)")
+	}
+	switch kind {
+	case "btrfs":
+		return openBtrfs(dev)
+	default:
+		return openExt4(dev)
+	}
+}

@@ -1,0 +1,168 @@
+package oem
+
+import (
+	"regexp"
+	"strings"
+)
+
+// GrubConfig is the OEM partition's grub.cfg as lines. GRUB sources the file after setting its own
+// defaults, so a later `set var=...` overrides an earlier one; edits therefore change only the
+// effective (last) assignment or append one, and keep every other line and comment as it was.
+type GrubConfig struct {
+	lines []string
+	// trailingNewline records whether the file ended with a newline, to render it back unchanged.
+	trailingNewline bool
+}
+
+// Settings are the variables Flatcar's GRUB config reads from the OEM grub.cfg.
+type Settings struct {
+	OEMID        string `json:"oem_id"`
+	LinuxAppend  string `json:"linux_append"`
+	LinuxConsole string `json:"linux_console"`
+}
+
+// Variables whose values flatcar-capo reads and writes.
+const (
+	VarOEMID        = "oem_id"
+	VarLinuxAppend  = "linux_append"
+	VarLinuxConsole = "linux_console"
+)
+
+// assignment matches `set name=value` with an optional quoted value.
+var assignment = regexp.MustCompile(`^\s*set\s+([A-Za-z_][A-Za-z0-9_]*)=(.*?)\s*$`)
+
+// ParseGrubConfig splits grub.cfg into lines.
+func ParseGrubConfig(data []byte) *GrubConfig {
+	s := string(data)
+	g := &GrubConfig{trailingNewline: strings.HasSuffix(s, "\n") || s == ""}
+	s = strings.TrimSuffix(s, "\n")
+	if s != "" {
+		g.lines = strings.Split(s, "\n")
+	}
+	return g
+}
+
+// Bytes renders the configuration.
+func (g *GrubConfig) Bytes() []byte {
+	s := strings.Join(g.lines, "\n")
+	if g.trailingNewline && s != "" {
+		s += "\n"
+	}
+	return []byte(s)
+}
+
+// depthChange tracks GRUB script blocks (if/fi, for/while/until ... done, function bodies) so that
+// only top-level assignments are edited in place: an assignment inside a block may not run.
+func depthChange(line string) int {
+	f := strings.Fields(strings.TrimSpace(line))
+	if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+		return 0
+	}
+	switch f[0] {
+	case "if", "for", "while", "until", "function", "menuentry", "submenu":
+		return 1
+	case "fi", "done", "}":
+		return -1
+	}
+	return 0
+}
+
+// scan walks the lines as GRUB would source them, calling fn for each assignment with the line
+// index and whether it is at top level.
+func (g *GrubConfig) scan(fn func(i int, name, rawValue string, topLevel bool)) {
+	depth := 0
+	for i, line := range g.lines {
+		if m := assignment.FindStringSubmatch(line); m != nil {
+			fn(i, m[1], m[2], depth == 0)
+		}
+		depth += depthChange(line)
+		if depth < 0 {
+			depth = 0
+		}
+	}
+}
+
+// Settings returns the values GRUB ends up with after sourcing the file (last assignment wins;
+// $var references are expanded from the values set so far, as GRUB does).
+func (g *GrubConfig) Settings() Settings {
+	vars := map[string]string{}
+	g.scan(func(_ int, name, raw string, _ bool) {
+		vars[name] = unquote(raw, vars)
+	})
+	return Settings{OEMID: vars[VarOEMID], LinuxAppend: vars[VarLinuxAppend], LinuxConsole: vars[VarLinuxConsole]}
+}
+
+// Set makes name evaluate to value: the last top-level assignment is rewritten in place when
+// nothing after it can reassign the variable; otherwise a new assignment is appended. The
+// value must already be validated (no quote, $, backslash or newline).
+func (g *GrubConfig) Set(name, value string) {
+	last, lastTop := -1, false
+	g.scan(func(i int, n, _ string, top bool) {
+		if n == name {
+			last, lastTop = i, top
+		}
+	})
+	line := `set ` + name + `="` + value + `"`
+	if last >= 0 && lastTop {
+		if g.lines[last] == line {
+			return
+		}
+		indent := g.lines[last][:len(g.lines[last])-len(strings.TrimLeft(g.lines[last], " \t"))]
+		g.lines[last] = indent + line
+		return
+	}
+	g.lines = append(g.lines, line)
+	g.trailingNewline = true
+}
+
+// unquote evaluates a GRUB word the way `set` sees it: double quotes allow $var expansion,
+// single quotes are literal, a bare word expands variables too.
+func unquote(raw string, vars map[string]string) string {
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '\'':
+			j := strings.IndexByte(raw[i+1:], '\'')
+			if j < 0 {
+				b.WriteString(raw[i+1:])
+				return b.String()
+			}
+			b.WriteString(raw[i+1 : i+1+j])
+			i += j + 1
+		case c == '"':
+			// double-quoted: copy with expansion until the closing quote
+		case c == '\\' && i+1 < len(raw):
+			i++
+			b.WriteByte(raw[i])
+		case c == '$':
+			name, n := varRef(raw[i+1:])
+			if n == 0 {
+				b.WriteByte(c)
+				continue
+			}
+			b.WriteString(vars[name])
+			i += n
+		case c == '#' && b.Len() == 0 && i == 0:
+			return ""
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// varRef parses `name` or `{name}` after a `$`, returning the name and the bytes consumed.
+func varRef(s string) (string, int) {
+	if strings.HasPrefix(s, "{") {
+		if j := strings.IndexByte(s, '}'); j > 1 {
+			return s[1:j], j + 1
+		}
+		return "", 0
+	}
+	n := 0
+	for n < len(s) && (s[n] == '_' || s[n] >= 'a' && s[n] <= 'z' || s[n] >= 'A' && s[n] <= 'Z' || s[n] >= '0' && s[n] <= '9') {
+		n++
+	}
+	return s[:n], n
+}

@@ -1,0 +1,104 @@
+package oem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+)
+
+// SetOptions are the requested OEM settings. Values are validated by Validate before any write.
+type SetOptions struct {
+	ID             string
+	LinuxAppend    string // extra kernel arguments, space separated, added to linux_append
+	KeepAutologin  bool
+	AllowUnknownID bool
+	ProtectiveMBR  bool // replace a hybrid MBR with a protective one
+}
+
+// Validate checks every value; a failure is a *ValidationError (usage error, exit 2).
+func (o SetOptions) Validate() ([]string, error) {
+	if err := ValidateID(o.ID, o.AllowUnknownID); err != nil {
+		return nil, err
+	}
+	return ParseKernelArgs(o.LinuxAppend)
+}
+
+// SetResult reports what Set did.
+type SetResult struct {
+	Image       string   `json:"image"`
+	Partition   int      `json:"partition"`
+	Filesystem  string   `json:"filesystem"`
+	Before      Settings `json:"before"`
+	After       Settings `json:"after"`
+	Changed     bool     `json:"changed"`
+	Created     bool     `json:"createdGrubCfg"`
+	MBRReplaced bool     `json:"mbrReplaced"`
+}
+
+// Plan computes the new grub.cfg for the current content (nil when it does not exist).
+func Plan(current []byte, opts SetOptions, extra []string) []byte {
+	g := ParseGrubConfig(current)
+	s := g.Settings()
+	words := strings.Fields(s.LinuxAppend)
+	if !opts.KeepAutologin {
+		words = slices.DeleteFunc(words, func(w string) bool { return w == Autologin })
+	}
+	for _, w := range extra {
+		if !slices.Contains(words, w) {
+			words = append(words, w)
+		}
+	}
+	g.Set(VarOEMID, opts.ID)
+	if newAppend := strings.Join(words, " "); newAppend != s.LinuxAppend || current == nil {
+		g.Set(VarLinuxAppend, newAppend)
+	}
+	return g.Bytes()
+}
+
+// Set applies opts to a writable image in place. Nothing is written when the image already has
+// the requested settings (idempotent) or when anything fails before the write.
+func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
+	extra, err := opts.Validate()
+	if err != nil {
+		return SetResult{}, err
+	}
+	res := SetResult{Image: img.Path}
+	var mbr disk.MBRInfo
+	if opts.ProtectiveMBR {
+		if mbr, err = disk.ReadMBR(img.Storage); err != nil {
+			return res, fmt.Errorf("%s: %w", img.Path, err)
+		}
+	}
+	p, fsys, err := Partition(img)
+	if err != nil {
+		return res, err
+	}
+	res.Partition, res.Filesystem = p.Number, fsys.Type()
+	current, err := fsys.ReadFile(GrubCfgPath)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return res, fmt.Errorf("%s: reading OEM grub.cfg: %w", img.Path, err)
+		}
+		current, res.Created = nil, true
+	}
+	res.Before = ParseGrubConfig(current).Settings()
+	next := Plan(current, opts, extra)
+	res.After = ParseGrubConfig(next).Settings()
+	if res.Created || string(next) != string(current) {
+		if err := fsys.WriteFile(GrubCfgPath, next); err != nil {
+			return res, fmt.Errorf("%s: writing OEM grub.cfg (%s): %w", img.Path, fsys.Type(), err)
+		}
+		res.Changed = true
+	}
+	if opts.ProtectiveMBR && mbr.Kind == disk.MBRHybrid {
+		if err := disk.WriteProtectiveMBR(img.Storage); err != nil {
+			return res, fmt.Errorf("%s: writing the protective MBR: %w", img.Path, err)
+		}
+		res.MBRReplaced, res.Changed = true, true
+	}
+	return res, nil
+}
