@@ -1,0 +1,104 @@
+package qcow2
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+)
+
+const holeBlock = 4096 // all-zero blocks of this size become holes in raw output
+
+// CopyToRaw writes the virtual disk of src to dst as a sparse raw image: only the source's data
+// extents are read (by a pool of workers, workers <= 0 means GOMAXPROCS), all-zero blocks are
+// skipped, and dst is truncated to the virtual size. dst is emptied first.
+func CopyToRaw(ctx context.Context, src Source, dst *os.File, workers int, progress Progress) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if err := dst.Truncate(0); err != nil {
+		return fmt.Errorf("emptying %s: %w", dst.Name(), err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type piece struct{ off, n int64 }
+	pieces := make(chan piece, workers)
+	errs := make(chan error, workers+1)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, chunkBytes)
+			for p := range pieces {
+				if ctx.Err() != nil {
+					continue
+				}
+				if err := copyPiece(src, dst, buf[:p.n], p.off); err != nil {
+					errs <- err
+					cancel()
+					continue
+				}
+				progress.add(p.n)
+			}
+		}()
+	}
+	walkErr := src.Extents(ctx, func(off, n int64) error {
+		for end := off + n; off < end; {
+			// Cut at chunk boundaries so pieces stay aligned to blocks and clusters.
+			k := min(end, (off/chunkBytes+1)*chunkBytes) - off
+			select {
+			case pieces <- piece{off, k}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			off += k
+		}
+		return nil
+	})
+	close(pieces)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	if walkErr != nil {
+		return walkErr
+	}
+	if err := dst.Truncate(src.Size()); err != nil {
+		return fmt.Errorf("setting the length of %s: %w", dst.Name(), err)
+	}
+	return nil
+}
+
+// copyPiece reads len(buf) bytes at off and writes the blocks that are not all zero.
+func copyPiece(src Source, dst *os.File, buf []byte, off int64) error {
+	if err := readFull(src, buf, off); err != nil {
+		return err
+	}
+	start := -1 // start of the pending non-zero run in buf
+	flush := func(end int) error {
+		if start < 0 {
+			return nil
+		}
+		_, err := dst.WriteAt(buf[start:end], off+int64(start))
+		start = -1
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", dst.Name(), err)
+		}
+		return nil
+	}
+	for i := 0; i < len(buf); {
+		n := min(len(buf)-i, holeBlock-int((off+int64(i))%holeBlock))
+		if isZero(buf[i : i+n]) {
+			if err := flush(i); err != nil {
+				return err
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += n
+	}
+	return flush(len(buf))
+}

@@ -1,0 +1,326 @@
+package qcow2
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/klauspost/compress/flate"
+)
+
+// Options tune Write.
+type Options struct {
+	Compress bool     // deflate clusters (in parallel); clusters that do not shrink are stored as is
+	Version  uint32   // 3 (compat 1.1, the default) or 2 (compat 0.10)
+	Workers  int      // parallel workers; default GOMAXPROCS
+	Progress Progress // told the bytes of source data processed
+}
+
+// Target is what Write writes to: an empty file.
+type Target interface {
+	io.WriterAt
+	Truncate(size int64) error
+}
+
+const (
+	chunkBytes = 1 << 20 // source bytes per pipeline job
+	// qemu decodes compressed clusters with a 4 KiB deflate window (inflateInit2 with -12).
+	deflateWindow = 1 << 12
+)
+
+// Write writes src as a qcow2 image with 64 KiB clusters to dst. Holes of the source and
+// all-zero clusters are not stored. The source is read once, sequentially; with Compress the
+// clusters are deflated by a pool of workers and written in order.
+func Write(ctx context.Context, src Source, dst Target, opts Options) error {
+	if opts.Version == 0 {
+		opts.Version = 3
+	}
+	if opts.Version != 2 && opts.Version != 3 {
+		return fmt.Errorf("qcow2: cannot write version %d (use 2 or 3)", opts.Version)
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	bits := uint(defaultClusterBits)
+	runs, clusters, err := scanRuns(ctx, src, bits)
+	if err != nil {
+		return err
+	}
+	l := planLayout(src.Size(), bits, opts.Version, runs, clusters)
+	w := &dataWriter{l: l, out: &seqWriter{w: dst}, next: l.dataOff / l.cs}
+	if err := runPipeline(ctx, src, runs, opts, w.write); err != nil {
+		return err
+	}
+	if err := w.out.flush(); err != nil {
+		return err
+	}
+	meta, err := l.metadata()
+	if err != nil {
+		return err
+	}
+	if err := dst.Truncate(w.next * l.cs); err != nil {
+		return fmt.Errorf("qcow2: setting the image length: %w", err)
+	}
+	if _, err := dst.WriteAt(meta, 0); err != nil {
+		return fmt.Errorf("qcow2: writing the tables: %w", err)
+	}
+	return nil
+}
+
+type clusterKind uint8
+
+const (
+	storeZero clusterKind = iota
+	storePlain
+	storeCompressed
+)
+
+// job is a run of up to chunkBytes of source clusters going through the pipeline.
+type job struct {
+	vc    int64
+	n     int
+	in    []byte
+	kinds []clusterKind
+	spans [][2]int // compressed bytes of cluster i: out[spans[i][0]:spans[i][1]]
+	out   bytes.Buffer
+	err   error
+	done  chan struct{}
+}
+
+// runPipeline reads the runs in order, classifies (and maybe compresses) clusters on the
+// workers, and hands the jobs to write in source order.
+func runPipeline(ctx context.Context, src Source, runs []run, opts Options, write func(*job) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cs := int64(1) << defaultClusterBits
+	per := max(1, chunkBytes/cs)
+	inflight := 2*opts.Workers + 2
+	free := make(chan *job, inflight)
+	for range inflight {
+		free <- &job{in: make([]byte, per*cs), kinds: make([]clusterKind, per), spans: make([][2]int, per)}
+	}
+	work := make(chan *job, inflight)
+	ordered := make(chan *job, inflight)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // producer
+		defer wg.Done()
+		defer close(ordered)
+		defer close(work)
+		for _, r := range runs {
+			for vc := r.vc; vc < r.vc+r.n; vc += per {
+				var j *job
+				select {
+				case j = <-free:
+				case <-ctx.Done():
+					return
+				}
+				j.vc, j.n, j.err, j.done = vc, int(min(per, r.vc+r.n-vc)), nil, make(chan struct{})
+				j.err = readFull(src, j.in[:int64(j.n)*cs], vc*cs)
+				if j.err != nil {
+					close(j.done)
+					ordered <- j
+					return
+				}
+				work <- j
+				ordered <- j
+			}
+		}
+	}()
+	for range opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var fw *flate.Writer
+			if opts.Compress {
+				fw, _ = flate.NewWriterWindow(nil, deflateWindow)
+			}
+			for j := range work {
+				if ctx.Err() == nil {
+					classify(j, cs, fw)
+				}
+				close(j.done)
+			}
+		}()
+	}
+	err := func() error {
+		for j := range ordered {
+			select {
+			case <-j.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if j.err != nil {
+				return j.err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := write(j); err != nil {
+				return err
+			}
+			opts.Progress.add(int64(j.n) * cs)
+			free <- j
+		}
+		return ctx.Err()
+	}()
+	cancel()
+	for range ordered { // let the producer finish
+	}
+	wg.Wait()
+	return err
+}
+
+// readFull reads p at off, zero-filling past the end of the source.
+func readFull(src Source, p []byte, off int64) error {
+	n, err := src.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == io.EOF && off+int64(n) >= src.Size() {
+		clear(p[n:])
+		return nil
+	}
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("reading source at offset %d: %w", off+int64(n), err)
+}
+
+// classify marks each cluster of j zero, plain or compressed (deflating it when fw is set).
+func classify(j *job, cs int64, fw *flate.Writer) {
+	j.out.Reset()
+	for i := range j.n {
+		c := j.in[int64(i)*cs : int64(i+1)*cs]
+		switch {
+		case isZero(c):
+			j.kinds[i] = storeZero
+		case fw == nil:
+			j.kinds[i] = storePlain
+		default:
+			start := j.out.Len()
+			fw.Reset(&j.out)
+			_, err := fw.Write(c)
+			if err == nil {
+				err = fw.Close()
+			}
+			if err != nil || int64(j.out.Len()-start) > cs-sectorSize {
+				j.out.Truncate(start)
+				j.kinds[i] = storePlain
+				continue
+			}
+			j.kinds[i] = storeCompressed
+			j.spans[i] = [2]int{start, j.out.Len()}
+		}
+	}
+}
+
+// dataWriter places the clusters of each job in the data area and records them in the tables.
+type dataWriter struct {
+	l    *layout
+	out  *seqWriter
+	next int64 // next free host cluster
+	cpos int64 // where the next compressed cluster may go (0: nowhere yet)
+	cend int64 // end of the clusters allocated for compressed data
+}
+
+func (w *dataWriter) write(j *job) error {
+	l, cs := w.l, w.l.cs
+	for i := 0; i < j.n; {
+		switch j.kinds[i] {
+		case storeZero:
+			i++
+		case storePlain:
+			k := i + 1
+			for k < j.n && j.kinds[k] == storePlain {
+				k++
+			}
+			host := w.next
+			w.next += int64(k - i)
+			if err := w.out.writeAt(j.in[int64(i)*cs:int64(k)*cs], host*cs); err != nil {
+				return err
+			}
+			for c := i; c < k; c++ {
+				h := host + int64(c-i)
+				l.setL2(j.vc+int64(c), uint64(h*cs)|flagCopied)
+				if err := l.incRef(h, h); err != nil {
+					return err
+				}
+			}
+			i = k
+		case storeCompressed:
+			data := j.out.Bytes()[j.spans[i][0]:j.spans[i][1]]
+			off := w.placeCompressed(int64(len(data)))
+			if err := w.out.writeAt(data, off); err != nil {
+				return err
+			}
+			end := (off + int64(len(data)) + sectorSize - 1) &^ (sectorSize - 1)
+			sectors := (end - off&^(sectorSize-1)) / sectorSize
+			shift := 62 - (l.bits - 8)
+			l.setL2(j.vc+int64(i), flagCompress|uint64(sectors-1)<<shift|uint64(off))
+			if err := l.incRef(off/cs, (end-1)/cs); err != nil {
+				return err
+			}
+			i++
+		}
+	}
+	return nil
+}
+
+// placeCompressed returns the offset for n compressed bytes: packed right after the previous
+// compressed cluster when the space there is free or can grow, else in fresh clusters.
+func (w *dataWriter) placeCompressed(n int64) int64 {
+	cs := w.l.cs
+	if w.cpos == 0 || (w.cpos+n > w.cend && w.cend != w.next*cs) {
+		w.cpos, w.cend = w.next*cs, w.next*cs
+	}
+	if w.cpos+n > w.cend {
+		grow := ceilDiv(w.cpos+n-w.cend, cs)
+		w.next += grow
+		w.cend += grow * cs
+	}
+	off := w.cpos
+	w.cpos += n
+	return off
+}
+
+// seqWriter coalesces adjacent small writes (compressed clusters) into large ones.
+type seqWriter struct {
+	w   io.WriterAt
+	off int64
+	buf []byte
+}
+
+func (s *seqWriter) writeAt(p []byte, off int64) error {
+	if len(s.buf) > 0 && (off != s.off+int64(len(s.buf)) || len(s.buf)+len(p) > chunkBytes) {
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.buf) == 0 && len(p) >= chunkBytes/2 {
+		if _, err := s.w.WriteAt(p, off); err != nil {
+			return fmt.Errorf("qcow2: writing data: %w", err)
+		}
+		return nil
+	}
+	if len(s.buf) == 0 {
+		s.off = off
+	}
+	s.buf = append(s.buf, p...)
+	return nil
+}
+
+func (s *seqWriter) flush() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	_, err := s.w.WriteAt(s.buf, s.off)
+	s.buf = s.buf[:0]
+	if err != nil {
+		return fmt.Errorf("qcow2: writing data: %w", err)
+	}
+	return nil
+}
