@@ -1,0 +1,197 @@
+package btrfs
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+)
+
+const openstackGrub = "# Flatcar GRUB settings\n\nset oem_id=\"openstack\"\n"
+
+// longGrub is about 1.5 KiB of compressible GRUB settings.
+func longGrub() []byte {
+	var b strings.Builder
+	b.WriteString("# Flatcar GRUB settings\n\nset oem_id=\"openstack\"\n")
+	for b.Len() < 1500 {
+		b.WriteString("set linux_append=\"$linux_append console=ttyS0,115200n8 flatcar.autologin\"\n")
+	}
+	return []byte(b.String())
+}
+
+func TestWriteFile(t *testing.T) {
+	sameLen := []byte(strings.Replace(qemuGrub, "qemu", "kvm1", 1))
+	cases := []struct {
+		name   string
+		grub   bool // start from an image with grub.cfg
+		writes []struct {
+			path string
+			data []byte
+		}
+	}{
+		{"shorter", true, writes("/grub.cfg", openstackGrub)},
+		{"longer", true, writes("/grub.cfg", string(longGrub()))},
+		{"same-length", true, writes("/grub.cfg", string(sameLen))},
+		{"empty", true, writes("/grub.cfg", "")},
+		{"twice", true, writes("/grub.cfg", string(longGrub()), "/grub.cfg", openstackGrub)},
+		{"empty-file-gets-data", true, writes("/sysext/active-oem-qemu", "x")},
+		{"create-missing", false, writes("/grub.cfg", openstackGrub)},
+		{"create-then-rewrite", false, writes("/grub.cfg", openstackGrub, "/grub.cfg", string(longGrub()))},
+		{"create-empty-in-subdir", false, writes("/sysext/new-marker", "")},
+		{"create-two", false, writes("/grub.cfg", openstackGrub, "/config.ign", "{}")},
+	}
+	for _, v := range variants {
+		for _, c := range cases {
+			if c.grub != v.grub {
+				continue
+			}
+			t.Run(v.name+"/"+c.name, func(t *testing.T) {
+				want := qemuOEM(v.grub)
+				img := mkImage(t, v, want)
+				fs, dev := openImage(t, img)
+				for _, w := range c.writes {
+					if err := fs.WriteFile(dev, w.path, w.data); err != nil {
+						t.Fatalf("WriteFile(%s, %d bytes): %v", w.path, len(w.data), err)
+					}
+					want[w.path] = w.data
+					// The same FS sees its own write.
+					if got, err := fs.ReadFile(w.path); err != nil || !bytes.Equal(got, w.data) {
+						t.Fatalf("ReadFile(%s) after WriteFile = %q, %v", w.path, got, err)
+					}
+				}
+				verifyImage(t, img, want)
+			})
+		}
+	}
+}
+
+func writes(pathData ...string) []struct {
+	path string
+	data []byte
+} {
+	var out []struct {
+		path string
+		data []byte
+	}
+	for i := 0; i < len(pathData); i += 2 {
+		out = append(out, struct {
+			path string
+			data []byte
+		}{pathData[i], []byte(pathData[i+1])})
+	}
+	return out
+}
+
+// verifyImage checks img with btrfs check, re-opens it, reads every file through this package,
+// through `btrfs restore`, and (as root) through the kernel.
+func verifyImage(t *testing.T, img string, want oemFiles) {
+	t.Helper()
+	btrfsCheck(t, img)
+	fs, _ := openImage(t, img)
+	sameFiles(t, "ReadFile after re-open", readAllFS(t, fs, want), want)
+	sameFiles(t, "btrfs restore", restoreFiles(t, img), want)
+	if testutil.IsRoot() {
+		sameFiles(t, "kernel mount", kernelFiles(t, img), want)
+	}
+}
+
+// kernelFiles loop-mounts img read-only and reads every file; the mount is undone even when the
+// test fails.
+func kernelFiles(t *testing.T, img string, opts ...string) oemFiles {
+	t.Helper()
+	dir := mountImage(t, img, append([]string{"ro"}, opts...)...)
+	defer umount(t, dir)
+	return collect(t, dir)
+}
+
+func mountImage(t *testing.T, img string, opts ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "btrfs", "-o", strings.Join(append([]string{"loop"}, opts...), ","), img, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("mount %s: %v\n%s", img, err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() }) // no-op after a normal umount
+	return dir
+}
+
+// umount unmounts dir; mount -o loop set up the loop device with autoclear, so it goes too.
+func umount(t *testing.T, dir string) {
+	t.Helper()
+	if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+		t.Errorf("umount %s: %v\n%s", dir, err, out)
+	}
+}
+
+// TestWriteKernelCompressed rewrites a grub.cfg that the kernel stored as a zlib-compressed
+// inline extent (what Flatcar's OEM has after the compression property is set).
+func TestWriteKernelCompressed(t *testing.T) {
+	if !testutil.IsRoot() {
+		t.Skip("SKIP: building a kernel-written (compress=zlib) fixture needs root for the loop mount")
+	}
+	v := variants[0]
+	want := qemuOEM(true)
+	img := mkImage(t, v, want)
+	dir := mountImage(t, img, "compress=zlib")
+	long := longGrub()
+	if err := os.WriteFile(dir+"/grub.cfg", long, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	umount(t, dir)
+	if dump := run(t, "btrfs", "inspect-internal", "dump-tree", "-t", "fs", img); !strings.Contains(dump, "compression 1 (zlib)") {
+		t.Fatalf("fixture has no zlib inline extent:\n%s", dump)
+	}
+	want["/grub.cfg"] = long
+	fs, dev := openImage(t, img)
+	sameFiles(t, "ReadFile of kernel-written image", readAllFS(t, fs, want), want)
+
+	if err := fs.WriteFile(dev, "/grub.cfg", []byte(openstackGrub)); err != nil {
+		t.Fatal(err)
+	}
+	want["/grub.cfg"] = []byte(openstackGrub)
+	verifyImage(t, img, want)
+	if dump := run(t, "btrfs", "inspect-internal", "dump-tree", "-t", "fs", img); strings.Contains(dump, "compression 1") {
+		t.Errorf("grub.cfg is still compressed after WriteFile:\n%s", dump)
+	}
+}
+
+// TestWriteUnsupported: every refusal wraps ErrUnsupported, says what, and changes nothing.
+func TestWriteUnsupported(t *testing.T) {
+	v := variants[0]
+	cases := []struct {
+		name, path string
+		data       []byte
+		msg        string
+	}{
+		{"too-long", "/grub.cfg", bytes.Repeat([]byte("a"), 2049), "inline extent (at most 2048)"},
+		{"regular-extent", sysextPath, []byte("x"), "regular (non-inline) extents"},
+		{"leaf-full", "/grub.cfg", bytes.Repeat([]byte("b"), 2048), "splitting a leaf is out of reach"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			img := mkImage(t, v, qemuOEM(true))
+			before := readImage(t, img)
+			fs, dev := openImage(t, img)
+			err := fs.WriteFile(dev, c.path, c.data)
+			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("WriteFile error = %v, want ErrUnsupported saying %q", err, c.msg)
+			}
+			if !bytes.Equal(readImage(t, img), before) {
+				t.Fatal("a refused WriteFile changed the image")
+			}
+		})
+	}
+}
+
+func readImage(t *testing.T, img string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
