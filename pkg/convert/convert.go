@@ -1,0 +1,169 @@
+// Package convert turns disk images from one format into another (raw and qcow2, both ways),
+// writing the output atomically: a failed or interrupted conversion leaves no output file.
+package convert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
+)
+
+// Options tune a conversion.
+type Options struct {
+	To       disk.Format // output format; "" picks it from the output's extension (OutputFormat)
+	Compress bool        // qcow2 output: deflate clusters in parallel
+	Compat   string      // qcow2 output: "1.1" (default) or "0.10"
+	Workers  int         // 0: GOMAXPROCS
+	// NewProgress, when set, makes a reporter for the given label and total bytes of data.
+	NewProgress func(label string, total int64) progress.Reporter
+}
+
+// Result describes a finished conversion.
+type Result struct {
+	Input        string      `json:"input"`
+	Output       string      `json:"output"`
+	InputFormat  disk.Format `json:"inputFormat"`
+	OutputFormat disk.Format `json:"outputFormat"`
+	Compressed   bool        `json:"compressed"`
+	VirtualSize  int64       `json:"virtualSize"`
+	DataBytes    int64       `json:"dataBytes"`   // bytes of the input that may hold data (holes excluded)
+	OutputBytes  int64       `json:"outputBytes"` // length of the output file
+	Seconds      float64     `json:"seconds"`
+}
+
+// ErrUsage is wrapped by errors about the arguments (unknown format, OUT equal to IN).
+var ErrUsage = errors.New("invalid arguments")
+
+// OutputFormat returns the format to write: to when given, else from out's extension
+// (.qcow2 -> qcow2, .raw and .bin -> raw). .img is ambiguous (Flatcar's .img files are qcow2).
+func OutputFormat(out string, to disk.Format) (disk.Format, error) {
+	switch to {
+	case disk.FormatRaw, disk.FormatQcow2:
+		return to, nil
+	case "":
+	default:
+		return "", fmt.Errorf("%w: unknown output format %q: use qcow2 or raw", ErrUsage, to)
+	}
+	switch strings.ToLower(filepath.Ext(out)) {
+	case ".qcow2":
+		return disk.FormatQcow2, nil
+	case ".raw", ".bin":
+		return disk.FormatRaw, nil
+	}
+	return "", fmt.Errorf("%w: cannot tell the output format from the name %s; give --to qcow2 or --to raw (Flatcar's .img files are qcow2)", ErrUsage, out)
+}
+
+func compatVersion(compat string) (uint32, error) {
+	switch compat {
+	case "", "1.1", "v3":
+		return 3, nil
+	case "0.10", "v2":
+		return 2, nil
+	}
+	return 0, fmt.Errorf("%w: unknown qcow2 compat level %q: use 1.1 or 0.10", ErrUsage, compat)
+}
+
+// File converts the image in to the file out, detecting in's format from its header.
+func File(ctx context.Context, in, out string, opts Options) (Result, error) {
+	start := time.Now()
+	res := Result{Input: in, Output: out}
+	format, err := OutputFormat(out, opts.To)
+	if err != nil {
+		return res, err
+	}
+	if _, err := compatVersion(opts.Compat); err != nil {
+		return res, err
+	}
+	if opts.Compress && format != disk.FormatQcow2 {
+		return res, fmt.Errorf("%w: --compress needs qcow2 output, %s is %s", ErrUsage, out, format)
+	}
+	if same, err := sameFile(in, out); err != nil {
+		return res, err
+	} else if same {
+		return res, fmt.Errorf("%w: the output %s is the input itself; write to another file", ErrUsage, out)
+	}
+	img, err := disk.Open(in, false)
+	if err != nil {
+		return res, err
+	}
+	defer img.Close()
+	var src qcow2.Source
+	if r := img.Qcow2(); r != nil {
+		src = r
+	} else if src, err = qcow2.NewRawSource(img.File()); err != nil {
+		return res, err
+	}
+	res.InputFormat, res.OutputFormat, res.Compressed = img.Format, format, opts.Compress
+	res.VirtualSize = src.Size()
+	if res.OutputBytes, res.DataBytes, err = Write(ctx, src, out, format, opts); err != nil {
+		return res, fmt.Errorf("converting %s to %s: %w", in, out, err)
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// Write writes the virtual disk src to the file out in format, atomically. It returns the
+// length of the output and the bytes of source data it read.
+func Write(ctx context.Context, src qcow2.Source, out string, format disk.Format, opts Options) (outBytes, dataBytes int64, err error) {
+	version, err := compatVersion(opts.Compat)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := src.Extents(ctx, func(_, n int64) error { dataBytes += n; return nil }); err != nil {
+		return 0, 0, err
+	}
+	var prog qcow2.Progress
+	if opts.NewProgress != nil {
+		rep := opts.NewProgress("converting "+filepath.Base(out), dataBytes)
+		defer rep.Finish()
+		prog = rep.Add
+	}
+	f, err := atomicfile.Create(out)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Abort()
+	switch format {
+	case disk.FormatQcow2:
+		err = qcow2.Write(ctx, src, f.File, qcow2.Options{Compress: opts.Compress, Version: version, Workers: opts.Workers, Progress: prog})
+	case disk.FormatRaw:
+		err = qcow2.CopyToRaw(ctx, src, f.File, opts.Workers, prog)
+	default:
+		err = fmt.Errorf("%w: unknown output format %q", ErrUsage, format)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
+	}
+	return st.Size(), dataBytes, f.Commit(0o644)
+}
+
+func sameFile(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, nil // opening the input reports it
+	}
+	sb, err := os.Stat(b)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(sa, sb), nil
+}
