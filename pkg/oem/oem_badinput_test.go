@@ -78,8 +78,10 @@ func TestOEMSetReadOnlyImage(t *testing.T) {
 	}
 	testutil.RequireTools(t, "setpriv", "mkfs.btrfs")
 	img := flatcardisk.Build(t, flatcardisk.Options{})
-	dir := filepath.Dir(img)
-	os.Chmod(dir, 0o755)
+	// Let nobody reach the file: t.TempDir() and its parent are 0700.
+	for dir := filepath.Dir(img); dir != os.TempDir() && dir != "/"; dir = filepath.Dir(dir) {
+		os.Chmod(dir, 0o755)
+	}
 	os.Chmod(img, 0o444)
 	before := fileHash(t, img)
 	testutil.RunCmd(t, testutil.Cmd{Prefix: testutil.AsNobody, Args: []string{"oem", "set", img, "--id", "openstack"}}).
