@@ -25,7 +25,7 @@ func firstBootFlag(img *disk.Image, parts []disk.Partition) *bool {
 			return nil
 		}
 		found := false
-		if infos, err := fsys.ReadDir("flatcar") // go-diskfs takes io/fs-style paths; err == nil {
+		if infos, err := fsys.ReadDir("flatcar"); err == nil { // go-diskfs takes io/fs-style paths
 			for _, fi := range infos {
 				if fi.Name() == "first_boot" {
 					found = true
