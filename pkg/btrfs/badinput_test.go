@@ -1,0 +1,169 @@
+package btrfs
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+// recorder is a Device that records writes and can fail the n-th one (1-based; 0 never).
+type recorder struct {
+	*os.File
+	failAt int
+	writes []int64
+}
+
+var errInjected = errors.New("injected write failure")
+
+func (r *recorder) WriteAt(p []byte, off int64) (int, error) {
+	r.writes = append(r.writes, off)
+	if len(r.writes) == r.failAt {
+		// A partial write, to prove the roll-back restores the block that failed too.
+		r.File.WriteAt(p[:len(p)/2], off)
+		return len(p) / 2, errInjected
+	}
+	return r.File.WriteAt(p, off)
+}
+
+// corruptAt flips one byte of img at off.
+func corruptAt(t *testing.T, img string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenBadInput(t *testing.T) {
+	plain := mkImage(t, variants[0], qemuOEM(true))
+	fs, _ := openImage(t, plain)
+	phys := func(logical uint64) int64 {
+		p, err := fs.physical(logical, int(fs.sb.nodeSize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p[0]
+	}
+	cases := []struct {
+		name   string
+		damage func(img string)
+		is     error
+		msg    string
+	}{
+		{"zeros", func(img string) { os.WriteFile(img, make([]byte, 1<<20), 0o600) }, ErrNotBtrfs, "no magic"},
+		{"too-small", func(img string) { os.WriteFile(img, make([]byte, 1000), 0o600) }, ErrNotBtrfs, "too small"},
+		{"superblock-csum", func(img string) { corruptAt(t, img, superOffset+0x12b) }, nil, "superblock checksum mismatch"},
+		{"chunk-tree-csum", func(img string) { corruptAt(t, img, phys(fs.sb.chunkRoot)+200) }, nil, "chunk tree: btrfs corrupt: tree block 1048576: checksum mismatch"},
+		{"root-tree-csum", func(img string) { corruptAt(t, img, phys(fs.sb.root)+200) }, nil, "root tree: btrfs corrupt: tree block"},
+		{"fs-tree-csum", func(img string) { corruptAt(t, img, phys(fs.fsTree.logical)+3000) }, nil, "FS tree root: btrfs corrupt: tree block"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			img := t.TempDir() + "/img"
+			if err := os.WriteFile(img, readImage(t, plain), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c.damage(img)
+			f, err := os.Open(img)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			st, _ := f.Stat()
+			_, err = Open(f, st.Size())
+			if err == nil || !strings.Contains(err.Error(), c.msg) || c.is != nil && !errors.Is(err, c.is) {
+				t.Fatalf("Open error = %v, want one saying %q (is %v)", err, c.msg, c.is)
+			}
+		})
+	}
+}
+
+// TestWriteRepairsBadCopy: with DUP metadata, a leaf whose first copy is damaged is read from
+// the second one, and WriteFile writes the edited leaf to both.
+func TestWriteRepairsBadCopy(t *testing.T) {
+	want := qemuOEM(true)
+	img := mkImage(t, variants[1], want)
+	fs, _ := openImage(t, img)
+	p, err := fs.physical(fs.fsTree.logical, int(fs.sb.nodeSize))
+	if err != nil || len(p) != 2 {
+		t.Fatalf("FS tree root copies = %v, %v; want 2 (DUP)", p, err)
+	}
+	corruptAt(t, img, p[0]+3000)
+	fs, dev := openImage(t, img)
+	sameFiles(t, "ReadFile with one bad copy", readAllFS(t, fs, want), want)
+	rec := &recorder{File: dev}
+	if err := fs.WriteFile(rec, "/grub.cfg", []byte(openstackGrub)); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.writes) != 2 || rec.writes[0] != p[0] || rec.writes[1] != p[1] {
+		t.Errorf("writes at %v, want both copies %v", rec.writes, p)
+	}
+	want["/grub.cfg"] = []byte(openstackGrub)
+	verifyImage(t, img, want)
+}
+
+// TestWriteFailureRollsBack: a failed write leaves every copy as it was.
+func TestWriteFailureRollsBack(t *testing.T) {
+	for _, failAt := range []int{1, 2} {
+		want := qemuOEM(true)
+		img := mkImage(t, variants[1], want)
+		fs, dev := openImage(t, img)
+		p, _ := fs.physical(fs.fsTree.logical, int(fs.sb.nodeSize))
+		before := readAt(t, dev, p[0], p[1])
+		rec := &recorder{File: dev, failAt: failAt}
+		err := fs.WriteFile(rec, "/grub.cfg", []byte(openstackGrub))
+		if !errors.Is(err, errInjected) {
+			t.Fatalf("failAt %d: WriteFile error = %v, want the injected failure", failAt, err)
+		}
+		if after := readAt(t, dev, p[0], p[1]); !bytes.Equal(after, before) {
+			t.Fatalf("failAt %d: leaf copies changed after a failed write", failAt)
+		}
+		verifyImage(t, img, want)
+	}
+}
+
+// TestRefusedWriteTouchesNothing: refusals happen before any WriteAt.
+func TestRefusedWriteTouchesNothing(t *testing.T) {
+	img := mkImage(t, variants[0], qemuOEM(true))
+	fs, dev := openImage(t, img)
+	for _, c := range []struct {
+		path string
+		data []byte
+	}{
+		{"/grub.cfg", make([]byte, 4096)},
+		{sysextPath, nil},
+		{"/nodir/grub.cfg", nil},
+		{"/", nil},
+		{"/sysext", []byte("x")},
+		{"/" + strings.Repeat("n", 256), nil},
+	} {
+		rec := &recorder{File: dev}
+		if err := fs.WriteFile(rec, c.path, c.data); err == nil || len(rec.writes) != 0 {
+			t.Errorf("WriteFile(%.20s) = %v with %d writes; want an error and none", c.path, err, len(rec.writes))
+		}
+	}
+}
+
+func readAt(t *testing.T, f *os.File, offs ...int64) []byte {
+	t.Helper()
+	var out []byte
+	for _, off := range offs {
+		b := make([]byte, 4096)
+		if _, err := f.ReadAt(b, off); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
