@@ -25,7 +25,7 @@ import (
 // Options of a boot.
 type Options struct {
 	UEFI    bool          // boot with OVMF instead of SeaBIOS
-	Timeout time.Duration // default 90 s (a boot takes 10-20 s under TCG)
+	Timeout time.Duration // default 120 s (a boot takes 10-20 s under TCG, more on a loaded machine)
 }
 
 // OVMF firmware (Debian's ovmf package).
@@ -55,7 +55,7 @@ func Boot(t testing.TB, image string, opts Options) string {
 // returns the printed command line and the serial log.
 func Run(ctx context.Context, image, work string, opts Options) (cmdline string, log []byte, err error) {
 	if opts.Timeout == 0 {
-		opts.Timeout = 90 * time.Second
+		opts.Timeout = 120 * time.Second
 	}
 	format, err := imageFormat(image)
 	if err != nil {
@@ -64,9 +64,10 @@ func Run(ctx context.Context, image, work string, opts Options) (cmdline string,
 	serial := filepath.Join(work, "serial.log")
 	args := []string{
 		"-accel", "tcg", "-m", "512", "-no-reboot", "-nic", "none",
-		"-display", "none", "-monitor", "none", "-serial", "file:" + serial,
+		"-display", "none", "-monitor", "none",
+		"-chardev", "file,id=serial0,path=" + optEscape(serial), "-serial", "chardev:serial0",
 		// snapshot=on: the guest's writes go to a temporary overlay, never to the image under test.
-		"-drive", "file=" + image + ",format=" + string(format) + ",if=virtio,snapshot=on",
+		"-drive", "file=" + optEscape(image) + ",format=" + string(format) + ",if=virtio,snapshot=on",
 	}
 	if opts.UEFI {
 		vars := filepath.Join(work, "OVMF_VARS.fd")
@@ -78,7 +79,7 @@ func Run(ctx context.Context, image, work string, opts Options) (cmdline string,
 			return "", nil, err
 		}
 		args = append(args, "-drive", "if=pflash,format=raw,readonly=on,file="+ovmfCode,
-			"-drive", "if=pflash,format=raw,file="+vars)
+			"-drive", "if=pflash,format=raw,file="+optEscape(vars))
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -106,6 +107,10 @@ func Run(ctx context.Context, image, work string, opts Options) (cmdline string,
 	}
 	return cmdline, log, nil
 }
+
+// optEscape doubles commas, QEMU's escape for a comma inside an option value (paths of subtests
+// with commas in their names).
+func optEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // parse finds the marker line in the serial log.
 func parse(log []byte) (string, bool) {
