@@ -87,6 +87,10 @@ func Render(opts RenderOptions) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(missing) == 0 {
+		// A final manifest, for kubectl: the template's how-to-render comment no longer applies.
+		out = append([]byte("# Rendered by flatcar-capo manifests: Flatcar nodes on CAPO.\n"), stripLeadingComments(out)...)
+	}
 	r := &Rendered{Manifest: out, Variables: vars, Missing: missing}
 	// Validate a fully filled copy: sample values stand in for what clusterctl fills later.
 	full := map[string]string{}
@@ -167,6 +171,17 @@ func ImageSnippet(imageName, capiAPI string) ([]byte, error) {
 		}
 	}
 	return out.Bytes(), nil
+}
+
+func stripLeadingComments(doc []byte) []byte {
+	for bytes.HasPrefix(doc, []byte("#")) {
+		i := bytes.IndexByte(doc, '\n')
+		if i < 0 {
+			return nil
+		}
+		doc = doc[i+1:]
+	}
+	return doc
 }
 
 func stripComments(doc []byte) []byte {

@@ -1,0 +1,218 @@
+package capo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Input is one manifest file (or stdin) to lint.
+type Input struct {
+	Name string
+	Data []byte
+}
+
+// ImageLookup counts the active Glance images that an image filter (name and/or tags)
+// matches; it lets `lint --cloud` check what CAPO will find.
+type ImageLookup func(ctx context.Context, name string, tags []string) (int, error)
+
+// LintOptions tune the checks.
+type LintOptions struct {
+	// CAPIVersion is the CAPI release the manifests are applied to; NewestCAPIVersion if empty.
+	CAPIVersion string
+	// Images, when set, checks every OpenStackMachineTemplate's image filter against a cloud.
+	Images ImageLookup
+}
+
+// Finding is one problem, located by file, document, line and field path.
+type Finding struct {
+	Rule      string   `json:"rule"`
+	Severity  Severity `json:"severity"`
+	File      string   `json:"file"`
+	Document  int      `json:"document"`
+	Line      int      `json:"line"`
+	Kind      string   `json:"kind,omitempty"`
+	Namespace string   `json:"namespace,omitempty"`
+	Name      string   `json:"name,omitempty"`
+	Path      string   `json:"path,omitempty"`
+	Message   string   `json:"message"`
+	Fix       string   `json:"fix"`
+}
+
+// LintReport is the result of Lint.
+type LintReport struct {
+	CAPIVersion string    `json:"capiVersion"`
+	Documents   int       `json:"documents"`
+	Errors      int       `json:"errors"`
+	Warnings    int       `json:"warnings"`
+	Findings    []Finding `json:"findings"`
+}
+
+// Lint checks manifests for the Ignition and Flatcar pitfalls of CAPO clusters. Invalid
+// options are returned as an error; problems in the manifests are findings.
+func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, error) {
+	if opts.CAPIVersion == "" {
+		opts.CAPIVersion = NewestCAPIVersion
+	}
+	capi, err := ParseCAPIVersion(opts.CAPIVersion)
+	if err != nil {
+		return nil, err
+	}
+	l := &linter{capi: capi, clc: map[string]*CLCResult{}}
+	var docs []*Document
+	for _, in := range inputs {
+		ds, err := ParseDocuments(in.Name, in.Data)
+		docs = append(docs, ds...)
+		if err != nil {
+			l.findings = append(l.findings, newFinding(&Document{File: in.Name, Line: yamlErrorLine(err)}, RuleYAML, nil, err.Error()))
+		}
+	}
+	perDoc := make([][]Finding, len(docs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < workers(len(docs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				perDoc[i] = l.checkDocument(docs[i])
+			}
+		}()
+	}
+	for i := range docs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, f := range perDoc {
+		l.findings = append(l.findings, f...)
+	}
+	l.findings = append(l.findings, l.checkFlatcarFormat(docs)...)
+	l.findings = append(l.findings, l.checkFormatChanges(docs)...)
+	if opts.Images != nil {
+		fs, err := l.checkImages(ctx, docs, opts.Images)
+		if err != nil {
+			return nil, err
+		}
+		l.findings = append(l.findings, fs...)
+	}
+	rep := &LintReport{CAPIVersion: capi.String(), Documents: len(docs), Findings: l.findings}
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		a, b := rep.Findings[i], rep.Findings[j]
+		if a.File != b.File {
+			return inputIndex(inputs, a.File) < inputIndex(inputs, b.File)
+		}
+		return a.Line < b.Line
+	})
+	for _, f := range rep.Findings {
+		if f.Severity == SeverityError {
+			rep.Errors++
+		} else {
+			rep.Warnings++
+		}
+	}
+	if rep.Findings == nil {
+		rep.Findings = []Finding{}
+	}
+	return rep, nil
+}
+
+// workers is one goroutine per CPU: the rules are CPU-bound (YAML and CLC translation).
+func workers(n int) int { return min(n, runtime.GOMAXPROCS(0)) }
+
+func inputIndex(inputs []Input, name string) int {
+	for i, in := range inputs {
+		if in.Name == name {
+			return i
+		}
+	}
+	return len(inputs)
+}
+
+type linter struct {
+	capi     CAPIVersion
+	findings []Finding
+	mu       sync.Mutex
+	clc      map[string]*CLCResult // additionalConfig text -> translation, shared by documents
+}
+
+func newFinding(d *Document, rule string, path Path, msg string) Finding {
+	r := ruleByID(rule)
+	return Finding{Rule: rule, Severity: r.Severity, File: d.File, Document: d.Index, Line: d.LineOf(path),
+		Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Path: path.String(), Message: msg, Fix: r.Fix}
+}
+
+// transpile caches translations: a 1,000-document file usually repeats one additionalConfig.
+func (l *linter) transpile(src string) *CLCResult {
+	l.mu.Lock()
+	res, ok := l.clc[src]
+	l.mu.Unlock()
+	if ok {
+		return res
+	}
+	r := TranspileCLC(src)
+	l.mu.Lock()
+	l.clc[src] = &r
+	l.mu.Unlock()
+	return &r
+}
+
+// checkDocument runs the rules that need one document only.
+func (l *linter) checkDocument(d *Document) []Finding {
+	var out []Finding
+	unknown := UnknownFields(d)
+	sort.Slice(unknown, func(i, j int) bool { return unknown[i].String() < unknown[j].String() })
+	for _, p := range unknown {
+		out = append(out, newFinding(d, RuleUnknownField, p,
+			fmt.Sprintf("%s %s has no field %q here", d.APIVersion, d.Kind, p[len(p)-1])))
+	}
+	if b, ok := newBootstrapSpec(d); ok && b.ignition() {
+		out = append(out, l.checkIgnitionSpec(b)...)
+	}
+	return out
+}
+
+// yamlErrorLine extracts "line N" from a YAML parser error, 0 when there is none.
+func yamlErrorLine(err error) int {
+	msg := err.Error()
+	i := strings.Index(msg, "line ")
+	if i < 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range msg[i+5:] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// WriteText prints a report for humans: one block per finding, then a summary line.
+func (r *LintReport) WriteText(w io.Writer) error {
+	for _, f := range r.Findings {
+		id := f.Name
+		if f.Namespace != "" {
+			id = f.Namespace + "/" + f.Name
+		}
+		where := ""
+		if f.Kind != "" {
+			where = fmt.Sprintf(" %s %s (document %d)", f.Kind, id, f.Document)
+		}
+		if f.Path != "" {
+			where += " " + f.Path
+		}
+		fmt.Fprintf(w, "%s:%d: %s [%s]%s\n  %s\n  fix: %s\n", f.File, f.Line, f.Severity, f.Rule, where,
+			indent(f.Message, "  "), indent(f.Fix, "    "))
+	}
+	_, err := fmt.Fprintf(w, "%d document(s) checked for CAPI %s: %d error(s), %d warning(s)\n",
+		r.Documents, r.CAPIVersion, r.Errors, r.Warnings)
+	return err
+}
+
+func indent(s, prefix string) string { return strings.ReplaceAll(s, "\n", "\n"+prefix) }

@@ -1,0 +1,92 @@
+package capo
+
+// Severity of a finding: errors make `lint` exit 1.
+type Severity string
+
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+)
+
+// Rule describes one check; docs/lint-rules.md lists the same catalog.
+type Rule struct {
+	ID       string   `json:"id"`
+	Severity Severity `json:"severity"`
+	Summary  string   `json:"summary"`
+	Fix      string   `json:"fix"`
+}
+
+// Rule IDs.
+const (
+	RuleYAML             = "yaml-invalid"
+	RuleUnknownField     = "unknown-field"
+	RuleFlatcarFormat    = "flatcar-format"
+	RuleRetryJoin        = "retry-join-ignition"
+	RuleGzip             = "ignition-gzip"
+	RuleBase64OldCAPI    = "ignition-base64"
+	RuleCLCInvalid       = "clc-invalid"
+	RuleKubeadmOrdering  = "kubeadm-after-containerd"
+	RuleEnvironmentFile  = "metadata-environment-file"
+	RuleNodeName         = "node-name-metadata"
+	RuleProviderID       = "provider-id-metadata"
+	RuleEnvsubst         = "metadata-envsubst"
+	RuleUserDataSize     = "user-data-size"
+	RuleFormatImmutable  = "format-immutable"
+	RuleImageFilter      = "image-filter"
+	kubeadmDropinExample = `systemd:
+  units:
+  - name: kubeadm.service
+    enabled: true
+    dropins:
+    - name: 10-flatcar.conf
+      contents: |
+        [Unit]
+        Requires=containerd.service coreos-metadata.service
+        After=containerd.service coreos-metadata.service
+        [Service]
+        EnvironmentFile=/run/metadata/flatcar`
+)
+
+// Rules is the catalog, in the order findings are documented.
+var Rules = []Rule{
+	{RuleYAML, SeverityError, "The file is not valid YAML (or a document is not a mapping).",
+		"Fix the YAML syntax at the reported line; nothing after it was checked."},
+	{RuleUnknownField, SeverityWarning, "A field that the upstream Go type of the document (CAPI v1beta1/v1beta2, CAPO v1beta1) does not have: the API server rejects it under strict field validation or drops it silently.",
+		"Check the spelling and the API version; move the field to where the type defines it."},
+	{RuleFlatcarFormat, SeverityError, "A MachineDeployment, MachineSet, Machine or KubeadmControlPlane pairs a Flatcar image with a bootstrap config whose format is cloud-config (the default): Flatcar has no cloud-init and the node never joins.",
+		"Set format: ignition in the KubeadmConfigSpec and add the Ignition settings (flatcar-capo manifests shows a complete template); CAPI needs EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION=true."},
+	{RuleRetryJoin, SeverityError, "useExperimentalRetryJoin is set together with format: ignition; CABPK does not support it with Ignition.",
+		"Remove useExperimentalRetryJoin (kubeadm.service runs once; failed nodes are replaced by a MachineHealthCheck)."},
+	{RuleGzip, SeverityError, "A file uses gzip or gzip+base64 encoding with format: ignition; CABPK's Ignition output does not support it.",
+		"Store the file uncompressed (plain or base64 encoding), or ship it through additionalConfig."},
+	{RuleBase64OldCAPI, SeverityError, "A base64-encoded file with format: ignition on CAPI before 1.2.0: the file is written to disk still encoded.",
+		"Upgrade CAPI to 1.2.0 or newer, or store the content as plain text."},
+	{RuleCLCInvalid, SeverityError, "additionalConfig is not a valid Container Linux Config, or the transpiler warns about it (unrecognized keys, defaults). With strict: false (the default) CABPK drops such content silently.",
+		"Correct the reported line of additionalConfig (the transpiler's message says what it expects); set strict: true so CABPK refuses invalid content instead of dropping it."},
+	{RuleKubeadmOrdering, SeverityError, "kubeadm.service is not ordered after containerd.service: kubeadm can start before the container runtime and fail (image-builder #939).",
+		"Add a kubeadm.service drop-in in additionalConfig:\n" + kubeadmDropinExample},
+	{RuleEnvironmentFile, SeverityError, "kubeadm.service does not load EnvironmentFile=/run/metadata/flatcar, so the COREOS_OPENSTACK_* variables from coreos-metadata are not available to envsubst in preKubeadmCommands. systemd does not expand globs such as /run/metadata/*.",
+		"Add EnvironmentFile=/run/metadata/flatcar to the kubeadm.service drop-in (and Requires/After=coreos-metadata.service)."},
+	{RuleNodeName, SeverityError, "nodeRegistration.name does not come from coreos-metadata; on OpenStack the node name must be the instance's hostname for the cloud provider to find it.",
+		"Set nodeRegistration.name: ${COREOS_OPENSTACK_HOSTNAME} ($${COREOS_OPENSTACK_HOSTNAME} in a clusterctl template) and substitute it with envsubst in preKubeadmCommands."},
+	{RuleProviderID, SeverityError, "The kubelet's provider-id is missing or does not come from coreos-metadata; CAPI matches Machines to Nodes by providerID.",
+		"Set kubeletExtraArgs provider-id: openstack:///${COREOS_OPENSTACK_INSTANCE_UUID} (needs Flatcar 3815.2.0 or newer)."},
+	{RuleEnvsubst, SeverityError, "The kubeadm configuration uses ${COREOS_OPENSTACK_*} but no preKubeadmCommand runs envsubst on /etc/kubeadm.yml, so kubeadm sees the literal text.",
+		"Add to preKubeadmCommands: envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp and mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml."},
+	{RuleUserDataSize, SeverityError, "The estimated user-data (CABPK's Ignition config, base64-encoded as Nova receives it) is over Nova's 65535-byte limit: the server create call fails.",
+		"Move large files out of the bootstrap config: download them in preKubeadmCommands or bake them into the image."},
+	{RuleFormatImmutable, SeverityError, "A KubeadmControlPlane changes its format (for example from Ubuntu's cloud-config to Flatcar's ignition) on a CAPI release whose webhook refuses that: format is mutable from CAPI 1.4.0, 1.3.6 and 1.2.12.",
+		"Upgrade CAPI to 1.4.0 or newer (or 1.3.6+, 1.2.12+) first. Then, in one update of the KubeadmControlPlane, set format: ignition with the Ignition settings, remove useExperimentalRetryJoin, and point machineTemplate at a new OpenStackMachineTemplate with the Flatcar image; KCP replaces the control plane machines one by one. (Unsetting useExperimentalRetryJoin was itself refused until kubernetes-sigs/cluster-api#9169 was fixed.)"},
+	{RuleImageFilter, SeverityError, "The OpenStackMachineTemplate's image filter does not match exactly one active Glance image in the given cloud: CAPO refuses to create the machine.",
+		"Upload the image (flatcar-capo upload), or make the name/tags unique; delete or deactivate duplicates."},
+}
+
+// ruleByID returns the catalog entry of a rule.
+func ruleByID(id string) Rule {
+	for _, r := range Rules {
+		if r.ID == id {
+			return r
+		}
+	}
+	panic("unknown lint rule " + id)
+}

@@ -1,0 +1,221 @@
+package capo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Rules that need several documents: which image a bootstrap config boots, how a
+// KubeadmControlPlane changes between two versions of it, and what a cloud has.
+
+func docKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// machineLink is a bootstrap config and the infrastructure template it is paired with.
+type machineLink struct {
+	owner, bootstrap, infra *Document
+}
+
+// links pairs bootstrap configs with machine templates through MachineDeployments,
+// MachineSets, MachinePools, Machines and KubeadmControlPlanes. References are matched by
+// kind, namespace and name (not version: the seed's MachineDeployment names an older one).
+func links(docs []*Document) []machineLink {
+	byKey := map[string]*Document{}
+	for _, d := range docs {
+		byKey[docKey(d.Kind, d.Namespace, d.Name)] = d
+	}
+	lookup := func(owner *Document, ref map[string]any) *Document {
+		if ref == nil {
+			return nil
+		}
+		ns := getString(ref, "namespace")
+		if ns == "" {
+			ns = owner.Namespace
+		}
+		return byKey[docKey(getString(ref, "kind"), ns, getString(ref, "name"))]
+	}
+	var out []machineLink
+	for _, d := range docs {
+		if d.Group() != "cluster.x-k8s.io" && d.Group() != "controlplane.cluster.x-k8s.io" {
+			continue
+		}
+		var spec map[string]any
+		var bootstrap *Document
+		switch d.Kind {
+		case "MachineDeployment", "MachineSet", "MachinePool":
+			spec = getMap(d.obj, "spec", "template", "spec")
+		case "Machine":
+			spec = getMap(d.obj, "spec")
+		case "KubeadmControlPlane":
+			spec = getMap(d.obj, "spec", "machineTemplate")
+			if s := getMap(spec, "spec"); s != nil { // v1beta2
+				spec = s
+			}
+			bootstrap = d
+		default:
+			continue
+		}
+		if bootstrap == nil {
+			bootstrap = lookup(d, getMap(spec, "bootstrap", "configRef"))
+		}
+		infra := lookup(d, getMap(spec, "infrastructureRef"))
+		if bootstrap != nil && infra != nil {
+			out = append(out, machineLink{owner: d, bootstrap: bootstrap, infra: infra})
+		}
+	}
+	return out
+}
+
+// machineSpec is where an OpenStackMachine(Template) keeps the server spec.
+func machineSpec(d *Document) map[string]any {
+	if d.Group() != "infrastructure.cluster.x-k8s.io" {
+		return nil
+	}
+	switch d.Kind {
+	case "OpenStackMachineTemplate":
+		return getMap(d.obj, "spec", "template", "spec")
+	case "OpenStackMachine":
+		return getMap(d.obj, "spec")
+	}
+	return nil
+}
+
+// imageFilter reads the image selection of any CAPO version: a plain name (v1alpha5/6),
+// {name, tags} (v1alpha7), {filter: {name, tags}} or {id} (v1beta1).
+type imageFilter struct {
+	Name string
+	Tags []string
+	ID   string
+	Path Path
+}
+
+func imageOf(spec map[string]any) (imageFilter, bool) {
+	switch img := spec["image"].(type) {
+	case string:
+		return imageFilter{Name: img, Path: Path{"image"}}, true
+	case map[string]any:
+		f := imageFilter{ID: getString(img, "id"), Path: Path{"image"}}
+		src := img
+		if filter := getMap(img, "filter"); filter != nil {
+			src, f.Path = filter, Path{"image", "filter"}
+		}
+		f.Name = getString(src, "name")
+		for _, t := range getList(src, "tags") {
+			if s, ok := t.(string); ok {
+				f.Tags = append(f.Tags, s)
+			}
+		}
+		return f, true
+	}
+	if id := getString(spec, "imageUUID"); id != "" {
+		return imageFilter{ID: id, Path: Path{"imageUUID"}}, true
+	}
+	return imageFilter{}, false
+}
+
+func (f imageFilter) flatcar() bool {
+	all := strings.ToLower(f.Name + " " + strings.Join(f.Tags, " "))
+	return strings.Contains(all, "flatcar")
+}
+
+func (f imageFilter) String() string {
+	switch {
+	case f.ID != "":
+		return "id " + f.ID
+	case len(f.Tags) > 0:
+		return fmt.Sprintf("name %q, tags %v", f.Name, f.Tags)
+	}
+	return fmt.Sprintf("%q", f.Name)
+}
+
+// checkFlatcarFormat: a Flatcar image booted with cloud-config bootstrap data never joins.
+func (l *linter) checkFlatcarFormat(docs []*Document) []Finding {
+	var out []Finding
+	reported := map[*Document]bool{}
+	for _, link := range links(docs) {
+		img, ok := imageOf(machineSpec(link.infra))
+		if !ok || !img.flatcar() || reported[link.bootstrap] {
+			continue
+		}
+		b, ok := newBootstrapSpec(link.bootstrap)
+		if !ok || b.ignition() {
+			continue
+		}
+		reported[link.bootstrap] = true
+		out = append(out, newFinding(link.bootstrap, RuleFlatcarFormat, b.path.Child("format"),
+			fmt.Sprintf("%s %s boots the Flatcar image %s (through %s %s) but the bootstrap format is %s",
+				link.infra.Kind, link.infra.Name, img, link.owner.Kind, link.owner.Name, b.format())))
+	}
+	return out
+}
+
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// checkFormatChanges finds KubeadmControlPlanes whose format changes: the same object given
+// twice (old then new, e.g. `lint current.yaml desired.yaml`), or against kubectl's
+// last-applied-configuration annotation.
+func (l *linter) checkFormatChanges(docs []*Document) []Finding {
+	if l.capi.kcpFormatMutable() {
+		return nil
+	}
+	var out []Finding
+	previous := map[string]string{}
+	for _, d := range docs {
+		b, ok := newBootstrapSpec(d)
+		if !ok || d.Kind != "KubeadmControlPlane" {
+			continue
+		}
+		key := docKey(d.Kind, d.Namespace, d.Name)
+		before, seen := previous[key]
+		if !seen {
+			if raw := getString(d.obj, "metadata", "annotations", lastAppliedAnnotation); raw != "" {
+				var last map[string]any
+				if json.Unmarshal([]byte(raw), &last) == nil {
+					if before = getString(last, "spec", "kubeadmConfigSpec", "format"); before == "" {
+						before = "cloud-config"
+					}
+					seen = true
+				}
+			}
+		}
+		if seen && before != b.format() {
+			out = append(out, newFinding(d, RuleFormatImmutable, b.path.Child("format"),
+				fmt.Sprintf("format changes from %s to %s, which the KubeadmControlPlane webhook of CAPI %s refuses (\"spec.kubeadmConfigSpec.format: Forbidden: cannot be modified\")",
+					before, b.format(), l.capi)))
+		}
+		previous[key] = b.format()
+	}
+	return out
+}
+
+// checkImages asks the cloud how many active images each machine template's filter matches.
+func (l *linter) checkImages(ctx context.Context, docs []*Document, lookup ImageLookup) ([]Finding, error) {
+	var out []Finding
+	counts := map[string]int{}
+	for _, d := range docs {
+		spec := machineSpec(d)
+		img, ok := imageOf(spec)
+		if !ok || img.ID != "" || strings.Contains(img.Name+strings.Join(img.Tags, ""), "${") {
+			continue // an ID is exact; a template variable is not known yet
+		}
+		key := img.String()
+		n, cached := counts[key]
+		if !cached {
+			var err error
+			if n, err = lookup(ctx, img.Name, img.Tags); err != nil {
+				return nil, fmt.Errorf("looking up image %s for %s: %w", img, d, err)
+			}
+			counts[key] = n
+		}
+		if n != 1 {
+			p := Path{"spec", "template", "spec"}
+			if d.Kind == "OpenStackMachine" {
+				p = Path{"spec"}
+			}
+			out = append(out, newFinding(d, RuleImageFilter, p.Child(img.Path...),
+				fmt.Sprintf("image filter %s matches %d active images in the cloud, CAPO needs exactly 1", img, n)))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,166 @@
+package capo
+
+import (
+	"fmt"
+	"strings"
+
+	igntypes "github.com/flatcar/ignition/config/v2_3/types"
+	"gopkg.in/yaml.v3"
+)
+
+// checkIgnitionSpec runs the rules for a KubeadmConfigSpec with format: ignition.
+func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
+	d := b.doc
+	var out []Finding
+	add := func(rule string, path Path, format string, a ...any) {
+		out = append(out, newFinding(d, rule, b.path.Child(path...), fmt.Sprintf(format, a...)))
+	}
+	if v, _ := b.spec["useExperimentalRetryJoin"].(bool); v {
+		add(RuleRetryJoin, Path{"useExperimentalRetryJoin"}, "useExperimentalRetryJoin: true is not supported with format: ignition")
+	}
+	for i, f := range getList(b.spec, "files") {
+		enc, path := getString(f, "encoding"), getString(f, "path")
+		switch {
+		case enc == "gzip" || enc == "gzip+base64":
+			add(RuleGzip, Path{"files", i, "encoding"}, "file %s uses encoding %s, which Ignition bootstrap data does not support", path, enc)
+		case enc == "base64" && !l.capi.base64FilesDecoded():
+			add(RuleBase64OldCAPI, Path{"files", i, "encoding"}, "file %s is base64-encoded: CAPI %s writes it to disk still encoded (decoded from 1.2.0)", path, l.capi)
+		}
+	}
+
+	// additionalConfig: the transpiler's verdict, then what the node's units need.
+	acPath := Path{"ignition", "containerLinuxConfig", "additionalConfig"}
+	src, hasAC := b.additionalConfig()
+	var additional *igntypes.Config
+	if hasAC {
+		res := l.transpile(src)
+		offset, exact := clcLineOffset(d.valueNode(b.path.Child(acPath...)))
+		for _, is := range res.Issues {
+			f := newFinding(d, RuleCLCInvalid, b.path.Child(acPath...), "additionalConfig: "+is.String())
+			if is.Line > 0 && exact {
+				f.Line = offset + is.Line
+			}
+			out = append(out, f)
+		}
+		if !res.Fatal {
+			additional = &res.Ignition
+		}
+	}
+	if additional != nil || !hasAC {
+		units := kubeadmUnitSettings(additional)
+		if !units.has("After", "containerd.service") {
+			add(RuleKubeadmOrdering, acPath, "no kubeadm.service unit or drop-in in additionalConfig has After=containerd.service%s", units.found("After"))
+		}
+		if !units.has("EnvironmentFile", "/run/metadata/flatcar") {
+			add(RuleEnvironmentFile, acPath, "no kubeadm.service unit or drop-in in additionalConfig has EnvironmentFile=/run/metadata/flatcar%s", units.found("EnvironmentFile"))
+		}
+		size, _, err := estimateUserData(b, additional)
+		switch {
+		case err != nil:
+			add(RuleUserDataSize, nil, "cannot estimate the user-data: %v", err)
+		case size > UserDataLimit:
+			add(RuleUserDataSize, nil, "estimated user-data is %d bytes after base64, over Nova's limit of %d", size, UserDataLimit)
+		}
+	}
+
+	// Node identity from coreos-metadata.
+	usesMetadata := false
+	for _, c := range b.registrationConfigs() {
+		reg := getMap(b.spec, c, "nodeRegistration")
+		name := getString(reg, "name")
+		switch {
+		case strings.Contains(name, "{COREOS_OPENSTACK_HOSTNAME"):
+			usesMetadata = true
+		case name == "":
+			add(RuleNodeName, Path{c, "nodeRegistration", "name"}, "%s.nodeRegistration.name is not set; set it from coreos-metadata", c)
+		default:
+			add(RuleNodeName, Path{c, "nodeRegistration", "name"}, "%s.nodeRegistration.name is %q, not from coreos-metadata", c, name)
+		}
+		id, idx, ok := kubeletArg(reg, "provider-id")
+		argPath := Path{c, "nodeRegistration", "kubeletExtraArgs"}
+		if ok {
+			if idx >= 0 {
+				argPath = argPath.Child(idx, "value")
+			} else {
+				argPath = argPath.Child("provider-id")
+			}
+		}
+		switch {
+		case ok && isMetadataProviderID(id):
+			usesMetadata = true
+		case ok:
+			add(RuleProviderID, argPath, "provider-id is %q, not openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}", id)
+		default:
+			add(RuleProviderID, argPath, "%s sets no kubelet provider-id", c)
+		}
+	}
+	if usesMetadata && !b.runsEnvsubst() {
+		add(RuleEnvsubst, Path{"preKubeadmCommands"}, "the kubeadm configuration references ${COREOS_OPENSTACK_*} but no preKubeadmCommand runs envsubst on /etc/kubeadm.yml")
+	}
+	return out
+}
+
+func isMetadataProviderID(v string) bool {
+	return v == "openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}" || v == "openstack:///$${COREOS_OPENSTACK_INSTANCE_UUID}"
+}
+
+// clcLineOffset maps a line of additionalConfig to a line of the file: exact for block
+// scalars (| or >), whose content starts on the line after the indicator.
+func clcLineOffset(n *yaml.Node) (int, bool) {
+	if n == nil {
+		return 0, false
+	}
+	return n.Line, n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0
+}
+
+// unitSettings collects the [Unit]/[Service] assignments of kubeadm.service from its contents
+// and drop-ins, key -> values (space-separated lists split).
+type unitSettings map[string][]string
+
+func kubeadmUnitSettings(cfg *igntypes.Config) unitSettings {
+	s := unitSettings{}
+	if cfg == nil {
+		return s
+	}
+	for _, u := range cfg.Systemd.Units {
+		if u.Name != "kubeadm.service" {
+			continue
+		}
+		s.parse(u.Contents)
+		for _, d := range u.Dropins {
+			s.parse(d.Contents)
+		}
+	}
+	return s
+}
+
+func (s unitSettings) parse(contents string) {
+	for _, line := range strings.Split(contents, "\n") {
+		line = strings.TrimSpace(line)
+		key, value, ok := strings.Cut(line, "=")
+		if !ok || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";") {
+			continue
+		}
+		key = strings.TrimSpace(key)
+		for _, v := range strings.Fields(value) {
+			s[key] = append(s[key], strings.TrimPrefix(v, "-")) // "-" marks an optional EnvironmentFile
+		}
+	}
+}
+
+func (s unitSettings) has(key, value string) bool {
+	for _, v := range s[key] {
+		if v == value {
+			return true
+		}
+	}
+	return false
+}
+
+// found describes what the unit has instead, for the message.
+func (s unitSettings) found(key string) string {
+	if len(s[key]) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (it has %s=%s)", key, strings.Join(s[key], " "))
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
+)
+
+func init() { register(newManifestsCommand) }
+
+type manifestsReport struct {
+	*capo.Rendered
+	Manifest   string `json:"manifest,omitempty"`
+	OutputFile string `json:"outputFile,omitempty"`
+}
+
+func newManifestsCommand() *cobra.Command {
+	var (
+		out                                OutputFormat
+		sets                               []string
+		imageName, k8sVersion, clusterName string
+		capiAPI, outputFile                string
+	)
+	cmd := &cobra.Command{
+		Use:   "manifests",
+		Short: "Render a CAPO cluster template for Flatcar nodes (clusterctl-compatible)",
+		Long: `Prints a cluster template for Flatcar Container Linux nodes on Cluster API Provider OpenStack:
+Secret, Cluster, OpenStackCluster, KubeadmControlPlane, OpenStackMachineTemplates for control plane
+and workers, MachineDeployment and KubeadmConfigTemplate, with format: ignition, node name and
+providerID from coreos-metadata, and kubeadm.service ordered after containerd.
+
+Placeholders use clusterctl's ${VAR} syntax and CAPO's variable names; fill some with --set (or
+--image-name, --kubernetes-version, --cluster-name) and leave the rest to
+'clusterctl generate cluster NAME --from FILE'. When every variable is set the output is a plain
+manifest for kubectl apply. ${COREOS_OPENSTACK_*} values are filled on the node, not here.
+
+Before printing, every document is decoded strictly into the upstream CAPI/CAPO Go types, the
+additionalConfig is translated to Ignition 2.3 and validated, and the user-data size is estimated
+against Nova's 64 KiB limit (reported on stderr, or in -o json).`,
+		Example: `  # A template for clusterctl, with the image this tool uploaded
+  flatcar-capo manifests --image-name flatcar-stable-4459.2.0 --output-file flatcar.yaml
+  clusterctl generate cluster demo --from flatcar.yaml > demo.yaml
+
+  # Everything filled: a manifest for kubectl, CAPI 1.11+ API
+  flatcar-capo manifests --capi-api v1beta2 --cluster-name demo --set WORKER_MACHINE_COUNT=2 ...`,
+		Args: ExactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			values := map[string]string{}
+			for _, s := range sets {
+				k, v, ok := strings.Cut(s, "=")
+				if !ok || k == "" {
+					return Usagef("--set %q is not VAR=value", s)
+				}
+				values[k] = v
+			}
+			for flag, v := range map[string]struct{ name, value string }{
+				"image-name": {capo.VarImageName, imageName}, "cluster-name": {capo.VarClusterName, clusterName},
+				"kubernetes-version": {capo.VarKubernetesVersion, k8sVersion},
+			} {
+				if cmd.Flags().Changed(flag) || v.value != "" {
+					if v.value == "" {
+						return Usagef("--%s must not be empty", flag)
+					}
+					values[v.name] = v.value
+				}
+			}
+			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.HasPrefix(v, "v") {
+				values[capo.VarKubernetesVersion] = "v" + v // CAPI wants the v prefix
+			}
+			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Values: values})
+			if err != nil {
+				return AsUsage(err)
+			}
+			rep := manifestsReport{Rendered: r}
+			if outputFile != "" {
+				f, err := atomicfile.Create(outputFile)
+				if err != nil {
+					return err
+				}
+				defer f.Abort()
+				if _, err := f.Write(r.Manifest); err != nil {
+					return fmt.Errorf("writing %s: %w", outputFile, err)
+				}
+				// 0600: the manifest may carry clouds.yaml credentials (OPENSTACK_CLOUD_YAML_B64).
+				if err := f.Commit(0o600); err != nil {
+					return err
+				}
+				rep.OutputFile = outputFile
+			} else if out == OutputJSON {
+				rep.Manifest = string(r.Manifest)
+			}
+			if out == OutputText {
+				if outputFile == "" {
+					if _, err := cmd.OutOrStdout().Write(r.Manifest); err != nil {
+						return err
+					}
+				}
+				return printManifestsSummary(cmd.ErrOrStderr(), rep)
+			}
+			return Report(cmd, out, rep, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&sets, "set", nil, "fill a template variable, VAR=value (repeatable), e.g. --set WORKER_MACHINE_COUNT=3")
+	f.StringVar(&imageName, "image-name", "", "Glance image name (sets "+capo.VarImageName+")")
+	f.StringVar(&k8sVersion, "kubernetes-version", "", "Kubernetes version, e.g. v1.33.4 (sets "+capo.VarKubernetesVersion+")")
+	f.StringVar(&clusterName, "cluster-name", "", "cluster name (sets "+capo.VarClusterName+")")
+	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta1, "CAPI API version of the documents: v1beta1, or v1beta2 for CAPI 1.11+")
+	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
+	AddOutputFlag(f, &out)
+	return cmd
+}
+
+func printManifestsSummary(w io.Writer, r manifestsReport) error {
+	if r.OutputFile != "" {
+		fmt.Fprintf(w, "Wrote %s\n", r.OutputFile)
+	}
+	fmt.Fprintf(w, "Validated %d documents against the CAPI/CAPO API types; additionalConfig translates to valid Ignition 2.3.\n", len(r.Documents))
+	for _, u := range r.UserData {
+		fmt.Fprintf(w, "User-data estimate: %s %d of %d bytes\n", u.Document, u.Bytes, u.Limit)
+	}
+	if len(r.Missing) > 0 {
+		fmt.Fprintf(w, "Still to set (clusterctl generate cluster, or --set): %s\n", strings.Join(r.Missing, ", "))
+	} else {
+		fmt.Fprintln(w, "Every variable is set: the output is a manifest for kubectl apply.")
+	}
+	return nil
+}
