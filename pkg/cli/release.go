@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+func init() { register(newReleaseCommand) }
+
+// releaseFlags are the flags release and fetch share to name a release.
+type releaseFlags struct {
+	channel, version, arch, image, server string
+	retries                               int
+}
+
+func addReleaseFlags(fs *pflag.FlagSet, r *releaseFlags) {
+	fs.StringVar(&r.channel, "channel", "stable", "release channel: "+strings.Join(release.Channels, ", ")+" (env FLATCAR_CHANNEL)")
+	fs.StringVar(&r.version, "version", release.Current, "release: current, a number such as 4230.2.3, or current-YYYY on lts (env FLATCAR_VERSION)")
+	fs.StringVar(&r.arch, "arch", "amd64", "architecture: "+strings.Join(release.Arches, ", "))
+	fs.StringVar(&r.image, "image", "qemu", "image: "+strings.Join(release.Images, ", "))
+	fs.StringVar(&r.server, "release-server", release.DefaultServer, "release server or mirror; {channel} is replaced by the channel, /<arch>-usr/<version>/<file> is appended")
+	fs.IntVar(&r.retries, "retries", 3, "further attempts after a transient network failure (backoff doubles from 0.5 s)")
+	AlsoFromEnv(fs, "channel", "FLATCAR_CHANNEL")
+}
+
+// validate turns the flags into a release, or a usage error (exit 2) naming the valid values.
+func (r *releaseFlags) validate(cmd *cobra.Command) (release.Release, error) {
+	// applyEnvDefaults skips flags named "version" (cobra's own --version), so read
+	// image-builder's FLATCAR_VERSION here.
+	if v := os.Getenv("FLATCAR_VERSION"); v != "" && !cmd.Flags().Changed("version") {
+		r.version = v
+	}
+	rel := release.Release{Server: r.server, Channel: r.channel, Arch: r.arch, Version: r.version}
+	if err := rel.Validate(); err != nil {
+		return rel, AsUsage(err)
+	}
+	if err := release.ValidateImage(r.image); err != nil {
+		return rel, AsUsage(err)
+	}
+	u, err := url.Parse(strings.ReplaceAll(r.server, "{channel}", r.channel))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return rel, Usagef("invalid --release-server %q: want an http(s) URL such as %s", r.server, release.DefaultServer)
+	}
+	if r.retries < 0 {
+		return rel, Usagef("--retries must be 0 or more, not %d", r.retries)
+	}
+	return rel, nil
+}
+
+type releaseReport struct {
+	Channel          string             `json:"channel"`
+	Arch             string             `json:"arch"`
+	RequestedVersion string             `json:"requestedVersion"`
+	Version          string             `json:"version"`
+	Image            string             `json:"image"`
+	DirURL           string             `json:"dirUrl"`
+	VersionTxt       string             `json:"versionTxtUrl"`
+	Artifacts        []release.Artifact `json:"artifacts"`
+}
+
+func newReleaseCommand() *cobra.Command {
+	var (
+		out OutputFormat
+		rf  releaseFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "release",
+		Short: "Resolve a channel/version to a release number and its artifact URLs",
+		Long: `Resolve a Flatcar channel and version (current is read from the server's version.txt) and
+print the release number with the URLs of the image (.img, a qcow2, and .img.bz2) and of their
+DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the server.`,
+		Example: `  flatcar-capo release --channel stable
+  FLATCAR_CHANNEL=beta FLATCAR_VERSION=4230.1.0 flatcar-capo release -o json`,
+		Args: ExactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rel, err := rf.validate(cmd)
+			if err != nil {
+				return err
+			}
+			c := fetch.NewClient(rf.retries)
+			c.Logf = func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...) }
+			resolved, err := fetch.Resolve(cmd.Context(), c, rel)
+			if err != nil {
+				return err
+			}
+			r := releaseReport{Channel: resolved.Channel, Arch: resolved.Arch, RequestedVersion: rel.Version,
+				Version: resolved.Version, Image: rf.image, DirURL: resolved.DirURL(), VersionTxt: resolved.URL(release.VersionFile)}
+			for _, comp := range []string{release.CompressionNone, release.CompressionBzip2} {
+				r.Artifacts = append(r.Artifacts, resolved.Artifact(release.ImageFile(rf.image, comp)))
+			}
+			return Report(cmd, out, r, func(w io.Writer) error {
+				fmt.Fprintf(w, "Flatcar %s %s (%s; %s resolved to %s)\n", r.Channel, r.Version, r.Arch, r.RequestedVersion, r.Version)
+				fmt.Fprintf(w, "%-12s %s\n", "version.txt", r.VersionTxt)
+				for _, a := range r.Artifacts {
+					fmt.Fprintf(w, "%s\n  image        %s\n  DIGESTS      %s\n  DIGESTS.asc  %s\n  sig          %s\n",
+						a.File, a.URL, a.DigestsURL, a.SignedDigests, a.SignatureURL)
+				}
+				return nil
+			})
+		},
+	}
+	addReleaseFlags(cmd.Flags(), &rf)
+	AddOutputFlag(cmd.Flags(), &out)
+	return cmd
+}
