@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // OEMKind selects the OEM partition's filesystem.
@@ -78,6 +79,21 @@ func (o Options) validate() error {
 		return fmt.Errorf("disk size %d is not a multiple of 512", o.DiskSize)
 	}
 	return nil
+}
+
+// tools are the programs BuildTo runs for opts.
+func (o Options) tools() []string {
+	tools := []string{"mkfs.vfat", "mcopy", "mkfs.ext4"}
+	switch o.OEM {
+	case "", OEMBtrfs, OEMBtrfsDup:
+		tools = append(tools, "mkfs.btrfs")
+	case OEMBtrfsKernelZlib:
+		tools = append(tools, "mkfs.btrfs", "mount", "umount")
+	}
+	if o.Bootable {
+		tools = append(tools, "grub-mkimage")
+	}
+	return tools
 }
 
 // key identifies identical builds for the cache.
@@ -239,10 +255,11 @@ var (
 )
 
 // Build returns a fresh (sparse) copy in t.TempDir() of the disk described by opts, which the
-// test may modify. Identical options are built once per test process. OEM btrfs-kernel-zlib skips
+// test may modify. Missing tools skip the test visibly (fail it under CI). Identical options are built once per test process. OEM btrfs-kernel-zlib skips
 // the test with a visible message when not root (CI runs as root).
 func Build(t testing.TB, opts Options) string {
 	t.Helper()
+	testutil.RequireTools(t, opts.tools()...)
 	src, err := cached(opts)
 	if errors.Is(err, ErrNeedsRoot) {
 		if os.Getenv("CI") != "" {
