@@ -10,8 +10,11 @@ mkdir -p "$work"
 bin=$PWD/bin/flatcar-capo
 [ -x "$bin" ] || make build >/dev/null
 img=$work/flatcar-9g.raw
-[ -f "$img" ] || go run ./scripts/mkdisk -variant btrfs -oem-size 1G -disk-size 9G -o "$img"
-read -r oemStart oemSize < <(go run ./scripts/mkdisk -print-oem "$img")
+[ -f "$img" ] || go run ./scripts/mkdisk -variant btrfs -oem-size-mib 1024 -size-mib 9216 -o "$img"
+read -r oemStart oemSize < <("$bin" oem show "$img" >/dev/null && "$bin" inspect "$img" -o json | python3 -c '
+import json,sys
+p=[p for p in json.load(sys.stdin)["partitions"] if p["name"]=="OEM"][0]
+print(p["start"], p["size"])')
 
 runs=${RUNS:-30}
 # Median wall time and max RSS of `oem set`, resetting the id before each run so every run writes.
