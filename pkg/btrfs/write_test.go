@@ -188,7 +188,7 @@ func TestWriteUnsupported(t *testing.T) {
 	}
 }
 
-func readImage(t *testing.T, img string) []byte {
+func readImage(t testing.TB, img string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(img)
 	if err != nil {
