@@ -41,13 +41,13 @@ func newDecoder() *decoder {
 
 // blockResult is what decoding one block yields.
 type blockResult struct {
-	out  []byte // decoded bytes
-	bits int64  // compressed size of the block in bits, magic included
-	crc  uint32 // CRC computed over out
-	want uint32 // CRC stored in the block header
-	n    int    // block length before the initial run-length decoding
-	origPtr int // BWT origin
-	err  error
+	out     []byte // decoded bytes
+	bits    int64  // compressed size of the block in bits, magic included
+	crc     uint32 // CRC computed over out
+	want    uint32 // CRC stored in the block header
+	n       int    // block length before the initial run-length decoding
+	origPtr int    // BWT origin
+	err     error
 }
 
 // decodeBlock decodes the block whose magic starts at bit skip of data,

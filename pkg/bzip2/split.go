@@ -50,8 +50,8 @@ func (z *reader) split() {
 	defer close(z.ordered)
 	defer close(z.work)
 	buf := make([]byte, 0, 4*readChunk)
-	var base int64           // absolute offset of buf[0]
-	var scanned int64        // bytes before this offset have been scanned
+	var base int64             // absolute offset of buf[0]
+	var scanned int64          // bytes before this offset have been scanned
 	prev := candidate{bit: -1} // the candidate the pending job starts at
 	from := func() int64 { return max(prev.bit, 0) >> 3 }
 
