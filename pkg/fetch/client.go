@@ -141,3 +141,33 @@ func (c *Client) getOnce(ctx context.Context, url string, max int64) ([]byte, er
 	}
 	return b, nil
 }
+
+// Probe asks whether url exists with a HEAD request (retried like any other); nil means it does.
+func (c *Client) Probe(ctx context.Context, url string) error {
+	for attempt := 1; ; attempt++ {
+		err := c.headOnce(ctx, url)
+		if err == nil || !transient(ctx, err) || attempt > c.Retries {
+			return err
+		}
+		if err := c.backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *Client) headOnce(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, url, nil)
+	if err != nil {
+		return fmt.Errorf("bad URL %q: %w", url, err)
+	}
+	req.Header.Set("User-Agent", c.UserAgent)
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("HEAD %s: %w", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &StatusError{URL: url, Code: resp.StatusCode, Status: resp.Status}
+	}
+	return nil
+}

@@ -260,13 +260,15 @@ func (f *fetcher) fromCache(entry *cacheEntry, comp, file string) (*Result, erro
 func (f *fetcher) download(ctx context.Context, entry *cacheEntry, comp, file string) (*Result, error) {
 	art := f.rel.Artifact(file)
 	signed, err := f.c.GetSmall(ctx, art.SignedDigests, 1<<20)
+	if IsNotFound(err) {
+		// No signature: either there is no such image (the caller tries the next compression)
+		// or it is published unsigned, which is refused.
+		if perr := f.c.Probe(ctx, art.URL); perr != nil {
+			return nil, perr
+		}
+		return nil, fmt.Errorf("%s is published without its signed digests (%v); refusing an unverifiable image", art.URL, err)
+	}
 	if err != nil {
-		if IsNotFound(err) && comp == release.CompressionNone {
-			return nil, err // the .bz2 may still be there
-		}
-		if IsNotFound(err) {
-			return nil, fmt.Errorf("the signed digests of %s are missing (%w); refusing an unsigned image", file, err)
-		}
 		return nil, err
 	}
 	want, sig, err := f.verifiedDigest(signed, art.SignedDigests, file)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,15 +71,27 @@ func Digests(name string, data []byte) []byte {
 	return b.Bytes()
 }
 
-// Bzip2 compresses data with lbzip2, as Flatcar's build does.
+var (
+	bzMu    sync.Mutex
+	bzCache = map[[sha512.Size]byte][]byte{}
+)
+
+// Bzip2 compresses data with lbzip2, as Flatcar's build does (memoized: tests share contents).
 func Bzip2(t testing.TB, data []byte) []byte {
 	t.Helper()
+	key := sha512.Sum512(data)
+	bzMu.Lock()
+	defer bzMu.Unlock()
+	if b, ok := bzCache[key]; ok {
+		return b
+	}
 	cmd := exec.Command("lbzip2", "-9", "-c")
 	cmd.Stdin = bytes.NewReader(data)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("lbzip2: %v", err)
 	}
+	bzCache[key] = out
 	return out
 }
 
