@@ -69,6 +69,23 @@ func (w *world) run(t *testing.T, verb string, extra ...string) testutil.Result 
 	return testutil.RunCmd(t, testutil.Cmd{Args: w.args(verb, extra...), Dir: w.dir})
 }
 
+// testRun is run without --quiet, to see the notes on stderr.
+func (w *world) testRun(t *testing.T, verb string, extra ...string) testutil.Result {
+	t.Helper()
+	args := w.args(verb, extra...)
+	for i, a := range args {
+		if a == "--quiet" {
+			args = append(args[:i:i], args[i+1:]...)
+			break
+		}
+	}
+	return testutil.RunCmd(t, testutil.Cmd{Args: args, Dir: w.dir})
+}
+
+func newKeyArmored(t *testing.T) []byte {
+	return fetchtest.NewKey(t, "Another Buildbot", time.Now()).PublicArmored(t)
+}
+
 // mustHave fails unless path holds exactly want.
 func mustHave(t *testing.T, path string, want []byte) {
 	t.Helper()
