@@ -2,6 +2,7 @@ package capo
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -21,8 +22,11 @@ type CLCIssue struct {
 }
 
 func (i CLCIssue) String() string {
-	if i.Line > 0 {
+	switch {
+	case i.Line > 0 && i.Column > 0:
 		return fmt.Sprintf("%s at line %d, column %d: %s", i.Severity, i.Line, i.Column, i.Message)
+	case i.Line > 0:
+		return fmt.Sprintf("%s at line %d: %s", i.Severity, i.Line, i.Message)
 	}
 	return i.Severity + ": " + i.Message
 }
@@ -63,7 +67,11 @@ func TranspileCLC(src string) CLCResult {
 func (r *CLCResult) addReport(rep report.Report) {
 	rep.Sort()
 	for _, e := range rep.Entries {
-		r.Issues = append(r.Issues, CLCIssue{Severity: e.Kind.String(), Line: e.Line, Column: e.Column,
+		line := e.Line
+		if line == 0 {
+			line = yamlErrorLine(errors.New(e.Message)) // the YAML parser puts it in the text only
+		}
+		r.Issues = append(r.Issues, CLCIssue{Severity: e.Kind.String(), Line: line, Column: e.Column,
 			Message: strings.TrimSpace(e.Message)})
 	}
 }

@@ -21,9 +21,12 @@ type machineLink struct {
 // MachineSets, MachinePools, Machines and KubeadmControlPlanes. References are matched by
 // kind, namespace and name (not version: the seed's MachineDeployment names an older one).
 func links(docs []*Document) []machineLink {
+	// The same object may be in several files (current and desired state): a reference
+	// resolves in the referring document's own file first, then in the last file that has it.
 	byKey := map[string]*Document{}
 	for _, d := range docs {
 		byKey[docKey(d.Kind, d.Namespace, d.Name)] = d
+		byKey[d.File+"\x00"+docKey(d.Kind, d.Namespace, d.Name)] = d
 	}
 	lookup := func(owner *Document, ref map[string]any) *Document {
 		if ref == nil {
@@ -33,7 +36,11 @@ func links(docs []*Document) []machineLink {
 		if ns == "" {
 			ns = owner.Namespace
 		}
-		return byKey[docKey(getString(ref, "kind"), ns, getString(ref, "name"))]
+		key := docKey(getString(ref, "kind"), ns, getString(ref, "name"))
+		if d, ok := byKey[owner.File+"\x00"+key]; ok {
+			return d
+		}
+		return byKey[key]
 	}
 	var out []machineLink
 	for _, d := range docs {

@@ -1,0 +1,52 @@
+package capo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// thousandDocuments is good.yaml repeated with distinct names: 1,000 documents.
+func thousandDocuments(t testing.TB) []byte {
+	good, err := os.ReadFile("../../testdata/lint/good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for i := 0; i < 125; i++ {
+		b.Write(bytes.ReplaceAll(good, []byte("demo"), []byte(fmt.Sprintf("demo%03d", i))))
+		b.WriteString("\n---\n")
+	}
+	return b.Bytes()
+}
+
+// The only performance target: lint on a 1,000-document file under a second.
+func TestLintThousandDocumentsUnderASecond(t *testing.T) {
+	data := thousandDocuments(t)
+	start := time.Now()
+	rep, err := Lint(context.Background(), []Input{{Name: "big.yaml", Data: data}}, LintOptions{})
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Documents != 1000 || len(rep.Findings) != 0 {
+		t.Fatalf("%d documents, %d findings", rep.Documents, len(rep.Findings))
+	}
+	t.Logf("linted %d documents (%d KiB) in %v", rep.Documents, len(data)/1024, elapsed)
+	if elapsed > time.Second {
+		t.Fatalf("lint took %v for 1,000 documents, the target is under 1 s", elapsed)
+	}
+}
+
+func BenchmarkLintThousandDocuments(b *testing.B) {
+	data := thousandDocuments(b)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Lint(context.Background(), []Input{{Name: "big.yaml", Data: data}}, LintOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
