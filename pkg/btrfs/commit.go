@@ -28,7 +28,7 @@ func (w *writePlan) commit(dev Device) error {
 				return unsupportedf("%v would become empty; removing a leaf is out of reach", l)
 			}
 			if l.items[0].key != l.orig.keys[0] {
-				return unsupportedf("%v would get a new first key; updating its parent node is out of reach", l)
+				return unsupportedf("%v would get a new first key (%v instead of %v); updating its parent node is out of reach", l, l.items[0].key, l.orig.keys[0])
 			}
 		}
 		if _, err := fs.parseBlock(l.orig.logical, buf); err != nil {

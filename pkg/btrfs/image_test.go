@@ -102,12 +102,15 @@ func openImage(t testing.TB, img string) (*FS, *os.File) {
 	return fs, f
 }
 
-// btrfsCheck fails the test unless `btrfs check --readonly` finds nothing wrong.
+// btrfsCheck fails the test unless `btrfs check --readonly` finds nothing wrong, in both its
+// original and its lowmem mode (they check different things).
 func btrfsCheck(t testing.TB, img string) {
 	t.Helper()
-	out, err := exec.Command("btrfs", "check", "--readonly", img).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "no error found") {
-		t.Fatalf("btrfs check --readonly %s: %v\n%s", img, err, out)
+	for _, mode := range []string{"original", "lowmem"} {
+		out, err := exec.Command("btrfs", "check", "--readonly", "--mode", mode, img).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "no error found") {
+			t.Fatalf("btrfs check --readonly --mode %s %s: %v\n%s", mode, img, err, out)
+		}
 	}
 }
 
