@@ -71,9 +71,7 @@ func TestOpenBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			img := t.TempDir() + "/img"
-			if err := os.WriteFile(img, readImage(t, plain), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			run(t, "cp", "--sparse=always", plain, img)
 			c.damage(img)
 			f, err := os.Open(img)
 			if err != nil {

@@ -1,7 +1,6 @@
 package btrfs
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sort"
 )
@@ -36,7 +35,6 @@ type chunkMap []chunk
 
 // parseChunk decodes a CHUNK_ITEM body at logical address logical; it returns the bytes consumed.
 func parseChunk(logical uint64, b []byte) (chunk, int, error) {
-	le := binary.LittleEndian
 	if len(b) < chunkItemSize {
 		return chunk{}, 0, corruptf("chunk item at %d is %d bytes, shorter than %d", logical, len(b), chunkItemSize)
 	}

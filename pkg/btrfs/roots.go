@@ -1,7 +1,5 @@
 package btrfs
 
-import "encoding/binary"
-
 const (
 	fsTreeObjectID   = 5
 	firstFreeObjID   = 256
@@ -47,7 +45,6 @@ func (fs *FS) loadRootTree() error {
 	if len(ri) < rootItemMinSize {
 		return corruptf("FS tree ROOT_ITEM is %d bytes", len(ri))
 	}
-	le := binary.LittleEndian
 	fs.fsTree = treeRoot{le.Uint64(ri[rootItemBytenr:]), ri[rootItemLevelOff]}
 	fs.rootDir = le.Uint64(ri[rootItemRootDir:])
 	if fs.fsTree.level > maxTreeLevel {

@@ -2,7 +2,6 @@ package btrfs
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math/bits"
@@ -53,7 +52,6 @@ func readSuperblock(dev io.ReaderAt, size int64) (superblock, error) {
 	if string(b[0x40:0x48]) != superMagic {
 		return sb, fmt.Errorf("%w: no magic %q at offset 64 KiB", ErrNotBtrfs, superMagic)
 	}
-	le := binary.LittleEndian
 	if t := le.Uint16(b[0xc4:]); t != 0 {
 		return sb, unsupportedf("checksum type %d (only crc32c is handled)", t)
 	}

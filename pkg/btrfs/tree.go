@@ -122,7 +122,6 @@ func cmpErr(first, err error) error {
 
 // parseBlock verifies a tree block image and decodes its header and item table.
 func (fs *FS) parseBlock(logical uint64, buf []byte) (*block, error) {
-	le := binary.LittleEndian
 	if got, want := blockCsum(buf), storedCsum(buf); got != want {
 		return nil, corruptf("tree block %d: checksum mismatch (stored %#08x, computed %#08x)", logical, want, got)
 	}

@@ -50,6 +50,7 @@ func TestWriteFile(t *testing.T) {
 				continue
 			}
 			t.Run(v.name+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
 				want := qemuOEM(v.grub)
 				img := mkImage(t, v, want)
 				fs, dev := openImage(t, img)
