@@ -56,7 +56,8 @@ func (d *decoder) decodeBlock(data []byte, skip uint, out []byte) (r blockResult
 	br := newBitReader(data, skip)
 	start := br.offset()
 	r.err = d.decodeSymbols(&br, &r)
-	if r.err == nil && br.overrun() {
+	if br.overrun() {
+		// Whatever went wrong, it involved bits past the data given.
 		r.err = errNeedMore
 	}
 	if r.err != nil {

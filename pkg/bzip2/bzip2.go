@@ -38,7 +38,7 @@ func NewReaderWorkers(r io.Reader, workers int) io.ReadCloser {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	return &reader{src: r, workers: workers}
+	return &reader{src: r, workers: workers, scan: scanMagics}
 }
 
 // reader is the consumer side: it walks the jobs in input order, skips false
@@ -46,6 +46,7 @@ func NewReaderWorkers(r io.Reader, workers int) io.ReadCloser {
 type reader struct {
 	src     io.Reader
 	workers int
+	scan    func(buf []byte, base, from, to int64, emit func(candidate)) // scanMagics; tests add false magics
 
 	started   bool
 	work      chan *job

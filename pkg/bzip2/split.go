@@ -92,7 +92,7 @@ func (z *reader) split() {
 			to = base + int64(len(buf))
 		}
 		ok := true
-		scanMagics(buf, base, scanned, to, func(c candidate) {
+		z.scan(buf, base, scanned, to, func(c candidate) {
 			if ok {
 				ok = emit((c.bit+48+7)>>3, false)
 				prev = c
