@@ -129,36 +129,63 @@ func umount(t *testing.T, dir string) {
 	}
 }
 
-// TestWriteKernelCompressed rewrites a grub.cfg that the kernel stored as a zlib-compressed
-// inline extent (what Flatcar's OEM has after the compression property is set).
+// TestWriteKernelCompressed works on what Flatcar's OEM looks like after the kernel wrote to it
+// with the zlib compression property set: grub.cfg a zlib-compressed inline extent, a larger
+// file in zlib-compressed regular extents.
 func TestWriteKernelCompressed(t *testing.T) {
 	if !testutil.IsRoot() {
 		t.Skip("SKIP: building a kernel-written (compress=zlib) fixture needs root for the loop mount")
 	}
-	v := variants[0]
 	want := qemuOEM(true)
-	img := mkImage(t, v, want)
+	img := mkImage(t, variants[0], want)
 	dir := mountImage(t, img, "compress=zlib")
+	run(t, "btrfs", "property", "set", dir, "compression", "zlib")
 	long := longGrub()
-	if err := os.WriteFile(dir+"/grub.cfg", long, 0o644); err != nil {
-		t.Fatal(err)
+	big := bytes.Repeat([]byte("compressible sysext payload line\n"), 10000) // 330 KiB: 3 extents
+	for p, data := range map[string][]byte{"/grub.cfg": long, "/sysext/big.raw": big} {
+		if err := os.WriteFile(dir+p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want[p] = data
 	}
 	umount(t, dir)
-	if dump := run(t, "btrfs", "inspect-internal", "dump-tree", "-t", "fs", img); !strings.Contains(dump, "compression 1 (zlib)") {
-		t.Fatalf("fixture has no zlib inline extent:\n%s", dump)
-	}
-	want["/grub.cfg"] = long
 	fs, dev := openImage(t, img)
+	if e := firstExtent(t, fs, "/grub.cfg"); e.typ != extentInline || e.compression != compressZlib {
+		t.Fatalf("fixture grub.cfg extent is type %d compression %d, want zlib inline", e.typ, e.compression)
+	}
+	if e := firstExtent(t, fs, "/sysext/big.raw"); e.typ != extentRegular || e.compression != compressZlib {
+		t.Fatalf("fixture big.raw extent is type %d compression %d, want zlib regular", e.typ, e.compression)
+	}
 	sameFiles(t, "ReadFile of kernel-written image", readAllFS(t, fs, want), want)
 
-	if err := fs.WriteFile(dev, "/grub.cfg", []byte(openstackGrub)); err != nil {
+	for p, data := range map[string]string{"/grub.cfg": openstackGrub, "/config.ign": "{}"} {
+		if err := fs.WriteFile(dev, p, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		want[p] = []byte(data)
+	}
+	verifyImage(t, img, want)
+	if e := firstExtent(t, fs, "/grub.cfg"); e.typ != extentInline || e.compression != compressNone {
+		t.Errorf("rewritten grub.cfg extent is type %d compression %d, want plain inline", e.typ, e.compression)
+	}
+}
+
+// firstExtent returns the EXTENT_DATA at file offset 0 of path.
+func firstExtent(t *testing.T, fs *FS, p string) fileExtent {
+	t.Helper()
+	in, err := fs.resolve("test", p)
+	if err != nil {
 		t.Fatal(err)
 	}
-	want["/grub.cfg"] = []byte(openstackGrub)
-	verifyImage(t, img, want)
-	if dump := run(t, "btrfs", "inspect-internal", "dump-tree", "-t", "fs", img); strings.Contains(dump, "compression 1") {
-		t.Errorf("grub.cfg is still compressed after WriteFile:\n%s", dump)
+	b, err := fs.lookup(fs.fsTree, key{in.ino, typeExtentData, 0})
+	if err != nil || b == nil {
+		t.Fatalf("%s has no extent at offset 0: %v", p, err)
 	}
+	e, err := parseFileExtent(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // TestWriteUnsupported: every refusal wraps ErrUnsupported, says what, and changes nothing.
