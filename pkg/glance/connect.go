@@ -109,6 +109,9 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 			}
 			return nil, fmt.Errorf("cloud %s: the service catalog has no image (Glance) endpoint in %s; check region_name or ask the cloud operator", label, region)
 		}
+		if isNetworkError(err) {
+			return nil, fmt.Errorf("cloud %s: Glance is unreachable: %w", label, err)
+		}
 		return nil, fmt.Errorf("cloud %s: %w", label, err)
 	}
 	return c, nil

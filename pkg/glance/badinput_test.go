@@ -1,0 +1,145 @@
+package glance_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+)
+
+// Every bad input: a clear message, its exit code, no credentials in the output, and nothing
+// half-made left in Glance.
+func TestBadInputs(t *testing.T) {
+	needOpenStack(t)
+	dir := t.TempDir()
+	img := rawImage(t, dir, 7, 1<<20)
+	bz := filepath.Join(dir, "flatcar.img.bz2")
+	os.WriteFile(bz, append([]byte("BZh91AY&SY"), make([]byte, 1014)...), 0o644)
+	text := filepath.Join(dir, "notes.txt")
+	os.WriteFile(text, []byte("not an image\n"), 0o644)
+
+	cases := []struct {
+		name  string
+		env   []string
+		args  []string
+		code  int
+		want  []string
+		cloud string // where to check that no image of that name exists
+	}{
+		{"unknown cloud", nil, []string{img, "--cloud", "nope"}, 2, []string{`cloud "nope" is not defined in`, "local-two"}, ""},
+		{"missing clouds.yaml", []string{"OS_CLIENT_CONFIG_FILE=" + filepath.Join(dir, "none.yaml")}, []string{img, "--cloud", "local"}, 2,
+			[]string{"no clouds.yaml was found", "none.yaml"}, ""},
+		{"no cloud at all", []string{"OS_CLIENT_CONFIG_FILE=" + filepath.Join(dir, "none.yaml")}, []string{img}, 2, []string{"no cloud given", "OS_AUTH_URL"}, ""},
+		{"wrong password", nil, []string{img, "--cloud", "local-badpass"}, 1, []string{"HTTP 401", "check the user name, password"}, "local"},
+		{"no image service", nil, []string{img, "--cloud", "local-noimage"}, 1, []string{"no image (Glance) endpoint in RegionThree"}, "local"},
+		{"glance unreachable", nil, []string{img, "--cloud", "local-down"}, 1, []string{"Glance is unreachable", "connection refused"}, "local"},
+		{"bzip2 file", nil, []string{bz, "--cloud", "local"}, 2, []string{"not a qcow2 or raw disk image", "bzip2-compressed"}, "local"},
+		{"text file", nil, []string{text, "--cloud", "local"}, 2, []string{"not a qcow2 or raw disk image", "512-byte sectors"}, "local"},
+		{"property without value", nil, []string{img, "--cloud", "local", "--property", "os_distro"}, 2, []string{`invalid --property "os_distro"`, "KEY=VALUE"}, "local"},
+		{"reserved property", nil, []string{img, "--cloud", "local", "--property", "status=active"}, 2, []string{`invalid --property "status=active"`, "set by Glance"}, "local"},
+		{"bad property key", nil, []string{img, "--cloud", "local", "--property", "my key=1"}, 2, []string{`invalid --property "my key=1"`}, "local"},
+		{"bad visibility", nil, []string{img, "--cloud", "local", "--visibility", "everyone"}, 2, []string{"invalid --visibility"}, "local"},
+		{"no name", nil, []string{img, "--cloud", "local"}, 2, []string{"--name is required"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			name := uniqueName(t)
+			args := c.args
+			if c.name != "no name" {
+				args = append(args, "--name", name, "--wait", "1m")
+			}
+			r := upload(t, c.env, args...).MustFail(t, c.code, c.want...)
+			if strings.Contains(r.Combined(), "wrong-"+stack.password) {
+				t.Fatalf("the wrong password appears in the output:\n%s", r.Combined())
+			}
+			if c.cloud != "" {
+				assertOnlyActive(t, c.cloud, name, 0)
+			}
+		})
+	}
+}
+
+// A name that already matches several images is refused (CAPO needs exactly one), and replace
+// brings it back to one.
+func TestSeveralImagesWithTheName(t *testing.T) {
+	needOpenStack(t)
+	name := uniqueName(t)
+	c := connect(t, "local")
+	for range 2 {
+		if _, err := images.Create(context.Background(), c.Image, images.CreateOpts{Name: name, DiskFormat: "raw", ContainerFormat: "bare"}).Extract(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img := rawImage(t, t.TempDir(), 8, 1<<20)
+	upload(t, nil, img, "--name", name, "--cloud", "local").MustFail(t, 1, "2 images are named", "CAPO needs exactly one", "--on-exists replace")
+	if n := len(imagesNamed(t, "local", name)); n != 2 {
+		t.Fatalf("%d images named %q after a refused upload, want the 2 that were there", n, name)
+	}
+	r := upload(t, nil, img, "--name", name, "--cloud", "local", "--on-exists", "replace").MustSucceed(t)
+	if !strings.Contains(r.Stderr, "CAPO needs exactly one") {
+		t.Errorf("no warning about several images:\n%s", r.Stderr)
+	}
+	assertOnlyActive(t, "local", name, 1)
+}
+
+// Glance killed in the middle of an upload: the error says so; once Glance is back, the next run
+// removes the leftover and succeeds.
+func TestGlanceStoppedMidUpload(t *testing.T) {
+	needOpenStack(t)
+	name := uniqueName(t)
+	// Big enough (sparse, so cheap here) that the upload lasts long enough to be interrupted.
+	img := rawImage(t, t.TempDir(), 9, 3<<30)
+	done := make(chan struct{})
+	var res testutil.Result
+	go func() {
+		defer close(done)
+		res = upload(t, nil, img, "--name", name, "--cloud", "local-two")
+	}()
+	waitForStatus(t, "local-two", name, images.ImageStatusSaving, done)
+	if out, err := exec.Command(openstackScript, "stop-glance", stack.dir, "two").CombinedOutput(); err != nil {
+		t.Fatalf("stop-glance: %v\n%s", err, out)
+	}
+	<-done
+	res.MustFail(t, 1, "stopped answering during the upload", "the next run of upload with this name removes it")
+
+	if out, err := exec.Command(openstackScript, "start-glance", stack.dir, "two").CombinedOutput(); err != nil {
+		t.Fatalf("start-glance: %v\n%s", err, out)
+	}
+	left := imagesNamed(t, "local-two", name)
+	if len(left) != 1 || left[0].Status == images.ImageStatusActive {
+		t.Fatalf("expected one half-made image after Glance died, got %+v", left)
+	}
+	small := rawImage(t, t.TempDir(), 10, 1<<20)
+	r := upload(t, nil, small, "--name", name, "--cloud", "local-two").MustSucceed(t)
+	if !strings.Contains(r.Stderr, "removed leftover image "+left[0].ID) {
+		t.Fatalf("the output does not say the leftover was removed:\n%s", r.Stderr)
+	}
+	assertOnlyActive(t, "local-two", name, 1)
+}
+
+// waitForStatus polls until an image of that name reaches status, or the upload ended.
+func waitForStatus(t *testing.T, cloud, name string, status images.ImageStatus, done <-chan struct{}) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			t.Fatal("the upload ended before it could be interrupted")
+		default:
+		}
+		for _, img := range imagesNamed(t, cloud, name) {
+			if img.Status == status {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no image %q reached status %s", name, status)
+}

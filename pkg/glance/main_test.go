@@ -1,0 +1,202 @@
+package glance_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+)
+
+// stack is the Keystone + Glance that scripts/openstack.sh started for this test binary.
+var stack struct {
+	dir      string
+	skip     string // why the OpenStack tests skip (packages missing, not under CI)
+	env      map[string]string
+	password string
+}
+
+var openstackScript = filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
+
+// TestMain starts one real OpenStack for the whole package and always stops it: on return, on
+// SIGINT/SIGTERM, and (through the script's --owner watchdog) when this process dies by a panic
+// or SIGKILL.
+func TestMain(m *testing.M) {
+	os.Exit(runWithOpenStack(m))
+}
+
+func runWithOpenStack(m *testing.M) int {
+	for _, tool := range []string{"uwsgi", "keystone-manage", "glance-manage", "glance-api"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				fmt.Fprintf(os.Stderr, "%s is not installed; scripts/install-deps.sh should have installed it\n", tool)
+				return 1
+			}
+			stack.skip = fmt.Sprintf("SKIP: %s is not installed (run scripts/install-deps.sh)", tool)
+			return m.Run()
+		}
+	}
+	dir, err := os.MkdirTemp("", "flatcar-capo-openstack-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	stop := func() {
+		exec.Command(openstackScript, "down", dir).Run()
+		os.RemoveAll(dir)
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		stop()
+		os.Exit(130)
+	}()
+	start := time.Now()
+	out, err := exec.Command(openstackScript, "up", dir, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting Keystone + Glance failed: %v\n%s\n", err, out)
+		dumpLogs(dir)
+		stop()
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "Keystone + Glance up in %.1f s in %s\n", time.Since(start).Seconds(), dir)
+	defer stop()
+	stack.dir = dir
+	stack.env = readEnvFile(filepath.Join(dir, "env"))
+	stack.password = readOpenrc(filepath.Join(dir, "openrc"))["OS_PASSWORD"]
+	// The tests' own API checks use the same clouds.yaml as the command under test.
+	os.Setenv("OS_CLIENT_CONFIG_FILE", stack.env["OS_CLIENT_CONFIG_FILE"])
+	code := m.Run()
+	if code != 0 {
+		dumpLogs(dir)
+	}
+	return code
+}
+
+func dumpLogs(dir string) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*", "*.log"))
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		if len(data) > 4000 {
+			data = data[len(data)-4000:]
+		}
+		fmt.Fprintf(os.Stderr, "==== %s (tail)\n%s\n", l, data)
+	}
+}
+
+func readEnvFile(path string) map[string]string {
+	env := map[string]string{}
+	f, err := os.Open(path)
+	if err != nil {
+		return env
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+func readOpenrc(path string) map[string]string { return readEnvFile(path) }
+
+// needOpenStack skips visibly when the packages are missing (never under CI).
+func needOpenStack(t *testing.T) {
+	t.Helper()
+	if stack.skip != "" {
+		t.Skip(stack.skip)
+	}
+}
+
+// upload runs the real binary with the test clouds.yaml and extra environment.
+func upload(t *testing.T, env []string, args ...string) testutil.Result {
+	t.Helper()
+	env = append([]string{"OS_CLIENT_CONFIG_FILE=" + stack.env["OS_CLIENT_CONFIG_FILE"]}, env...)
+	r := testutil.RunCmd(t, testutil.Cmd{Args: append([]string{"upload"}, args...), Env: env})
+	assertNoSecrets(t, r)
+	return r
+}
+
+// assertNoSecrets fails when a password (right or wrong) shows up in the output.
+func assertNoSecrets(t *testing.T, r testutil.Result) {
+	t.Helper()
+	if stack.password != "" && strings.Contains(r.Combined(), stack.password) {
+		t.Fatalf("the password appears in the output:\n%s", r.Combined())
+	}
+}
+
+func connect(t *testing.T, cloud string) *glance.Cloud {
+	t.Helper()
+	c, err := glance.Connect(context.Background(), cloud)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", cloud, err)
+	}
+	return c
+}
+
+// imagesNamed lists every image of that name in the cloud, whatever its status.
+func imagesNamed(t *testing.T, cloud, name string) []images.Image {
+	t.Helper()
+	c := connect(t, cloud)
+	pages, err := images.List(c.Image, images.ListOpts{Name: name}).AllPages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := images.ExtractImages(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// assertOnlyActive fails when an image of that name is anything but active (queued, killed, ...),
+// and returns the active ones.
+func assertOnlyActive(t *testing.T, cloud, name string, want int) []images.Image {
+	t.Helper()
+	imgs := imagesNamed(t, cloud, name)
+	for _, img := range imgs {
+		if img.Status != images.ImageStatusActive {
+			t.Fatalf("image %s named %q is %s: a half-made image was left behind", img.ID, name, img.Status)
+		}
+	}
+	if len(imgs) != want {
+		t.Fatalf("%d images named %q in %s, want %d", len(imgs), name, cloud, want)
+	}
+	return imgs
+}
+
+func sha512File(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha512.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// uniqueName keeps tests independent on the shared Glance.
+func uniqueName(t *testing.T) string {
+	return fmt.Sprintf("fc-%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), time.Now().UnixNano()%1e6)
+}

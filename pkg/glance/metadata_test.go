@@ -1,0 +1,99 @@
+package glance_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+)
+
+func TestBuildMetadata(t *testing.T) {
+	m, err := glance.BuildMetadata(glance.MetadataInput{
+		KubernetesVersion: "1.33.1",
+		Properties:        []string{"os_distro=flatcar-custom", "hw_rng_model=virtio", "note=a=b"},
+		Tags:              []string{"extra", "flatcar-capo"},
+		Record:            glance.BuildRecord{FlatcarVersion: "4459.2.0", KubernetesVersion: "v1.30.0", Arch: "arm64"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"os_distro": "flatcar-custom", "os_type": "linux", "hw_qemu_guest_agent": "yes",
+		"architecture": "aarch64", "os_version": "4459.2.0", "kubernetes_version": "v1.33.1", "hw_rng_model": "virtio", "note": "a=b"}
+	for k, v := range want {
+		if m.Properties[k] != v {
+			t.Errorf("%s = %q, want %q", k, m.Properties[k], v)
+		}
+	}
+	if len(m.Properties) != len(want) {
+		t.Errorf("properties %v, want %v", m.Properties, want)
+	}
+	if !slices.Equal(m.Tags, []string{"extra", "flatcar-capo", "kube-v1.33.1"}) {
+		t.Errorf("tags %v", m.Tags)
+	}
+	for _, bad := range [][]string{{"novalue"}, {"=x"}, {"id=1"}, {"os_glance_x=1"}, {"a b=1"}, {"k=" + strings.Repeat("v", 256)}} {
+		if _, err := glance.BuildMetadata(glance.MetadataInput{Properties: bad}); err == nil {
+			t.Errorf("property %q accepted", bad[0])
+		}
+	}
+	if _, err := glance.BuildMetadata(glance.MetadataInput{Tags: []string{"a/b"}}); err == nil {
+		t.Error("tag a/b accepted")
+	}
+	if _, err := glance.BuildMetadata(glance.MetadataInput{Record: glance.BuildRecord{Arch: "riscv"}}); err == nil {
+		t.Error("unknown architecture accepted")
+	}
+}
+
+func TestDetectFileFormat(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte, size int64) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if size > 0 {
+			os.Truncate(p, size)
+		}
+		return p
+	}
+	qhdr := make([]byte, 104)
+	copy(qhdr, "QFI\xfb")
+	binary.BigEndian.PutUint32(qhdr[4:], 3)
+	backing := slices.Clone(qhdr)
+	binary.BigEndian.PutUint64(backing[8:], 512)
+	cases := []struct {
+		name   string
+		path   string
+		format disk.Format
+		why    string
+	}{
+		{"qcow2 named .raw", write("a.raw", qhdr, 0), disk.FormatQcow2, ""},
+		{"raw named .qcow2", write("b.qcow2", []byte{0xeb, 0x63}, 1<<20), disk.FormatRaw, ""},
+		{"qcow2 with backing file", write("c.img", backing, 0), "", "backing file"},
+		{"bzip2", write("d.img", []byte("BZh91AY&SY"), 4096), "", "bzip2"},
+		{"gzip", write("e.img", []byte{0x1f, 0x8b, 8}, 4096), "", "gzip"},
+		{"vmdk", write("f.img", []byte("KDMV"), 4096), "", "VMDK"},
+		{"text", write("g.txt", []byte("hello\n"), 0), "", "512-byte sectors"},
+		{"empty", write("h.img", nil, 0), "", "512-byte sectors"},
+		{"directory", dir, "", "not a regular file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, _, err := glance.DetectFileFormat(c.path)
+			if c.why == "" {
+				if err != nil || f != c.format {
+					t.Fatalf("got %q, %v; want %q", f, err, c.format)
+				}
+				return
+			}
+			if !errors.Is(err, glance.ErrNotDiskImage) || !strings.Contains(err.Error(), c.why) {
+				t.Fatalf("got %v; want ErrNotDiskImage mentioning %q", err, c.why)
+			}
+		})
+	}
+}
