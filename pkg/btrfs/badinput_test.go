@@ -46,7 +46,7 @@ func corruptAt(t *testing.T, img string, off int64) {
 }
 
 func TestOpenBadInput(t *testing.T) {
-	plain := mkImage(t, variants[0], qemuOEM(true))
+	plain := mkImage(t, mixedSingle, qemuOEM(true))
 	fs, _ := openImage(t, plain)
 	phys := func(logical uint64) int64 {
 		p, err := fs.physical(logical, int(fs.sb.nodeSize))
@@ -91,7 +91,7 @@ func TestOpenBadInput(t *testing.T) {
 // the second one, and WriteFile writes the edited leaf to both.
 func TestWriteRepairsBadCopy(t *testing.T) {
 	want := qemuOEM(true)
-	img := mkImage(t, variants[1], want)
+	img := mkImage(t, mixedDup, want)
 	fs, _ := openImage(t, img)
 	p, err := fs.physical(fs.fsTree.logical, int(fs.sb.nodeSize))
 	if err != nil || len(p) != 2 {
@@ -115,7 +115,7 @@ func TestWriteRepairsBadCopy(t *testing.T) {
 func TestWriteFailureRollsBack(t *testing.T) {
 	for _, failAt := range []int{1, 2} {
 		want := qemuOEM(true)
-		img := mkImage(t, variants[1], want)
+		img := mkImage(t, mixedDup, want)
 		fs, dev := openImage(t, img)
 		p, _ := fs.physical(fs.fsTree.logical, int(fs.sb.nodeSize))
 		before := readAt(t, dev, p[0], p[1])
@@ -133,7 +133,7 @@ func TestWriteFailureRollsBack(t *testing.T) {
 
 // TestRefusedWriteTouchesNothing: refusals happen before any WriteAt.
 func TestRefusedWriteTouchesNothing(t *testing.T) {
-	img := mkImage(t, variants[0], qemuOEM(true))
+	img := mkImage(t, mixedSingle, qemuOEM(true))
 	fs, dev := openImage(t, img)
 	for _, c := range []struct {
 		path string

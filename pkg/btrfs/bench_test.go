@@ -8,7 +8,7 @@ import (
 // BenchmarkOEMSet is what `oem set` does to a 1 GiB OEM filesystem: open it, read grub.cfg,
 // rewrite grub.cfg.
 func BenchmarkOEMSet(b *testing.B) {
-	img := mkImage(b, variant{"1GiB", variants[0].mkfsArgs, true, 1 << 30}, qemuOEM(true))
+	img := mkImage(b, variant{"1GiB", mixedSingle.mkfsArgs, true, 1 << 30}, qemuOEM(true))
 	f, err := os.OpenFile(img, os.O_RDWR, 0)
 	if err != nil {
 		b.Fatal(err)

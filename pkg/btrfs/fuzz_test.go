@@ -145,7 +145,7 @@ func encodeFuzzBase(t testing.TB, img []byte) []byte {
 func TestFuzzBase(t *testing.T) {
 	want := qemuOEM(true)
 	if *updateFuzzBase {
-		img := readImage(t, mkImage(t, variant{"fuzz", variants[0].mkfsArgs, true, fuzzDevSize}, want))
+		img := readImage(t, mkImage(t, variant{"fuzz", mixedSingle.mkfsArgs, true, fuzzDevSize}, want))
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 		zw.Write(encodeFuzzBase(t, img))

@@ -40,12 +40,17 @@ type variant struct {
 	size     int64
 }
 
-var variants = []variant{
-	{"mixed-single", []string{"--mixed", "-m", "single", "-d", "single"}, true, 128 << 20},
-	{"mixed-dup", []string{"--mixed", "-m", "dup", "-d", "dup"}, true, 256 << 20}, // mkfs needs more than 128 MiB here,
-	{"default-dup-metadata", nil, true, 256 << 20},
-	{"mixed-no-grub", []string{"--mixed", "-m", "single", "-d", "single"}, false, 128 << 20},
-}
+var (
+	mixedSingle = variant{"mixed-single", []string{"--mixed", "-m", "single", "-d", "single"}, true, 128 << 20}
+	// mkfs needs more than 128 MiB for mixed DUP.
+	mixedDup    = variant{"mixed-dup", []string{"--mixed", "-m", "dup", "-d", "dup"}, true, 256 << 20}
+	defaultDup  = variant{"default-dup-metadata", nil, true, 256 << 20}
+	mixedNoGrub = variant{"mixed-no-grub", mixedSingle.mkfsArgs, false, 128 << 20}
+	// What older btrfs-progs (early Flatcar OEMs) made: explicit holes, no free space tree.
+	mixedLegacy = variant{"mixed-legacy-features", append([]string{"-O", "^no-holes", "-R", "^free-space-tree"}, mixedSingle.mkfsArgs...), true, 128 << 20}
+
+	variants = []variant{mixedSingle, mixedDup, defaultDup, mixedNoGrub, mixedLegacy}
+)
 
 // mkImage builds a sparse filesystem image holding files with the real mkfs.btrfs.
 func mkImage(t testing.TB, v variant, files oemFiles) string {

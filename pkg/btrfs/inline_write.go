@@ -183,7 +183,7 @@ func (w *writePlan) create(dir uint64, name string, data []byte) error {
 	fs := w.fs
 	dk := key{dir, typeDirItem, nameHash(name)}
 	if b, err := fs.lookup(fs.fsTree, dk); err != nil || b != nil {
-		return cmpErr(err, unsupportedf("another name in the directory has the same hash; appending to its DIR_ITEM is out of reach"))
+		return firstOf(err, unsupportedf("another name in the directory has the same hash; appending to its DIR_ITEM is out of reach"))
 	}
 	ino, err := fs.nextInode()
 	if err != nil {

@@ -13,7 +13,7 @@ func timeOf(i inodeItem, off int) time.Time {
 // TestMarshalMatchesMkfs: the items WriteFile builds are byte-for-byte what mkfs.btrfs wrote
 // for the same file (transid fields aside, which mkfs leaves undefined).
 func TestMarshalMatchesMkfs(t *testing.T) {
-	fs, _ := openImage(t, mkImage(t, variants[0], qemuOEM(true)))
+	fs, _ := openImage(t, mkImage(t, mixedSingle, qemuOEM(true)))
 	dir, err := fs.resolve("test", "/")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestMarshalMatchesMkfs(t *testing.T) {
 // TestLeafRoundTrip: decoding a leaf mkfs wrote and encoding it again gives the same items in
 // the same places, with a valid checksum.
 func TestLeafRoundTrip(t *testing.T) {
-	fs, _ := openImage(t, mkImage(t, variants[0], qemuOEM(true)))
+	fs, _ := openImage(t, mkImage(t, mixedSingle, qemuOEM(true)))
 	b, err := fs.readBlock(fs.fsTree.logical, fs.fsTree.level)
 	if err != nil {
 		t.Fatal(err)

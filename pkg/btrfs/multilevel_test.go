@@ -14,7 +14,7 @@ func TestMultiLevelTree(t *testing.T) {
 	for i := 0; i < 400; i++ {
 		want[fmt.Sprintf("/many/file-%03d", i)] = []byte(fmt.Sprintf("content %d\n", i))
 	}
-	img := mkImage(t, variants[0], want)
+	img := mkImage(t, mixedSingle, want)
 	fs, dev := openImage(t, img)
 	if fs.fsTree.level == 0 {
 		t.Fatal("FS tree is a single leaf; the test needs internal nodes")

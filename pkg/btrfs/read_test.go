@@ -62,7 +62,7 @@ func TestReadFS(t *testing.T) {
 }
 
 func TestReadMissing(t *testing.T) {
-	fs, _ := openImage(t, mkImage(t, variants[3], qemuOEM(false)))
+	fs, _ := openImage(t, mkImage(t, mixedNoGrub, qemuOEM(false)))
 	for _, p := range []string{"/grub.cfg", "/sysext/nope", "/nodir/x"} {
 		if _, err := fs.ReadFile(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("ReadFile(%s) error = %v, want os.ErrNotExist", p, err)

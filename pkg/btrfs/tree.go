@@ -97,7 +97,7 @@ func (fs *FS) readBlock(logical uint64, want uint8) (*block, error) {
 	for _, p := range phys {
 		buf := make([]byte, fs.sb.nodeSize)
 		if _, err := fs.dev.ReadAt(buf, p); err != nil {
-			firstErr = cmpErr(firstErr, fmt.Errorf("reading tree block %d at device offset %d: %w", logical, p, err))
+			firstErr = firstOf(firstErr, fmt.Errorf("reading tree block %d at device offset %d: %w", logical, p, err))
 			continue
 		}
 		b, err := fs.parseBlock(logical, buf)
@@ -105,7 +105,7 @@ func (fs *FS) readBlock(logical uint64, want uint8) (*block, error) {
 			err = corruptf("tree block %d has level %d, its parent says %d", logical, b.level, want)
 		}
 		if err != nil {
-			firstErr = cmpErr(firstErr, err)
+			firstErr = firstOf(firstErr, err)
 			continue
 		}
 		return b, nil
@@ -113,7 +113,8 @@ func (fs *FS) readBlock(logical uint64, want uint8) (*block, error) {
 	return nil, firstErr
 }
 
-func cmpErr(first, err error) error {
+// firstOf keeps the first non-nil error.
+func firstOf(first, err error) error {
 	if first != nil {
 		return first
 	}

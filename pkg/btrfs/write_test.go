@@ -137,7 +137,7 @@ func TestWriteKernelCompressed(t *testing.T) {
 		t.Skip("SKIP: building a kernel-written (compress=zlib) fixture needs root for the loop mount")
 	}
 	want := qemuOEM(true)
-	img := mkImage(t, variants[0], want)
+	img := mkImage(t, mixedSingle, want)
 	dir := mountImage(t, img, "compress=zlib")
 	run(t, "btrfs", "property", "set", dir, "compression", "zlib")
 	long := longGrub()
@@ -190,7 +190,7 @@ func firstExtent(t *testing.T, fs *FS, p string) fileExtent {
 
 // TestWriteUnsupported: every refusal wraps ErrUnsupported, says what, and changes nothing.
 func TestWriteUnsupported(t *testing.T) {
-	v := variants[0]
+	v := mixedSingle
 	cases := []struct {
 		name, path string
 		data       []byte
