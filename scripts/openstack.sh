@@ -161,7 +161,8 @@ up() {
   for t in uwsgi keystone-manage glance-manage; do command -v $t >/dev/null || die "$t is missing: run scripts/install-deps.sh"; done
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
-  [ -e "$dir/env" ] && die "$dir already holds an OpenStack; run '$0 down $dir' first"
+  [ -e "$dir/running" ] && die "$dir already holds an OpenStack; run '$0 down $dir' first"
+  touch "$dir/running" # removed by down; the watchdog watches it
   local ksp g1p g2p dead pw
   ksp=$(free_port); g1p=$(free_port); g2p=$(free_port); dead=$(free_port)
   pw=$($PY -c 'import secrets; print(secrets.token_hex(12))')
@@ -175,20 +176,21 @@ up() {
       --bootstrap-public-url "$ks/v3" --bootstrap-internal-url "$ks/v3" --bootstrap-admin-url "$ks/v3" \
       --bootstrap-region-id RegionOne >"$dir/keystone/bootstrap.log" 2>&1 ) &
   local kspid=$!
+  if [ -n "$owner" ]; then
+    # Watchdog: stop everything once the owner is gone (even if it died by SIGKILL).
+    ( trap '' HUP; while kill -0 "$owner" 2>/dev/null && [ -e "$dir/running" ]; do sleep 1; done
+      [ -e "$dir/running" ] && "$0" down "$dir" ) </dev/null >/dev/null 2>&1 &
+    echo $! >"$dir/watchdog.pid"
+  fi
   glance-manage --config-file "$dir/glance-one/glance-api.conf" db_sync >"$dir/glance-one/db_sync.log" 2>&1 ||
     die "glance db_sync failed; see $dir/glance-one/db_sync.log"
   sqlite_wal "$dir/glance-one/glance.sqlite"
   cp "$dir/glance-one/glance.sqlite" "$dir/glance-two/glance.sqlite"
-  wait $kspid || die "keystone db_sync/bootstrap failed; see $dir/keystone/*.log"
-  start_keystone "$dir/keystone" "$ksp"
+  # Glance needs Keystone only per request: let it load while Keystone bootstraps.
   start_glance "$dir/glance-one"
   start_glance "$dir/glance-two"
-  if [ -n "$owner" ]; then
-    # Watchdog: stop everything once the owner is gone.
-    ( trap '' HUP; while kill -0 "$owner" 2>/dev/null && [ -e "$dir/env" ]; do sleep 1; done
-      [ -e "$dir/env" ] && "$0" down "$dir" ) </dev/null >/dev/null 2>&1 &
-    echo $! >"$dir/watchdog.pid"
-  fi
+  wait $kspid || die "keystone db_sync/bootstrap failed; see $dir/keystone/*.log"
+  start_keystone "$dir/keystone" "$ksp"
   wait_http "$ks/v3" 60 "$dir/keystone/pid"
   local ac
   ac=$(register_catalog "$ks" "$pw" "http://127.0.0.1:$g1p" "http://127.0.0.1:$g2p" "$dead") || die "registering the catalog failed"
@@ -282,7 +284,7 @@ stop_pidfile() { # PIDFILE
 down() {
   local dir=$1
   [ -d "$dir" ] || return 0
-  rm -f "$dir/env" # tells the watchdog to end
+  rm -f "$dir/env" "$dir/running" # tells the watchdog to end
   stop_pidfile "$dir/glance-one/pid"
   stop_pidfile "$dir/glance-two/pid"
   stop_pidfile "$dir/keystone/pid"

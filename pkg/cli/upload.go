@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
@@ -24,6 +25,7 @@ func newUploadCommand() *cobra.Command {
 		cloudNames, props, tag []string
 		wait                   time.Duration
 		flatcarV, kubeV        string
+		diskFormat             string
 	)
 	cmd := &cobra.Command{
 		Use:   "upload IMAGE --name NAME",
@@ -41,7 +43,8 @@ os_type=linux, hw_qemu_guest_agent=yes, architecture, os_version and kubernetes_
 flatcar-capo and kube-<version>; --property overrides. Versions and architecture default to the build
 record IMAGE.build.json ({"flatcarVersion", "kubernetesVersion", "arch"}) when it exists.
 
-The file is streamed with its length known; its sha512 is compared with Glance's os_hash_value once
+The file is streamed with its length known (--disk-format qcow2 turns a raw IMAGE into qcow2 on the
+way, without a temporary file); its sha512 is compared with Glance's os_hash_value once
 the image is active. Whatever fails, the half-made image is deleted; one that could not be (Glance
 went away) is removed by the next run. With --on-exists reuse (default) an active image of the same
 name and content is kept and nothing is uploaded; replace uploads anew and then deletes the older
@@ -72,6 +75,19 @@ Prints the image ID, one line per cloud.`,
 			if err != nil {
 				return err
 			}
+			var open glance.Opener
+			switch {
+			case diskFormat == "" || diskFormat == string(format):
+			case diskFormat == string(disk.FormatQcow2) && format == disk.FormatRaw:
+				if open, size, err = glance.RawAsQcow2(file); err != nil {
+					return err
+				}
+				format = disk.FormatQcow2
+			case diskFormat == string(disk.FormatRaw):
+				return Usagef("--disk-format raw: %s is qcow2; convert it first (flatcar-capo convert)", file)
+			default:
+				return Usagef("invalid --disk-format %q: must be qcow2 or raw", diskFormat)
+			}
 			record, err := glance.ReadBuildRecord(file)
 			if err != nil {
 				return AsUsage(err)
@@ -89,7 +105,7 @@ Prints the image ID, one line per cloud.`,
 			if len(cloudNames) > 1 {
 				pmode = progress.Lines // one bar per cloud would overwrite each other
 			}
-			req := &glance.Request{File: file, Format: format, Size: size, Name: name, Metadata: meta,
+			req := &glance.Request{File: file, Open: open, Format: format, Size: size, Name: name, Metadata: meta,
 				Visibility: visibility, OnExists: mode, Wait: wait, Log: &lockedWriter{w: stderr},
 				Progress: func(label string, total int64) glance.ProgressSink {
 					return progress.New(stderr, pmode, label, total)
@@ -118,6 +134,7 @@ Prints the image ID, one line per cloud.`,
 	f.StringVar(&visibility, "visibility", "", "private, shared, community or public (default: Glance's)")
 	f.StringVar(&onExists, "on-exists", string(glance.Reuse), "when the name exists: reuse, replace or fail")
 	f.DurationVar(&wait, "wait", 30*time.Minute, "how long to wait for the image to become active")
+	f.StringVar(&diskFormat, "disk-format", "", "qcow2 streams a raw IMAGE as qcow2 on the fly (default: the file's own format)")
 	f.StringVar(&flatcarV, "flatcar-version", "", "os_version property (default: from IMAGE.build.json)")
 	f.StringVar(&kubeV, "kubernetes-version", "", "kubernetes_version property and kube-<v> tag (default: from IMAGE.build.json)")
 	AddOutputFlag(f, &out)

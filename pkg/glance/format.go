@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 )
 
 // ErrNotDiskImage is returned for a file that is neither a qcow2 nor a raw disk image.
@@ -68,4 +70,38 @@ func DetectFileFormat(path string) (disk.Format, int64, error) {
 		return "", 0, fmt.Errorf("%s: %w: its size (%d bytes) is not a whole number of 512-byte sectors", path, ErrNotDiskImage, st.Size())
 	}
 	return format, st.Size(), nil
+}
+
+// RawAsQcow2 streams a raw image as qcow2 on the fly (no temporary file): Glance gets a smaller
+// qcow2 with the holes of the raw file left out. It returns the opener and the qcow2's length.
+func RawAsQcow2(path string) (Opener, int64, error) {
+	open := func() (*qcow2.Stream, *os.File, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		s, err := qcow2.NewStreamWriter(f)
+		if err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("streaming %s as qcow2: %w", path, err)
+		}
+		return s, f, nil
+	}
+	s, f, err := open()
+	if err != nil {
+		return nil, 0, err
+	}
+	size := s.Size()
+	f.Close()
+	return func() (io.ReaderAt, io.Closer, error) {
+		s, f, err := open()
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.Size() != size {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s changed while it was being uploaded", path)
+		}
+		return s, f, nil
+	}, size, nil
 }

@@ -21,10 +21,10 @@ import (
 // imagedata.Upload sends a chunked body that Glance behind uWSGI can refuse) and computes the
 // sha512 of exactly the bytes sent. A 401 (token revoked or expired meanwhile) re-authenticates
 // and starts over once.
-func putData(ctx context.Context, c *Cloud, id, file string, size int64, progress io.Writer) (string, error) {
+func putData(ctx context.Context, c *Cloud, id string, open Opener, size int64, progress io.Writer) (string, error) {
 	url := c.Image.ServiceURL("images", id, "file")
 	for attempt := 0; ; attempt++ {
-		sum, status, token, err := putOnce(ctx, c, url, file, size, progress)
+		sum, status, token, err := putOnce(ctx, c, url, open, size, progress)
 		if err != nil {
 			return "", err
 		}
@@ -41,12 +41,12 @@ func putData(ctx context.Context, c *Cloud, id, file string, size int64, progres
 	}
 }
 
-func putOnce(ctx context.Context, c *Cloud, url, file string, size int64, progress io.Writer) (sum string, status int, token string, err error) {
-	f, err := os.Open(file)
+func putOnce(ctx context.Context, c *Cloud, url string, open Opener, size int64, progress io.Writer) (sum string, status int, token string, err error) {
+	f, closer, err := open()
 	if err != nil {
 		return "", 0, "", err
 	}
-	defer f.Close()
+	defer closer.Close()
 	h := sha512.New()
 	sink := io.Writer(h)
 	if progress != nil {
@@ -100,17 +100,28 @@ func newHash(algo string) (hash.Hash, error) {
 	return nil, fmt.Errorf("Glance hashes images with %q, which flatcar-capo does not know", algo)
 }
 
-// hashFile computes algo over the first size bytes of file, reporting progress.
-func hashFile(ctx context.Context, file string, size int64, algo string, progress io.Writer) (string, error) {
+// Opener opens the bytes to upload: the file itself, or a qcow2 stream made from a raw file.
+type Opener func() (io.ReaderAt, io.Closer, error)
+
+// FileOpener opens a file as it is.
+func FileOpener(path string) Opener {
+	return func() (io.ReaderAt, io.Closer, error) {
+		f, err := os.Open(path)
+		return f, f, err
+	}
+}
+
+// hashData computes algo over the first size bytes of the data, reporting progress.
+func hashData(ctx context.Context, open Opener, size int64, algo string, progress io.Writer) (string, error) {
 	h, err := newHash(algo)
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(file)
+	f, closer, err := open()
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
+	defer closer.Close()
 	var sink io.Writer = h
 	if progress != nil {
 		sink = io.MultiWriter(h, progress)
@@ -127,7 +138,7 @@ func hashFile(ctx context.Context, file string, size int64, algo string, progres
 			break
 		}
 		if err != nil {
-			return "", fmt.Errorf("reading %s: %w", file, err)
+			return "", fmt.Errorf("reading the image: %w", err)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -37,7 +37,10 @@ func ParseOnExists(s string) (OnExists, error) {
 
 // Request is one image to upload; the same Request may go to several clouds at once.
 type Request struct {
-	File       string
+	File string
+	// Open opens the bytes to send when they are not the file as it is (a raw file streamed as
+	// qcow2); Format and Size then describe those bytes.
+	Open       Opener
 	Format     disk.Format
 	Size       int64
 	Name       string
@@ -54,6 +57,13 @@ type Request struct {
 	Backoff  time.Duration
 
 	localHashes hashCache
+}
+
+func (r *Request) opener() Opener {
+	if r.Open != nil {
+		return r.Open
+	}
+	return FileOpener(r.File)
 }
 
 // ProgressSink counts bytes; pkg/progress reporters satisfy it.
@@ -257,7 +267,7 @@ func fillImage(ctx context.Context, c *Cloud, req *Request, id string) (*images.
 	if sink != nil {
 		w = sink
 	}
-	sum, err := putData(ctx, c, id, req.File, req.Size, w)
+	sum, err := putData(ctx, c, id, req.opener(), req.Size, w)
 	if sink != nil {
 		sink.Finish()
 	}
@@ -463,7 +473,7 @@ func (h *hashCache) get(ctx context.Context, req *Request, algo, label string) (
 	if sink != nil {
 		w = sink
 	}
-	sum, err := hashFile(ctx, req.File, req.Size, algo, w)
+	sum, err := hashData(ctx, req.opener(), req.Size, algo, w)
 	if sink != nil {
 		sink.Finish()
 	}

@@ -208,3 +208,35 @@ func TestAuthSources(t *testing.T) {
 		assertOnlyActive(t, "local", name, 1)
 	})
 }
+
+// A raw image streamed as qcow2 on the fly: Glance holds a qcow2 whose content is the raw disk.
+func TestRawStreamedAsQcow2(t *testing.T) {
+	needOpenStack(t)
+	testutil.RequireTools(t, "qemu-img", "openstack")
+	dir := t.TempDir()
+	raw := rawImage(t, dir, 12, 64<<20)
+	name := uniqueName(t)
+	res := decodeResults(t, upload(t, nil, raw, "--name", name, "--cloud", "local", "--disk-format", "qcow2", "-o", "json").MustSucceed(t))[0]
+	show := openstackShow(t, "local", res.ID)
+	if show.Status != "active" || show.DiskFormat != "qcow2" || show.Properties["os_hash_value"] != res.Checksum {
+		t.Fatalf("openstack image show: %+v, report %+v", show, res)
+	}
+	if res.Size >= 64<<20 {
+		t.Errorf("the qcow2 stream is %d bytes: the holes of the raw file were sent", res.Size)
+	}
+	saved := filepath.Join(dir, "saved.qcow2")
+	cmd := exec.Command("openstack", "--os-cloud", "local", "image", "save", "--file", saved, res.ID)
+	cmd.Env = append(os.Environ(), "OS_CLIENT_CONFIG_FILE="+stack.env["OS_CLIENT_CONFIG_FILE"])
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("openstack image save: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("qemu-img", "compare", "-f", "raw", "-F", "qcow2", raw, saved).CombinedOutput(); err != nil {
+		t.Fatalf("the uploaded qcow2 differs from the raw image: %v\n%s", err, out)
+	}
+	// The same stream again is recognised as the same content.
+	r := upload(t, nil, raw, "--name", name, "--cloud", "local", "--disk-format", "qcow2", "-o", "json").MustSucceed(t)
+	if again := decodeResults(t, r)[0]; again.Action != "reused" || again.ID != res.ID {
+		t.Fatalf("second run: %+v", again)
+	}
+	upload(t, nil, saved, "--name", name, "--cloud", "local", "--disk-format", "raw").MustFail(t, 2, "convert it first")
+}
