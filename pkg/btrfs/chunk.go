@@ -2,6 +2,7 @@ package btrfs
 
 import (
 	"fmt"
+	"io"
 	"sort"
 )
 
@@ -135,9 +136,22 @@ func (fs *FS) readLogical(logical uint64, n int) ([]byte, error) {
 	}
 	b := make([]byte, n)
 	for _, p := range phys {
-		if _, err = fs.dev.ReadAt(b, p); err == nil {
+		if err = readFull(fs.dev, b, p); err == nil {
 			return b, nil
 		}
 	}
 	return nil, fmt.Errorf("reading logical %d (%d bytes): %w", logical, n, err)
+}
+
+// readFull reads len(p) bytes at off; a full read is success even when the reader also says
+// io.EOF, as io.ReaderAt allows at the end of the device.
+func readFull(r io.ReaderAt, p []byte, off int64) error {
+	n, err := r.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
 }

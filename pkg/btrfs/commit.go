@@ -40,7 +40,7 @@ func (w *writePlan) commit(dev Device) error {
 		}
 		for _, p := range phys {
 			old := make([]byte, len(buf))
-			if _, err := dev.ReadAt(old, p); err != nil {
+			if err := readFull(dev, old, p); err != nil {
 				return fmt.Errorf("reading %v at device offset %d before writing it: %w", l, p, err)
 			}
 			writes = append(writes, blockWrite{l.orig.logical, p, buf, old})

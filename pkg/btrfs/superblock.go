@@ -46,7 +46,7 @@ func readSuperblock(dev io.ReaderAt, size int64) (superblock, error) {
 		return sb, fmt.Errorf("%w: device of %d bytes is too small to hold a superblock at 64 KiB", ErrNotBtrfs, size)
 	}
 	b := make([]byte, superSize)
-	if _, err := dev.ReadAt(b, superOffset); err != nil {
+	if err := readFull(dev, b, superOffset); err != nil {
 		return sb, fmt.Errorf("reading btrfs superblock: %w", err)
 	}
 	if string(b[0x40:0x48]) != superMagic {

@@ -96,7 +96,7 @@ func (fs *FS) readBlock(logical uint64, want uint8) (*block, error) {
 	var firstErr error
 	for _, p := range phys {
 		buf := make([]byte, fs.sb.nodeSize)
-		if _, err := fs.dev.ReadAt(buf, p); err != nil {
+		if err := readFull(fs.dev, buf, p); err != nil {
 			firstErr = firstOf(firstErr, fmt.Errorf("reading tree block %d at device offset %d: %w", logical, p, err))
 			continue
 		}
