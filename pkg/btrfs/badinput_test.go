@@ -3,6 +3,7 @@ package btrfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -63,10 +64,10 @@ func TestOpenBadInput(t *testing.T) {
 	}{
 		{"zeros", func(img string) { os.WriteFile(img, make([]byte, 1<<20), 0o600) }, ErrNotBtrfs, "no magic"},
 		{"too-small", func(img string) { os.WriteFile(img, make([]byte, 1000), 0o600) }, ErrNotBtrfs, "too small"},
-		{"superblock-csum", func(img string) { corruptAt(t, img, superOffset+0x12b) }, nil, "superblock checksum mismatch"},
-		{"chunk-tree-csum", func(img string) { corruptAt(t, img, phys(fs.sb.chunkRoot)+200) }, nil, "chunk tree: btrfs corrupt: tree block 1048576: checksum mismatch"},
-		{"root-tree-csum", func(img string) { corruptAt(t, img, phys(fs.sb.root)+200) }, nil, "root tree: btrfs corrupt: tree block"},
-		{"fs-tree-csum", func(img string) { corruptAt(t, img, phys(fs.fsTree.logical)+3000) }, nil, "FS tree root: btrfs corrupt: tree block"},
+		{"superblock-csum", func(img string) { corruptAt(t, img, superOffset+0x12b) }, ErrCorrupt, "superblock checksum mismatch"},
+		{"chunk-tree-csum", func(img string) { corruptAt(t, img, phys(fs.sb.chunkRoot)+200) }, ErrCorrupt, "chunk tree: btrfs corrupt: tree block 1048576: checksum mismatch"},
+		{"root-tree-csum", func(img string) { corruptAt(t, img, phys(fs.sb.root)+200) }, ErrCorrupt, "root tree: btrfs corrupt: tree block"},
+		{"fs-tree-csum", func(img string) { corruptAt(t, img, phys(fs.fsTree.logical)+3000) }, ErrCorrupt, "FS tree root: btrfs corrupt: tree block"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,4 +165,37 @@ func readAt(t *testing.T, f *os.File, offs ...int64) []byte {
 		out = append(out, b...)
 	}
 	return out
+}
+
+// TestCorruptLeaf: a damaged leaf below the FS tree root fails reads and writes that need it
+// with ErrCorrupt, and the write touches nothing.
+func TestCorruptLeaf(t *testing.T) {
+	want := qemuOEM(true)
+	for i := 0; i < 300; i++ {
+		want[fmt.Sprintf("/many/f%03d", i)] = []byte("x")
+	}
+	img := mkImage(t, mixedSingle, want)
+	fs, _ := openImage(t, img)
+	if fs.fsTree.level == 0 {
+		t.Fatal("FS tree is a single leaf; the test needs a leaf below a node")
+	}
+	in, err := fs.resolve("test", "/grub.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := fs.leafFor(fs.fsTree, key{in.ino, typeExtentData, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := fs.physical(leaf.logical, len(leaf.buf))
+	corruptAt(t, img, p[0]+2000)
+
+	fs, dev := openImage(t, img)
+	if _, err := fs.ReadFile("/grub.cfg"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "checksum mismatch") {
+		t.Errorf("ReadFile over a corrupt leaf: %v, want ErrCorrupt (checksum mismatch)", err)
+	}
+	rec := &recorder{File: dev}
+	if err := fs.WriteFile(rec, "/grub.cfg", []byte(openstackGrub)); !errors.Is(err, ErrCorrupt) || len(rec.writes) != 0 {
+		t.Errorf("WriteFile over a corrupt leaf: %v with %d writes, want ErrCorrupt and none", err, len(rec.writes))
+	}
 }

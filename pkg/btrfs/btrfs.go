@@ -18,6 +18,8 @@ var (
 	ErrNotBtrfs = errors.New("not a btrfs filesystem")
 	// ErrUnsupported marks a valid filesystem layout this package deliberately does not handle.
 	ErrUnsupported = errors.New("unsupported btrfs layout")
+	// ErrCorrupt marks on-disk data that breaks the format (bad checksum, impossible values).
+	ErrCorrupt = errors.New("btrfs corrupt")
 )
 
 // Device is what WriteFile writes to; WriteAt may fail (read-only media).
@@ -75,7 +77,7 @@ func unsupportedf(format string, args ...any) error {
 
 // corruptf reports on-disk data that breaks the format.
 func corruptf(format string, args ...any) error {
-	return fmt.Errorf("btrfs corrupt: %s", fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
 }
 
 // wrapf adds context to err; nil stays nil.
