@@ -52,13 +52,15 @@ func TestMarshalMatchesMkfs(t *testing.T) {
 		t.Errorf("EXTENT_DATA\n got %x\nwant %x", got, ext)
 	}
 
-	// A new inode differs from mkfs's only in times, transid and sequence.
+	// A new inode differs from mkfs's only in times, transid, sequence and owner (mkfs copies
+	// the owner of the source file; WriteFile creates root-owned files).
 	fresh := newFileInode(in.item.generation(), timeOf(in.item, mtimeOff))
 	fresh.setSize(uint64(len(qemuGrub)))
 	fresh.setNbytes(uint64(len(qemuGrub)))
 	for _, i := range []inodeItem{fresh, in.item} {
 		i.setTransid(0)
 		i.setSequence(0)
+		clear(i[44:52]) // uid, gid
 		for _, off := range []int{atimeOff, ctimeOff, mtimeOff, otimeOff} {
 			clear(i[off : off+12])
 		}
