@@ -304,6 +304,14 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 		case kindUnallocated, kindZero:
 			clear(p[done : done+n])
 		case kindCompressed:
+			if int64(n) == r.cs { // whole clusters: decode in place, skip the cache
+				k, err := r.readCompressedRun(p[done:], vc, m)
+				if err != nil {
+					return done, err
+				}
+				n = k
+				break
+			}
 			c, err := r.compressedCluster(m)
 			if err != nil {
 				return done, err
@@ -351,12 +359,49 @@ func (r *Reader) compressedCluster(m mapping) ([]byte, error) {
 	return c, nil
 }
 
+const maxCompressedRun = 4 << 20 // bytes of compressed data read with one call
+
+// readCompressedRun decodes whole compressed clusters into p, starting with virtual cluster vc
+// (mapped to m) and going on while the next clusters are compressed and stored after it, so that
+// their compressed bytes come in one read. It returns the bytes of p it filled.
+func (r *Reader) readCompressedRun(p []byte, vc int64, m mapping) (int, error) {
+	run := []mapping{m}
+	end := m.host + m.csize
+	for int64(len(run)+1)*r.cs <= int64(len(p)) {
+		next, err := r.lookup(vc + int64(len(run)))
+		if err != nil || next.kind != kindCompressed || next.host < run[len(run)-1].host ||
+			next.host+next.csize-m.host > maxCompressedRun {
+			break
+		}
+		run = append(run, next)
+		end = max(end, next.host+next.csize)
+	}
+	end = min(end, r.fileSize)
+	bp, _ := srcBuffers.Get().(*[]byte)
+	if bp == nil || int64(cap(*bp)) < end-m.host {
+		b := make([]byte, max(end-m.host, maxCompressedRun))
+		bp = &b
+	}
+	defer srcBuffers.Put(bp)
+	src := (*bp)[:end-m.host]
+	if _, err := r.r.ReadAt(src, m.host); err != nil && err != io.EOF {
+		return 0, fmt.Errorf("qcow2: reading compressed clusters at %#x: %w", m.host, err)
+	}
+	for i, c := range run {
+		in := src[c.host-m.host : min(c.host+c.csize, end)-m.host]
+		if err := r.inflateFrom(in, c.host, p[int64(i)*r.cs:int64(i+1)*r.cs]); err != nil {
+			return 0, err
+		}
+	}
+	return len(run) * int(r.cs), nil
+}
+
 // inflate decodes the compressed cluster m into out (one cluster long).
 func (r *Reader) inflate(m mapping, out []byte) error {
 	n := min(m.csize, r.fileSize-m.host)
 	bp, _ := srcBuffers.Get().(*[]byte)
 	if bp == nil || int64(cap(*bp)) < n {
-		b := make([]byte, 2*r.cs)
+		b := make([]byte, max(n, maxCompressedRun))
 		bp = &b
 	}
 	defer srcBuffers.Put(bp)
@@ -364,6 +409,11 @@ func (r *Reader) inflate(m mapping, out []byte) error {
 	if _, err := r.r.ReadAt(src, m.host); err != nil && err != io.EOF {
 		return fmt.Errorf("qcow2: reading compressed cluster at %#x: %w", m.host, err)
 	}
+	return r.inflateFrom(src, m.host, out)
+}
+
+// inflateFrom decodes the compressed bytes src of the cluster stored at host into out.
+func (r *Reader) inflateFrom(src []byte, host int64, out []byte) error {
 	br := bytes.NewReader(src)
 	fr, _ := inflaters.Get().(io.ReadCloser)
 	if fr == nil {
@@ -373,7 +423,7 @@ func (r *Reader) inflate(m mapping, out []byte) error {
 	}
 	defer inflaters.Put(fr)
 	if _, err := io.ReadFull(fr, out); err != nil {
-		return corrupt("compressed cluster at %#x does not decode to a full cluster: %v", m.host, err)
+		return corrupt("compressed cluster at %#x does not decode to a full cluster: %v", host, err)
 	}
 	return nil
 }
