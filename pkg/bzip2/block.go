@@ -24,18 +24,25 @@ func corruptf(format string, args ...any) error {
 
 // decoder holds one worker's scratch memory (about 8 MB, reused per block).
 type decoder struct {
-	tt        []uint32 // BWT vector: next index << 8 | byte, then the forward chain
-	bk        []uint32 // backward chain: previous index << 8 | its byte
+	tt        []uint32 // BWT vector: next index << 8 | byte
 	pre       []byte   // block after inverse BWT, before run-length decoding
+	scratch   []byte   // segments of the inverse BWT walk
+	starts    []uint32
+	succ      []uint32
+	chunks    []chunk
+	segChunks [][]int32
 	tables    [maxGroups]huffman
 	selectors [maxSelectors]uint8
 }
 
 func newDecoder() *decoder {
 	return &decoder{
-		tt:  make([]uint32, maxBlockSize),
-		bk:  make([]uint32, maxBlockSize),
-		pre: make([]byte, maxBlockSize),
+		tt:        make([]uint32, maxBlockSize),
+		pre:       make([]byte, maxBlockSize),
+		scratch:   make([]byte, scratchSize),
+		starts:    make([]uint32, 0, travSegments),
+		succ:      make([]uint32, travSegments),
+		segChunks: make([][]int32, travSegments),
 	}
 }
 
@@ -64,7 +71,9 @@ func (d *decoder) decodeBlock(data []byte, skip uint, out []byte) (r blockResult
 		return r
 	}
 	r.bits = br.offset() - start
-	d.inverseBWT(r.n, r.origPtr)
+	if r.err = d.inverseBWT(r.n, r.origPtr); r.err != nil {
+		return r
+	}
 	r.out = unRLE1(out[:0], d.pre[:r.n])
 	r.crc = blockCRC(r.out)
 	return r
