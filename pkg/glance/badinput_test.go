@@ -107,7 +107,10 @@ func TestGlanceStoppedMidUpload(t *testing.T) {
 		t.Fatalf("stop-glance: %v\n%s", err, out)
 	}
 	<-done
-	res.MustFail(t, 1, "stopped answering during the upload", "the next run of upload with this name removes it")
+	res.MustFail(t, 1, "stopped answering during the upload", "the next run of upload with this name removes")
+	if msg := res.Stderr[strings.LastIndex(res.Stderr, "Error:"):]; !strings.Contains(msg, "the next run of upload with this name removes") {
+		t.Fatalf("the final error does not say the leftover will be removed: %s", msg)
+	}
 
 	if out, err := exec.Command(openstackScript, "start-glance", stack.dir, "two").CombinedOutput(); err != nil {
 		t.Fatalf("start-glance: %v\n%s", err, out)
