@@ -1,5 +1,5 @@
 // Package btrfs reads a small single-device btrfs filesystem (Flatcar's OEM partition) and
-// rewrites or creates small files in place as uncompressed inline extents.
+// rewrites or creates small files in place as inline extents (plain or zlib-compressed).
 //
 // It is deliberately narrow: no transactions, no copy-on-write, no tree rebalancing. A write
 // edits the leaves that hold the file's items, keeps their generation, recomputes their

@@ -16,17 +16,20 @@ const (
 	headerFlagReloc  = 1 << 1
 )
 
-// MaxInline is the largest content WriteFile accepts: the kernel's default max_inline, less
-// than a sector, and what one leaf can hold next to the item header.
+// MaxInline is the most bytes an inline extent may store (compressed or not): the kernel's
+// default max_inline, less than a sector, and what one leaf can hold next to the item header.
+// Uncompressed content up to this size is stored as it is; larger content, up to a sector,
+// only when zlib shrinks it to this size.
 func (fs *FS) MaxInline() int {
 	return min(defaultMaxInline, int(fs.sb.sectorSize)-1, int(fs.sb.nodeSize)-headerSize-itemHdrSize-extentInlineHdr)
 }
 
-// WriteFile replaces the contents of the file at path with data, stored as one uncompressed
-// inline extent, or creates the file (mode 0644, root-owned) when its directory exists but it
-// does not. Every change is computed and checked in memory first; anything that would need a
-// new tree block, a leaf split or extent tree changes returns an ErrUnsupported error before
-// anything is written.
+// WriteFile replaces the contents of the file at path with data, stored as one inline extent,
+// or creates the file (mode 0644, root-owned) when its directory exists but it does not. The
+// extent is zlib-compressed when the file's old extent was and compression pays, or when only
+// the compressed form fits; otherwise it is stored uncompressed. Every change is computed and
+// checked in memory first; anything that would need a new tree block, a leaf split or extent
+// tree changes returns an ErrUnsupported error before anything is written.
 func (fs *FS) WriteFile(dev Device, p string, data []byte) error {
 	if err := fs.writeFile(dev, p, data); err != nil {
 		return &os.PathError{Op: "write", Path: p, Err: err}
@@ -42,8 +45,9 @@ func (fs *FS) writeFile(dev Device, p string, data []byte) error {
 	if err := fs.writable(); err != nil {
 		return err
 	}
-	if limit := fs.MaxInline(); len(data) > limit {
-		return unsupportedf("%d bytes do not fit in an inline extent (at most %d); writing regular extents is out of reach", len(data), limit)
+	content, err := fs.newInlineData(data)
+	if err != nil {
+		return err
 	}
 	name := names[len(names)-1]
 	dir, err := fs.resolve("write", "/"+strings.Join(names[:len(names)-1], "/"))
@@ -59,9 +63,9 @@ func (fs *FS) writeFile(dev Device, p string, data []byte) error {
 	}
 	w := &writePlan{fs: fs, now: time.Now()}
 	if ok {
-		err = w.rewrite(e.location.objectID, data)
+		err = w.rewrite(e.location.objectID, content)
 	} else {
-		err = w.create(dir.ino, name, data)
+		err = w.create(dir.ino, name, content)
 	}
 	if err != nil {
 		return err
@@ -109,7 +113,7 @@ func (w *writePlan) leaf(k key) (*leafEdit, error) {
 }
 
 // rewrite replaces the single inline extent (or absence of extents) of inode ino.
-func (w *writePlan) rewrite(ino uint64, data []byte) error {
+func (w *writePlan) rewrite(ino uint64, content inlineData) error {
 	in, err := w.fs.readInode(ino)
 	if err != nil {
 		return err
@@ -121,20 +125,23 @@ func (w *writePlan) rewrite(ino uint64, data []byte) error {
 		return unsupportedf("inode flags %#x (immutable, append-only or verity)", f)
 	}
 	var extents []key
+	wasCompressed := false
 	err = w.fs.walk(w.fs.fsTree, key{ino, typeExtentData, 0}, key{ino, typeExtentData, maxU64}, func(b *block, slot int) (bool, error) {
 		e, err := parseFileExtent(b.data(slot))
 		if err == nil && (e.typ != extentInline || b.keys[slot].offset != 0) {
 			err = unsupportedf("the file has regular (non-inline) extents; replacing them needs extent tree changes")
 		}
+		wasCompressed = e.compression != compressNone
 		extents = append(extents, b.keys[slot])
 		return err == nil, err
 	})
 	if err != nil {
 		return err
 	}
+	data := content.raw
 	ik, ek := key{ino, typeInodeItem, 0}, key{ino, typeExtentData, 0}
 	if len(data) > 0 {
-		err = w.put(ek, func(gen uint64) []byte { return marshalInlineExtent(gen, data) })
+		err = w.putInline(ek, content.forms(wasCompressed, mayCompress(in.item)), len(data))
 	} else if len(extents) > 0 {
 		var l *leafEdit
 		if l, err = w.leaf(ek); err == nil {
@@ -144,11 +151,30 @@ func (w *writePlan) rewrite(ino uint64, data []byte) error {
 	if err != nil {
 		return err
 	}
+	// nbytes counts the uncompressed bytes of an inline extent, compressed or not (btrfs check).
 	return w.updateInode(ik, func(i inodeItem, gen uint64) {
 		i.setSize(uint64(len(data)))
 		i.setNbytes(uint64(len(data)))
 		i.touch(gen, w.now)
 	})
+}
+
+// putInline stores the inline extent k in the first of forms that leaves its leaf within
+// size; when none does, the last (smallest) stays and commit refuses the overfull leaf.
+func (w *writePlan) putInline(k key, forms []extentBody, size int) error {
+	if len(forms) == 0 {
+		return unsupportedf("%d bytes do not fit in an uncompressed inline extent (at most %d) and the inode forbids compression", size, w.fs.MaxInline())
+	}
+	l, err := w.leaf(k)
+	if err != nil {
+		return err
+	}
+	for _, body := range forms {
+		if l.put(k, body(l.orig.gen)); l.fits() {
+			break
+		}
+	}
+	return nil
 }
 
 // put sets item k to body(generation of the leaf that receives it).
@@ -175,8 +201,8 @@ func (w *writePlan) updateInode(k key, change func(i inodeItem, gen uint64)) err
 	return nil
 }
 
-// create adds a regular file name in directory dir holding data.
-func (w *writePlan) create(dir uint64, name string, data []byte) error {
+// create adds a regular file name in directory dir holding content.
+func (w *writePlan) create(dir uint64, name string, content inlineData) error {
 	if len(name) > maxNameLen {
 		return fmt.Errorf("file name longer than %d bytes", maxNameLen)
 	}
@@ -193,6 +219,7 @@ func (w *writePlan) create(dir uint64, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	data := content.raw
 	ik := key{ino, typeInodeItem, 0}
 	entry := dirEntry{ik, ftRegFile, name}
 	err = errors.Join(
@@ -207,7 +234,7 @@ func (w *writePlan) create(dir uint64, name string, data []byte) error {
 		w.put(key{dir, typeDirIndex, index}, func(gen uint64) []byte { return marshalDirItem(entry, gen) }),
 	)
 	if err == nil && len(data) > 0 {
-		err = w.put(key{ino, typeExtentData, 0}, func(gen uint64) []byte { return marshalInlineExtent(gen, data) })
+		err = w.putInline(key{ino, typeExtentData, 0}, content.forms(false, true), len(data))
 	}
 	if err != nil {
 		return err

@@ -54,16 +54,24 @@ func (l *leafEdit) del(k key) {
 	}
 }
 
+// need is the bytes the items take with the header.
+func (l *leafEdit) need() int {
+	n := headerSize
+	for _, it := range l.items {
+		n += itemHdrSize + len(it.data)
+	}
+	return n
+}
+
+// fits reports whether the items fit in the leaf.
+func (l *leafEdit) fits() bool { return l.need() <= len(l.orig.buf) }
+
 // encode lays the items out the way btrfs does (headers from the front, bodies packed
 // backwards from the end, item 0's body last), zeroes the free space and sets the checksum.
 func (l *leafEdit) encode() ([]byte, error) {
 	size := len(l.orig.buf)
-	need := headerSize
-	for _, it := range l.items {
-		need += itemHdrSize + len(it.data)
-	}
-	if need > size {
-		return nil, unsupportedf("leaf %d would need %d bytes but holds %d; splitting a leaf is out of reach", l.orig.logical, need, size)
+	if !l.fits() {
+		return nil, unsupportedf("leaf %d would need %d bytes but holds %d; splitting a leaf is out of reach", l.orig.logical, l.need(), size)
 	}
 	buf := make([]byte, size)
 	copy(buf, l.orig.buf[:headerSize])
