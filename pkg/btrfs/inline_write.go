@@ -159,8 +159,8 @@ func (w *writePlan) rewrite(ino uint64, content inlineData) error {
 	})
 }
 
-// putInline stores the inline extent k in the first of forms that leaves its leaf within
-// size; when none does, the last (smallest) stays and commit refuses the overfull leaf.
+// putInline stores the inline extent k of a file of size bytes in the first of forms that its
+// leaf can hold; when none fits, the last (smallest) stays and commit refuses the full leaf.
 func (w *writePlan) putInline(k key, forms []extentBody, size int) error {
 	if len(forms) == 0 {
 		return unsupportedf("%d bytes do not fit in an uncompressed inline extent (at most %d) and the inode forbids compression", size, w.fs.MaxInline())

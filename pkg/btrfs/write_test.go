@@ -274,6 +274,32 @@ func TestWriteCompressesWhenLeafIsFull(t *testing.T) {
 	}
 }
 
+// TestWriteNoCompressInode: a file the kernel would never compress (chattr +m sets
+// NOCOMPRESS) is only ever written plain, so content that needs zlib is refused.
+func TestWriteNoCompressInode(t *testing.T) {
+	if !testutil.IsRoot() {
+		t.Skip("SKIP: chattr +m needs root for the loop mount")
+	}
+	testutil.RequireTools(t, "chattr")
+	img := mkImage(t, mixedSingle, qemuOEM(true))
+	dir := mountImage(t, img)
+	run(t, "chattr", "+m", dir+"/grub.cfg")
+	umount(t, dir)
+	fs, dev := openImage(t, img)
+	for _, c := range []struct {
+		data []byte
+		msg  string
+	}{
+		{flatcarGrub(30, openstackSettings), "the inode forbids compression"},
+		{flatcarGrub(24, openstackSettings), "splitting a leaf is out of reach"},
+	} {
+		rec := &recorder{File: dev}
+		if err := fs.WriteFile(rec, "/grub.cfg", c.data); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.msg) || len(rec.writes) != 0 {
+			t.Errorf("WriteFile(%d bytes) = %v with %d writes, want ErrUnsupported saying %q and none", len(c.data), err, len(rec.writes), c.msg)
+		}
+	}
+}
+
 // firstExtent returns the EXTENT_DATA at file offset 0 of path.
 func firstExtent(t *testing.T, fs *FS, p string) fileExtent {
 	t.Helper()
