@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -34,9 +33,6 @@ func AsUsage(err error) error {
 func WithExitCode(code int, err error) error {
 	return &codedError{code: code, err: err}
 }
-
-// errSilentFailure is returned when the command already printed what went wrong (e.g. a verdict).
-var errSilentFailure = errors.New("")
 
 // cobra's own argument and command errors carry no type; recognise them by their text.
 func isCobraUsageError(err error) bool {
