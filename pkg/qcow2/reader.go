@@ -82,7 +82,7 @@ func Open(ra io.ReaderAt, fileSize int64) (*Reader, error) {
 		return nil, fmt.Errorf("qcow2: reading the header: %w", err)
 	}
 	bits := binary.BigEndian.Uint32(peek[20:])
-	n := int64(headerV2Len)
+	n := min(4096, fileSize) // enough to report a bad cluster_bits
 	if bits >= minClusterBits && bits <= maxClusterBits {
 		n = min(int64(1)<<bits, fileSize)
 	}
@@ -153,6 +153,8 @@ func (r *Reader) overlapsMetadata(off int64) bool {
 // the image's own tables, and counted as used by the refcounts.
 func (r *Reader) checkHostCluster(what string, off int64) error {
 	switch {
+	case off%r.cs != 0:
+		return corrupt("%s at %#x is not cluster aligned", what, off)
 	case off > r.fileSize-r.cs:
 		return corrupt("%s at %#x points past the end of the file (%d bytes); the file is truncated", what, off, r.fileSize)
 	case r.overlapsMetadata(off):
@@ -379,7 +381,7 @@ func (r *Reader) readCompressedRun(p []byte, vc int64, m mapping) (int, error) {
 	end = min(end, r.fileSize)
 	bp, _ := srcBuffers.Get().(*[]byte)
 	if bp == nil || int64(cap(*bp)) < end-m.host {
-		b := make([]byte, max(end-m.host, maxCompressedRun))
+		b := make([]byte, end-m.host)
 		bp = &b
 	}
 	defer srcBuffers.Put(bp)
@@ -401,7 +403,7 @@ func (r *Reader) inflate(m mapping, out []byte) error {
 	n := min(m.csize, r.fileSize-m.host)
 	bp, _ := srcBuffers.Get().(*[]byte)
 	if bp == nil || int64(cap(*bp)) < n {
-		b := make([]byte, max(n, maxCompressedRun))
+		b := make([]byte, n)
 		bp = &b
 	}
 	defer srcBuffers.Put(bp)
@@ -486,7 +488,7 @@ type lru[V any] struct {
 	vals map[int64]V
 }
 
-func newLRU[V any](n int) *lru[V] { return &lru[V]{cap: n, vals: make(map[int64]V, n)} }
+func newLRU[V any](n int) *lru[V] { return &lru[V]{cap: n, vals: map[int64]V{}} }
 
 func (c *lru[V]) get(k int64) (V, bool) {
 	v, ok := c.vals[k]
