@@ -25,7 +25,6 @@ func corruptf(format string, args ...any) error {
 // decoder holds one worker's scratch memory (about 8 MB, reused per block).
 type decoder struct {
 	tt        []uint32 // BWT vector: next index << 8 | byte
-	pre       []byte   // block after inverse BWT, before run-length decoding
 	scratch   []byte   // segments of the inverse BWT walk
 	starts    []uint32
 	succ      []uint32
@@ -38,7 +37,6 @@ type decoder struct {
 func newDecoder() *decoder {
 	return &decoder{
 		tt:        make([]uint32, maxBlockSize),
-		pre:       make([]byte, maxBlockSize),
 		scratch:   make([]byte, scratchSize),
 		starts:    make([]uint32, 0, travSegments),
 		succ:      make([]uint32, travSegments),
@@ -48,18 +46,19 @@ func newDecoder() *decoder {
 
 // blockResult is what decoding one block yields.
 type blockResult struct {
-	out     []byte // decoded bytes
+	out     blockOutput
 	bits    int64  // compressed size of the block in bits, magic included
-	crc     uint32 // CRC computed over out
+	crc     uint32 // CRC computed over the output
 	want    uint32 // CRC stored in the block header
 	n       int    // block length before the initial run-length decoding
 	origPtr int    // BWT origin
 	err     error
 }
 
-// decodeBlock decodes the block whose magic starts at bit skip of data,
-// appending the output to out[:0].
-func (d *decoder) decodeBlock(data []byte, skip uint, out []byte) (r blockResult) {
+// decodeBlock decodes the block whose magic starts at bit skip of data. The
+// output is kept run-length encoded (see blockOutput) in pre, reused if it
+// is large enough, so a block of runs costs at most about 2 MB of memory.
+func (d *decoder) decodeBlock(data []byte, skip uint, pre []byte) (r blockResult) {
 	br := newBitReader(data, skip)
 	start := br.offset()
 	r.err = d.decodeSymbols(&br, &r)
@@ -71,11 +70,14 @@ func (d *decoder) decodeBlock(data []byte, skip uint, out []byte) (r blockResult
 		return r
 	}
 	r.bits = br.offset() - start
-	if r.err = d.inverseBWT(r.n, r.origPtr); r.err != nil {
+	if cap(pre) < r.n {
+		pre = make([]byte, r.n, maxBlockSize)
+	}
+	pre = pre[:r.n]
+	if r.err = d.inverseBWT(pre, r.origPtr); r.err != nil {
 		return r
 	}
-	r.out = unRLE1(out[:0], d.pre[:r.n])
-	r.crc = blockCRC(r.out)
+	r.out, r.crc = scanRLE1(pre)
 	return r
 }
 

@@ -28,9 +28,10 @@ type lane struct {
 
 type chunk struct{ seg, from, to int32 }
 
-// inverseBWT decodes the n bytes held in the low bytes of d.tt into d.pre[:n].
-func (d *decoder) inverseBWT(n, origPtr int) error {
-	tt, pre := d.tt[:n], d.pre[:n]
+// inverseBWT decodes the len(pre) bytes held in the low bytes of d.tt into pre.
+func (d *decoder) inverseBWT(pre []byte, origPtr int) error {
+	n := len(pre)
+	tt := d.tt[:n]
 	var cf [256]uint32
 	for _, v := range tt {
 		cf[byte(v)]++

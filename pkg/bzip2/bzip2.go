@@ -58,7 +58,7 @@ type reader struct {
 	cur     *job   // job being consumed; jobs before it are released
 	ahead   []*job // jobs pulled from ordered beyond cur
 	ended   bool   // ordered is closed and drained into ahead
-	out     []byte // decoded bytes not yet returned
+	out     blockOutput // decoded block being returned
 	expect  int64  // bit offset of the next block or end-of-stream magic
 	level   int    // block size of the current stream, in 100 kB
 	crc     uint32 // combined CRC of the current stream's blocks so far
@@ -79,36 +79,37 @@ func (z *reader) start() {
 }
 
 func (z *reader) Read(p []byte) (int, error) {
-	for len(z.out) == 0 {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for z.out.done() {
 		if z.err != nil {
 			return 0, z.err
 		}
 		z.err = z.advance()
 	}
-	n := copy(p, z.out)
-	z.out = z.out[n:]
-	return n, nil
+	return z.out.read(p), nil
 }
 
-// WriteTo lets io.Copy take the decoded blocks without an extra copy.
+// WriteTo lets io.Copy write large pieces.
 func (z *reader) WriteTo(w io.Writer) (int64, error) {
 	var total int64
+	buf := make([]byte, 256<<10)
 	for {
-		for len(z.out) > 0 {
-			n, err := w.Write(z.out)
+		n, err := z.Read(buf)
+		if n > 0 {
+			n, werr := w.Write(buf[:n])
 			total += int64(n)
-			z.out = z.out[n:]
-			if err != nil {
-				return total, err
+			if werr != nil {
+				return total, werr
 			}
 		}
-		if z.err != nil {
-			if z.err == io.EOF {
-				return total, nil
-			}
-			return total, z.err
+		if err == io.EOF {
+			return total, nil
 		}
-		z.err = z.advance()
+		if err != nil {
+			return total, err
+		}
 	}
 }
 
@@ -122,7 +123,7 @@ func (z *reader) Close() error {
 		if z.err == nil || z.err == io.EOF {
 			z.err = errClosed
 		}
-		z.out = nil
+		z.out = blockOutput{}
 		if z.retryer != nil {
 			putDecoder(z.retryer)
 			z.retryer = nil
@@ -197,9 +198,9 @@ func (z *reader) advance() error {
 	if !z.started {
 		z.start()
 	}
-	if z.cur != nil && z.cur.res.out != nil {
-		putBuf(z.cur.res.out)
-		z.cur.res.out = nil
+	if z.cur != nil {
+		putBuf(z.cur.res.out.pre)
+		z.cur.res.out = blockOutput{}
 	}
 	for {
 		j := z.next()
@@ -219,7 +220,7 @@ func (z *reader) advance() error {
 			// A false magic inside the block or stream trailer before it.
 			if j.done != closedChan {
 				<-j.done
-				putBuf(j.res.out)
+				putBuf(j.res.out.pre)
 			}
 		case j.start > z.expect:
 			return corruptf("no block or end-of-stream marker at bit %d", z.expect)
@@ -231,7 +232,7 @@ func (z *reader) advance() error {
 			<-j.done
 			r := j.res
 			if r.err == errNeedMore {
-				putBuf(r.out)
+				putBuf(r.out.pre)
 				r = z.retry(j)
 				j.res = r
 			}
@@ -247,9 +248,7 @@ func (z *reader) advance() error {
 			z.crc = streamCRC(z.crc, r.want)
 			z.expect = j.start + r.bits
 			z.out = r.out
-			if len(z.out) > 0 {
-				return nil
-			}
+			return nil
 		}
 	}
 }
