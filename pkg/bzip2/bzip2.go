@@ -55,13 +55,13 @@ type reader struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
-	cur     *job   // job being consumed; jobs before it are released
-	ahead   []*job // jobs pulled from ordered beyond cur
-	ended   bool   // ordered is closed and drained into ahead
+	cur     *job        // job being consumed; jobs before it are released
+	ahead   []*job      // jobs pulled from ordered beyond cur
+	ended   bool        // ordered is closed and drained into ahead
 	out     blockOutput // decoded block being returned
-	expect  int64  // bit offset of the next block or end-of-stream magic
-	level   int    // block size of the current stream, in 100 kB
-	crc     uint32 // combined CRC of the current stream's blocks so far
+	expect  int64       // bit offset of the next block or end-of-stream magic
+	level   int         // block size of the current stream, in 100 kB
+	crc     uint32      // combined CRC of the current stream's blocks so far
 	err     error
 	retryer *decoder
 }
