@@ -369,3 +369,44 @@ func FuzzNewReader(f *testing.F) {
 		}
 	})
 }
+
+// Small and odd-sized reads split runs and blocks at every possible place.
+func TestSmallReads(t *testing.T) {
+	data := mixedData(rand.New(rand.NewSource(11)), 1500000)
+	comp := compress(t, data, "bzip2", "-1")
+	zr := NewReader(bytes.NewReader(comp))
+	defer zr.Close()
+	var got []byte
+	buf := make([]byte, 300)
+	for i := 0; ; i++ {
+		n, err := zr.Read(buf[:1+i%257])
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("output differs (%d bytes, want %d)", len(got), len(data))
+	}
+}
+
+// BenchmarkNewReader decodes an lbzip2 file of mostly incompressible data,
+// like a release's compressed qcow2 (scripts/bench/bzip2.sh compares
+// against bzip2 and lbzip2 on a real-sized file).
+func BenchmarkNewReader(b *testing.B) {
+	rng := rand.New(rand.NewSource(12))
+	data := append(randomData(rng, 12<<20), mixedData(rng, 4<<20)...)
+	comp := compress(b, data, "lbzip2", "-9")
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		zr := NewReader(bytes.NewReader(comp))
+		if n, err := io.Copy(io.Discard, zr); err != nil || n != int64(len(data)) {
+			b.Fatal(n, err)
+		}
+		zr.Close()
+	}
+}
