@@ -2,9 +2,13 @@
 # Times pkg/bzip2 against bzip2 -dc and lbzip2 -dc -n2 on a file shaped like a
 # Flatcar release: an lbzip2 -9 compressed qcow2 (zlib clusters) of a disk image
 # holding shared libraries, binaries, text and zeros. The file is cached.
-# Usage: scripts/bench/bzip2.sh [runs]   (best wall time of `runs`, default 3)
+# Usage: scripts/bench/bzip2.sh [runs]   (best wall time of `runs`, default 3;
+# BZIP2_BENCH_DIR overrides the cache directory /var/tmp/flatcar-capo-bench)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+for tool in bzip2 lbzip2 qemu-img /usr/bin/time go; do
+  command -v "$tool" >/dev/null || { echo "bzip2.sh: $tool is needed (scripts/install-deps.sh bench)" >&2; exit 1; }
+done
 runs=${1:-3}
 cache=${BZIP2_BENCH_DIR:-/var/tmp/flatcar-capo-bench}
 src=$cache/release-like.img.bz2
@@ -24,6 +28,7 @@ make_input() {
   qemu-img convert -c -O qcow2 "$raw" "$qcow"
   rm -f "$raw"
   sha256sum < "$qcow" | cut -d' ' -f1 > "$src.sha256"
+  stat -c %s "$qcow" > "$src.size"
   lbzip2 -9 -n2 < "$qcow" > "$src.tmp"
   mv "$src.tmp" "$src"
   rm -f "$qcow"
@@ -35,28 +40,34 @@ go build -o "$cache/bunzip2" ./scripts/bench/bunzip2
 # Correctness first (untimed): our output must hash to the original qcow2.
 got=$("$cache/bunzip2" < "$src" | sha256sum | cut -d' ' -f1)
 [ "$got" = "$(cat "$src.sha256")" ] || { echo "pkg/bzip2 output differs from the original" >&2; exit 1; }
-out_bytes=$("$cache/bunzip2" < "$src" | wc -c)
+[ -s "$src.size" ] || "$cache/bunzip2" < "$src" | wc -c > "$src.size"
+out_bytes=$(cat "$src.size")
 in_bytes=$(stat -c %s "$src")
 
-# best <cmd...>: best wall time and the peak RSS (KiB) of that run, over $runs runs.
-best() {
-  local t=999999 m=0 line
-  for _ in $(seq "$runs"); do
-    line=$(/usr/bin/time -f '%e %M' "$@" < "$src" 2>&1 >/dev/null | tail -n1)
-    if awk -v a="${line% *}" -v b="$t" 'BEGIN{exit !(a<b)}'; then t=${line% *}; m=${line#* }; fi
-  done
-  echo "$t $m"
-}
-
-awk -v s="$src" -v i="$in_bytes" -v o="$out_bytes" -v c="$(nproc)" \
-  'BEGIN{printf "input %s: %.1f MB compressed, %.1f MB decompressed, %d cores\n", s, i/1e6, o/1e6, c}'
-declare -A wall rss
 names=("bzip2 -dc" "lbzip2 -dc -n2" "pkg/bzip2")
-read -r wall[0] rss[0] < <(best bzip2 -dc)
-read -r wall[1] rss[1] < <(best lbzip2 -dc -n2)
-read -r wall[2] rss[2] < <(best "$cache/bunzip2")
-printf '%-16s %8s %14s %14s %10s\n' tool wall_s out_MB/s vs_lbzip2 peak_RSS_MB
+cmds=("bzip2 -dc" "lbzip2 -dc -n2" "$cache/bunzip2")
+declare -A wall cpu rss
+for i in 0 1 2; do wall[$i]=999999; done
+load0=$(cut -d' ' -f1 /proc/loadavg)
+# Runs alternate between the tools so that other load on the machine hits
+# all of them alike; each tool keeps its best wall time (and that run's CPU
+# time and peak RSS).
+for _ in $(seq "$runs"); do
+  for i in 0 1 2; do
+    # shellcheck disable=SC2086 # cmds hold a command and its flags
+    read -r e u s m < <(/usr/bin/time -f '%e %U %S %M' ${cmds[$i]} < "$src" 2>&1 >/dev/null | tail -n1)
+    if awk -v a="$e" -v b="${wall[$i]}" 'BEGIN{exit !(a<b)}'; then
+      wall[$i]=$e; cpu[$i]=$(awk -v u="$u" -v s="$s" 'BEGIN{print u+s}'); rss[$i]=$m
+    fi
+  done
+done
+load1=$(cut -d' ' -f1 /proc/loadavg)
+
+awk -v s="$src" -v i="$in_bytes" -v o="$out_bytes" -v c="$(nproc)" -v r="$runs" -v l0="$load0" -v l1="$load1" \
+  'BEGIN{printf "input %s: %.1f MB compressed, %.1f MB decompressed; %d cores, best of %d, load average %s -> %s\n", s, i/1e6, o/1e6, c, r, l0, l1}'
+printf '%-16s %8s %10s %12s %8s %12s %8s\n' tool wall_s out_MB/s speed_vs_lbz cpu_s cpu_vs_lbz rss_MB
 for i in 0 1 2; do
-  awk -v n="${names[$i]}" -v t="${wall[$i]}" -v m="${rss[$i]}" -v ob="$out_bytes" -v l="${wall[1]}" \
-    'BEGIN{printf "%-16s %8.2f %14.1f %13.2fx %10.1f\n", n, t, ob/1e6/t, l/t, m/1024}'
+  awk -v n="${names[$i]}" -v t="${wall[$i]}" -v c="${cpu[$i]}" -v m="${rss[$i]}" -v ob="$out_bytes" \
+    -v lt="${wall[1]}" -v lc="${cpu[1]}" \
+    'BEGIN{printf "%-16s %8.2f %10.1f %11.2fx %8.2f %11.2fx %8.1f\n", n, t, ob/1e6/t, lt/t, c, lc/c, m/1024}'
 done
