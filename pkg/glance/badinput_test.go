@@ -50,6 +50,7 @@ func TestBadInputs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case has its own image name and touches no shared state
 			name := uniqueName(t)
 			args := c.args
 			if c.name != "no name" {

@@ -97,3 +97,23 @@ func TestDetectFileFormat(t *testing.T) {
 		})
 	}
 }
+
+// Whatever the file holds, format detection answers qcow2, raw or ErrNotDiskImage; never panics.
+func FuzzDetectFileFormat(f *testing.F) {
+	f.Add([]byte("QFI\xfb\x00\x00\x00\x03"))
+	f.Add([]byte("BZh91AY&SY"))
+	f.Add(make([]byte, 512))
+	path := filepath.Join(f.TempDir(), "img")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		format, size, err := glance.DetectFileFormat(path)
+		if err != nil && !errors.Is(err, glance.ErrNotDiskImage) {
+			t.Fatalf("unexpected error kind: %v", err)
+		}
+		if err == nil && (size != int64(len(data)) || (format != disk.FormatRaw && format != disk.FormatQcow2)) {
+			t.Fatalf("format %q size %d for %d bytes", format, size, len(data))
+		}
+	})
+}
