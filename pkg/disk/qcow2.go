@@ -23,7 +23,7 @@ type qcow2Storage struct {
 }
 
 func (s *qcow2Storage) WriteAt([]byte, int64) (int, error) { return 0, ErrReadOnly }
-func (s *qcow2Storage) Close() error                        { return s.f.Close() }
+func (s *qcow2Storage) Close() error                       { return s.f.Close() }
 
 // Qcow2 returns the qcow2 reader of a qcow2 image (nil for other formats); it is a qcow2.Source
 // for qcow2.Write and qcow2.CopyToRaw.
