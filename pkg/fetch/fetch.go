@@ -86,6 +86,11 @@ func Fetch(ctx context.Context, c *Client, o Options) (*Result, error) {
 	if !o.InsecureSkipVerify && o.Keyring == nil {
 		return nil, errors.New("no keyring to verify with")
 	}
+	if o.CacheDir == "" {
+		if o.CacheDir, err = DefaultCacheDir(); err != nil {
+			return nil, err
+		}
+	}
 	if o.InsecureSkipVerify {
 		fmt.Fprintln(o.Log, "WARNING: --insecure-skip-verify: the image is NOT verified (no OpenPGP signature, no SHA512 check)"+
 			" and not cached; whoever controls the server or the network path decides what you boot.")
