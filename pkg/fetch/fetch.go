@@ -86,7 +86,7 @@ func Fetch(ctx context.Context, c *Client, o Options) (*Result, error) {
 	if !o.InsecureSkipVerify && o.Keyring == nil {
 		return nil, errors.New("no keyring to verify with")
 	}
-	if o.CacheDir == "" {
+	if o.CacheDir == "" && !o.InsecureSkipVerify {
 		if o.CacheDir, err = DefaultCacheDir(); err != nil {
 			return nil, err
 		}
