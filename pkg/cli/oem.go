@@ -11,8 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
+	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 )
 
 func init() { register(newOEMCommand) }
@@ -34,9 +36,10 @@ no mount, no guestfish. Both btrfs (Flatcar 2983.x and later) and ext4 OEM parti
 
 func newOEMSetCommand() *cobra.Command {
 	var (
-		opts    oem.SetOptions
-		outFile string
-		out     OutputFormat
+		opts   oem.SetOptions
+		output outputOptions
+		to     string
+		out    OutputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "set IMAGE --id OEM_ID",
@@ -47,12 +50,17 @@ is removed unless --keep-autologin. oem-release and the sysext files are left al
 without shipping the matching oem-<id> sysext makes the initrd download it at boot.
 
 IMAGE is changed IN PLACE unless --output-file is given; then IMAGE is untouched and OUT is a
-sparse copy with the new settings. Running the command twice changes nothing the second time.`,
+sparse copy with the new settings, raw or qcow2 (by its extension or --to). A qcow2 IMAGE (such as
+Flatcar's downloaded .img) needs --output-file. Running the command twice changes nothing the
+second time.`,
 		Example: `  # Retarget a qemu image to OpenStack, in place
   flatcar-capo oem set flatcar_production_qemu_image.raw --id openstack
 
   # Keep the original; write a patched copy and add a kernel argument
   flatcar-capo oem set flatcar.raw --id openstack --linux-append "console=ttyS0,115200n8" --output-file flatcar-openstack.raw
+
+  # Retarget a downloaded (qcow2) image straight into a qcow2 for Glance
+  flatcar-capo oem set flatcar_production_qemu_image.img --id openstack --output-file flatcar-openstack.qcow2
 
   # Older Flatcar (before 4459.2.0) has a hybrid MBR that newer Nova rejects
   flatcar-capo oem set flatcar.raw --id openstack --protective-mbr`,
@@ -64,7 +72,8 @@ sparse copy with the new settings. Running the command twice changes nothing the
 			if _, err := opts.Validate(); err != nil {
 				return AsUsage(err)
 			}
-			res, err := setOEM(cmd.Context(), args[0], outFile, opts)
+			output.to = disk.Format(to)
+			res, err := setOEM(cmd.Context(), args[0], output, opts)
 			if err != nil {
 				return err
 			}
@@ -77,7 +86,9 @@ sparse copy with the new settings. Running the command twice changes nothing the
 	f.BoolVar(&opts.KeepAutologin, "keep-autologin", false, "keep flatcar.autologin (console root shell) in linux_append")
 	f.BoolVar(&opts.AllowUnknownID, "allow-unknown-id", false, "accept an OEM id that is not in Flatcar's list")
 	f.BoolVar(&opts.ProtectiveMBR, "protective-mbr", false, "replace a hybrid MBR (Flatcar < 4459.2.0) with a standard protective MBR, as newer Nova requires")
-	f.StringVar(&outFile, "output-file", "", "write a patched sparse copy to this path and leave IMAGE untouched")
+	f.StringVar(&output.path, "output-file", "", "write a patched sparse copy to this path and leave IMAGE untouched (required for qcow2 input)")
+	f.StringVar(&to, "to", "", "format of --output-file: qcow2 or raw (default: from its extension, .qcow2/.raw/.bin, else the input's format)")
+	f.BoolVar(&output.compress, "compress", false, "compress the clusters of a qcow2 --output-file")
 	AddOutputFlag(f, &out)
 	return cmd
 }
@@ -93,9 +104,16 @@ func joinIDs() string {
 	return s
 }
 
-// setOEM edits image in place, or a sparse copy of it at outFile.
-func setOEM(ctx context.Context, image, outFile string, opts oem.SetOptions) (oem.SetResult, error) {
-	if outFile == "" {
+// outputOptions say where `oem set --output-file` writes and in which format.
+type outputOptions struct {
+	path     string
+	to       disk.Format
+	compress bool
+}
+
+// setOEM edits image in place, or writes an edited copy to out.path (raw or qcow2).
+func setOEM(ctx context.Context, image string, out outputOptions, opts oem.SetOptions) (oem.SetResult, error) {
+	if out.path == "" {
 		img, err := disk.Open(image, true)
 		if err != nil {
 			return oem.SetResult{}, err
@@ -106,41 +124,63 @@ func setOEM(ctx context.Context, image, outFile string, opts oem.SetOptions) (oe
 		}
 		return res, err
 	}
-	if same, _ := sameFile(image, outFile); same {
-		return oem.SetResult{}, Usagef("--output-file %s is IMAGE itself; omit --output-file to edit in place", outFile)
+	if same, _ := sameFile(image, out.path); same {
+		return oem.SetResult{}, Usagef("--output-file %s is IMAGE itself; omit --output-file to edit in place", out.path)
 	}
 	src, err := disk.Open(image, false)
 	if err != nil {
 		return oem.SetResult{}, err
 	}
 	defer src.Close()
-	if src.Format != disk.FormatRaw {
-		return oem.SetResult{}, fmt.Errorf("%s is %s; --output-file from a %s image is not supported yet: convert it with 'flatcar-capo convert %s OUT.raw' first", image, src.Format, src.Format, image)
+	format, err := convert.OutputFormat(out.path, out.to)
+	if err != nil {
+		if out.to != "" {
+			return oem.SetResult{}, AsUsage(err)
+		}
+		format = src.Format // an ambiguous name (.img) keeps the input's format
 	}
-	tmp, err := atomicfile.Create(outFile)
+	if out.compress && format != disk.FormatQcow2 {
+		return oem.SetResult{}, Usagef("--compress needs qcow2 output; %s will be %s", out.path, format)
+	}
+	// The edit happens on a sparse raw work copy next to the output; it becomes the output
+	// (raw) or is streamed into it (qcow2), and never lingers after a failure.
+	work, err := atomicfile.Create(out.path)
 	if err != nil {
 		return oem.SetResult{}, err
 	}
-	defer tmp.Abort()
-	if err := disk.CopySparse(ctx, tmp.File, src.File()); err != nil {
-		return oem.SetResult{}, fmt.Errorf("copying %s to %s: %w", image, outFile, err)
+	defer work.Abort()
+	if r := src.Qcow2(); r != nil {
+		err = qcow2.CopyToRaw(ctx, r, work.File, 0, nil)
+	} else {
+		err = disk.CopySparse(ctx, work.File, src.File())
 	}
-	img, err := disk.Open(tmp.Name(), true)
+	if err != nil {
+		return oem.SetResult{}, fmt.Errorf("copying %s to %s: %w", image, out.path, err)
+	}
+	img, err := disk.Open(work.Name(), true)
 	if err != nil {
 		return oem.SetResult{}, err
 	}
-	img.Path = outFile
+	img.Path = out.path
 	res, err := oem.Set(img, opts)
 	if cerr := img.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return res, err
 	}
-	if err := ctx.Err(); err != nil {
+	if format == disk.FormatRaw {
+		return res, work.Commit(0o644)
+	}
+	rawSrc, err := qcow2.NewRawSource(work.File)
+	if err != nil {
 		return res, err
 	}
-	return res, tmp.Commit(0o644)
+	_, _, err = convert.Write(ctx, rawSrc, out.path, disk.FormatQcow2, convert.Options{Compress: out.compress})
+	return res, err
 }
 
 func sameFile(a, b string) (bool, error) {
