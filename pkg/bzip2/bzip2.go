@@ -7,8 +7,12 @@
 // order, with a bounded number of blocks in flight. Every block CRC and every
 // stream CRC is checked before data is returned: a damaged input yields an
 // error wrapping ErrCorrupt and a truncated one an error wrapping
-// ErrTruncated, never silently short output. Randomised blocks (written only
-// by bzip2 0.9.0 and older) are rejected.
+// ErrTruncated, never silently short output. Unlike the bzip2 tool, data
+// after the last stream is an error, not ignored. Randomised blocks (written
+// only by bzip2 0.9.0 and older) are rejected.
+//
+// Memory: about 5 MB per worker plus a few blocks in flight (1-3 MB each,
+// whatever the compression ratio).
 package bzip2
 
 import (
@@ -27,7 +31,8 @@ var (
 )
 
 // NewReader returns a reader that decompresses r using GOMAXPROCS
-// goroutines. Close stops them; it does not close r.
+// goroutines. They exit at the end of the input or at the first error;
+// Close stops them early. Close does not close r.
 func NewReader(r io.Reader) io.ReadCloser {
 	return NewReaderWorkers(r, 0)
 }
@@ -52,6 +57,7 @@ type reader struct {
 	work      chan *job
 	ordered   chan *job
 	quit      chan struct{}
+	stopOnce  sync.Once
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
@@ -86,7 +92,9 @@ func (z *reader) Read(p []byte) (int, error) {
 		if z.err != nil {
 			return 0, z.err
 		}
-		z.err = z.advance()
+		if z.err = z.advance(); z.err != nil && z.err != io.EOF {
+			z.stop() // nothing more will be read: free the goroutines
+		}
 	}
 	return z.out.read(p), nil
 }
@@ -113,13 +121,20 @@ func (z *reader) WriteTo(w io.Writer) (int64, error) {
 	}
 }
 
+// stop tells the splitter and the workers to exit.
+func (z *reader) stop() {
+	z.stopOnce.Do(func() {
+		if z.started {
+			close(z.quit)
+		}
+	})
+}
+
 // Close stops the workers. A Read after Close fails.
 func (z *reader) Close() error {
 	z.closeOnce.Do(func() {
-		if z.started {
-			close(z.quit)
-			z.wg.Wait()
-		}
+		z.stop()
+		z.wg.Wait()
 		if z.err == nil || z.err == io.EOF {
 			z.err = errClosed
 		}
