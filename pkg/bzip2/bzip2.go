@@ -77,7 +77,7 @@ func (z *reader) start() {
 	z.work = make(chan *job, z.workers)
 	z.ordered = make(chan *job, z.workers+1)
 	z.quit = make(chan struct{})
-	z.wg.Add(z.workers)
+	z.wg.Add(z.workers + 1)
 	for i := 0; i < z.workers; i++ {
 		go z.worker()
 	}
@@ -130,7 +130,9 @@ func (z *reader) stop() {
 	})
 }
 
-// Close stops the workers. A Read after Close fails.
+// Close stops the workers and waits until the reading goroutine no longer
+// uses the source (an in-progress Read of it must return first), so the
+// caller may go on reading the source. A Read after Close fails.
 func (z *reader) Close() error {
 	z.closeOnce.Do(func() {
 		z.stop()

@@ -410,3 +410,23 @@ func BenchmarkNewReader(b *testing.B) {
 		zr.Close()
 	}
 }
+
+// After Close the caller may read the rest of the source itself (pkg/fetch
+// hashes the whole download even when decoding fails): the reader must not
+// touch the source any more.
+func TestCloseReleasesSource(t *testing.T) {
+	_, comp := sample(t)
+	bad := append(append([]byte{}, comp...), comp...)
+	bad[len(comp)/2] ^= 0x10 // corrupt the first stream
+	src := bytes.NewReader(bad)
+	zr := NewReaderWorkers(iotest.HalfReader(src), 2)
+	if _, err := io.ReadAll(zr); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("err %v, want ErrCorrupt", err)
+	}
+	zr.Close()
+	before := src.Len()
+	time.Sleep(50 * time.Millisecond)
+	if src.Len() != before {
+		t.Fatalf("source read after Close (%d -> %d bytes left)", before, src.Len())
+	}
+}

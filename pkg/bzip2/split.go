@@ -47,6 +47,7 @@ func putBuf(b []byte) {
 // split reads the input, cuts it at every magic candidate and hands the
 // pieces, in order, to the workers and to the consumer.
 func (z *reader) split() {
+	defer z.wg.Done()
 	defer close(z.ordered)
 	defer close(z.work)
 	buf := make([]byte, 0, 4*readChunk)
@@ -67,6 +68,11 @@ func (z *reader) split() {
 		return z.send(j, decode)
 	}
 	for {
+		select {
+		case <-z.quit:
+			return
+		default:
+		}
 		// Keep the unfinished job's bytes, then read more.
 		if keep := from() - base; keep > 0 {
 			n := copy(buf, buf[keep:])
