@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -147,12 +148,24 @@ func assertNoSecrets(t *testing.T, r testutil.Result) {
 	}
 }
 
+var (
+	connMu sync.Mutex
+	conns  = map[string]*glance.Cloud{}
+)
+
+// connect returns the tests' own client of a cloud, authenticated once per test binary.
 func connect(t *testing.T, cloud string) *glance.Cloud {
 	t.Helper()
+	connMu.Lock()
+	defer connMu.Unlock()
+	if c := conns[cloud]; c != nil {
+		return c
+	}
 	c, err := glance.Connect(context.Background(), cloud)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", cloud, err)
 	}
+	conns[cloud] = c
 	return c
 }
 
