@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 )
 
 func init() { register(newLintCommand) }
@@ -16,6 +18,7 @@ func newLintCommand() *cobra.Command {
 	var (
 		out         OutputFormat
 		capiVersion string
+		cloud       string
 	)
 	cmd := &cobra.Command{
 		Use:   "lint FILE...",
@@ -36,7 +39,8 @@ Exits 1 when any error-level finding is reported; warnings alone exit 0. The rul
 in docs/lint-rules.md.`,
 		Example: `  flatcar-capo lint cluster.yaml
   kubectl get kcp,kubeadmconfigtemplate,openstackmachinetemplate,md -A -o yaml | flatcar-capo lint -
-  flatcar-capo lint --capi-version 1.3.5 current.yaml desired.yaml -o json`,
+  flatcar-capo lint --capi-version 1.3.5 current.yaml desired.yaml -o json
+  flatcar-capo lint cluster.yaml --cloud mycloud   # image filters must match exactly one image`,
 		Args: MinimumArgs(1, "FILE..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := capo.ParseCAPIVersion(capiVersion); err != nil {
@@ -57,7 +61,20 @@ in docs/lint-rules.md.`,
 				}
 				inputs = append(inputs, capo.Input{Name: name, Data: data})
 			}
-			rep, err := capo.Lint(cmd.Context(), inputs, capo.LintOptions{CAPIVersion: capiVersion})
+			opts := capo.LintOptions{CAPIVersion: capiVersion}
+			if cloud != "" {
+				c, err := glance.Connect(cmd.Context(), cloud)
+				if err != nil {
+					if glance.IsConfigError(err) {
+						return AsUsage(err)
+					}
+					return err
+				}
+				opts.Images = func(ctx context.Context, name string, tags []string) (int, error) {
+					return glance.CountActiveImages(ctx, c, name, tags)
+				}
+			}
+			rep, err := capo.Lint(cmd.Context(), inputs, opts)
 			if err != nil {
 				return err
 			}
@@ -72,6 +89,7 @@ in docs/lint-rules.md.`,
 	}
 	cmd.Flags().StringVar(&capiVersion, "capi-version", capo.NewestCAPIVersion,
 		"CAPI release the manifests are applied to (older releases have more pitfalls)")
+	cmd.Flags().StringVar(&cloud, "cloud", "", "also check that every image filter matches exactly one active Glance image in this cloud (clouds.yaml name)")
 	AddOutputFlag(cmd.Flags(), &out)
 	return cmd
 }

@@ -1,0 +1,23 @@
+package glance
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+)
+
+// CountActiveImages counts the active images matching name and every tag, as CAPO's image filter
+// does (it needs exactly one).
+func CountActiveImages(ctx context.Context, c *Cloud, name string, tags []string) (int, error) {
+	opts := images.ListOpts{Name: name, Status: images.ImageStatusActive, Tags: tags}
+	pages, err := images.List(c.Image, opts).AllPages(ctx)
+	if err != nil {
+		return 0, glanceError(c, fmt.Sprintf("listing the images named %q", name), err)
+	}
+	all, err := images.ExtractImages(pages)
+	if err != nil {
+		return 0, err
+	}
+	return len(all), nil
+}
