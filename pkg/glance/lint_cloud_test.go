@@ -26,7 +26,7 @@ func TestLintImageFilterAgainstGlance(t *testing.T) {
 		})
 	}
 	lint().MustFail(t, 1, "image-filter", "matches 0 active images")
-	upload(t, nil, rawImage(t, t.TempDir(), 71, 4<<20), "--name", name).MustSucceed(t)
+	upload(t, nil, rawImage(t, t.TempDir(), 71, 4<<20), "--name", name, "--cloud", "local").MustSucceed(t)
 	r := lint().MustSucceed(t)
 	if strings.Contains(r.Combined(), "image-filter") {
 		t.Fatalf("lint still reports the image filter:\n%s", r.Combined())
