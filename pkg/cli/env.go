@@ -31,7 +31,7 @@ func AlsoFromEnv(fs *pflag.FlagSet, flag string, vars ...string) {
 func applyEnvDefaults(cmd *cobra.Command) error {
 	var firstErr error
 	visit := func(f *pflag.Flag) {
-		if f.Changed || firstErr != nil || f.Name == "help" || f.Name == "version" {
+		if f.Changed || firstErr != nil || f.Name == "help" {
 			return
 		}
 		names := append([]string{EnvName(f.Name)}, f.Annotations[extraEnvAnnotation]...)

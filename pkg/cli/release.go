@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -30,15 +29,11 @@ func addReleaseFlags(fs *pflag.FlagSet, r *releaseFlags) {
 	fs.StringVar(&r.server, "release-server", release.DefaultServer, "release server or mirror; {channel} is replaced by the channel, /<arch>-usr/<version>/<file> is appended")
 	fs.IntVar(&r.retries, "retries", 3, "further attempts after a transient network failure (backoff doubles from 0.5 s)")
 	AlsoFromEnv(fs, "channel", "FLATCAR_CHANNEL")
+	AlsoFromEnv(fs, "version", "FLATCAR_VERSION")
 }
 
 // validate turns the flags into a release, or a usage error (exit 2) naming the valid values.
 func (r *releaseFlags) validate(cmd *cobra.Command) (release.Release, error) {
-	// applyEnvDefaults skips flags named "version" (cobra's own --version), so read
-	// image-builder's FLATCAR_VERSION here.
-	if v := os.Getenv("FLATCAR_VERSION"); v != "" && !cmd.Flags().Changed("version") {
-		r.version = v
-	}
 	rel := release.Release{Server: r.server, Channel: r.channel, Arch: r.arch, Version: r.version}
 	if err := rel.Validate(); err != nil {
 		return rel, AsUsage(err)
