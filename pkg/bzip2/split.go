@@ -22,7 +22,6 @@ type job struct {
 	base  int64  // absolute byte offset of data[0]
 	data  []byte // input from start up to the end of the next candidate's magic
 	eos   bool   // start is an end-of-stream magic
-	last  bool   // data reaches the end of the input
 	fail  error  // no data: the input failed (I/O error, or no magic in maxJobBytes)
 	done  chan struct{}
 	res   blockResult
@@ -56,11 +55,11 @@ func (z *reader) split() {
 	prev := candidate{bit: -1} // the candidate the pending job starts at
 	from := func() int64 { return max(prev.bit, 0) >> 3 }
 
-	emit := func(end int64, last bool) bool {
+	emit := func(end int64) bool {
 		lo := from() - base
 		data := getBuf(int(end - base - lo))
 		copy(data, buf[lo:end-base])
-		j := &job{start: prev.bit, base: from(), data: data, eos: prev.eos, last: last, done: closedChan}
+		j := &job{start: prev.bit, base: from(), data: data, eos: prev.eos, done: closedChan}
 		decode := prev.bit >= 0 && !prev.eos
 		if decode {
 			j.done = make(chan struct{})
@@ -100,7 +99,7 @@ func (z *reader) split() {
 		ok := true
 		z.scan(buf, base, scanned, to, func(c candidate) {
 			if ok {
-				ok = emit((c.bit+48+7)>>3, false)
+				ok = emit((c.bit + 48 + 7) >> 3)
 				prev = c
 			}
 		})
@@ -109,7 +108,7 @@ func (z *reader) split() {
 		}
 		scanned = max(scanned, to)
 		if eof {
-			emit(base+int64(len(buf)), true)
+			emit(base + int64(len(buf)))
 			return
 		}
 		if base+int64(len(buf))-from() > maxJobBytes {
