@@ -22,6 +22,8 @@ import (
 	"sync"
 )
 
+const maxWorkers = 64
+
 var (
 	// ErrCorrupt is wrapped by every error caused by invalid input data.
 	ErrCorrupt = errors.New("bzip2: corrupt data")
@@ -38,11 +40,13 @@ func NewReader(r io.Reader) io.ReadCloser {
 }
 
 // NewReaderWorkers is NewReader with an explicit number of decoding
-// goroutines; workers <= 0 means GOMAXPROCS.
+// goroutines; workers <= 0 means GOMAXPROCS. Each worker holds about 5 MB,
+// so at most maxWorkers are used.
 func NewReaderWorkers(r io.Reader, workers int) io.ReadCloser {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	workers = min(workers, maxWorkers)
 	return &reader{src: r, workers: workers, scan: scanMagics}
 }
 
