@@ -62,8 +62,9 @@ func (d *decoder) decodeBlock(data []byte, skip uint, pre []byte) (r blockResult
 	br := newBitReader(data, skip)
 	start := br.offset()
 	r.err = d.decodeSymbols(&br, &r)
-	if br.overrun() {
-		// Whatever went wrong, it involved bits past the data given.
+	if br.overrun() || (r.err != nil && br.pos > len(data)) {
+		// Whatever went wrong involved (or peeked at) bits past the data
+		// given: more data decides.
 		r.err = errNeedMore
 	}
 	if r.err != nil {
