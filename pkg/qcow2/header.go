@@ -154,7 +154,7 @@ func (h *Header) checkFeatures(b []byte) error {
 	if h.BackingFileOffset != 0 {
 		name := ""
 		end := h.BackingFileOffset + uint64(h.BackingFileSize)
-		if h.BackingFileSize <= 1023 && end <= uint64(len(b)) {
+		if h.BackingFileSize <= 1023 && h.BackingFileOffset <= uint64(len(b)) && end <= uint64(len(b)) {
 			name = fmt.Sprintf(" %q", b[h.BackingFileOffset:end])
 		}
 		return unsupported("backing files (this image is an overlay on backing file%s)", name)
