@@ -10,8 +10,8 @@ out=${DEMO_DIR:-demo}
 mkdir -p "$out"
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
-step "Building a Flatcar-layout qemu image (btrfs OEM, grub.cfg: oem_id=qemu, flatcar.autologin)"
-go run ./scripts/mkdisk -variant btrfs -o "$out/flatcar-qemu.raw"
+step "Building a Flatcar-layout qemu image (btrfs OEM, grub.cfg: oem_id=qemu, flatcar.autologin; /flatcar/first_boot on the ESP)"
+go run ./scripts/mkdisk -variant btrfs -first-boot -o "$out/flatcar-qemu.raw"
 
 step "flatcar-capo inspect $out/flatcar-qemu.raw --for openstack   (expected: NOT READY, exit 1)"
 $bin inspect "$out/flatcar-qemu.raw" --for openstack || echo "(exit code $?: as expected, a qemu image is not ready for OpenStack)"

@@ -99,7 +99,9 @@ func (l *lines) Finish() {
 func (l *lines) print(now time.Time) {
 	rate := float64(l.done) / now.Sub(l.start).Seconds()
 	if l.total > 0 {
-		fmt.Fprintf(l.w, "%s: %s / %s (%d%%), %s/s\n", l.label, Bytes(l.done), Bytes(l.total), l.done*100/l.total, Bytes(int64(rate)))
+		// Producers may count whole clusters or blocks against an exact total: never show >100%.
+		done := min(l.done, l.total)
+		fmt.Fprintf(l.w, "%s: %s / %s (%d%%), %s/s\n", l.label, Bytes(done), Bytes(l.total), done*100/l.total, Bytes(int64(rate)))
 	} else {
 		fmt.Fprintf(l.w, "%s: %s, %s/s\n", l.label, Bytes(l.done), Bytes(int64(rate)))
 	}

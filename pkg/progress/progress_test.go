@@ -16,6 +16,13 @@ func TestLinesInAPipeHaveNoCarriageReturns(t *testing.T) {
 	if strings.Contains(out, "\r") || !strings.Contains(out, "download: 2.0 KiB / 2.0 KiB (100%)") {
 		t.Fatalf("unexpected progress output %q", out)
 	}
+	var over bytes.Buffer
+	r = New(&over, Lines, "convert", 1000)
+	r.Add(4096)
+	r.Finish()
+	if !strings.Contains(over.String(), "(100%)") {
+		t.Fatalf("overshoot shown as %q", over.String())
+	}
 	var q bytes.Buffer
 	r = New(&q, Quiet, "x", 10)
 	r.Add(10)
