@@ -2,12 +2,15 @@ package flatcardisk
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 )
 
 // sparseFile creates (or truncates) path as a sparse file of size bytes.
@@ -76,23 +79,13 @@ func copySparse(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	st, err := in.Stat()
-	if err != nil {
-		return err
-	}
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
-	if unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) != nil {
-		if err := out.Truncate(st.Size()); err != nil {
-			out.Close()
-			return err
-		}
-		if err := copyInto(out, 0, src); err != nil {
-			out.Close()
-			return fmt.Errorf("copying %s to %s: %w", src, dst, err)
-		}
+	if err := disk.CopySparse(context.Background(), out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copying %s to %s: %w", src, dst, err)
 	}
 	return out.Close()
 }
