@@ -26,6 +26,14 @@ func TestBootPatchedImages(t *testing.T) {
 			}
 		})
 	}
+	t.Run("btrfs UEFI", func(t *testing.T) {
+		img := flatcardisk.Build(t, flatcardisk.Options{Bootable: true, FirstBoot: true})
+		testutil.Run(t, "oem", "set", img, "--id", "openstack").MustSucceed(t)
+		cmdline := qemuboot.Boot(t, img, qemuboot.Options{UEFI: true})
+		if !hasArg(cmdline, "flatcar.oem.id=openstack") || hasArg(cmdline, "flatcar.autologin") {
+			t.Fatalf("guest /proc/cmdline after oem set, UEFI: %q", cmdline)
+		}
+	})
 	t.Run("unpatched", func(t *testing.T) {
 		img := flatcardisk.Build(t, flatcardisk.Options{Bootable: true, FirstBoot: true})
 		cmdline := qemuboot.Boot(t, img, qemuboot.Options{})
