@@ -2,8 +2,12 @@ package cli_test
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
@@ -29,5 +33,31 @@ func TestConventions(t *testing.T) {
 	r = testutil.Run(t, "--help").MustSucceed(t)
 	if !strings.Contains(r.Stdout, "Exit codes") {
 		t.Fatal("--help does not teach the conventions")
+	}
+}
+
+// SIGINT cancels a command; one blocked on a read ignores that, so a second SIGINT ends it: exit
+// 130 with a plain message, never "context canceled".
+func TestInterruptExits130(t *testing.T) {
+	bin := testutil.Binary(t)
+	cmd := exec.Command(bin, "lint", "-") // waits on stdin until interrupted
+	stdin, _ := cmd.StdinPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	time.Sleep(200 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130; stderr: %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "Interrupted") || strings.Contains(stderr.String(), "context canceled") {
+		t.Fatalf("stderr: %q", stderr.String())
 	}
 }

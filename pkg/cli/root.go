@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -86,7 +87,7 @@ func Execute() int {
 
 // Run runs the CLI with the given arguments; it is what main and in-process tests call.
 func Run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(stderr)
 	defer stop()
 	root := NewRootCommand()
 	root.SetArgs(args)
@@ -97,6 +98,11 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return ExitOK
 	}
 	code := exitCode(ctx, err)
+	if code == ExitInterrupted {
+		// "context canceled" says nothing to a user; outputs are temp files, so nothing is half-written.
+		fmt.Fprintln(stderr, "Interrupted: stopped; no partial output was left at the output path")
+		return code
+	}
 	fmt.Fprintf(stderr, "Error: %v\n", err)
 	return code
 }
@@ -113,4 +119,34 @@ func exitCode(ctx context.Context, err error) int {
 	default:
 		return ExitFailure
 	}
+}
+
+// gracePeriod is how long a cancelled command may take to clean up (remove temp files, stop
+// VMs) before the process exits anyway; a read blocked on a terminal ignores cancellation.
+const gracePeriod = 10 * time.Second
+
+// interruptContext is cancelled by SIGINT/SIGTERM; a command that has not returned within the
+// grace period, or a second signal, ends the process with exit code 130.
+func interruptContext(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+		case <-time.After(gracePeriod):
+		case <-done:
+			return
+		}
+		fmt.Fprintln(stderr, "Interrupted")
+		os.Exit(ExitInterrupted)
+	}()
+	return ctx, func() { signal.Stop(sigs); close(done); cancel() }
 }
