@@ -2,12 +2,13 @@ package disk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 )
 
 // CopySparse copies src to an empty dst: a reflink where the filesystem can (btrfs, xfs: instant,
@@ -18,35 +19,15 @@ func CopySparse(ctx context.Context, dst, src *os.File) error {
 	if unix.IoctlFileClone(int(dst.Fd()), int(src.Fd())) == nil {
 		return nil
 	}
-	st, err := src.Stat()
+	raw, err := qcow2.NewRawSource(src)
 	if err != nil {
 		return err
 	}
-	size := st.Size()
-	if err := dst.Truncate(size); err != nil {
+	if err := dst.Truncate(raw.Size()); err != nil {
 		return fmt.Errorf("cannot size %s: %w", dst.Name(), err)
 	}
-	for off := int64(0); off < size; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		data, err := unix.Seek(int(src.Fd()), off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			break // only a hole remains
-		}
-		if err != nil {
-			return copyRange(ctx, dst, src, off, size-off) // no SEEK_DATA support: plain copy
-		}
-		hole, err := unix.Seek(int(src.Fd()), data, unix.SEEK_HOLE)
-		if err != nil {
-			hole = size
-		}
-		if err := copyRange(ctx, dst, src, data, hole-data); err != nil {
-			return err
-		}
-		off = hole
-	}
-	return nil
+	// One hole walk for the whole project: the one the qcow2 writer reads raw images with.
+	return raw.Extents(ctx, func(off, n int64) error { return copyRange(ctx, dst, src, off, n) })
 }
 
 // chunk bounds each copy so cancellation is noticed quickly.

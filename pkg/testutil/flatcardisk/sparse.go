@@ -3,14 +3,12 @@ package flatcardisk
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 )
 
 // sparseFile creates (or truncates) path as a sparse file of size bytes.
@@ -34,42 +32,27 @@ func copyInto(dst *os.File, off int64, src string) error {
 		return err
 	}
 	defer in.Close()
-	st, err := in.Stat()
+	raw, err := qcow2.NewRawSource(in)
 	if err != nil {
 		return err
 	}
 	buf := make([]byte, 1<<20)
 	zero := make([]byte, len(buf))
-	for pos := int64(0); pos < st.Size(); {
-		data, err := unix.Seek(int(in.Fd()), pos, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			break // only a hole is left
-		}
-		if err != nil {
-			return fmt.Errorf("seeking data in %s: %w", src, err)
-		}
-		hole, err := unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE)
-		if err != nil {
-			return fmt.Errorf("seeking a hole in %s: %w", src, err)
-		}
-		for p := data; p < hole; {
-			n := int64(len(buf))
-			if hole-p < n {
-				n = hole - p
-			}
-			if _, err := in.ReadAt(buf[:n], p); err != nil && err != io.EOF {
+	return raw.Extents(context.Background(), func(data, n int64) error {
+		for p := data; p < data+n; {
+			c := min(int64(len(buf)), data+n-p)
+			if _, err := in.ReadAt(buf[:c], p); err != nil && err != io.EOF {
 				return err
 			}
-			if !bytes.Equal(buf[:n], zero[:n]) {
-				if _, err := dst.WriteAt(buf[:n], off+p); err != nil {
+			if !bytes.Equal(buf[:c], zero[:c]) {
+				if _, err := dst.WriteAt(buf[:c], off+p); err != nil {
 					return err
 				}
 			}
-			p += n
+			p += c
 		}
-		pos = hole
-	}
-	return nil
+		return nil
+	})
 }
 
 // copySparse copies src to a new file dst: a reflink where the filesystem can, else a sparse copy.
