@@ -126,7 +126,7 @@ func verifyImage(t *testing.T, img string, want oemFiles) {
 	copiesAgree(t, fs)
 	sameFiles(t, "btrfs restore", restoreFiles(t, img), want)
 	sameFiles(t, "grub-fstest", grubFiles(t, img, want), want)
-	if testutil.IsRoot() {
+	if testutil.HaveRoot(t, "reading the files through a kernel mount") {
 		sameFiles(t, "kernel mount", kernelFiles(t, img), want)
 	}
 }
@@ -192,9 +192,7 @@ func umount(t *testing.T, dir string) {
 // extents. A rewrite keeps zlib when it pays off; the ~1.9 KiB rewrite of `oem set` does not fit
 // the 4 KiB leaf uncompressed.
 func TestWriteKernelCompressed(t *testing.T) {
-	if !testutil.IsRoot() {
-		t.Skip("SKIP: building a kernel-written (compress=zlib) fixture needs root for the loop mount")
-	}
+	testutil.RequireRoot(t, "building a kernel-written (compress=zlib) fixture (loop mount)")
 	cases := []struct {
 		name        string
 		writes      map[string][]byte
@@ -277,9 +275,7 @@ func TestWriteCompressesWhenLeafIsFull(t *testing.T) {
 // TestWriteNoCompressInode: a file the kernel would never compress (chattr +m sets
 // NOCOMPRESS) is only ever written plain, so content that needs zlib is refused.
 func TestWriteNoCompressInode(t *testing.T) {
-	if !testutil.IsRoot() {
-		t.Skip("SKIP: chattr +m needs root for the loop mount")
-	}
+	testutil.RequireRoot(t, "chattr +m (loop mount)")
 	testutil.RequireTools(t, "chattr")
 	img := mkImage(t, mixedSingle, qemuOEM(true))
 	dir := mountImage(t, img)

@@ -3,6 +3,7 @@ package convert_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -117,15 +118,13 @@ func TestConvertBadInputLeavesNoOutput(t *testing.T) {
 
 // Disk full while writing: exit 1 naming the problem, nothing left on the full file system.
 func TestConvertDiskFull(t *testing.T) {
-	if !testutil.IsRoot() {
-		t.Skip("SKIP: mounting a small tmpfs needs root")
-	}
+	testutil.RequireRoot(t, "mounting a small tmpfs")
 	dir := t.TempDir()
 	raw := sparseRaw(t, dir)
 	mnt := filepath.Join(dir, "small")
 	os.Mkdir(mnt, 0o755)
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("SKIP: cannot mount a tmpfs: %v %s", err, out)
+		testutil.RequireEnv(t, fmt.Errorf("%v %s", err, out), "mounting a 1 MiB tmpfs")
 	}
 	defer exec.Command("umount", mnt).Run()
 	for _, out := range []string{"full.qcow2", "full.raw"} {

@@ -1,6 +1,7 @@
 package fetch_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,14 +137,12 @@ func TestFetchInsecureSkipVerify(t *testing.T) {
 
 // A full disk fails the fetch with the output path named and nothing left behind.
 func TestFetchDiskFull(t *testing.T) {
-	if !testutil.IsRoot() {
-		t.Skip("SKIP: mounting a small tmpfs needs root (CI runs as root)")
-	}
+	testutil.RequireRoot(t, "mounting a small tmpfs")
 	w := newWorld(t)
 	small := filepath.Join(w.base, "small")
 	os.Mkdir(small, 0o755)
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small).CombinedOutput(); err != nil {
-		t.Skipf("SKIP: cannot mount a tmpfs here: %v %s", err, out)
+		testutil.RequireEnv(t, fmt.Errorf("%v %s", err, out), "mounting a 1 MiB tmpfs")
 	}
 	t.Cleanup(func() { exec.Command("umount", small).Run() })
 	out := filepath.Join(small, "flatcar.img")
@@ -157,9 +156,7 @@ func TestFetchDiskFull(t *testing.T) {
 
 // An output directory the user cannot write to fails before any download.
 func TestFetchOutputNotWritable(t *testing.T) {
-	if !testutil.IsRoot() {
-		t.Skip("SKIP: dropping privileges needs root (CI runs as root)")
-	}
+	testutil.RequireRoot(t, "dropping privileges")
 	w := newWorld(t)
 	os.Chmod(w.dir, 0o755) // root-owned: nobody cannot create files in it
 	os.MkdirAll(w.cache, 0o777)

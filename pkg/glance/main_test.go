@@ -27,7 +27,7 @@ import (
 // stack is the Keystone + Glance that scripts/openstack.sh started for this test binary.
 var stack struct {
 	dir      string
-	skip     string // why the OpenStack tests skip (packages missing, not under CI)
+	missing  string // a tool the OpenStack tests need that is not installed
 	env      map[string]string
 	password string
 }
@@ -48,11 +48,7 @@ func runWithOpenStack(m *testing.M) int {
 	}
 	for _, tool := range []string{"uwsgi", "keystone-manage", "glance-manage", "glance-api"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				fmt.Fprintf(os.Stderr, "%s is not installed; scripts/install-deps.sh should have installed it\n", tool)
-				return 1
-			}
-			stack.skip = fmt.Sprintf("SKIP: %s is not installed (run scripts/install-deps.sh)", tool)
+			stack.missing = tool // each OpenStack test skips (fails in strict mode) through testutil
 			return m.Run()
 		}
 	}
@@ -123,11 +119,11 @@ func readEnvFile(path string) map[string]string {
 
 func readOpenrc(path string) map[string]string { return readEnvFile(path) }
 
-// needOpenStack skips visibly when the packages are missing (never under CI).
+// needOpenStack skips visibly when the packages are missing (fails in strict mode).
 func needOpenStack(t *testing.T) {
 	t.Helper()
-	if stack.skip != "" {
-		t.Skip(stack.skip)
+	if stack.missing != "" {
+		testutil.RequireTool(t, stack.missing)
 	}
 }
 

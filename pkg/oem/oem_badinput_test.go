@@ -73,9 +73,7 @@ func TestOEMSetBadInputs(t *testing.T) {
 }
 
 func TestOEMSetReadOnlyImage(t *testing.T) {
-	if !testutil.IsRoot() {
-		t.Skip("SKIP: needs root to drop privileges with setpriv (CI runs as root)")
-	}
+	testutil.RequireRoot(t, "dropping privileges with setpriv")
 	testutil.RequireTools(t, "setpriv", "mkfs.btrfs")
 	img := flatcardisk.Build(t, flatcardisk.Options{})
 	// Let nobody reach the file: t.TempDir() and its parent are 0700.

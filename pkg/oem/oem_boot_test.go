@@ -12,9 +12,7 @@ import (
 // The proof that matters: real GRUB boots the patched image and the kernel command line carries
 // flatcar.oem.id=openstack (and no autologin); an unpatched image shows flatcar.oem.id=qemu.
 func TestBootPatchedImages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("SKIP: boot tests take ~15 s each under QEMU TCG")
-	}
+	testutil.SkipLong(t, "boot tests take ~15 s each under QEMU TCG")
 	testutil.RequireTools(t, "qemu-system-x86_64", "grub-mkimage", "mkfs.btrfs")
 	for _, kind := range []flatcardisk.OEMKind{flatcardisk.OEMBtrfs, flatcardisk.OEMExt4} {
 		t.Run(string(kind), func(t *testing.T) {

@@ -130,22 +130,5 @@ func (r Result) MustFail(t testing.TB, code int, fragments ...string) Result {
 	return r
 }
 
-// RequireTools skips the test with a visible reason when a tool is missing, unless CI is set
-// (CI installs everything, so there a missing tool is a failure, not a skip).
-func RequireTools(t testing.TB, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is not installed; scripts/install-deps.sh should have installed it", tool)
-			}
-			t.Skipf("SKIP: %s is not installed (run scripts/install-deps.sh)", tool)
-		}
-	}
-}
-
-// IsRoot reports whether the tests run as root (CI does).
-func IsRoot() bool { return os.Geteuid() == 0 }
-
 // AsNobody is a Cmd.Prefix that drops root privileges to nobody; tests that use it need root.
 var AsNobody = []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}

@@ -6,6 +6,7 @@
 package flatcardisk
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -45,6 +46,13 @@ type Options struct {
 	Bootable      bool              // GRUB (BIOS core.img + UEFI BOOTX64.EFI), Debian kernel, busybox initramfs
 	OEMSize       int64             // bytes, multiple of 2 MiB; default 128 MiB
 	DiskSize      int64             // total sparse size in bytes; default 600 MiB (ROOT takes the rest)
+
+	// For a disk that boots a real system (pkg/testutil/standin):
+	USRASize  int64  // bytes, multiple of 2 MiB; default 64 MiB
+	USRAImage string // a filesystem image file copied into USR-A (must fit); default: USR-A left empty
+	RootTree  string // directory whose contents ROOT's ext4 is made from (mkfs.ext4 -d); default: empty ROOT
+	Kernel    string // kernel for a Bootable disk; default: the newest /boot/vmlinuz-*
+	Initramfs []byte // initramfs for a Bootable disk; default: the busybox one that prints the command line
 }
 
 const (
@@ -66,6 +74,13 @@ func (o Options) diskSize() int64 {
 	return o.DiskSize
 }
 
+func (o Options) usrASize() int64 {
+	if o.USRASize == 0 {
+		return scaledSizes["USR-A"]
+	}
+	return o.USRASize
+}
+
 func (o Options) validate() error {
 	switch o.OEM {
 	case "", OEMBtrfs, OEMBtrfsDup, OEMBtrfsKernelZlib, OEMExt4, OEMNone:
@@ -74,6 +89,9 @@ func (o Options) validate() error {
 	}
 	if o.oemSize()%align != 0 || o.oemSize() < 16*mib {
 		return fmt.Errorf("OEM size %d must be a multiple of 2 MiB and at least 16 MiB", o.OEMSize)
+	}
+	if o.usrASize()%align != 0 {
+		return fmt.Errorf("USR-A size %d must be a multiple of 2 MiB", o.USRASize)
 	}
 	if o.diskSize()%sector != 0 {
 		return fmt.Errorf("disk size %d is not a multiple of 512", o.DiskSize)
@@ -107,6 +125,7 @@ func (o Options) key() string {
 	}
 	sort.Strings(names)
 	k := fmt.Sprintf("%s|%t|%q|%t|%t|%t|%d|%d", o.OEM, o.NoGrubCfg, o.GrubCfg, o.FirstBoot, o.HybridMBR, o.Bootable, o.oemSize(), o.diskSize())
+	k += fmt.Sprintf("|%d|%q|%q|%q|%x", o.usrASize(), o.USRAImage, o.RootTree, o.Kernel, sha256.Sum256(o.Initramfs))
 	for _, n := range names {
 		k += fmt.Sprintf("|%q=%q", n, o.ExtraOEMFiles[n])
 	}
@@ -151,8 +170,25 @@ func BuildTo(path string, opts Options) error {
 				if err := sparseFile(f, p.Size); err != nil {
 					return err
 				}
-				return run("mkfs.ext4", "-q", "-F", "-L", "ROOT", f)
+				args := []string{"-q", "-F", "-L", "ROOT"}
+				if opts.RootTree != "" {
+					args = append(args, "-d", opts.RootTree)
+				}
+				return run("mkfs.ext4", append(args, f)...)
 			}})
+		case "USR-A":
+			if opts.USRAImage != "" {
+				jobs = append(jobs, fsJob{p, opts.USRAImage, func(f string) error {
+					st, err := os.Stat(f)
+					if err != nil {
+						return err
+					}
+					if st.Size() > p.Size {
+						return fmt.Errorf("%s (%d bytes) does not fit USR-A (%d bytes)", f, st.Size(), p.Size)
+					}
+					return nil
+				}})
+			}
 		}
 	}
 	errs := make([]error, len(jobs))
@@ -216,7 +252,7 @@ func makeESP(work, fsPath string, size int64, opts Options) error {
 		return err
 	}
 	if opts.Bootable {
-		if err := bootFiles(work, tree); err != nil {
+		if err := bootFiles(work, tree, opts); err != nil {
 			return err
 		}
 	}
@@ -255,17 +291,14 @@ var (
 )
 
 // Build returns a fresh (sparse) copy in t.TempDir() of the disk described by opts, which the
-// test may modify. Missing tools skip the test visibly (fail it under CI). Identical options are built once per test process. OEM btrfs-kernel-zlib skips
-// the test with a visible message when not root (CI runs as root).
+// test may modify. Identical options are built once per test process. Missing tools, and missing
+// root for OEM btrfs-kernel-zlib, skip the test through testutil (a failure in strict mode).
 func Build(t testing.TB, opts Options) string {
 	t.Helper()
 	testutil.RequireTools(t, opts.tools()...)
 	src, err := cached(opts)
 	if errors.Is(err, ErrNeedsRoot) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("flatcardisk: OEM %s: %v; CI runs as root", opts.OEM, err)
-		}
-		t.Skipf("SKIP: OEM %s fixture: %v (run the tests as root)", opts.OEM, err)
+		testutil.RequireRoot(t, fmt.Sprintf("the OEM %s fixture (%v)", opts.OEM, err))
 	}
 	if err != nil {
 		t.Fatalf("flatcardisk: building a Flatcar-layout disk: %v", err)
