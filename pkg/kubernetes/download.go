@@ -1,0 +1,243 @@
+package kubernetes
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+)
+
+// Downloaded is a verified file in the cache.
+type Downloaded struct {
+	File
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Bytes  int64  `json:"bytes"`
+	Cached bool   `json:"cached"`
+}
+
+// Set is the verified downloads of one build, in Files() order.
+type Set struct {
+	Options Options      `json:"-"`
+	Files   []Downloaded `json:"files"`
+}
+
+// ChecksumError is a download whose sha256 differs from the published .sha256.
+type ChecksumError struct {
+	Name, URL, Want, Got string
+}
+
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("sha256 mismatch for %s (%s): expected %s (from %s.sha256), got %s; "+
+		"the mirror serves a damaged or altered file, or a wrong .sha256", path.Base(e.URL), e.URL, e.Want, e.URL, e.Got)
+}
+
+// Download fetches the .sha256 of every file, then each file unless the cache holds one with
+// that hash. Nothing unverified is kept. logf gets one line per file.
+func Download(ctx context.Context, client *http.Client, o Options, logf func(string, ...any)) (*Set, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	files := o.Files()
+	set := &Set{Options: o, Files: make([]Downloaded, len(files))}
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := get(ctx, client, o, f)
+			set.Files[i], errs[i] = d, err
+			if err == nil {
+				how := "downloaded"
+				if d.Cached {
+					how = "cached"
+				}
+				logf("%s: %s, sha256 %s ok", f.Name, how, d.SHA256[:16])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// A checksum mismatch is the most important message: report it before network errors.
+	for _, err := range errs {
+		var ce *ChecksumError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// cachePath is <cache>/kubernetes/<version>/<arch>/<file>: the content is fixed by the
+// version, whichever mirror served it (the hash is checked on every use).
+func (o Options) cachePath(f File) string {
+	v := o.Kubernetes
+	switch f.Name {
+	case "crictl.tar.gz":
+		v = "crictl-" + o.Crictl
+	case "cni-plugins.tgz":
+		v = "cni-" + o.CNI
+	}
+	return filepath.Join(o.CacheDir, "kubernetes", v, o.Arch, path.Base(f.URL))
+}
+
+func get(ctx context.Context, client *http.Client, o Options, f File) (Downloaded, error) {
+	d := Downloaded{File: f, Path: o.cachePath(f)}
+	want, err := fetchSHA256(ctx, client, f.SHA256URL())
+	if err != nil {
+		return d, err
+	}
+	d.SHA256 = want
+	if got, n, err := hashFile(d.Path); err == nil && got == want {
+		d.Bytes, d.Cached = n, true
+		return d, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(d.Path), 0o755); err != nil {
+		return d, fmt.Errorf("cannot create the download cache: %w", err)
+	}
+	out, err := atomicfile.Create(d.Path)
+	if err != nil {
+		return d, err
+	}
+	defer out.Abort()
+	resp, err := httpGet(ctx, client, f.URL)
+	if err != nil {
+		return d, err
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), resp.Body)
+	if err != nil {
+		return d, fmt.Errorf("downloading %s: %w", f.URL, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return d, &ChecksumError{Name: f.Name, URL: f.URL, Want: want, Got: got}
+	}
+	d.Bytes = n
+	return d, out.Commit(0o755)
+}
+
+func httpGet(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %w (air-gapped? point --kubernetes-mirror/--github-mirror at a mirror)", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("downloading %s: HTTP %s (is the version right and does the mirror carry it?)", url, resp.Status)
+	}
+	return resp, nil
+}
+
+// fetchSHA256 reads a .sha256 file: "hex" or "hex  name" (sha256sum's format).
+func fetchSHA256(ctx context.Context, client *http.Client, url string) (string, error) {
+	resp, err := httpGet(ctx, client, url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(io.LimitReader(resp.Body, 4096)).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", fmt.Errorf("reading %s: %w", url, err)
+	}
+	return ParseSHA256(line, url)
+}
+
+// ParseSHA256 accepts "hex" and "hex  name".
+func ParseSHA256(line, from string) (string, error) {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return "", fmt.Errorf("%s is empty; want a sha256 hex digest", from)
+	}
+	sum := strings.ToLower(fields[0])
+	if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
+		return "", fmt.Errorf("%s does not start with a sha256 hex digest: %q", from, strings.TrimSpace(line))
+	}
+	return sum, nil
+}
+
+func hashFile(p string) (string, int64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// WritePayload lays the downloads out in dir as the provisioning scripts expect:
+// bin/kubeadm bin/kubelet bin/kubectl crictl.tar.gz cni-plugins.tgz versions.env.
+func (s *Set) WritePayload(dir string) error {
+	for _, f := range s.Files {
+		dst := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := linkOrCopy(f.Path, dst); err != nil {
+			return fmt.Errorf("payload %s: %w", f.Name, err)
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "versions.env"), []byte(s.Options.VersionsEnv()), 0o644)
+}
+
+// ByName returns the download for a payload name.
+func (s *Set) ByName(name string) (Downloaded, bool) {
+	for _, f := range s.Files {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Downloaded{}, false
+}
+
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

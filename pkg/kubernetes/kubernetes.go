@@ -1,0 +1,92 @@
+// Package kubernetes downloads what a CAPO node needs on the build host: kubeadm, kubelet and
+// kubectl from the Kubernetes release bucket, crictl and the CNI plugins from their GitHub
+// releases, each checked against its published .sha256 before anything boots, and cached.
+package kubernetes
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Defaults: a recent stable patch of each, pinned so builds are reproducible.
+const (
+	DefaultVersion       = "v1.33.4"
+	DefaultCrictlVersion = "v1.33.0"
+	DefaultCNIVersion    = "v1.7.1"
+	DefaultMirror        = "https://dl.k8s.io/release"
+	DefaultGitHubMirror  = "https://github.com"
+)
+
+// Options name the versions and where to get them.
+type Options struct {
+	Kubernetes, Crictl, CNI string // versions with the leading v
+	Arch                    string // amd64 or arm64
+	Mirror                  string // replaces https://dl.k8s.io/release
+	GitHubMirror            string // replaces https://github.com (crictl, CNI)
+	CacheDir                string // <CacheDir>/kubernetes/...
+}
+
+var versionRe = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+
+// Validate fills defaults and checks the versions and mirrors.
+func (o *Options) Validate() error {
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&o.Kubernetes, DefaultVersion)
+	def(&o.Crictl, DefaultCrictlVersion)
+	def(&o.CNI, DefaultCNIVersion)
+	def(&o.Mirror, DefaultMirror)
+	def(&o.GitHubMirror, DefaultGitHubMirror)
+	def(&o.Arch, "amd64")
+	for _, v := range []struct{ flag, val string }{{"kubernetes-version", o.Kubernetes}, {"crictl-version", o.Crictl}, {"cni-version", o.CNI}} {
+		if !versionRe.MatchString(v.val) {
+			return fmt.Errorf("invalid --%s %q: want a release tag with the v, e.g. %s", v.flag, v.val, map[string]string{
+				"kubernetes-version": DefaultVersion, "crictl-version": DefaultCrictlVersion, "cni-version": DefaultCNIVersion}[v.flag])
+		}
+	}
+	for _, m := range []struct{ flag, val string }{{"kubernetes-mirror", o.Mirror}, {"github-mirror", o.GitHubMirror}} {
+		if !strings.HasPrefix(m.val, "http://") && !strings.HasPrefix(m.val, "https://") {
+			return fmt.Errorf("invalid --%s %q: want an http(s) URL", m.flag, m.val)
+		}
+	}
+	switch o.Arch {
+	case "amd64", "arm64":
+	default:
+		return fmt.Errorf("invalid arch %q for Kubernetes downloads: amd64 or arm64", o.Arch)
+	}
+	o.Mirror = strings.TrimRight(o.Mirror, "/")
+	o.GitHubMirror = strings.TrimRight(o.GitHubMirror, "/")
+	return nil
+}
+
+// File is one download: Name is where it goes in the payload.
+type File struct {
+	Name string `json:"name"` // payload name: bin/kubeadm, crictl.tar.gz, cni-plugins.tgz
+	URL  string `json:"url"`
+}
+
+// SHA256URL is the published checksum of the file.
+func (f File) SHA256URL() string { return f.URL + ".sha256" }
+
+// Files are the five downloads for o, in payload order.
+func (o *Options) Files() []File {
+	k := fmt.Sprintf("%s/%s/bin/linux/%s/", o.Mirror, o.Kubernetes, o.Arch)
+	return []File{
+		{Name: "bin/kubeadm", URL: k + "kubeadm"},
+		{Name: "bin/kubelet", URL: k + "kubelet"},
+		{Name: "bin/kubectl", URL: k + "kubectl"},
+		{Name: "crictl.tar.gz", URL: fmt.Sprintf("%s/kubernetes-sigs/cri-tools/releases/download/%s/crictl-%s-linux-%s.tar.gz",
+			o.GitHubMirror, o.Crictl, o.Crictl, o.Arch)},
+		{Name: "cni-plugins.tgz", URL: fmt.Sprintf("%s/containernetworking/plugins/releases/download/%s/cni-plugins-linux-%s-%s.tgz",
+			o.GitHubMirror, o.CNI, o.Arch, o.CNI)},
+	}
+}
+
+// VersionsEnv is the payload's versions.env, read by the provisioning scripts.
+func (o *Options) VersionsEnv() string {
+	return fmt.Sprintf("KUBERNETES_VERSION=%s\nCRICTL_VERSION=%s\nCNI_VERSION=%s\nARCH=%s\n", o.Kubernetes, o.Crictl, o.CNI, o.Arch)
+}

@@ -1,0 +1,181 @@
+// Package kubetest serves a Kubernetes download mirror on 127.0.0.1 for tests: small stand-in
+// executables (shell scripts) for kubeadm, kubelet (keeps running, as a daemon does) and
+// kubectl, crictl and CNI plugin tarballs, each with a correct .sha256, laid out like
+// dl.k8s.io/release and github.com releases so --kubernetes-mirror/--github-mirror point at it.
+package kubetest
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+)
+
+// Mirror is the test server.
+type Mirror struct {
+	*httptest.Server
+	Options kubernetes.Options // versions and arch it serves; Mirror/GitHubMirror point here
+
+	mu       sync.Mutex
+	files    map[string][]byte // URL path -> content
+	wrong    map[string]bool   // URL paths whose .sha256 is wrong
+	requests []string
+}
+
+// New starts a mirror for o's versions (defaults when empty), closed when the test ends.
+func New(t testing.TB, o kubernetes.Options) *Mirror {
+	m := Start(o)
+	t.Cleanup(m.Close)
+	return m
+}
+
+// Start is New without a test (for the benchmark); Close it.
+func Start(o kubernetes.Options) *Mirror {
+	m := &Mirror{files: map[string][]byte{}, wrong: map[string]bool{}}
+	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
+	o.Mirror, o.GitHubMirror = m.URL+"/release", m.URL
+	if err := o.Validate(); err != nil {
+		panic(err)
+	}
+	m.Options = o
+	for _, f := range o.Files() {
+		m.files[m.path(f)] = Content(o, f.Name)
+	}
+	return m
+}
+
+// KubernetesMirror is the --kubernetes-mirror value.
+func (m *Mirror) KubernetesMirror() string { return m.URL + "/release" }
+
+// GitHubMirror is the --github-mirror value.
+func (m *Mirror) GitHubMirror() string { return m.URL }
+
+// Args are the build flags that select this mirror and its versions.
+func (m *Mirror) Args() []string {
+	return []string{"--kubernetes-mirror", m.KubernetesMirror(), "--github-mirror", m.GitHubMirror(),
+		"--kubernetes-version", m.Options.Kubernetes, "--crictl-version", m.Options.Crictl, "--cni-version", m.Options.CNI}
+}
+
+func (m *Mirror) path(f kubernetes.File) string { return strings.TrimPrefix(f.URL, m.URL) }
+
+// File returns the served file for a payload name (bin/kubelet, crictl.tar.gz, ...).
+func (m *Mirror) File(name string) kubernetes.File {
+	for _, f := range m.Options.Files() {
+		if f.Name == name {
+			return f
+		}
+	}
+	panic("kubetest: no file " + name)
+}
+
+// SHA256 is the hex sha256 of a served file.
+func (m *Mirror) SHA256(name string) string {
+	s := sha256.Sum256(Content(m.Options, name))
+	return hex.EncodeToString(s[:])
+}
+
+// WrongSHA256 makes the mirror publish a wrong .sha256 for name (true) or the right one.
+func (m *Mirror) WrongSHA256(name string, wrong bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.wrong[m.path(m.File(name))] = wrong
+}
+
+// BadSHA256 is the digest served when WrongSHA256 is on.
+const BadSHA256 = "0000000000000000000000000000000000000000000000000000000000000bad"
+
+// Requests are the paths asked for so far.
+func (m *Mirror) Requests() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.requests...)
+}
+
+func (m *Mirror) serve(w http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	m.requests = append(m.requests, r.URL.Path)
+	p := r.URL.Path
+	data, ok := m.files[p]
+	var body []byte
+	switch {
+	case ok:
+		body = data
+	case strings.HasSuffix(p, ".sha256"):
+		base := strings.TrimSuffix(p, ".sha256")
+		if d, ok := m.files[base]; ok {
+			s := sha256.Sum256(d)
+			sum := hex.EncodeToString(s[:])
+			if m.wrong[base] {
+				sum = BadSHA256
+			}
+			// dl.k8s.io publishes the bare digest; GitHub releases "digest  name".
+			if strings.HasPrefix(base, "/release/") {
+				body = []byte(sum)
+			} else {
+				body = []byte(sum + "  " + base[strings.LastIndex(base, "/")+1:] + "\n")
+			}
+		}
+	}
+	m.mu.Unlock()
+	if body == nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.Write(body)
+}
+
+// Script is the stand-in executable for a Kubernetes binary; kubelet runs until stopped.
+func Script(name, version string) []byte {
+	body := fmt.Sprintf("echo '%s version %s (flatcar-capo test stand-in)'\n", name, version)
+	if name == "kubelet" {
+		body = fmt.Sprintf("case \"$1\" in --version) echo 'Kubernetes %s'; exit 0;; esac\n"+
+			"echo 'kubelet stand-in %s running'\nwhile :; do sleep 3600; done\n", version, version)
+	}
+	return []byte("#!/bin/sh\n# flatcar-capo test stand-in for " + name + "\n" + body)
+}
+
+// CNIPlugins are the plugin names in the stand-in CNI tarball.
+var CNIPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
+
+// Content is the deterministic content of a payload name for o's versions.
+func Content(o kubernetes.Options, name string) []byte {
+	switch name {
+	case "bin/kubeadm", "bin/kubelet", "bin/kubectl":
+		return Script(strings.TrimPrefix(name, "bin/"), o.Kubernetes)
+	case "crictl.tar.gz":
+		return tarGz(map[string][]byte{"crictl": Script("crictl", o.Crictl)}, []string{"crictl"})
+	case "cni-plugins.tgz":
+		files := map[string][]byte{}
+		var order []string
+		for _, p := range CNIPlugins {
+			files["./"+p] = Script(p, o.CNI)
+			order = append(order, "./"+p)
+		}
+		return tarGz(files, order)
+	}
+	panic("kubetest: no content for " + name)
+}
+
+func tarGz(files map[string][]byte, order []string) []byte {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, name := range order {
+		data := files[name]
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg, Uname: "root", Gname: "root"})
+		tw.Write(data)
+	}
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}
