@@ -61,8 +61,8 @@ set prefix=($root)/flatcar/grub
 var grubModules = []string{"part_gpt", "part_msdos", "fat", "btrfs", "ext2", "search", "search_label",
 	"search_fs_uuid", "normal", "linux", "echo", "test", "configfile", "serial", "terminal", "gzio"}
 
-// kernelPath finds the Debian kernel (linux-image-amd64) in /boot.
-func kernelPath() (string, error) {
+// KernelPath finds the Debian kernel (linux-image-amd64) in /boot: the newest one.
+func KernelPath() (string, error) {
 	m, _ := filepath.Glob("/boot/vmlinuz-*")
 	if len(m) == 0 {
 		return "", fmt.Errorf("no kernel in /boot (install linux-image-amd64; scripts/install-deps.sh does)")
@@ -72,10 +72,14 @@ func kernelPath() (string, error) {
 }
 
 // bootFiles adds the kernel, initramfs and (for UEFI) GRUB's EFI binary to the ESP tree.
-func bootFiles(work, espTree string) error {
-	kernel, err := kernelPath()
-	if err != nil {
-		return err
+func bootFiles(work, espTree string, opts Options) error {
+	kernel := opts.Kernel
+	if kernel == "" {
+		k, err := KernelPath()
+		if err != nil {
+			return err
+		}
+		kernel = k
 	}
 	dir := filepath.Join(espTree, "flatcar")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -84,9 +88,12 @@ func bootFiles(work, espTree string) error {
 	if err := run("cp", kernel, filepath.Join(dir, "vmlinuz-a")); err != nil {
 		return err
 	}
-	initrd, err := initramfs()
-	if err != nil {
-		return err
+	initrd := opts.Initramfs
+	if initrd == nil {
+		var err error
+		if initrd, err = initramfs(); err != nil {
+			return err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "initrd-a"), initrd, 0o644); err != nil {
 		return err
@@ -193,4 +200,27 @@ func (c *cpioWriter) pad() {
 	for c.buf.Len()%4 != 0 {
 		c.buf.WriteByte(0)
 	}
+}
+
+// CPIO builds a gzip'ed newc archive for a custom initramfs (Options.Initramfs).
+type CPIO struct{ w cpioWriter }
+
+// Add appends an entry: mode includes the file type bits (0o100000 file, 0o040000 directory,
+// 0o120000 symlink with data = target, 0o020000 character device with rdev).
+func (c *CPIO) Add(name string, mode uint32, rdevMajor, rdevMinor int, data []byte) {
+	c.w.add(name, mode, rdevMajor, rdevMinor, data)
+}
+
+// Gzip ends the archive and returns it compressed.
+func (c *CPIO) Gzip() ([]byte, error) {
+	c.w.add("TRAILER!!!", 0, 0, 0, nil)
+	var out bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
+	if _, err := zw.Write(c.w.buf.Bytes()); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }

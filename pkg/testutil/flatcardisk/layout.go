@@ -105,6 +105,8 @@ func plan(opts Options) ([]part, error) {
 		switch e.Label {
 		case "OEM":
 			p.Size = opts.oemSize()
+		case "USR-A":
+			p.Size = opts.usrASize()
 		case "ROOT":
 			// ROOT takes the rest, leaving room for the backup GPT (33 sectors) at the end.
 			p.Size = (diskSize - 33*512 - next) / align * align
