@@ -26,11 +26,13 @@ func newInspectCommand() *cobra.Command {
 first-boot flag on the ESP, a leftover /oem/config.ign, the MBR kind, and a verdict for --for
 (default: the image's own oem_id):
 
-  READY      nothing to fix
+  READY      nothing to fix (info lines, e.g. the harmless oem-qemu sysext of a retargeted
+             qemu image, are facts, not problems)
   WARNING    ready, with something worth knowing (flatcar.autologin, hybrid MBR, missing
-             first-boot flag, oem-release differing from oem_id after a retarget)
-  NOT READY  the effective oem_id differs from the target, or /oem/config.ign would override
-             cloud user-data
+             first-boot flag)
+  NOT READY  the effective oem_id differs from the target, /oem/config.ign would override
+             cloud user-data, or oem-release / an active-oem-<id> marker names an OEM sysext
+             the image lacks (the initrd would download it and fail offline)
 
 Exits 1 when NOT READY, 0 otherwise, so CI can gate on it. The JSON fields are documented in
 docs/inspect-json.md and kept stable.`,

@@ -14,7 +14,7 @@ const (
 // MBRInfo describes the master boot record.
 type MBRInfo struct {
 	Kind  MBRKind   `json:"kind"`
-	Types []string  `json:"types,omitempty"` // partition type bytes in use, e.g. "ee", "ef"
+	Types []string  `json:"types"` // partition type bytes in use, e.g. "ee", "ef"
 	raw   [512]byte `json:"-"`
 }
 

@@ -20,6 +20,14 @@ const (
 	NotReady = "NOT READY"
 )
 
+// Finding levels: an error makes the image NOT READY, a warning makes it WARNING, info changes
+// nothing (a fact worth showing, e.g. the harmless oem-qemu sysext of a retargeted image).
+const (
+	LevelError   = "error"
+	LevelWarning = "warning"
+	LevelInfo    = "info"
+)
+
 // Report is the stable JSON document of `inspect -o json` (docs/inspect-json.md).
 type Report struct {
 	Image      string          `json:"image"`
@@ -30,6 +38,7 @@ type Report struct {
 	OEM        oem.State       `json:"oem"`
 	Sysext     []oem.Entry     `json:"sysext"`
 	Markers    []string        `json:"markers"`
+	SysextDir  bool            `json:"-"`         // the OEM partition has /sysext (Flatcar with OEM sysexts)
 	FirstBoot  *bool           `json:"firstBoot"` // nil when the ESP could not be read
 	ConfigIgn  bool            `json:"configIgn"`
 	Target     string          `json:"target"`
@@ -40,19 +49,29 @@ type Report struct {
 // PartitionInfo is a GPT entry with its well-known type name.
 type PartitionInfo struct {
 	disk.Partition
-	Type string `json:"type,omitempty"`
+	Type string `json:"type"` // "" for a type GUID Flatcar does not use
 }
 
 // Finding is one reason for the verdict.
 type Finding struct {
-	Level   string `json:"level"` // "error" (NOT READY) or "warning"
+	Level   string `json:"level"` // LevelError, LevelWarning or LevelInfo
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
 
+// newReport is a report with every list empty, not nil: `inspect -o json` prints [] for an empty
+// list, never null (docs/inspect-json.md).
+func newReport(path string) *Report {
+	return &Report{Image: path, Partitions: []PartitionInfo{}, MBR: disk.MBRInfo{Types: []string{}},
+		Sysext: []oem.Entry{}, Markers: []string{}, Findings: []Finding{}}
+}
+
 // Inspect reads img and judges it for target ("" = the image's own effective oem_id).
+// A new section (e.g. sysext.go) adds its field to Report, a read step below, and its rules to
+// rules.go's list.
 func Inspect(img *disk.Image, target string) (*Report, error) {
-	r := &Report{Image: img.Path, Format: img.Format, Size: img.Size(), Sysext: []oem.Entry{}, Markers: []string{}, Findings: []Finding{}}
+	r := newReport(img.Path)
+	r.Format, r.Size = img.Format, img.Size()
 	parts, err := img.Partitions()
 	if err != nil {
 		return nil, err
@@ -62,6 +81,9 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	}
 	if r.MBR, err = disk.ReadMBR(img.Storage); err != nil {
 		return nil, fmt.Errorf("%s: %w", img.Path, err)
+	}
+	if r.MBR.Types == nil {
+		r.MBR.Types = []string{}
 	}
 	state, fsys, err := oem.ReadState(img)
 	if err != nil {
@@ -92,57 +114,14 @@ func (r *Report) readSysext(fsys oem.Filesystem) error {
 	if err != nil {
 		return err
 	}
+	r.SysextDir = true
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name, "active-oem-") {
+		if strings.HasPrefix(e.Name, markerPrefix) {
 			r.Markers = append(r.Markers, e.Name)
 		} else {
 			r.Sysext = append(r.Sysext, e)
 		}
 	}
 	return nil
-}
-
-func (r *Report) add(level, code, format string, a ...any) {
-	r.Findings = append(r.Findings, Finding{Level: level, Code: code, Message: fmt.Sprintf(format, a...)})
-}
-
-// judge applies the verdict rules: NOT READY when the effective oem_id differs from the target or a
-// leftover /oem/config.ign would override cloud user-data; warnings do not block.
-func (r *Report) judge() {
-	s := r.OEM.Settings
-	switch {
-	case s.OEMID == "":
-		r.add("error", "oem-id-missing", "no oem_id is set: the kernel command line gets an empty flatcar.oem.id, the initrd falls back to qemu and Ignition ignores %s user-data; fix: flatcar-capo oem set %s --id %s", r.Target, r.Image, r.Target)
-	case s.OEMID != r.Target:
-		r.add("error", "oem-id-mismatch", "oem_id is %q but the target is %q: Ignition and coreos-metadata would look for %s metadata; fix: flatcar-capo oem set %s --id %s", s.OEMID, r.Target, s.OEMID, r.Image, r.Target)
-	}
-	if r.ConfigIgn {
-		r.add("error", "config-ign-leftover", "/oem/config.ign exists: it overrides cloud user-data on every boot; remove it when building the image")
-	}
-	if r.FirstBoot != nil && !*r.FirstBoot {
-		r.add("warning", "first-boot-missing", "/flatcar/first_boot is missing on the ESP: Ignition will not run on the first boot of this image")
-	}
-	if strings.Contains(" "+s.LinuxAppend+" ", " "+oem.Autologin+" ") {
-		r.add("warning", "autologin", "linux_append contains flatcar.autologin: a root shell on the serial/VNC console; fix: flatcar-capo oem set %s --id %s", r.Image, r.Target)
-	}
-	if r.MBR.Kind == disk.MBRHybrid {
-		r.add("warning", "hybrid-mbr", "the image has a hybrid MBR (Flatcar before 4459.2.0): newer Nova rejects it (Launchpad bug 2091114); fix: flatcar-capo oem set %s --id %s --protective-mbr", r.Image, r.Target)
-	}
-	if id := r.OEM.OEMReleaseID; id != "" && id != s.OEMID {
-		r.add("warning", "oem-release-differs", "oem-release says ID=%s while oem_id is %s: expected after retargeting a %s image; the %s sysext stays active, which is safe (changing it would make the initrd download another sysext at boot)", id, s.OEMID, id, id)
-	}
-	for _, m := range r.Markers {
-		if id := strings.TrimPrefix(m, "active-oem-"); id != s.OEMID && id != r.OEM.OEMReleaseID {
-			r.add("warning", "sysext-differs", "sysext marker %s differs from oem_id %s", m, s.OEMID)
-		}
-	}
-	r.Verdict = Ready
-	for _, f := range r.Findings {
-		if f.Level == "error" {
-			r.Verdict = NotReady
-			return
-		}
-		r.Verdict = Warning
-	}
 }

@@ -42,7 +42,7 @@ type State struct {
 	Filesystem   string   `json:"filesystem"`
 	GrubCfg      bool     `json:"grubCfg"` // whether /grub.cfg exists
 	Settings     Settings `json:"settings"`
-	OEMReleaseID string   `json:"oemReleaseId,omitempty"`
+	OEMReleaseID string   `json:"oemReleaseId"` // "" when /oem-release is missing or has no ID=
 }
 
 // ReadState reads grub.cfg and oem-release.

@@ -1,0 +1,121 @@
+package inspect
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
+)
+
+// readyReport is a qemu release image retargeted to openstack with `oem set`: grub.cfg says
+// openstack, oem-release and the sysext stay qemu's.
+func readyReport() *Report {
+	r := newReport("flatcar.img")
+	yes := true
+	r.OEM = oem.State{Partition: 6, Filesystem: "btrfs", GrubCfg: true,
+		Settings: oem.Settings{OEMID: "openstack"}, OEMReleaseID: "qemu"}
+	r.SysextDir = true
+	r.Sysext = []oem.Entry{{Name: "oem-qemu-4459.2.0.raw", Size: 65536}}
+	r.Markers = []string{"active-oem-qemu"}
+	r.MBR = disk.MBRInfo{Kind: disk.MBRProtective, Types: []string{"ee"}}
+	r.FirstBoot = &yes
+	r.Target = "openstack"
+	return r
+}
+
+type finding struct{ level, code string }
+
+// One case per finding code (docs/inspect-json.md), each with the verdict it must give and
+// words its message must carry (the problem and the fix).
+func TestVerdictRules(t *testing.T) {
+	no := false
+	cases := []struct {
+		name    string
+		edit    func(r *Report)
+		verdict string
+		want    []finding
+		words   []string
+	}{
+		{"retargeted qemu image", func(r *Report) {}, Ready,
+			[]finding{{LevelInfo, "oem-release-differs"}}, []string{"harmless"}},
+		{"own platform", func(r *Report) { r.OEM.Settings.OEMID, r.Target = "qemu", "qemu" }, Ready, nil, nil},
+		{"oem-id-missing", func(r *Report) { r.OEM.Settings.OEMID = "" }, NotReady,
+			[]finding{{LevelError, "oem-id-missing"}, {LevelInfo, "oem-release-differs"}}, []string{"flatcar-capo oem set flatcar.img --id openstack"}},
+		{"oem-id-mismatch", func(r *Report) { r.OEM.Settings.OEMID = "qemu" }, NotReady,
+			[]finding{{LevelError, "oem-id-mismatch"}}, []string{`"qemu"`, "--id openstack"}},
+		{"config-ign-leftover", func(r *Report) { r.ConfigIgn = true }, NotReady,
+			[]finding{{LevelError, "config-ign-leftover"}, {LevelInfo, "oem-release-differs"}}, []string{"/oem/config.ign", "user-data"}},
+		{"oem-sysext-missing: oem-release changed", func(r *Report) {
+			r.OEM.OEMReleaseID = "openstack"
+		}, NotReady, []finding{{LevelError, "oem-sysext-missing"}, {LevelWarning, "sysext-differs"}},
+			[]string{"ID=openstack", "/oem/sysext/oem-openstack-<version>.raw is missing", "without internet", "grub.cfg only"}},
+		{"oem-sysext-missing: marker added", func(r *Report) {
+			r.Markers = append(r.Markers, "active-oem-openstack")
+		}, NotReady, []finding{{LevelError, "oem-sysext-missing"}, {LevelInfo, "oem-release-differs"}},
+			[]string{"active-oem-openstack exists", "oem-openstack-<version>.raw is missing"}},
+		{"oem-sysext-missing: sysext deleted", func(r *Report) { r.Sysext = []oem.Entry{} }, NotReady,
+			[]finding{{LevelError, "oem-sysext-missing"}, {LevelInfo, "oem-release-differs"}},
+			[]string{"ID=qemu", "oem-qemu-<version>.raw is missing"}},
+		{"oem-sysext-missing: a directory is not the sysext", func(r *Report) {
+			r.Sysext = []oem.Entry{{Name: "oem-qemu-1.raw", IsDir: true}}
+		}, NotReady, []finding{{LevelError, "oem-sysext-missing"}, {LevelInfo, "oem-release-differs"}}, nil},
+		{"before OEM sysexts: no /oem/sysext", func(r *Report) {
+			r.SysextDir, r.Sysext, r.Markers = false, []oem.Entry{}, []string{}
+		}, Ready, []finding{{LevelInfo, "oem-release-differs"}}, nil},
+		{"first-boot-missing", func(r *Report) { r.FirstBoot = &no }, Warning,
+			[]finding{{LevelWarning, "first-boot-missing"}, {LevelInfo, "oem-release-differs"}}, []string{"/flatcar/first_boot", "Ignition will not run"}},
+		{"ESP unreadable: no first-boot judgement", func(r *Report) { r.FirstBoot = nil }, Ready,
+			[]finding{{LevelInfo, "oem-release-differs"}}, nil},
+		{"autologin", func(r *Report) { r.OEM.Settings.LinuxAppend = "quiet flatcar.autologin" }, Warning,
+			[]finding{{LevelWarning, "autologin"}, {LevelInfo, "oem-release-differs"}}, []string{"root shell", "oem set"}},
+		{"autologin prefix is not autologin", func(r *Report) { r.OEM.Settings.LinuxAppend = "flatcar.autologin=tty1x" }, Ready,
+			[]finding{{LevelInfo, "oem-release-differs"}}, nil},
+		{"hybrid-mbr", func(r *Report) { r.MBR = disk.MBRInfo{Kind: disk.MBRHybrid, Types: []string{"ee", "ef"}} }, Warning,
+			[]finding{{LevelWarning, "hybrid-mbr"}, {LevelInfo, "oem-release-differs"}}, []string{"2091114", "--protective-mbr"}},
+		{"oem-release-differs: another platform's sysext", func(r *Report) {
+			r.OEM.OEMReleaseID, r.Markers = "azure", []string{"active-oem-azure"}
+			r.Sysext = []oem.Entry{{Name: "oem-azure-4459.2.0.raw"}}
+		}, Warning, []finding{{LevelWarning, "oem-release-differs"}}, []string{"azure's agents"}},
+		{"sysext-differs", func(r *Report) {
+			r.Markers = append(r.Markers, "active-oem-azure")
+			r.Sysext = append(r.Sysext, oem.Entry{Name: "oem-azure-4459.2.0.raw"})
+		}, Warning, []finding{{LevelInfo, "oem-release-differs"}, {LevelWarning, "sysext-differs"}}, []string{"active-oem-azure"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := readyReport()
+			c.edit(r)
+			r.judge()
+			var got []finding
+			for _, f := range r.Findings {
+				got = append(got, finding{f.Level, f.Code})
+			}
+			if r.Verdict != c.verdict || !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("verdict %s, findings %v; want %s, %v\n%+v", r.Verdict, got, c.verdict, c.want, r.Findings)
+			}
+			msgs := ""
+			for _, f := range r.Findings {
+				msgs += f.Message + "\n"
+			}
+			for _, w := range c.words {
+				if !strings.Contains(msgs, w) {
+					t.Errorf("messages lack %q:\n%s", w, msgs)
+				}
+			}
+		})
+	}
+}
+
+// Judging twice gives the same findings (rules never accumulate across runs).
+func TestJudgeIsRepeatable(t *testing.T) {
+	r := readyReport()
+	r.ConfigIgn = true
+	r.judge()
+	first := append([]Finding{}, r.Findings...)
+	r.judge()
+	if !reflect.DeepEqual(first, r.Findings) {
+		t.Fatalf("second judge: %+v, first %+v", r.Findings, first)
+	}
+}
