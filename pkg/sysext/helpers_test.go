@@ -1,0 +1,128 @@
+package sysext
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// standInBinary writes an executable shell script named name that prints its name, the way
+// the stand-in guest's "kubelet" does.
+func standInBinary(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho stand-in "+name+" \"$@\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// bigBinary writes size bytes that compress roughly like a Go binary (random runs mixed with
+// repeated text), so the squashfs writer has real compression work and multi-block files.
+func bigBinary(t testing.TB, p string, size int64) string {
+	t.Helper()
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rng := rand.New(rand.NewSource(42))
+	chunk := make([]byte, 64<<10)
+	text := bytes.Repeat([]byte("runtime.gopanic kubelet k8s.io/apimachinery/pkg/util "), 2000)
+	for written := int64(0); written < size; {
+		n := int64(len(chunk))
+		if size-written < n {
+			n = size - written
+		}
+		if rng.Intn(2) == 0 {
+			rng.Read(chunk[:n])
+		} else {
+			copy(chunk[:n], text[rng.Intn(1000):])
+		}
+		if _, err := f.Write(chunk[:n]); err != nil {
+			t.Fatal(err)
+		}
+		written += n
+	}
+	return p
+}
+
+// tarGz writes a .tar.gz holding files (name -> content), mode 0755, as the CNI plugins and
+// crictl release archives are.
+func tarGz(t *testing.T, p string, files map[string]string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for name, content := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: "./" + name, Mode: 0o755, Size: int64(len(content)), Typeflag: tar.TypeReg, Uid: 1001, Gid: 1001}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(content))
+	}
+	tw.Close()
+	gz.Close()
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func sha256File(t testing.TB, p string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// unsquashfsList runs `unsquashfs -lls` and returns path -> "mode owner size" for each entry.
+type lsEntry struct{ mode, owner, size string }
+
+func unsquashfsList(t testing.TB, img string) map[string]lsEntry {
+	t.Helper()
+	out, err := exec.Command("unsquashfs", "-lls", "-no-progress", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("unsquashfs -lls %s: %v\n%s", img, err, out)
+	}
+	m := map[string]lsEntry{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		// -rwxr-xr-x root/root  1234 2026-12-01 05:00 squashfs-root/usr/bin/kubelet
+		if len(f) < 6 || !strings.HasPrefix(f[len(f)-1], "squashfs-root") {
+			continue
+		}
+		p := strings.TrimPrefix(strings.TrimPrefix(f[len(f)-1], "squashfs-root"), "/")
+		m[p] = lsEntry{mode: f[0], owner: f[1], size: f[2]}
+	}
+	if len(m) == 0 {
+		t.Fatalf("unsquashfs -lls listed nothing:\n%s", out)
+	}
+	return m
+}
+
+// mksquashfs builds a squashfs from dir with the real tool (for the bad-input fixtures, made
+// independently of the writer under test).
+func mksquashfs(t testing.TB, dir, out string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("mksquashfs", append([]string{dir, out, "-noappend", "-all-root", "-no-progress", "-quiet"}, args...)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mksquashfs: %v\n%s", err, b)
+	}
+	return out
+}

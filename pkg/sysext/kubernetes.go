@@ -1,0 +1,165 @@
+package sysext
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The Kubernetes sysext's conventional name and places (Flatcar's sysext-bakery, CAPO).
+const (
+	KubernetesName = "kubernetes"
+	// KubernetesLink is the link systemd-sysext finds; its name must match extension-release.kubernetes.
+	KubernetesLink = "/etc/extensions/kubernetes.raw"
+	// KubernetesDir holds the versioned images (storage only; not a search path).
+	KubernetesDir = "/opt/extensions/kubernetes"
+)
+
+var (
+	//go:embed units/kubelet.service
+	kubeletService []byte
+	//go:embed units/10-kubeadm.conf
+	kubeadmDropIn []byte
+	//go:embed units/10-kubelet-service.conf
+	upholdsDropIn []byte
+)
+
+// KubernetesInput names the files a Kubernetes sysext is made of. The binaries come from the
+// Kubernetes release (dl.k8s.io/release/<v>/bin/linux/<arch>/), checked by the caller.
+type KubernetesInput struct {
+	Version                   string // v1.33.4
+	Arch                      string // amd64|arm64 (or systemd's x86-64); empty: this machine's
+	Kubelet, Kubeadm, Kubectl string
+	// CNIPlugins is a directory of plugin binaries or the cni-plugins-linux-<arch>-<v>.tgz
+	// release archive; optional (then kubelet.service does not copy plugins to /opt/cni/bin).
+	CNIPlugins string
+	// Crictl is the crictl binary or its crictl-<v>-linux-<arch>.tar.gz; optional.
+	Crictl string
+	// ReleaseID is "_any" (default, as the bakery writes) or "flatcar" (ID=flatcar, SYSEXT_LEVEL=1.0).
+	ReleaseID   string
+	Compression string    // zstd (default) or gzip
+	ModTime     time.Time // see Spec.ModTime
+}
+
+var versionPattern = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+
+// ValidVersion checks a Kubernetes version as the release server spells it (v1.33.4).
+func ValidVersion(v string) error {
+	if !versionPattern.MatchString(v) {
+		return fmt.Errorf("invalid Kubernetes version %q: use the release tag, e.g. v1.33.4", v)
+	}
+	return nil
+}
+
+// KubernetesFileName is the versioned image name, e.g. kubernetes-v1.33.4-x86-64.raw.
+func KubernetesFileName(version, arch string) (string, error) {
+	if err := ValidVersion(version); err != nil {
+		return "", err
+	}
+	a, err := Arch(arch)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s-%s-%s.raw", KubernetesName, version, a), nil
+}
+
+// KubernetesSpec is the bakery's layout for in: the three binaries in /usr/bin, CNI plugins in
+// /usr/local/bin/cni (copied to /opt/cni/bin by kubelet.service), crictl, kubelet.service with
+// kubeadm's drop-in, and multi-user.target upholding kubelet.
+func KubernetesSpec(in KubernetesInput) (Spec, error) {
+	if err := ValidVersion(in.Version); err != nil {
+		return Spec{}, err
+	}
+	arch, err := Arch(in.Arch)
+	if err != nil {
+		return Spec{}, err
+	}
+	rel := Release{"ID": "_any", "ARCHITECTURE": arch, "EXTENSION_RELOAD_MANAGER": "1"}
+	switch in.ReleaseID {
+	case "", "_any":
+	case FlatcarID:
+		rel["ID"], rel["SYSEXT_LEVEL"] = FlatcarID, FlatcarSysextLevel
+	default:
+		return Spec{}, fmt.Errorf("release ID %q: use _any or flatcar", in.ReleaseID)
+	}
+	var files []File
+	for _, b := range []struct{ name, src string }{{"kubelet", in.Kubelet}, {"kubeadm", in.Kubeadm}, {"kubectl", in.Kubectl}} {
+		if b.src == "" {
+			return Spec{}, fmt.Errorf("the %s binary is missing (needed in usr/bin/%s)", b.name, b.name)
+		}
+		files = append(files, File{Path: "usr/bin/" + b.name, Mode: 0o755, Source: b.src})
+	}
+	unit := kubeletService
+	if in.CNIPlugins != "" {
+		cni, err := cniFiles(in.CNIPlugins)
+		if err != nil {
+			return Spec{}, err
+		}
+		files = append(files, cni...)
+	} else {
+		unit = dropLine(unit, "/usr/local/bin/cni/")
+	}
+	if in.Crictl != "" {
+		f := File{Path: "usr/bin/crictl", Mode: 0o755, Source: in.Crictl}
+		if isTarGz(in.Crictl) {
+			f = File{Path: "usr/bin/crictl", Mode: 0o755, Archive: in.Crictl, Member: "crictl"}
+		}
+		files = append(files, f)
+	}
+	files = append(files,
+		File{Path: "usr/lib/systemd/system/kubelet.service", Data: unit},
+		File{Path: "usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf", Data: kubeadmDropIn},
+		File{Path: "usr/lib/systemd/system/multi-user.target.d/10-kubelet-service.conf", Data: upholdsDropIn},
+	)
+	return Spec{
+		Name: KubernetesName, Release: rel, ReleaseOrder: []string{"ID", "SYSEXT_LEVEL", "ARCHITECTURE", "EXTENSION_RELOAD_MANAGER"},
+		Files: files, Compression: in.Compression, ModTime: in.ModTime,
+	}, nil
+}
+
+// CreateKubernetes writes the Kubernetes sysext for in to out (see KubernetesSpec and Create).
+func CreateKubernetes(ctx context.Context, in KubernetesInput, out string) (*Info, error) {
+	spec, err := KubernetesSpec(in)
+	if err != nil {
+		return nil, err
+	}
+	return Create(ctx, spec, out)
+}
+
+func cniFiles(src string) ([]File, error) {
+	if isTarGz(src) {
+		return []File{{Path: "usr/local/bin/cni", Archive: src}}, nil
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return nil, fmt.Errorf("CNI plugins: %w (give a directory of plugin binaries or the cni-plugins .tgz)", err)
+	}
+	var files []File
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		files = append(files, File{Path: "usr/local/bin/cni/" + e.Name(), Mode: 0o755, Source: src + "/" + e.Name()})
+	}
+	if len(files) == 0 {
+		return nil, errors.New("CNI plugins: " + src + " holds no files")
+	}
+	return files, nil
+}
+
+func isTarGz(p string) bool { return strings.HasSuffix(p, ".tgz") || strings.HasSuffix(p, ".tar.gz") }
+
+func dropLine(text []byte, containing string) []byte {
+	var out []string
+	for _, l := range strings.SplitAfter(string(text), "\n") {
+		if !strings.Contains(l, containing) {
+			out = append(out, l)
+		}
+	}
+	return []byte(strings.Join(out, ""))
+}
