@@ -24,6 +24,7 @@ type Release struct {
 	SignedAt                      time.Time
 	Current                       bool // also the channel's "current"
 	WithoutImg                    bool // publish only the .bz2, like releases before 3602.2.0
+	WithoutBZ2                    bool // publish only the .img (big images: spares compressing them)
 }
 
 // Dir is the URL path of the release directory.
@@ -43,7 +44,9 @@ func (s *Server) Publish(t testing.TB, r Release) {
 	if r.Current {
 		s.Put(fmt.Sprintf("/%s/%s-usr/current/version.txt", r.Channel, r.Arch), vt)
 	}
-	s.PublishFile(t, r, r.BZ2Path(), Bzip2(t, r.Content))
+	if !r.WithoutBZ2 {
+		s.PublishFile(t, r, r.BZ2Path(), Bzip2(t, r.Content))
+	}
 	if !r.WithoutImg {
 		s.PublishFile(t, r, r.ImgPath(), r.Content)
 	}
