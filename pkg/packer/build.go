@@ -1,0 +1,197 @@
+package packer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// PlanInfo is what a build would do, for --dry-run.
+type PlanInfo struct {
+	Packer          string   `json:"packer"`
+	PackerVersion   string   `json:"packerVersion"`
+	PluginPath      string   `json:"packerPluginPath,omitempty"`
+	QEMUBinary      string   `json:"qemuBinary"`
+	Accelerator     string   `json:"accelerator"`
+	AcceleratorNote string   `json:"acceleratorNote,omitempty"`
+	Template        string   `json:"template"`
+	Env             []string `json:"env"`  // packer's environment (added to ours)
+	Vars            []string `json:"vars"` // the provisioning scripts' environment
+	Config          Config   `json:"-"`
+	driver          Driver
+	version         Version
+}
+
+// Plan resolves packer (path, version, QEMU plugin), QEMU and the accelerator, and renders the
+// template. It boots nothing and writes nothing (the accelerator probe starts QEMU without a
+// machine).
+func Plan(ctx context.Context, cfg Config) (PlanInfo, error) {
+	cfg, err := cfg.check()
+	if err != nil {
+		return PlanInfo{}, err
+	}
+	d := cfg.Driver
+	if d == nil {
+		p, err := findPacker(cfg.Packer)
+		if err != nil {
+			return PlanInfo{}, err
+		}
+		d = &ExecDriver{Packer: p}
+	}
+	pi := PlanInfo{Packer: d.Path(), PluginPath: pluginPathEnv(d.Path()), driver: d}
+	// Queries get no PACKER_LOG_PATH: the build directory need not exist yet.
+	query := []string{"CHECKPOINT_DISABLE=1", "PACKER_LOG=", "PACKER_NO_COLOR=1"}
+	if pi.PluginPath != "" {
+		query = append(query, "PACKER_PLUGIN_PATH="+pi.PluginPath)
+	}
+	pi.Env = append(query[:len(query):len(query)],
+		"PACKER_LOG=1",
+		"PACKER_LOG_PATH="+filepath.Join(cfg.WorkDir, "packer.log"),
+		"PACKER_CACHE_DIR="+filepath.Join(cfg.WorkDir, "packer_cache"),
+	)
+	if pi.version, err = packerVersion(ctx, d, query); err != nil {
+		return pi, err
+	}
+	pi.PackerVersion = pi.version.String()
+	if err := pi.version.Supported(); err != nil {
+		return pi, fmt.Errorf("%w: %v", ErrMissingPacker, err)
+	}
+	if err := checkQEMUPlugin(ctx, d, pi.version, query, pi.PluginPath); err != nil {
+		return pi, err
+	}
+	if pi.QEMUBinary, err = findQEMU(cfg.QEMUBinary); err != nil {
+		return pi, err
+	}
+	pi.Accelerator, pi.AcceleratorNote = chooseAccelerator(ctx, pi.QEMUBinary, cfg.Accelerator)
+	if pi.Template, err = render(cfg, pi.version, pi.Accelerator, pi.QEMUBinary); err != nil {
+		return pi, err
+	}
+	pi.Vars = scriptEnv(cfg)
+	pi.Config = cfg
+	return pi, nil
+}
+
+// Validate plans the build, materialises the build directory (scripts and rendered template)
+// and runs `packer validate` on it. Nothing boots.
+func Validate(ctx context.Context, cfg Config) (PlanInfo, error) {
+	pi, err := Plan(ctx, cfg)
+	if err != nil {
+		return pi, err
+	}
+	c := &condenser{log: func(string) {}}
+	return pi, pi.validate(ctx, c)
+}
+
+func (pi PlanInfo) validate(ctx context.Context, c *condenser) error {
+	cfg := pi.Config
+	if err := prepareWorkDir(cfg.WorkDir); err != nil {
+		return err
+	}
+	if err := os.WriteFile(pi.templatePath(), []byte(pi.Template), 0o600); err != nil {
+		return err
+	}
+	if err := pi.run(ctx, c, "validate", pi.templatePath()); err != nil {
+		return c.failure("packer validate of "+pi.templatePath(), err, pi.logFile())
+	}
+	return nil
+}
+
+func (pi PlanInfo) templatePath() string { return filepath.Join(pi.Config.WorkDir, TemplateFile) }
+func (pi PlanInfo) logFile() string      { return filepath.Join(pi.Config.WorkDir, "packer.log") }
+
+func (pi PlanInfo) run(ctx context.Context, c *condenser, args ...string) error {
+	return pi.driver.Run(ctx, Invocation{Args: args, Env: pi.Env, Dir: pi.Config.WorkDir, Stdout: c.line})
+}
+
+// Build runs the Packer build of cfg: plan, materialise the build directory, `packer validate`,
+// `packer build`. On failure or cancellation no QEMU process of the build is left and OutputDir
+// is removed; the error names the packer log.
+func Build(ctx context.Context, cfg Config) (res Result, err error) {
+	pi, err := Plan(ctx, cfg)
+	if err != nil {
+		return res, err
+	}
+	cfg = pi.Config
+	logf := func(s string) {
+		if cfg.Log != nil {
+			cfg.Log(s)
+		}
+	}
+	if pi.AcceleratorNote != "" {
+		logf(pi.AcceleratorNote)
+	}
+	res = Result{LogFile: pi.logFile(), PackerVersion: pi.PackerVersion, Accelerator: pi.Accelerator}
+	defer func() {
+		if err != nil {
+			killQEMUUsing(cfg.OutputDir)
+			os.RemoveAll(cfg.OutputDir)
+		}
+	}()
+	c := &condenser{log: logf}
+	if err := pi.validate(ctx, c); err != nil {
+		return res, err
+	}
+	if err := pi.run(ctx, c, "build", "-machine-readable", "-color=false", "-on-error=cleanup", pi.templatePath()); err != nil {
+		return res, c.failure("packer build", err, pi.logFile())
+	}
+	res.Image = filepath.Join(cfg.OutputDir, cfg.OutputName)
+	if st, err := os.Stat(res.Image); err != nil || !st.Mode().IsRegular() {
+		return res, fmt.Errorf("packer build finished but wrote no %s; full packer log: %s", res.Image, pi.logFile())
+	}
+	return res, nil
+}
+
+// condenser passes packer's ui lines on and keeps its error lines for the failure message.
+type condenser struct {
+	log    func(string)
+	errors []string
+}
+
+func (c *condenser) line(s string) {
+	l, ok := ParseLine(s)
+	if !ok {
+		// `packer validate` and messages before flag parsing are plain text.
+		if t := strings.TrimSpace(s); t != "" {
+			c.log(t)
+			c.remember(t)
+		}
+		return
+	}
+	kind, text, ok := l.UI()
+	if !ok {
+		if l.Type == "error" && len(l.Data) > 0 {
+			c.remember(l.Data[len(l.Data)-1])
+		}
+		return
+	}
+	for _, t := range strings.Split(text, "\n") {
+		if t = strings.TrimRight(t, " \r"); strings.TrimSpace(t) == "" {
+			continue
+		}
+		c.log(t)
+		if kind == "error" {
+			c.remember(strings.TrimSpace(t))
+		}
+	}
+}
+
+func (c *condenser) remember(s string) {
+	c.errors = append(c.errors, s)
+	if len(c.errors) > 8 {
+		c.errors = c.errors[len(c.errors)-8:]
+	}
+}
+
+func (c *condenser) failure(what string, err error, logFile string) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s interrupted: %w (packer log: %s)", what, err, logFile)
+	}
+	msg := what + " failed"
+	if len(c.errors) > 0 {
+		msg += ": " + strings.Join(c.errors, "; ")
+	}
+	return fmt.Errorf("%s (%v); full packer log: %s", msg, err, logFile)
+}

@@ -1,0 +1,64 @@
+package packer
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseLine(t *testing.T) {
+	l, ok := ParseLine(`1764565000,qemu.flatcar,ui,say,==> qemu.flatcar: Waiting for SSH%!(PACKER_COMMA) port 3344\n  second line`)
+	if !ok {
+		t.Fatal("a machine-readable ui line was not recognised")
+	}
+	want := Line{Timestamp: 1764565000, Target: "qemu.flatcar", Type: "ui",
+		Data: []string{"say", "==> qemu.flatcar: Waiting for SSH, port 3344\n  second line"}}
+	if !reflect.DeepEqual(l, want) {
+		t.Fatalf("ParseLine = %#v, want %#v", l, want)
+	}
+	if kind, text, ok := l.UI(); !ok || kind != "say" || !strings.HasPrefix(text, "==> qemu.flatcar: Waiting for SSH, port") {
+		t.Fatalf("UI() = %q %q %v", kind, text, ok)
+	}
+	l, ok = ParseLine("1764565001,,artifact-count,1")
+	if !ok || l.Target != "" || l.Type != "artifact-count" || !reflect.DeepEqual(l.Data, []string{"1"}) {
+		t.Fatalf("global line = %#v %v", l, ok)
+	}
+	if _, _, ok := l.UI(); ok {
+		t.Error("artifact-count taken for a ui line")
+	}
+	for _, plain := range []string{"", "Error: Failed to prepare build", "abc,qemu,ui,say,x", "12,x"} {
+		if l, ok := ParseLine(plain); ok {
+			t.Errorf("ParseLine(%q) = %#v, want not machine-readable", plain, l)
+		}
+	}
+}
+
+func TestCondenserKeepsUILinesAndErrors(t *testing.T) {
+	var got []string
+	c := &condenser{log: func(s string) { got = append(got, s) }}
+	for _, s := range []string{
+		`1,,ui,say,qemu.flatcar: output will be in this color.`,
+		`2,qemu.flatcar,ui,message,    qemu.flatcar: installed: kubeadm%!(PACKER_COMMA) kubelet\n\n`,
+		`3,qemu.flatcar,artifact,0,id,`,
+		`4,qemu.flatcar,ui,error,Build 'qemu.flatcar' errored after 1 minute: Timeout waiting for SSH.`,
+		`5,,error-count,1`,
+		`Error: plain text`,
+	} {
+		c.line(s)
+	}
+	want := []string{
+		"qemu.flatcar: output will be in this color.",
+		"    qemu.flatcar: installed: kubeadm, kubelet",
+		"Build 'qemu.flatcar' errored after 1 minute: Timeout waiting for SSH.",
+		"Error: plain text",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("condensed lines:\n%q\nwant\n%q", got, want)
+	}
+	err := c.failure("packer build", &ExitError{Args: []string{"build"}, Code: 1}, "/w/packer.log")
+	for _, frag := range []string{"Timeout waiting for SSH", "full packer log: /w/packer.log", "exited with code 1"} {
+		if !strings.Contains(err.Error(), frag) {
+			t.Errorf("failure message %q lacks %q", err, frag)
+		}
+	}
+}
