@@ -1,20 +1,14 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
-	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
-	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 )
 
 func init() { register(newOEMCommand) }
@@ -37,7 +31,7 @@ no mount, no guestfish. Both btrfs (Flatcar 2983.x and later) and ext4 OEM parti
 func newOEMSetCommand() *cobra.Command {
 	var (
 		opts   oem.SetOptions
-		output outputOptions
+		output oem.Output
 		to     string
 		out    OutputFormat
 	)
@@ -69,11 +63,11 @@ second time.`,
 			if !cmd.Flags().Changed("id") && opts.ID == "" {
 				return Usagef("--id is required, e.g. --id openstack (Flatcar's OEM ids: %s)", joinIDs())
 			}
-			if _, err := opts.Validate(); err != nil {
+			output.Format = disk.Format(to)
+			res, err := oem.SetFile(cmd.Context(), args[0], output, opts)
+			if oem.IsUsage(err) {
 				return AsUsage(err)
 			}
-			output.to = disk.Format(to)
-			res, err := setOEM(cmd.Context(), args[0], output, opts)
 			if err != nil {
 				return err
 			}
@@ -86,9 +80,9 @@ second time.`,
 	f.BoolVar(&opts.KeepAutologin, "keep-autologin", false, "keep flatcar.autologin (console root shell) in linux_append")
 	f.BoolVar(&opts.AllowUnknownID, "allow-unknown-id", false, "accept an OEM id that is not in Flatcar's list")
 	f.BoolVar(&opts.ProtectiveMBR, "protective-mbr", false, "replace a hybrid MBR (Flatcar < 4459.2.0) with a standard protective MBR, as newer Nova requires")
-	f.StringVar(&output.path, "output-file", "", "write a patched sparse copy to this path and leave IMAGE untouched (required for qcow2 input)")
+	f.StringVar(&output.Path, "output-file", "", "write a patched sparse copy to this path and leave IMAGE untouched (required for qcow2 input)")
 	f.StringVar(&to, "to", "", "format of --output-file: qcow2 or raw (default: from its extension, .qcow2/.raw/.bin, else the input's format)")
-	f.BoolVar(&output.compress, "compress", false, "compress the clusters of a qcow2 --output-file")
+	f.BoolVar(&output.Compress, "compress", false, "compress the clusters of a qcow2 --output-file")
 	AddOutputFlag(f, &out)
 	return cmd
 }
@@ -102,100 +96,6 @@ func joinIDs() string {
 		s += id
 	}
 	return s
-}
-
-// outputOptions say where `oem set --output-file` writes and in which format.
-type outputOptions struct {
-	path     string
-	to       disk.Format
-	compress bool
-}
-
-// setOEM edits image in place, or writes an edited copy to out.path (raw or qcow2).
-func setOEM(ctx context.Context, image string, out outputOptions, opts oem.SetOptions) (oem.SetResult, error) {
-	if out.path == "" {
-		img, err := disk.Open(image, true)
-		if err != nil {
-			return oem.SetResult{}, err
-		}
-		res, err := oem.Set(img, opts)
-		if cerr := img.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("%s: %w", image, cerr)
-		}
-		return res, err
-	}
-	if same, _ := sameFile(image, out.path); same {
-		return oem.SetResult{}, Usagef("--output-file %s is IMAGE itself; omit --output-file to edit in place", out.path)
-	}
-	src, err := disk.Open(image, false)
-	if err != nil {
-		return oem.SetResult{}, err
-	}
-	defer src.Close()
-	format, err := convert.OutputFormat(out.path, out.to)
-	if err != nil {
-		if out.to != "" {
-			return oem.SetResult{}, AsUsage(err)
-		}
-		format = src.Format // an ambiguous name (.img) keeps the input's format
-	}
-	if out.compress && format != disk.FormatQcow2 {
-		return oem.SetResult{}, Usagef("--compress needs qcow2 output; %s will be %s", out.path, format)
-	}
-	// The edit happens on a sparse raw work copy next to the output; it becomes the output
-	// (raw) or is streamed into it (qcow2), and never lingers after a failure.
-	work, err := atomicfile.Create(out.path)
-	if err != nil {
-		return oem.SetResult{}, err
-	}
-	defer work.Abort()
-	if r := src.Qcow2(); r != nil {
-		err = qcow2.CopyToRaw(ctx, r, work.File, 0, nil)
-	} else {
-		err = disk.CopySparse(ctx, work.File, src.File())
-	}
-	if err != nil {
-		return oem.SetResult{}, fmt.Errorf("copying %s to %s: %w", image, out.path, err)
-	}
-	img, err := disk.Open(work.Name(), true)
-	if err != nil {
-		return oem.SetResult{}, err
-	}
-	img.Path = out.path
-	res, err := oem.Set(img, opts)
-	if cerr := img.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		return res, err
-	}
-	if format == disk.FormatRaw {
-		return res, work.Commit(0o644)
-	}
-	rawSrc, err := qcow2.NewRawSource(work.File)
-	if err != nil {
-		return res, err
-	}
-	_, _, err = convert.Write(ctx, rawSrc, out.path, disk.FormatQcow2, convert.Options{Compress: out.compress})
-	return res, err
-}
-
-func sameFile(a, b string) (bool, error) {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	sb, err := os.Stat(b)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return false, nil
-		}
-		return false, err
-	}
-	return os.SameFile(sa, sb), nil
 }
 
 func printSetResult(w io.Writer, r oem.SetResult) error {
