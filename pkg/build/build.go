@@ -1,0 +1,132 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+)
+
+// Run builds the image o describes and returns its record. Progress goes to o.Log, one line
+// per step. On failure or cancellation every step's Cleanup has run: no VM, no temp files, no
+// half-built artifact; the error names the method's log when there is one.
+func Run(ctx context.Context, o *Options) (*Record, error) {
+	if err := o.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	state := new(multistep.BasicStateBag)
+	state.Put(KeyOptions, o)
+	rec := newRecord(o)
+	state.Put(KeyRecord, rec)
+	var steps []multistep.Step
+	if o.DryRun {
+		steps = []multistep.Step{&StepResolve{}, &StepPlan{}}
+	} else {
+		steps = Steps(o)
+	}
+	runner := &multistep.BasicRunner{Steps: timeSteps(o, rec, steps)}
+	start := time.Now()
+	runner.Run(ctx, state)
+	rec.Seconds = time.Since(start).Seconds()
+	if _, cancelled := state.GetOk(multistep.StateCancelled); cancelled || ctx.Err() != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, context.Canceled
+	}
+	if err, ok := state.GetOk(KeyError); ok && err != nil {
+		return nil, withLog(state, err.(error))
+	}
+	return rec, nil
+}
+
+// withLog appends where the full log of the method is, so every failure names it.
+func withLog(state multistep.StateBag, err error) error {
+	log := getString(state, KeyLogFile)
+	if log == "" {
+		return err
+	}
+	var le *logError
+	if errors.As(err, &le) {
+		return err
+	}
+	return &logError{err: err, log: log}
+}
+
+type logError struct {
+	err error
+	log string
+}
+
+func (e *logError) Error() string { return fmt.Sprintf("%v\nfull log: %s", e.err, e.log) }
+func (e *logError) Unwrap() error { return e.err }
+
+// reuseAware steps still run when a finished artifact is reused (upload, record).
+type reuseAware interface{ RunsOnReuse() bool }
+
+// namedStep is a step with a short name for the progress line and the record.
+type namedStep interface{ Name() string }
+
+// timed wraps a step: it prints one line with the step's elapsed time and its note, and
+// records the timing.
+type timed struct {
+	step  multistep.Step
+	n, of int
+	o     *Options
+	rec   *Record
+}
+
+func timeSteps(o *Options, rec *Record, steps []multistep.Step) []multistep.Step {
+	out := make([]multistep.Step, len(steps))
+	for i, s := range steps {
+		out[i] = &timed{step: s, n: i + 1, of: len(steps), o: o, rec: rec}
+	}
+	return out
+}
+
+// KeyNote is what a step says about its result on its progress line (string, reset per step).
+const KeyNote = "note"
+
+func (t *timed) name() string {
+	if n, ok := t.step.(namedStep); ok {
+		return n.Name()
+	}
+	return fmt.Sprintf("%T", t.step)
+}
+
+func (t *timed) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	if Reused(state) {
+		if r, ok := t.step.(reuseAware); !ok || !r.RunsOnReuse() {
+			return multistep.ActionContinue
+		}
+	}
+	state.Remove(KeyNote)
+	start := time.Now()
+	action := t.step.Run(ctx, state)
+	d := time.Since(start)
+	status := "done"
+	if action == multistep.ActionHalt {
+		status = "FAILED"
+		if _, ok := state.GetOk(KeyError); !ok {
+			status = "stopped"
+		}
+	}
+	if ctx.Err() != nil {
+		status = "interrupted"
+	}
+	note := getString(state, KeyNote)
+	if note != "" {
+		note = ": " + note
+	}
+	fmt.Fprintf(t.o.Log, "[%d/%d] %-12s %-6s %6.1fs%s\n", t.n, t.of, t.name(), status, d.Seconds(), note)
+	t.rec.Steps = append(t.rec.Steps, StepTiming{Name: t.name(), Seconds: d.Seconds(), Status: status})
+	return action
+}
+
+func (t *timed) Cleanup(state multistep.StateBag) { t.step.Cleanup(state) }
+
+func note(state multistep.StateBag, format string, a ...any) {
+	state.Put(KeyNote, fmt.Sprintf(format, a...))
+}

@@ -1,0 +1,58 @@
+package build
+
+import (
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+)
+
+// A Method returns the steps that turn the work copy (KeyWork) into a raw image with
+// Kubernetes installed (KeyRaw). They run between the common steps:
+//
+//	resolve, reuse, workdir, fetch, work copy, kubernetes | method steps | OEM, inspect, qcow2, record, upload
+type Method func(o *Options) []multistep.Step
+
+var methods = map[string]Method{}
+
+// RegisterMethod makes --method name available; method files call it from init.
+func RegisterMethod(name string, m Method) { methods[name] = m }
+
+func init() { RegisterMethod(MethodPacker, packerSteps) }
+
+// packerSteps boot the work copy under Packer with a per-build user and provision it.
+func packerSteps(o *Options) []multistep.Step {
+	return []multistep.Step{
+		&StepVMConfig{},
+		&StepPayload{},
+		&StepPacker{},
+		&StepGrowDisk{},
+	}
+}
+
+// preSteps are the common steps before the method's.
+func preSteps() []multistep.Step {
+	return []multistep.Step{
+		&StepResolve{},
+		&StepReuse{},
+		&StepWorkDir{},
+		&StepFetch{},
+		&StepWorkCopy{},
+		&StepKubernetes{},
+	}
+}
+
+// postSteps are the common steps after the method's.
+func postSteps() []multistep.Step {
+	return []multistep.Step{
+		&StepOEM{},
+		&StepInspect{},
+		&StepConvert{},
+		&StepRecord{},
+		&StepUpload{},
+	}
+}
+
+// Steps is the whole list for o.Method.
+func Steps(o *Options) []multistep.Step {
+	steps := preSteps()
+	steps = append(steps, methods[o.Method](o)...)
+	return append(steps, postSteps()...)
+}

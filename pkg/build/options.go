@@ -1,0 +1,128 @@
+// Package build is `flatcar-capo build`: packer-plugin-sdk multistep steps, one per file, that
+// compose the library packages the single-step commands use (fetch, convert, oem, inspect,
+// glance). The step list is common steps before and after, with the method's own steps
+// ("packer" boots a VM; "sysext" bakes without one) in the middle.
+package build
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+// Methods.
+const (
+	MethodPacker = "packer"
+	MethodSysext = "sysext"
+)
+
+// Options are the resolved flags of one build.
+type Options struct {
+	Method string // MethodPacker (default) or MethodSysext
+
+	// Base image: a release download (Release + Base) or a local file (BaseImage).
+	Release            release.Release // Version may be an alias such as current
+	Base               string          // fetch --image value: qemu (default) or openstack
+	BaseImage          string          // local raw or qcow2 image instead of a download
+	Keyring            *verify.Keyring
+	InsecureSkipVerify bool
+	CacheDir           string // release and Kubernetes download cache
+	Retries            int
+
+	OEM         string // --oem, default openstack
+	KeepUpdates bool   // do not mask update-engine/locksmithd
+
+	Kubernetes kubernetes.Options // versions, mirrors, arch (filled from Release.Arch)
+	Provision  []string           // user scripts run after ours (absolute paths)
+	Sysext     []string           // --sysext FILE|URL for the sysext method
+
+	// Packer method.
+	Packer, QEMUBinary, Accelerator string
+	CPUs, MemoryMiB                 int
+	DiskSize                        int64 // bytes; 0 keeps the base image's size
+
+	OutputDir string // default ./output/<image name>
+	ImageName string // default flatcar-<channel>-<version>-kube-<k8s>[-sysext]
+
+	Clouds   []string // upload to each; none: no upload
+	OnExists string   // reuse|replace|fail
+
+	Force  bool // rebuild even when a matching artifact exists
+	DryRun bool // print the plan, boot nothing
+
+	ToolVersion string    // flatcar-capo's version, for the record
+	Log         io.Writer // progress lines (stderr)
+	Now         func() time.Time
+}
+
+// Defaults for the flags.
+const (
+	DefaultOEM      = "openstack"
+	DefaultCPUs     = 2
+	DefaultMemory   = 2048
+	DefaultOnExists = "reuse"
+)
+
+// DefaultImageName is image-builder's convention, flatcar-<channel>-<version>-kube-<k8s>; the
+// sysext method adds -sysext so both methods' images of one release live in one Glance.
+func DefaultImageName(method, channel, version, k8s string) string {
+	n := fmt.Sprintf("flatcar-%s-%s-kube-%s", channel, version, k8s)
+	if method == MethodSysext {
+		n += "-sysext"
+	}
+	return n
+}
+
+// Validate checks what can be checked before anything is downloaded.
+func (o *Options) Validate() error {
+	switch o.Method {
+	case "":
+		o.Method = MethodPacker
+	case MethodPacker, MethodSysext:
+	default:
+		return fmt.Errorf("invalid --method %q: must be %s or %s", o.Method, MethodPacker, MethodSysext)
+	}
+	if _, ok := methods[o.Method]; !ok {
+		return fmt.Errorf("--method %s is not available in this build of flatcar-capo", o.Method)
+	}
+	switch o.Base {
+	case "":
+		o.Base = "qemu"
+		if o.Method == MethodSysext {
+			o.Base = "openstack"
+		}
+	case "qemu", "openstack":
+	default:
+		return fmt.Errorf("invalid --base %q: must be qemu or openstack (the values of fetch --image)", o.Base)
+	}
+	if o.OEM == "" {
+		o.OEM = DefaultOEM
+	}
+	if o.CPUs == 0 {
+		o.CPUs = DefaultCPUs
+	}
+	if o.MemoryMiB == 0 {
+		o.MemoryMiB = DefaultMemory
+	}
+	if o.CPUs < 1 || o.MemoryMiB < 256 {
+		return fmt.Errorf("--cpus must be at least 1 and --memory at least 256 (MiB), got %d and %d", o.CPUs, o.MemoryMiB)
+	}
+	if o.DiskSize < 0 {
+		return fmt.Errorf("--disk-size must be positive")
+	}
+	if o.OnExists == "" {
+		o.OnExists = DefaultOnExists
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.Kubernetes.Arch = o.Release.Arch
+	return o.Kubernetes.Validate()
+}

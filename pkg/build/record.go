@@ -1,0 +1,152 @@
+package build
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+)
+
+// Record is <artifact>.build.json. Its first three keys are glance.BuildRecord's, so
+// `flatcar-capo upload <artifact>` alone sets the Glance properties.
+type Record struct {
+	FlatcarVersion    string `json:"flatcarVersion"`
+	KubernetesVersion string `json:"kubernetesVersion"`
+	Arch              string `json:"arch"`
+
+	ImageName string `json:"imageName"`
+	Method    string `json:"method"`
+	Channel   string `json:"channel"`
+	OEM       string `json:"oem"`
+	// Flavor is the `manifests --flavor` that fits: baked (packer), sysext-baked (sysext).
+	Flavor    string `json:"flavor"`
+	Manifests string `json:"manifestsCommand"`
+
+	Inputs    Inputs       `json:"inputs"`
+	InputsKey string       `json:"inputsKey"` // sha256 of Inputs: a re-run with the same key reuses
+	Tools     Tools        `json:"tools"`
+	Base      BaseImage    `json:"base"`
+	Downloads []Download   `json:"downloads"`
+	Artifacts []Artifact   `json:"artifacts"`
+	Glance    []GlanceInfo `json:"glance,omitempty"`
+	Steps     []StepTiming `json:"steps"`
+	Seconds   float64      `json:"seconds"`
+	Reused    bool         `json:"reused"`
+	DryRun    *Plan        `json:"plan,omitempty"`
+}
+
+// Inputs is everything that decides the artifact's content.
+type Inputs struct {
+	Method           string   `json:"method"`
+	Channel          string   `json:"channel"`
+	Version          string   `json:"version"`
+	Arch             string   `json:"arch"`
+	Base             string   `json:"base"`
+	BaseImage        string   `json:"baseImage,omitempty"` // path:size:mtime of --base-image
+	ReleaseServer    string   `json:"releaseServer,omitempty"`
+	OEM              string   `json:"oem"`
+	Kubernetes       string   `json:"kubernetesVersion"`
+	Crictl           string   `json:"crictlVersion"`
+	CNI              string   `json:"cniVersion"`
+	KubernetesMirror string   `json:"kubernetesMirror"`
+	GitHubMirror     string   `json:"githubMirror"`
+	Provision        []string `json:"provision,omitempty"` // sha256:path of each script
+	Sysext           []string `json:"sysext,omitempty"`
+	KeepUpdates      bool     `json:"keepUpdates"`
+	DiskSize         int64    `json:"diskSize,omitempty"`
+}
+
+// Key is the sha256 of the canonical JSON of the inputs.
+func (in Inputs) Key() string {
+	b, _ := json.Marshal(in)
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Tools are the versions of what made the artifact.
+type Tools struct {
+	FlatcarCapo   string `json:"flatcarCapo"`
+	Packer        string `json:"packer,omitempty"`
+	PackerPath    string `json:"packerPath,omitempty"`
+	Accelerator   string `json:"accelerator,omitempty"`
+	QEMU          string `json:"qemu,omitempty"`
+	Ignition      string `json:"ignitionSpec,omitempty"`
+	BuildVMConfig string `json:"buildVMConfig,omitempty"` // fw_cfg or config-2
+}
+
+// BaseImage is the image the build started from.
+type BaseImage struct {
+	File     string `json:"file"`
+	URL      string `json:"url,omitempty"`
+	SHA512   string `json:"sha512,omitempty"`
+	Verified bool   `json:"verified"`
+	Cached   bool   `json:"cached"`
+}
+
+// Download is one verified Kubernetes download.
+type Download struct {
+	Name   string `json:"name"`
+	URL    string `json:"url"`
+	SHA256 string `json:"sha256"`
+}
+
+// Artifact is one file the build wrote, with its sha512.
+type Artifact struct {
+	File   string `json:"file"`
+	Bytes  int64  `json:"bytes"`
+	SHA512 string `json:"sha512"`
+}
+
+// GlanceInfo is one upload.
+type GlanceInfo struct {
+	Cloud  string `json:"cloud"`
+	Region string `json:"region,omitempty"`
+	ID     string `json:"id"`
+	Action string `json:"action"`
+}
+
+// StepTiming is one step's wall time.
+type StepTiming struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+	Status  string  `json:"status"`
+}
+
+func newRecord(o *Options) *Record {
+	return &Record{Method: o.Method, OEM: o.OEM, Arch: o.Release.Arch, Channel: o.Release.Channel,
+		KubernetesVersion: o.Kubernetes.Kubernetes, Tools: Tools{FlatcarCapo: o.ToolVersion},
+		Downloads: []Download{}, Artifacts: []Artifact{}, Steps: []StepTiming{}}
+}
+
+// ReadRecord reads the record next to artifact.
+func ReadRecord(artifact string) (*Record, error) {
+	b, err := os.ReadFile(glance.BuildRecordPath(artifact))
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// write stores the record next to artifact, atomically.
+func (r *Record) write(artifact string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := atomicfile.Create(glance.BuildRecordPath(artifact))
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	return f.Commit(0o644)
+}

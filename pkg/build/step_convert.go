@@ -1,0 +1,42 @@
+package build
+
+import (
+	"context"
+	"os"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+)
+
+// StepConvert writes the qcow2 artifact (as `flatcar-capo convert` does, atomically). Until the
+// record is written the artifact counts as half-built: a failure or Ctrl-C removes it.
+type StepConvert struct{ wrote string }
+
+func (*StepConvert) Name() string { return "qcow2" }
+
+// KeyRecorded is set once the build record is on disk (bool).
+const KeyRecorded = "recorded"
+
+func (s *StepConvert) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	artifact := getString(state, KeyArtifact)
+	os.Remove(artifact + ".build.json") // the old record no longer describes what is built now
+	res, err := convert.File(ctx, getString(state, KeyRaw), artifact, convert.Options{To: disk.FormatQcow2})
+	if err != nil {
+		return halt(state, err)
+	}
+	s.wrote = artifact
+	note(state, "%s (%s from %s of data)", artifact, progress.Bytes(res.OutputBytes), progress.Bytes(res.DataBytes))
+	return multistep.ActionContinue
+}
+
+func (s *StepConvert) Cleanup(state multistep.StateBag) {
+	if s.wrote == "" {
+		return
+	}
+	if done, _ := state.Get(KeyRecorded).(bool); !done {
+		os.Remove(s.wrote)
+	}
+}

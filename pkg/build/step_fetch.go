@@ -1,0 +1,61 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+// StepFetch gets the base image exactly as `flatcar-capo fetch` does (verified, cached; the
+// cache is never modified) into the build directory, or takes --base-image as it is.
+type StepFetch struct{}
+
+func (*StepFetch) Name() string { return "fetch" }
+
+func (*StepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o, rec := options(state), record(state)
+	if o.BaseImage != "" {
+		abs, err := filepath.Abs(o.BaseImage)
+		if err != nil {
+			return halt(state, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
+			return halt(state, fmt.Errorf("--base-image %s: not a readable image file (%v)", o.BaseImage, err))
+		}
+		rec.Base = BaseImage{File: abs}
+		state.Put(KeyBase, abs)
+		note(state, "local base image %s (not verified: your file)", abs)
+		return multistep.ActionContinue
+	}
+	rel := state.Get(KeyRelease).(release.Release)
+	c := fetch.NewClient(o.Retries)
+	c.Logf = func(f string, a ...any) { fmt.Fprintf(o.Log, f+"\n", a...) }
+	out := filepath.Join(getString(state, KeyWorkDir), "base.img")
+	res, err := fetch.Fetch(ctx, c, fetch.Options{Release: rel, Image: o.Base, Compression: fetch.CompressionAuto,
+		OutputFile: out, CacheDir: o.CacheDir, Keyring: o.Keyring, InsecureSkipVerify: o.InsecureSkipVerify,
+		Progress: progress.Lines, Log: o.Log})
+	if err != nil {
+		return halt(state, err)
+	}
+	rec.Base = BaseImage{File: res.File, URL: res.URL, SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
+	state.Put(KeyBase, res.File)
+	how := "downloaded"
+	if res.Cached {
+		how = "from the cache"
+	}
+	verified := "verified (OpenPGP + SHA512)"
+	if !res.Verified {
+		verified = "NOT verified (--insecure-skip-verify)"
+	}
+	note(state, "%s image %s, %s, %s", o.Base, res.URL, how, verified)
+	return multistep.ActionContinue
+}
+
+func (*StepFetch) Cleanup(multistep.StateBag) {}

@@ -1,0 +1,46 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+)
+
+// StepKubernetes downloads kubeadm, kubelet, kubectl, crictl and the CNI plugins on the host and
+// checks each against its .sha256 before any VM boots; a mismatch stops the build here.
+type StepKubernetes struct{}
+
+func (*StepKubernetes) Name() string { return "kubernetes" }
+
+func (*StepKubernetes) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o, rec := options(state), record(state)
+	ko := o.Kubernetes
+	if ko.CacheDir == "" {
+		ko.CacheDir = o.CacheDir
+	}
+	if ko.CacheDir == "" {
+		ko.CacheDir = filepath.Join(getString(state, KeyWorkDir), "cache")
+	}
+	set, err := kubernetes.Download(ctx, nil, ko, func(f string, a ...any) { fmt.Fprintf(o.Log, "  "+f+"\n", a...) })
+	if err != nil {
+		return halt(state, err)
+	}
+	state.Put(KeyK8s, set)
+	cached := 0
+	rec.Downloads = rec.Downloads[:0]
+	for _, f := range set.Files {
+		rec.Downloads = append(rec.Downloads, Download{Name: f.Name, URL: f.URL, SHA256: f.SHA256})
+		if f.Cached {
+			cached++
+		}
+	}
+	note(state, "Kubernetes %s, crictl %s, CNI %s: %d files sha256-verified (%d from the cache)",
+		ko.Kubernetes, ko.Crictl, ko.CNI, len(set.Files), cached)
+	return multistep.ActionContinue
+}
+
+func (*StepKubernetes) Cleanup(multistep.StateBag) {}

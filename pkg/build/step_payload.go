@@ -1,0 +1,34 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+)
+
+// StepPayload lays the verified downloads out for the guest (bin/kubeadm bin/kubelet
+// bin/kubectl crictl.tar.gz cni-plugins.tgz versions.env), so the VM needs no network.
+type StepPayload struct{}
+
+func (*StepPayload) Name() string { return "payload" }
+
+func (*StepPayload) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	set := state.Get(KeyK8s).(*kubernetes.Set)
+	dir := filepath.Join(getString(state, KeyWorkDir), "payload")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return halt(state, err)
+	}
+	if err := set.WritePayload(dir); err != nil {
+		return halt(state, fmt.Errorf("payload: %w", err))
+	}
+	state.Put(KeyPayload, dir)
+	note(state, "%d files in %s", len(set.Files)+1, dir)
+	return multistep.ActionContinue
+}
+
+func (*StepPayload) Cleanup(multistep.StateBag) {}

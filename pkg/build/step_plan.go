@@ -1,0 +1,70 @@
+package build
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+// Plan is what --dry-run prints: everything resolved, nothing booted or written.
+type Plan struct {
+	Method            string            `json:"method"`
+	Channel           string            `json:"channel"`
+	FlatcarVersion    string            `json:"flatcarVersion"`
+	Arch              string            `json:"arch"`
+	Base              string            `json:"base"`
+	BaseURL           string            `json:"baseUrl,omitempty"`
+	BaseImage         string            `json:"baseImage,omitempty"`
+	OEM               string            `json:"oem"`
+	KubernetesVersion string            `json:"kubernetesVersion"`
+	Downloads         []kubernetes.File `json:"downloads"`
+	ImageName         string            `json:"imageName"`
+	Artifact          string            `json:"artifact"`
+	Clouds            []string          `json:"clouds,omitempty"`
+	Flavor            string            `json:"flavor"`
+	// Method is the method's own plan (for packer: binary, version, accelerator, template, variables).
+	MethodPlan any `json:"methodPlan,omitempty"`
+}
+
+// A Planner adds the method's part to a dry run's plan; register it with RegisterPlanner.
+type Planner func(ctx context.Context, o *Options, p *Plan) error
+
+var planners = map[string]Planner{}
+
+// RegisterPlanner sets the dry-run planner of a method.
+func RegisterPlanner(method string, p Planner) { planners[method] = p }
+
+// StepPlan fills the record's plan for --dry-run and stops.
+type StepPlan struct{}
+
+func (*StepPlan) Name() string { return "plan" }
+
+func (*StepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o, rec := options(state), record(state)
+	rel := state.Get(KeyRelease).(release.Release)
+	p := &Plan{Method: o.Method, Channel: rel.Channel, FlatcarVersion: rel.Version, Arch: rel.Arch, Base: o.Base,
+		OEM: o.OEM, KubernetesVersion: o.Kubernetes.Kubernetes, Downloads: o.Kubernetes.Files(), ImageName: o.ImageName,
+		Artifact: ArtifactPath(o), Clouds: o.Clouds, Flavor: Flavor(o.Method)}
+	if o.BaseImage != "" {
+		p.BaseImage, _ = filepath.Abs(o.BaseImage)
+	} else {
+		p.BaseURL = rec.Base.URL
+	}
+	if pl := planners[o.Method]; pl != nil {
+		if err := pl(ctx, o, p); err != nil {
+			rec.DryRun = p
+			return halt(state, err)
+		}
+	}
+	rec.DryRun = p
+	rec.Flavor = Flavor(o.Method)
+	rec.Manifests = ManifestsCommand(o.Method, o.ImageName, o.Kubernetes.Kubernetes)
+	note(state, "dry run: nothing downloaded, booted or written")
+	return multistep.ActionContinue
+}
+
+func (*StepPlan) Cleanup(multistep.StateBag) {}

@@ -1,0 +1,65 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+)
+
+// Flavors of `flatcar-capo manifests --flavor` that fit each method's image.
+var flavors = map[string]string{MethodPacker: "baked", MethodSysext: "sysext-baked"}
+
+// Flavor is the manifests flavor that fits an image built with method.
+func Flavor(method string) string { return flavors[method] }
+
+// ManifestsCommand is the command that renders CAPO manifests for the image.
+func ManifestsCommand(method, imageName, k8s string) string {
+	return fmt.Sprintf("flatcar-capo manifests --flavor %s --image-name %s --kubernetes-version %s", Flavor(method), imageName, k8s)
+}
+
+// StepRecord hashes every artifact (sha512) and writes <artifact>.build.json; from then on the
+// artifact is finished and a re-run with the same inputs reuses it.
+type StepRecord struct{}
+
+func (*StepRecord) Name() string      { return "record" }
+func (*StepRecord) RunsOnReuse() bool { return true }
+
+func (*StepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o, rec := options(state), record(state)
+	artifact := getString(state, KeyArtifact)
+	rec.Flavor = Flavor(o.Method)
+	rec.Manifests = ManifestsCommand(o.Method, o.ImageName, o.Kubernetes.Kubernetes)
+	if !Reused(state) {
+		sum, n, err := sha512File(artifact)
+		if err != nil {
+			return halt(state, err)
+		}
+		rec.Artifacts = append(rec.Artifacts[:0], Artifact{File: filepath.Base(artifact), Bytes: n, SHA512: sum})
+		for _, extra := range extraArtifacts(state) {
+			s, n, err := sha512File(extra)
+			if err != nil {
+				return halt(state, err)
+			}
+			rec.Artifacts = append(rec.Artifacts, Artifact{File: filepath.Base(extra), Bytes: n, SHA512: s})
+		}
+	}
+	if err := rec.write(artifact); err != nil {
+		return halt(state, err)
+	}
+	state.Put(KeyRecorded, true)
+	note(state, "%s", artifact+".build.json")
+	return multistep.ActionContinue
+}
+
+func (*StepRecord) Cleanup(multistep.StateBag) {}
+
+// KeyExtraArtifacts lists further files a method leaves next to the artifact ([]string), such
+// as the sysext method's .raw; the record carries their sha512 too.
+const KeyExtraArtifacts = "extraArtifacts"
+
+func extraArtifacts(state multistep.StateBag) []string {
+	l, _ := state.Get(KeyExtraArtifacts).([]string)
+	return l
+}

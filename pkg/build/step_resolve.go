@@ -1,0 +1,92 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+// StepResolve turns the channel/version into a release number (version.txt for aliases), then
+// fixes the image name, the output directory, the artifact path and the inputs key.
+type StepResolve struct{}
+
+func (*StepResolve) Name() string { return "resolve" }
+
+func (*StepResolve) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o, rec := options(state), record(state)
+	rel := o.Release
+	switch {
+	case o.BaseImage != "" && release.IsAlias(rel.Version):
+		// A local image names no release; the user's --version does, else it is "local".
+		rel.Version = "local"
+	case o.BaseImage == "":
+		c := fetch.NewClient(o.Retries)
+		c.Logf = func(f string, a ...any) { fmt.Fprintf(o.Log, f+"\n", a...) }
+		r, err := fetch.Resolve(ctx, c, rel)
+		if err != nil {
+			return halt(state, err)
+		}
+		rel = r
+	}
+	state.Put(KeyRelease, rel)
+	rec.FlatcarVersion, rec.Channel, rec.Arch = rel.Version, rel.Channel, rel.Arch
+	if o.ImageName == "" {
+		o.ImageName = DefaultImageName(o.Method, rel.Channel, rel.Version, o.Kubernetes.Kubernetes)
+	}
+	if o.OutputDir == "" {
+		o.OutputDir = filepath.Join("output", o.ImageName)
+	}
+	abs, err := filepath.Abs(o.OutputDir)
+	if err != nil {
+		return halt(state, err)
+	}
+	o.OutputDir = abs
+	rec.ImageName = o.ImageName
+	state.Put(KeyArtifact, ArtifactPath(o))
+	in, err := inputs(o, rel)
+	if err != nil {
+		return halt(state, err)
+	}
+	rec.Inputs, rec.InputsKey = in, in.Key()
+	if o.BaseImage == "" {
+		rec.Base.URL = rel.URL(release.ImageFile(o.Base, release.CompressionNone))
+	}
+	note(state, "Flatcar %s %s (%s), Kubernetes %s -> %s", rel.Channel, rel.Version, rel.Arch, o.Kubernetes.Kubernetes, ArtifactPath(o))
+	return multistep.ActionContinue
+}
+
+func (*StepResolve) Cleanup(multistep.StateBag) {}
+
+// ArtifactPath is <output dir>/<image name>.qcow2.
+func ArtifactPath(o *Options) string { return filepath.Join(o.OutputDir, o.ImageName+".qcow2") }
+
+// inputs are what decides the artifact's content; their key decides reuse.
+func inputs(o *Options, rel release.Release) (Inputs, error) {
+	in := Inputs{Method: o.Method, Channel: rel.Channel, Version: rel.Version, Arch: rel.Arch, Base: o.Base,
+		OEM: o.OEM, Kubernetes: o.Kubernetes.Kubernetes, Crictl: o.Kubernetes.Crictl, CNI: o.Kubernetes.CNI,
+		KubernetesMirror: o.Kubernetes.Mirror, GitHubMirror: o.Kubernetes.GitHubMirror,
+		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize, Sysext: o.Sysext}
+	if o.BaseImage != "" {
+		fi, err := os.Stat(o.BaseImage)
+		if err != nil {
+			return in, fmt.Errorf("--base-image: %w", err)
+		}
+		in.BaseImage = fmt.Sprintf("%s:%d:%d", o.BaseImage, fi.Size(), fi.ModTime().UnixNano())
+	} else {
+		in.ReleaseServer = rel.Server
+	}
+	for _, p := range o.Provision {
+		sum, _, err := sha256File(p)
+		if err != nil {
+			return in, fmt.Errorf("--provision: %w", err)
+		}
+		in.Provision = append(in.Provision, sum+":"+p)
+	}
+	return in, nil
+}

@@ -1,0 +1,49 @@
+package build
+
+import (
+	"context"
+	"os"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+)
+
+// StepReuse keeps a finished artifact whose record has the same inputs and whose sha512 still
+// matches the record; the later steps then only upload and rewrite the record. --force skips it.
+type StepReuse struct{}
+
+func (*StepReuse) Name() string { return "reuse" }
+
+func (*StepReuse) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o, rec := options(state), record(state)
+	artifact := getString(state, KeyArtifact)
+	if o.Force {
+		note(state, "--force: rebuilding")
+		return multistep.ActionContinue
+	}
+	old, err := ReadRecord(artifact)
+	if err != nil {
+		if _, serr := os.Stat(artifact); serr == nil {
+			note(state, "%s has no valid build record; rebuilding", artifact)
+		} else {
+			note(state, "no finished artifact; building")
+		}
+		return multistep.ActionContinue
+	}
+	if old.InputsKey != rec.InputsKey {
+		note(state, "%s was built from other inputs; rebuilding", artifact)
+		return multistep.ActionContinue
+	}
+	sum, n, err := sha512File(artifact)
+	if err != nil || len(old.Artifacts) == 0 || old.Artifacts[0].SHA512 != sum || old.Artifacts[0].Bytes != n {
+		note(state, "%s does not match its record (sha512); rebuilding", artifact)
+		return multistep.ActionContinue
+	}
+	// Keep what described the artifact; timings and uploads are this run's.
+	rec.Base, rec.Downloads, rec.Artifacts, rec.Tools = old.Base, old.Downloads, old.Artifacts, old.Tools
+	rec.Reused = true
+	state.Put(KeyReused, true)
+	note(state, "reusing %s: its record matches these inputs and its sha512 verifies (--force rebuilds)", artifact)
+	return multistep.ActionContinue
+}
+
+func (*StepReuse) Cleanup(multistep.StateBag) {}

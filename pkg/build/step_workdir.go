@@ -1,0 +1,67 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+)
+
+// StepWorkDir makes the private build directory (0700) inside the output directory, so the
+// finished image is renamed, not copied, into place. Cleanup removes it with everything in it
+// (work copy, SSH key, Ignition, payload); after a failure the method's log is first moved
+// next to the artifact as <image>.log so the error can name it.
+type StepWorkDir struct {
+	dir        string
+	createdOut bool
+}
+
+func (*StepWorkDir) Name() string { return "workdir" }
+
+func (s *StepWorkDir) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o := options(state)
+	if _, err := os.Stat(o.OutputDir); os.IsNotExist(err) {
+		s.createdOut = true
+	}
+	if err := os.MkdirAll(o.OutputDir, 0o755); err != nil {
+		return halt(state, fmt.Errorf("cannot create the output directory (choose another with --output-dir): %w", err))
+	}
+	dir, err := os.MkdirTemp(o.OutputDir, ".build-")
+	if err != nil {
+		return halt(state, fmt.Errorf("cannot create the build directory: %w", err))
+	}
+	s.dir = dir
+	state.Put(KeyWorkDir, dir)
+	note(state, "%s", dir)
+	return multistep.ActionContinue
+}
+
+func (s *StepWorkDir) Cleanup(state multistep.StateBag) {
+	if s.dir == "" {
+		return
+	}
+	o := options(state)
+	_, failed := state.GetOk(KeyError)
+	_, cancelled := state.GetOk(multistep.StateCancelled)
+	if log := getString(state, KeyLogFile); log != "" && isUnder(log, s.dir) {
+		if failed || cancelled {
+			kept := filepath.Join(o.OutputDir, o.ImageName+".log")
+			if os.Rename(log, kept) == nil {
+				state.Put(KeyLogFile, kept)
+			}
+		} else {
+			state.Remove(KeyLogFile)
+		}
+	}
+	os.RemoveAll(s.dir)
+	if s.createdOut {
+		os.Remove(o.OutputDir) // only when empty: nothing of the user's is touched
+	}
+}
+
+func isUnder(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !filepath.IsAbs(rel) && (len(rel) < 3 || rel[:3] != "../")
+}

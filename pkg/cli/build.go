@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/build"
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+func init() { register(newBuildCommand) }
+
+func newBuildCommand() *cobra.Command {
+	var (
+		o                 build.Options
+		out               OutputFormat
+		keyring, diskSize string
+	)
+	cmd := &cobra.Command{
+		Use:   "build",
+		Short: "Build a CAPO-ready Flatcar image: fetch, install Kubernetes (Packer + QEMU), set the OEM, convert, upload",
+		Long: `Builds a Flatcar image that Cluster API Provider OpenStack can boot as a Kubernetes node, in one
+command that chains the steps the other commands do one at a time:
+
+  resolve + fetch   the release image, verified (OpenPGP + SHA512) and cached as 'fetch' does;
+                    --base-image uses a local raw or qcow2 image instead
+  work copy         a sparse raw copy; the download is never modified
+  kubernetes        kubeadm, kubelet, kubectl, crictl and the CNI plugins, downloaded on this host and
+                    checked against their .sha256 before anything boots (--kubernetes-mirror,
+                    --github-mirror for air-gapped sites)
+  packer            (--method packer) boots the copy under Packer + QEMU with a per-build user and key
+                    (Ignition through fw_cfg for --base qemu, a config-2 drive for --base openstack),
+                    installs the binaries into /opt/bin and /opt/cni/bin, kubelet.service with its kubeadm
+                    drop-in, containerd with the systemd cgroup driver, runs --provision scripts, then
+                    sysprep (no config.ign, machine-id, SSH host keys or build user; first_boot set;
+                    update-engine and locksmithd masked unless --keep-updates) and shuts down
+  oem + inspect     flatcar.oem.id=--oem, autologin removed; the build fails if 'inspect' says NOT READY
+  qcow2 + record    <output-dir>/<image name>.qcow2 and its .build.json (what 'upload' reads)
+  upload            to each --cloud, named flatcar-<channel>-<version>-kube-<k8s> unless --image-name
+
+One line per step with its time goes to stderr; the image name and the 'manifests' command to
+stdout (-o json: the build record). A re-run with the same inputs reuses the finished artifact
+(--force rebuilds). --dry-run prints the plan and boots nothing. Ctrl-C stops Packer and QEMU and
+removes temporary files and the half-built image (exit 130).
+
+Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --method packer.`,
+		Example: `  flatcar-capo build --channel stable --kubernetes-version ` + kubernetes.DefaultVersion + ` --cloud mycloud
+  flatcar-capo build --base openstack --dry-run -o json
+  flatcar-capo build --base-image flatcar_production_qemu_image.img --version 4459.2.0 --provision ./extra.sh`,
+		Args: ExactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkBuildFlags(&o, keyring, diskSize); err != nil {
+				return err
+			}
+			o.ToolVersion = Version
+			o.Log = cmd.ErrOrStderr()
+			rec, err := build.Run(cmd.Context(), &o)
+			if err != nil {
+				if isBuildUsage(err) {
+					return AsUsage(err)
+				}
+				return err
+			}
+			return Report(cmd, out, rec, func(w io.Writer) error { return printBuild(w, rec) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Method, "method", build.MethodPacker, "packer (boot a VM, install Kubernetes) or sysext (bake a Kubernetes sysext, no VM)")
+	f.StringVar(&o.Release.Channel, "channel", "stable", "release channel: "+strings.Join(release.Channels, ", ")+" (env FLATCAR_CHANNEL)")
+	f.StringVar(&o.Release.Version, "version", release.Current, "Flatcar release: current or a number such as 4459.2.0 (env FLATCAR_VERSION)")
+	f.StringVar(&o.Release.Arch, "arch", "amd64", "architecture: "+strings.Join(release.Arches, ", "))
+	f.StringVar(&o.Release.Server, "release-server", release.DefaultServer, "release server or mirror; {channel} is replaced by the channel")
+	f.IntVar(&o.Retries, "retries", 3, "further attempts after a transient network failure")
+	AlsoFromEnv(f, "channel", "FLATCAR_CHANNEL")
+	AlsoFromEnv(f, "version", "FLATCAR_VERSION")
+	f.StringVar(&keyring, "keyring", "", "OpenPGP public keyring that replaces the embedded Flatcar key")
+	f.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", false, "DANGEROUS: do not verify the release image")
+	f.StringVar(&o.CacheDir, "cache-dir", "", "download cache (default $XDG_CACHE_HOME/flatcar-capo)")
+	f.StringVar(&o.Base, "base", "", "base image to start from (fetch --image): qemu (default for packer; Ignition via fw_cfg) or openstack (config-2 drive; default for sysext)")
+	f.StringVar(&o.BaseImage, "base-image", "", "use this local raw or qcow2 Flatcar image instead of downloading one")
+	f.StringVar(&o.OEM, "oem", build.DefaultOEM, "OEM id of the output (flatcar.oem.id)")
+	f.StringVar(&o.Kubernetes.Kubernetes, "kubernetes-version", kubernetes.DefaultVersion, "Kubernetes release (with the v)")
+	f.StringVar(&o.Kubernetes.Crictl, "crictl-version", kubernetes.DefaultCrictlVersion, "cri-tools release")
+	f.StringVar(&o.Kubernetes.CNI, "cni-version", kubernetes.DefaultCNIVersion, "CNI plugins release")
+	f.StringVar(&o.Kubernetes.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "replaces "+kubernetes.DefaultMirror+" (same paths below it)")
+	f.StringVar(&o.Kubernetes.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces "+kubernetes.DefaultGitHubMirror+" for crictl and the CNI plugins")
+	f.StringArrayVar(&o.Provision, "provision", nil, "your own shell script, run in the guest after ours (repeatable)")
+	f.StringArrayVar(&o.Sysext, "sysext", nil, "--method sysext: a prebuilt Kubernetes sysext FILE or URL instead of making one (repeatable)")
+	f.BoolVar(&o.KeepUpdates, "keep-updates", false, "do not mask update-engine and locksmithd")
+	f.StringVar(&o.Packer, "packer", "", "packer binary (default: packer on PATH)")
+	f.StringVar(&o.QEMUBinary, "qemu-binary", "", "qemu-system-* binary (default: qemu-system-<arch> on PATH)")
+	f.StringVar(&o.Accelerator, "accelerator", "", "kvm or tcg (default: kvm when usable, else tcg with a warning)")
+	f.IntVar(&o.CPUs, "cpus", build.DefaultCPUs, "build VM CPUs")
+	f.IntVar(&o.MemoryMiB, "memory", build.DefaultMemory, "build VM memory in MiB")
+	f.StringVar(&diskSize, "disk-size", "", "grow the image to this size (e.g. 20G, 20GiB, bytes); default: the base image's size")
+	f.StringVar(&o.OutputDir, "output-dir", "", "where the image and its record go (default ./output/<image name>)")
+	f.StringVar(&o.ImageName, "image-name", "", "image and Glance name (default flatcar-<channel>-<version>-kube-<k8s>)")
+	f.StringArrayVar(&o.Clouds, "cloud", nil, "upload to this cloud of clouds.yaml (repeatable)")
+	f.StringVar(&o.OnExists, "on-exists", string(glance.Reuse), "when the Glance name exists: reuse, replace or fail")
+	f.BoolVar(&o.Force, "force", false, "rebuild even when a finished artifact with the same inputs exists")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the resolved plan; download, boot and write nothing")
+	AddOutputFlag(f, &out)
+	return cmd
+}
+
+// checkBuildFlags validates what needs no network and fills the keyring and cache.
+func checkBuildFlags(o *build.Options, keyring, diskSize string) error {
+	if err := o.Release.Validate(); err != nil {
+		return AsUsage(err)
+	}
+	u, err := url.Parse(strings.ReplaceAll(o.Release.Server, "{channel}", o.Release.Channel))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Usagef("invalid --release-server %q: want an http(s) URL such as %s", o.Release.Server, release.DefaultServer)
+	}
+	if _, err := glance.ParseOnExists(o.OnExists); err != nil {
+		return Usagef("invalid --on-exists: %v", err)
+	}
+	if diskSize != "" {
+		n, err := parseSize(diskSize)
+		if err != nil {
+			return Usagef("invalid --disk-size %q: %v (e.g. 20G, 20GiB or a number of bytes)", diskSize, err)
+		}
+		o.DiskSize = n
+	}
+	for i, p := range o.Provision {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return Usagef("--provision %s: %v", p, err)
+		}
+		o.Provision[i] = abs
+	}
+	if err := o.Validate(); err != nil {
+		return AsUsage(err)
+	}
+	if !o.InsecureSkipVerify && o.BaseImage == "" && !o.DryRun {
+		if keyring != "" {
+			o.Keyring, err = verify.LoadKeyring(keyring)
+		} else {
+			o.Keyring, err = verify.EmbeddedKeyring()
+		}
+		if err != nil {
+			return AsUsage(fmt.Errorf("--keyring: %w", err))
+		}
+	}
+	if o.CacheDir == "" {
+		if o.CacheDir, err = fetch.DefaultCacheDir(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseSize reads 20G / 20GiB / 512M / bytes (binary units).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(s), "B"), "I"))
+	mult := int64(1)
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'K':
+			mult, s = 1<<10, s[:n-1]
+		case 'M':
+			mult, s = 1<<20, s[:n-1]
+		case 'G':
+			mult, s = 1<<30, s[:n-1]
+		case 'T':
+			mult, s = 1<<40, s[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("not a positive size")
+	}
+	return v * mult, nil
+}
+
+func isBuildUsage(err error) bool { return build.IsUsage(err) }
+
+func printBuild(w io.Writer, r *build.Record) error {
+	if r.DryRun != nil {
+		return printPlan(w, r)
+	}
+	state := "built"
+	if r.Reused {
+		state = "reused (same inputs; --force rebuilds)"
+	}
+	fmt.Fprintf(w, "Image %s %s\n", r.ImageName, state)
+	for _, a := range r.Artifacts {
+		fmt.Fprintf(w, "  %s  sha512 %s...\n", a.File, a.SHA512[:16])
+	}
+	for _, g := range r.Glance {
+		fmt.Fprintf(w, "  Glance %s: %s (%s)\n", g.Cloud, g.ID, g.Action)
+	}
+	fmt.Fprintf(w, "\nFor CAPO manifests (flavor %s):\n  OPENSTACK_FLATCAR_IMAGE_NAME=%s\n  KUBERNETES_VERSION=%s\n  %s\n",
+		r.Flavor, r.ImageName, r.KubernetesVersion, r.Manifests)
+	return nil
+}
+
+func printPlan(w io.Writer, r *build.Record) error {
+	p := r.DryRun
+	fmt.Fprintf(w, "Plan (--dry-run: nothing downloaded, booted or written)\n")
+	fmt.Fprintf(w, "  method:      %s\n", p.Method)
+	fmt.Fprintf(w, "  flatcar:     %s %s (%s)\n", p.Channel, p.FlatcarVersion, p.Arch)
+	if p.BaseImage != "" {
+		fmt.Fprintf(w, "  base image:  %s\n", p.BaseImage)
+	} else {
+		fmt.Fprintf(w, "  base image:  %s (%s)\n", p.BaseURL, p.Base)
+	}
+	fmt.Fprintf(w, "  oem:         %s\n", p.OEM)
+	fmt.Fprintf(w, "  kubernetes:  %s\n", p.KubernetesVersion)
+	for _, d := range p.Downloads {
+		fmt.Fprintf(w, "    %-16s %s (+ .sha256)\n", d.Name, d.URL)
+	}
+	fmt.Fprintf(w, "  image name:  %s\n  artifact:    %s\n", p.ImageName, p.Artifact)
+	if len(p.Clouds) > 0 {
+		fmt.Fprintf(w, "  upload to:   %s\n", strings.Join(p.Clouds, ", "))
+	}
+	if mp, ok := p.MethodPlan.(interface{ Lines() []string }); ok {
+		for _, l := range mp.Lines() {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	fmt.Fprintf(w, "  manifests:   %s\n", r.Manifests)
+	return nil
+}
