@@ -1,6 +1,8 @@
 package build
 
 import (
+	"context"
+
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
@@ -32,6 +34,7 @@ func preSteps() []multistep.Step {
 	return []multistep.Step{
 		&StepResolve{},
 		&StepReuse{},
+		&StepPreflight{},
 		&StepWorkDir{},
 		&StepFetch{},
 		&StepWorkCopy{},
@@ -56,3 +59,35 @@ func Steps(o *Options) []multistep.Step {
 	steps = append(steps, methods[o.Method](o)...)
 	return append(steps, postSteps()...)
 }
+
+// A Preflight checks a method's tools before anything is downloaded (for packer: packer, its
+// QEMU plugin, qemu-system-*, the accelerator) and returns a line for the progress output.
+type Preflight func(ctx context.Context, o *Options) (string, error)
+
+var preflights = map[string]Preflight{}
+
+// RegisterPreflight sets the tool check of a method.
+func RegisterPreflight(method string, p Preflight) { preflights[method] = p }
+
+// StepPreflight runs the method's tool check right after resolving, so a missing packer or QEMU
+// fails in seconds with its install hint, not after the download.
+type StepPreflight struct{}
+
+func (*StepPreflight) Name() string { return "tools" }
+
+func (*StepPreflight) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o := options(state)
+	p := preflights[o.Method]
+	if p == nil {
+		note(state, "no external tools needed")
+		return multistep.ActionContinue
+	}
+	line, err := p(ctx, o)
+	if err != nil {
+		return halt(state, err)
+	}
+	note(state, "%s", line)
+	return multistep.ActionContinue
+}
+
+func (*StepPreflight) Cleanup(multistep.StateBag) {}

@@ -111,8 +111,8 @@ func (o *Options) Validate() error {
 	if o.CPUs < 1 || o.MemoryMiB < 256 {
 		return fmt.Errorf("--cpus must be at least 1 and --memory at least 256 (MiB), got %d and %d", o.CPUs, o.MemoryMiB)
 	}
-	if o.DiskSize < 0 {
-		return fmt.Errorf("--disk-size must be positive")
+	if o.DiskSize < 0 || o.DiskSize%(1<<20) != 0 {
+		return fmt.Errorf("--disk-size must be a positive whole number of MiB, not %d bytes", o.DiskSize)
 	}
 	if o.OnExists == "" {
 		o.OnExists = DefaultOnExists

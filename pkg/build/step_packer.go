@@ -2,18 +2,68 @@ package build
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
 )
 
-// StepPacker boots the work copy under Packer and provisions it (pkg/packer).
+// StepPacker boots the work copy under Packer + QEMU, provisions it with the payload and
+// sysprep, and leaves the raw result as KeyRaw. Packer's ui lines are passed on condensed; its
+// full log stays in the build directory and is named in every failure. Cancelling ctx sends
+// packer SIGTERM and pkg/packer kills any QEMU left.
 type StepPacker struct{}
 
 func (*StepPacker) Name() string { return "packer" }
 
 func (*StepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	return halt(state, errors.New("the packer step is not wired yet (pkg/packer lands next)"))
+	o, rec := options(state), record(state)
+	cfg := packerConfig(o, state)
+	state.Put(KeyLogFile, filepath.Join(cfg.WorkDir, "packer.log"))
+	res, err := packer.Build(ctx, cfg)
+	if res.LogFile != "" {
+		state.Put(KeyLogFile, res.LogFile)
+	}
+	rec.Tools.Packer, rec.Tools.Accelerator = res.PackerVersion, res.Accelerator
+	rec.Tools.PackerPath = o.Packer
+	if err != nil {
+		if ctx.Err() != nil {
+			return halt(state, ctx.Err())
+		}
+		return halt(state, &logError{err: err, log: res.LogFile})
+	}
+	state.Put(KeyRaw, res.Image)
+	note(state, "packer %s, accelerator %s", res.PackerVersion, res.Accelerator)
+	return multistep.ActionContinue
 }
 
 func (*StepPacker) Cleanup(multistep.StateBag) {}
+
+// packerConfig is the pkg/packer configuration of this build.
+func packerConfig(o *Options, state multistep.StateBag) packer.Config {
+	dir := getString(state, KeyWorkDir)
+	vars := map[string]string{}
+	if set, ok := state.Get(KeyK8s).(*kubernetes.Set); ok {
+		vars["KUBERNETES_VERSION"] = set.Options.Kubernetes
+		vars["CRICTL_VERSION"] = set.Options.Crictl
+		vars["CNI_PLUGINS_VERSION"] = set.Options.CNI
+	}
+	if o.KeepUpdates {
+		vars["KEEP_UPDATES"] = "1"
+	}
+	return packer.Config{
+		Packer: o.Packer, QEMUBinary: o.QEMUBinary, Accelerator: o.Accelerator,
+		CPUs: o.CPUs, MemoryMiB: o.MemoryMiB, DiskSize: o.DiskSize,
+		BaseImage: getString(state, KeyWork),
+		OutputDir: filepath.Join(dir, "packer-output"), OutputName: "image.raw",
+		WorkDir: filepath.Join(dir, "packer"),
+		SSHUser: getString(state, KeySSHUser), SSHPrivateKeyFile: getString(state, KeySSHKey),
+		IgnitionFile: getString(state, KeyIgnition), ConfigDriveFile: getString(state, KeyDrive),
+		Payload: getString(state, KeyPayload), Vars: vars, UserScripts: o.Provision,
+		Log: func(line string) { fmt.Fprintf(o.Log, "  packer: %s\n", strings.TrimSpace(line)) },
+	}
+}

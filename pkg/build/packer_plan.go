@@ -1,0 +1,122 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/ignition"
+	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
+)
+
+func init() {
+	RegisterPlanner(MethodPacker, planPacker)
+	RegisterPreflight(MethodPacker, func(ctx context.Context, o *Options) (string, error) {
+		pi, err := packerPlan(ctx, o)
+		if err != nil {
+			return "", err
+		}
+		s := fmt.Sprintf("packer %s (%s), %s, accelerator %s", pi.PackerVersion, pi.Packer, pi.QEMUBinary, pi.Accelerator)
+		if pi.AcceleratorNote != "" {
+			s += "; " + pi.AcceleratorNote
+		}
+		return s, nil
+	})
+}
+
+// PackerPlan is the packer method's part of a dry run.
+type PackerPlan struct {
+	packer.PlanInfo
+}
+
+// Lines are the plan's text form.
+func (p PackerPlan) Lines() []string {
+	l := []string{
+		fmt.Sprintf("packer:      %s (%s)", p.Packer, p.PackerVersion),
+		fmt.Sprintf("qemu:        %s, accelerator %s", p.QEMUBinary, p.Accelerator),
+	}
+	if p.AcceleratorNote != "" {
+		l = append(l, "             "+p.AcceleratorNote)
+	}
+	l = append(l, "variables:")
+	for _, v := range p.Vars {
+		l = append(l, "  "+v)
+	}
+	l = append(l, "template:")
+	for _, t := range splitLines(p.Template) {
+		l = append(l, "  | "+t)
+	}
+	return l
+}
+
+func planPacker(ctx context.Context, o *Options, p *Plan) error {
+	pi, err := packerPlan(ctx, o)
+	if err != nil {
+		return err
+	}
+	p.MethodPlan = PackerPlan{pi}
+	return nil
+}
+
+// packerPlan asks pkg/packer for the plan (packer, QEMU, accelerator, rendered template) with
+// placeholder inputs in a throwaway directory: nothing boots and nothing of the build exists yet.
+func packerPlan(ctx context.Context, o *Options) (packer.PlanInfo, error) {
+	dir, err := os.MkdirTemp("", "flatcar-capo-plan-")
+	if err != nil {
+		return packer.PlanInfo{}, err
+	}
+	defer os.RemoveAll(dir)
+	state := new(multistep.BasicStateBag)
+	state.Put(KeyWorkDir, dir)
+	state.Put(KeySSHUser, ignition.DefaultUser)
+	for key, name := range map[string]string{KeyWork: "work.raw", KeySSHKey: "build_ed25519"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			return packer.PlanInfo{}, err
+		}
+		state.Put(key, p)
+	}
+	vmKey := KeyIgnition
+	if o.Base == "openstack" {
+		vmKey = KeyDrive
+	}
+	cfgFile := filepath.Join(dir, "vm-config")
+	if err := os.WriteFile(cfgFile, nil, 0o600); err != nil {
+		return packer.PlanInfo{}, err
+	}
+	state.Put(vmKey, cfgFile)
+	payload := filepath.Join(dir, "payload")
+	for _, f := range packer.PayloadFiles {
+		p := filepath.Join(payload, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return packer.PlanInfo{}, err
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			return packer.PlanInfo{}, err
+		}
+	}
+	state.Put(KeyPayload, payload)
+	cfg := packerConfig(o, state)
+	cfg.Vars["KUBERNETES_VERSION"] = o.Kubernetes.Kubernetes
+	cfg.Vars["CRICTL_VERSION"] = o.Kubernetes.Crictl
+	cfg.Vars["CNI_PLUGINS_VERSION"] = o.Kubernetes.CNI
+	return packer.Plan(ctx, cfg)
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
