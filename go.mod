@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/ProtonMail/go-crypto v1.5.2
 	github.com/diskfs/go-diskfs v1.9.4
+	github.com/dsnet/compress v0.0.1
 	github.com/flatcar/container-linux-config-transpiler v0.9.4
 	github.com/flatcar/ignition v0.36.2
 	github.com/gophercloud/gophercloud/v2 v2.16.0

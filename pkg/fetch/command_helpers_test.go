@@ -30,7 +30,6 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	testutil.RequireTools(t, "lbzip2")
 	now := time.Now()
 	w := &world{srv: fetchtest.NewServer(t), key: fetchtest.NewKey(t, "Test Buildbot", now)}
 	// A world-readable base so that privilege-dropping tests can read the keyring.
