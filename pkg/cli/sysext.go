@@ -1,0 +1,344 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
+)
+
+func init() { register(newSysextCommand) }
+
+func newSysextCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sysext",
+		Short: "Make a Kubernetes systemd-sysext image, or check whether Flatcar would merge one",
+		Long: `A systemd system extension (sysext) is a squashfs image that systemd-sysext overlays onto
+/usr at boot. Flatcar runs Kubernetes from one: CAPO's flatcar-sysext flavor downloads
+kubernetes-<version>-<arch>.raw at first boot, and 'build --method sysext' bakes it into the image.
+
+  create   make the Kubernetes sysext from the Kubernetes release binaries (sha256-checked),
+           in pure Go, without root: for users who keep Flatcar's stock image and serve
+           sysexts themselves (e.g. with manifests --flavor sysext --sysext-url)
+  inspect  show a sysext's extension-release and files, and whether Flatcar would merge it
+
+A sysext is merged only when /etc/extensions/NAME.raw carries
+usr/lib/extension-release.d/extension-release.NAME (NAME is the link's name, not the versioned
+file's), with ID=_any or ID=flatcar + SYSEXT_LEVEL=1.0, ARCHITECTURE=x86-64|arm64, and no
+usr/lib/os-release.`,
+	}
+	cmd.AddCommand(newSysextCreateCommand(), newSysextInspectCommand())
+	return cmd
+}
+
+func newSysextCreateCommand() *cobra.Command {
+	var (
+		dl          kubernetes.Options
+		binaries    string
+		releaseID   string
+		compression string
+		outFile     string
+		out         OutputFormat
+	)
+	cmd := &cobra.Command{
+		Use:   "create --kubernetes-version VERSION [--output-file FILE]",
+		Short: "Make the Kubernetes sysext (kubelet, kubeadm, kubectl, crictl, CNI plugins, units)",
+		Long: `Downloads kubelet, kubeadm and kubectl (dl.k8s.io), crictl and the CNI plugins (GitHub releases),
+checks each against its published .sha256 (kept in the download cache), and writes a sysext with
+the layout of Flatcar's sysext-bakery:
+
+  /usr/bin/{kubelet,kubeadm,kubectl,crictl}
+  /usr/local/bin/cni/*            copied to /opt/cni/bin by kubelet.service (ExecStartPre)
+  /usr/lib/systemd/system/kubelet.service, kubelet.service.d/10-kubeadm.conf
+  /usr/lib/systemd/system/multi-user.target.d/10-kubelet-service.conf   (Upholds=kubelet.service)
+  /usr/lib/extension-release.d/extension-release.kubernetes   (ID=_any, ARCHITECTURE, EXTENSION_RELOAD_MANAGER=1)
+
+Every file is owned by root. The image is squashfs (zstd by default, or gzip), written in pure Go
+without root; it is read back and checked before it appears at --output-file (default:
+kubernetes-<version>-<arch>.raw in the current directory). With SOURCE_DATE_EPOCH set, the same
+inputs give the same bytes.
+
+Install it on a Flatcar node (or let 'manifests --flavor sysext' do it at first boot):
+  /opt/extensions/kubernetes/kubernetes-v1.33.4-x86-64.raw  and the link
+  /etc/extensions/kubernetes.raw -> /opt/extensions/kubernetes/kubernetes-v1.33.4-x86-64.raw
+
+Offline: --binaries DIR uses files you downloaded yourself instead (kubelet, kubeadm, kubectl in
+DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
+		Example: `  # The Kubernetes sysext for x86-64 Flatcar nodes
+  flatcar-capo sysext create --kubernetes-version v1.33.4
+
+  # arm64, from local mirrors of dl.k8s.io and github.com, into a web server's directory
+  flatcar-capo sysext create --kubernetes-version v1.33.4 --arch arm64 \
+      --kubernetes-mirror https://mirror.example/k8s-release --github-mirror https://mirror.example/github \
+      --output-file /srv/www/extensions/kubernetes-v1.33.4-arm64.raw
+
+  # Air-gapped: from binaries downloaded elsewhere
+  flatcar-capo sysext create --kubernetes-version v1.33.4 --binaries ./k8s-v1.33.4 --output-file kubernetes.raw`,
+		Args: ExactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dl.Kubernetes == "" {
+				return Usagef("--kubernetes-version is required, e.g. --kubernetes-version %s", kubernetes.DefaultVersion)
+			}
+			if err := sysext.ValidVersion(dl.Kubernetes); err != nil {
+				return AsUsage(err)
+			}
+			arch, err := sysext.Arch(dl.Arch)
+			if err != nil {
+				return AsUsage(err)
+			}
+			dl.Arch = sysext.GoArch(arch)
+			if releaseID != "_any" && releaseID != sysext.FlatcarID {
+				return Usagef("--release-id must be _any or flatcar, not %q", releaseID)
+			}
+			if compression != "zstd" && compression != "gzip" {
+				return Usagef("--compression must be zstd or gzip, not %q (the kernel rejects go-diskfs' xz and lz4)", compression)
+			}
+			if outFile == "" {
+				outFile, _ = sysext.KubernetesFileName(dl.Kubernetes, arch)
+			}
+			var in sysext.KubernetesInput
+			if binaries != "" {
+				if in, err = sysext.KubernetesInputFromDir(binaries, dl.Kubernetes, arch); err != nil {
+					return err
+				}
+			} else {
+				if err := dl.Validate(); err != nil {
+					return AsUsage(err)
+				}
+				if dl.CacheDir == "" {
+					if dl.CacheDir, err = fetch.DefaultCacheDir(); err != nil {
+						return err
+					}
+				}
+				set, err := kubernetes.Download(cmd.Context(), nil, dl, func(f string, a ...any) {
+					fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...)
+				})
+				if err != nil {
+					return err
+				}
+				in = sysextInputFromSet(set)
+			}
+			in.ReleaseID, in.Compression = releaseID, compression
+			info, err := sysext.CreateKubernetes(cmd.Context(), in, outFile)
+			if err != nil {
+				return err
+			}
+			res, err := newCreateResult(info)
+			if err != nil {
+				return err
+			}
+			return Report(cmd, out, res, func(w io.Writer) error { return printCreateResult(w, res, dl.Kubernetes, arch) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dl.Kubernetes, "kubernetes-version", "", "Kubernetes release, e.g. "+kubernetes.DefaultVersion+" (required)")
+	AlsoFromEnv(f, "kubernetes-version", "KUBERNETES_VERSION")
+	f.StringVar(&dl.Arch, "arch", "amd64", "node architecture: amd64 (x86-64) or arm64")
+	f.StringVar(&dl.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where kubelet/kubeadm/kubectl are: <mirror>/<version>/bin/linux/<arch>/<name>(.sha256)")
+	f.StringVar(&dl.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces https://github.com for the crictl and CNI plugin releases")
+	f.StringVar(&dl.Crictl, "crictl-version", kubernetes.DefaultCrictlVersion, "cri-tools release for crictl")
+	f.StringVar(&dl.CNI, "cni-version", kubernetes.DefaultCNIVersion, "containernetworking/plugins release")
+	f.StringVar(&dl.CacheDir, "cache-dir", "", "download cache (default $XDG_CACHE_HOME/flatcar-capo)")
+	f.StringVar(&binaries, "binaries", "", "use the files in this directory instead of downloading (offline)")
+	f.StringVar(&releaseID, "release-id", "_any", "extension-release ID: _any (as Flatcar's bakery) or flatcar (adds SYSEXT_LEVEL=1.0)")
+	f.StringVar(&compression, "compression", "zstd", "squashfs compression: zstd or gzip")
+	f.StringVar(&outFile, "output-file", "", "where to write the sysext (default: kubernetes-<version>-<arch>.raw)")
+	AddOutputFlag(f, &out)
+	return cmd
+}
+
+// sysextInputFromSet maps the verified downloads (payload names) to the sysext's inputs.
+func sysextInputFromSet(set *kubernetes.Set) sysext.KubernetesInput {
+	path := func(name string) string {
+		d, _ := set.ByName(name)
+		return d.Path
+	}
+	return sysext.KubernetesInput{
+		Version: set.Options.Kubernetes, Arch: set.Options.Arch,
+		Kubelet: path("bin/kubelet"), Kubeadm: path("bin/kubeadm"), Kubectl: path("bin/kubectl"),
+		CNIPlugins: path("cni-plugins.tgz"), Crictl: path("crictl.tar.gz"),
+	}
+}
+
+type createResult struct {
+	*sysext.Info
+	SHA256 string `json:"sha256"`
+	SHA512 string `json:"sha512"`
+}
+
+func newCreateResult(info *sysext.Info) (*createResult, error) {
+	f, err := os.Open(info.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h256, h512 := sha256.New(), sha512.New()
+	if _, err := io.Copy(io.MultiWriter(h256, h512), f); err != nil {
+		return nil, err
+	}
+	return &createResult{Info: info, SHA256: hex.EncodeToString(h256.Sum(nil)), SHA512: hex.EncodeToString(h512.Sum(nil))}, nil
+}
+
+func printCreateResult(w io.Writer, r *createResult, version, arch string) error {
+	name, _ := sysext.KubernetesFileName(version, arch)
+	fmt.Fprintf(w, "Wrote %s: %s (%s of files, %s), %d entries\n", r.Path, progress.Bytes(r.Size), progress.Bytes(r.Bytes), r.Compression, len(r.Files))
+	fmt.Fprintf(w, "  sha256 %s\n  sha512 %s\n", r.SHA256, r.SHA512)
+	fmt.Fprintf(w, "On a node: %s/%s, linked as %s\n", sysext.KubernetesDir, name, sysext.KubernetesLink)
+	return nil
+}
+
+func newSysextInspectCommand() *cobra.Command {
+	var (
+		name, osRelease, arch string
+		noVerify              bool
+		out                   OutputFormat
+	)
+	cmd := &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "Show a sysext's extension-release and files, and whether Flatcar would merge it",
+		Long: `Reads a sysext image (squashfs) without mounting it and reports its extension-release, its
+files with owner and mode, and whether systemd-sysext would merge it on Flatcar, with the reason.
+
+NAME is what the image will be linked as in /etc/extensions (NAME.raw), which must match its
+extension-release.NAME. Default: the file name without .raw; a versioned file such as
+kubernetes-v1.33.4-x86-64.raw counts as "kubernetes" when it carries extension-release.kubernetes.
+
+The host is Flatcar's constants (ID=flatcar, SYSEXT_LEVEL=1.0, --arch) unless --os-release names
+an os-release file to compare with. All file data is decompressed to find corruption, unless
+--no-verify.
+
+Exits 1 when Flatcar would not merge it (no or mismatched extension-release, a usr/lib/os-release,
+an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrupt.`,
+		Example: `  flatcar-capo sysext inspect kubernetes-v1.33.4-x86-64.raw
+  flatcar-capo sysext inspect /srv/extensions/k8s.raw --name kubernetes -o json | jq .would_merge
+  flatcar-capo sysext inspect kubernetes.raw --os-release ./usr/lib/os-release --arch arm64`,
+		Args: ExactArgs(1, "FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name != "" {
+				if err := sysext.ValidName(name); err != nil {
+					return AsUsage(err)
+				}
+			}
+			if _, err := sysext.Arch(arch); err != nil {
+				return AsUsage(err)
+			}
+			host := sysext.FlatcarHost(arch)
+			if osRelease != "" {
+				data, err := os.ReadFile(osRelease)
+				if err != nil {
+					return err
+				}
+				if host, err = sysext.HostFromOSRelease(data, arch, osRelease); err != nil {
+					return err
+				}
+			}
+			r, err := inspectSysext(args[0], name, host, !noVerify)
+			if err != nil {
+				return err
+			}
+			if err := Report(cmd, out, r, func(w io.Writer) error { return printSysextReport(w, r) }); err != nil {
+				return err
+			}
+			if !r.WouldMerge {
+				return WithExitCode(ExitFailure, fmt.Errorf("%s would not be merged as %s.raw: %s", args[0], r.Name, r.Reason))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "NAME the image will be linked as (/etc/extensions/NAME.raw); default: from the file name")
+	f.StringVar(&osRelease, "os-release", "", "compare with this os-release file instead of Flatcar's constants")
+	f.StringVar(&arch, "arch", "amd64", "host architecture: amd64 (x86-64) or arm64")
+	f.BoolVar(&noVerify, "no-verify", false, "do not decompress the file data (faster; misses corrupt data blocks)")
+	AddOutputFlag(f, &out)
+	return cmd
+}
+
+// sysextReport is `sysext inspect`'s report; its JSON is part of the CLI's interface.
+type sysextReport struct {
+	*sysext.Info
+	Name       string         `json:"name"`
+	Release    sysext.Release `json:"extension_release"`
+	Problems   []string       `json:"problems"`
+	Ignored    []string       `json:"ignored"`
+	Host       sysext.Host    `json:"host"`
+	WouldMerge bool           `json:"would_merge"`
+	Reason     string         `json:"reason"`
+	Verified   bool           `json:"data_verified"`
+}
+
+func inspectSysext(path, name string, host sysext.Host, verify bool) (*sysextReport, error) {
+	info, err := sysext.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = info.DefaultName()
+	}
+	if verify {
+		if err := info.Verify(); err != nil {
+			return nil, err
+		}
+	}
+	r := &sysextReport{Info: info, Name: name, Release: info.Releases[name], Problems: info.Problems(name),
+		Ignored: info.Ignored(), Host: host, Verified: verify}
+	if r.Problems == nil {
+		r.Problems = []string{}
+	}
+	if r.Ignored == nil {
+		r.Ignored = []string{}
+	}
+	r.WouldMerge, r.Reason = info.WouldMerge(name, host)
+	return r, nil
+}
+
+func printSysextReport(w io.Writer, r *sysextReport) error {
+	fmt.Fprintf(w, "File:        %s (%s, squashfs %s, %d KiB blocks, created %s)\n", r.Path, progress.Bytes(r.Size), r.Compression, r.BlockSize>>10, r.Created.Format("2006-01-02 15:04:05 UTC"))
+	fmt.Fprintf(w, "Name:        %s (linked as /etc/extensions/%s.raw)\n", r.Name, r.Name)
+	if len(r.ReleaseNames) == 0 {
+		fmt.Fprintln(w, "Release:     none")
+	}
+	for _, n := range r.ReleaseNames {
+		fmt.Fprintf(w, "Release:     %s\n", sysext.ReleasePath(n))
+		for _, l := range strings.Split(strings.TrimSpace(string(r.Releases[n].Format("ID", "SYSEXT_LEVEL", "VERSION_ID", "ARCHITECTURE"))), "\n") {
+			if l != "" {
+				fmt.Fprintf(w, "  %s\n", l)
+			}
+		}
+	}
+	fmt.Fprintf(w, "Files:       %d entries, %s\n", len(r.Files), progress.Bytes(r.Bytes))
+	for _, e := range r.Files {
+		target := ""
+		if e.Target != "" {
+			target = " -> " + e.Target
+		}
+		fmt.Fprintf(w, "  %s %d/%d %10d  /%s%s\n", e.Mode, e.UID, e.GID, e.Size, e.Path, target)
+	}
+	for _, i := range r.Ignored {
+		fmt.Fprintf(w, "Note:        %s is not merged (systemd-sysext merges /usr and /opt only)\n", i)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "Problem:     %s\n", p)
+	}
+	data := "not checked (--no-verify)"
+	if r.Verified {
+		data = "all file data decompressed without error"
+	}
+	fmt.Fprintf(w, "Data:        %s\n", data)
+	verdict := "NO"
+	if r.WouldMerge {
+		verdict = "yes"
+	}
+	fmt.Fprintf(w, "Would merge: %s, against %s: %s\n", verdict, r.Host.Source, r.Reason)
+	return nil
+}
