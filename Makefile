@@ -8,8 +8,19 @@ LDFLAGS := -s -w -X github.com/flatcar-capo/flatcar-capo/pkg/cli.Version=$(VERSI
 BIN := bin/flatcar-capo
 FUZZTIME ?= 8s
 TEST_TIMEOUT ?= 60m
+# STRICT=1 (what .ci/run does): a test that would skip (missing tool, not root) fails instead.
+ifeq ($(STRICT),1)
+export FLATCAR_CAPO_STRICT_TESTS := 1
+endif
+# go test -json of every run of `make test`, summed up at its end by bin/testsummary.
+TESTLOG := bin/testlog
+SUMMARY := bin/testsummary
+export TEST_JSON_DIR := $(CURDIR)/$(TESTLOG)
+export TEST_SUMMARY := $(CURDIR)/$(SUMMARY)
+# The goroutine-heavy packages, run again under the race detector (-short keeps inputs small).
+RACE_PKGS := ./pkg/bzip2/ ./pkg/qcow2/ ./pkg/convert/ ./pkg/glance/ ./pkg/fetch/
 
-.PHONY: all build deps demo test test-go fuzz bench vet clean
+.PHONY: all build deps demo test test-go race fuzz bench vet clean
 
 all: build
 
@@ -27,13 +38,30 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-test: deps vet test-go fuzz
+# Every test run goes on after a failure, so one run shows all of them; the last line is
+# "N passed, N failed, N skipped" and the exit code is non-zero if anything failed.
+test: deps vet
+	@rm -rf $(TESTLOG); status=0; \
+	$(MAKE) --no-print-directory test-go || status=1; \
+	$(MAKE) --no-print-directory race || status=1; \
+	$(MAKE) --no-print-directory fuzz || status=1; \
+	$(SUMMARY) -total $(TESTLOG)/*.json || status=1; \
+	exit $$status
 
-test-go:
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+$(SUMMARY): scripts/testsummary/main.go
+	$(GO) build -o $@ ./scripts/testsummary
+
+test-go: $(SUMMARY)
+	@mkdir -p $(TESTLOG)
+	set -o pipefail; $(GO) test -json -count=1 -timeout $(TEST_TIMEOUT) ./... 2>&1 | $(SUMMARY) -save $(TESTLOG)/go.json
+
+race: $(SUMMARY)
+	@mkdir -p $(TESTLOG)
+	set -o pipefail; $(GO) test -race -short -json -count=1 -timeout 20m $(RACE_PKGS) 2>&1 | $(SUMMARY) -save $(TESTLOG)/race.json
 
 # Short runs of every go fuzz target: no panics on any input.
-fuzz:
+fuzz: $(SUMMARY)
+	@mkdir -p $(TESTLOG)
 	scripts/fuzz.sh $(FUZZTIME)
 
 bench: build

@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # Runs every `func FuzzXxx` in the module briefly (default 8s each): no panics on any input.
 # New inputs are minimised for at most 100 runs, so short runs spend their time fuzzing.
+# Under `make test` (TEST_JSON_DIR and TEST_SUMMARY set) each run's `go test -json` goes to
+# TEST_JSON_DIR/fuzz.json for the summary line, and a failure is shown through TEST_SUMMARY.
 set -euo pipefail
 fuzztime=${1:-8s}
 cd "$(dirname "$0")/.."
 status=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+json=()
+if [ -n "${TEST_JSON_DIR:-}" ] && [ -x "${TEST_SUMMARY:-}" ]; then
+  json=(-json)
+  mkdir -p "$TEST_JSON_DIR"
+fi
 while read -r file name; do
   pkg=./$(dirname "$file")
   echo "fuzz: $pkg $name ($fuzztime)"
   for try in 1 2; do
-    if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 100x "$pkg" > "$log" 2>&1; then
+    if go test "${json[@]}" -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 100x "$pkg" > "$log" 2>&1; then
+      if ((${#json[@]})); then cat "$log" >> "$TEST_JSON_DIR/fuzz.json"; fi
       break
     fi
     # Go's fuzz coordinator sometimes ends with "context deadline exceeded" and no failing
@@ -19,7 +27,13 @@ while read -r file name; do
     if [ "$try" = 1 ] && ! grep -q "Failing input written" "$log"; then
       echo "fuzz: $name: harness timeout without a failing input; retrying once"; continue
     fi
-    cat "$log"; status=1; break
+    if ((${#json[@]})); then
+      cat "$log" >> "$TEST_JSON_DIR/fuzz.json"
+      "$TEST_SUMMARY" < "$log" || true
+    else
+      cat "$log"
+    fi
+    status=1; break
   done
 done < <(grep -rHoE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+' pkg | sed -E 's/:func / /')
 exit $status
