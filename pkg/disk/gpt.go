@@ -36,8 +36,9 @@ const sectorSize = 512
 var ErrNoGPT = errors.New("no GPT partition table")
 
 // ReadGPT parses the primary GPT (falling back to the backup at the end of the image when the
-// primary is damaged). It is a small parser of its own so that it works on any Storage (raw or
-// qcow2) and can be fuzzed; go-diskfs writes GPTs in the test fixtures.
+// primary is damaged; PrimaryGPTError tells). It is a small parser of our own, not go-diskfs'
+// partition/gpt: that one panics or reads tables that are not there on some corrupt headers
+// (TestGoDiskfsGPTEvidence, docs/architecture.md), and an image is untrusted input.
 func ReadGPT(s Storage) ([]Partition, error) {
 	parts, errPrimary := readGPTAt(s, 1)
 	if errPrimary == nil {
@@ -51,7 +52,34 @@ func ReadGPT(s Storage) ([]Partition, error) {
 	return nil, errPrimary
 }
 
-func readGPTAt(s Storage, lba int64) ([]Partition, error) {
+// PrimaryGPTError returns why the primary GPT header (LBA 1) cannot be used, or nil when it can;
+// when it is not nil and ReadGPT still succeeds, the table was recovered from the backup header.
+func PrimaryGPTError(s Storage) error {
+	_, err := readHeader(s, 1)
+	return err
+}
+
+// gptHeader is a checksum-verified GPT header with its verified partition array.
+type gptHeader struct {
+	raw       []byte // the header's hdrSize bytes
+	lba       int64
+	entries   []byte
+	count     int
+	entrySize int
+}
+
+func (h *gptHeader) u64(off int) uint64 { return binary.LittleEndian.Uint64(h.raw[off:]) }
+
+// setU64 changes a field; seal recomputes the header checksum afterwards.
+func (h *gptHeader) setU64(off int, v uint64) { binary.LittleEndian.PutUint64(h.raw[off:], v) }
+
+func (h *gptHeader) seal() {
+	binary.LittleEndian.PutUint32(h.raw[16:], 0)
+	binary.LittleEndian.PutUint32(h.raw[16:], crc32.ChecksumIEEE(h.raw))
+}
+
+// readHeader reads and verifies the GPT header at lba and the partition array it points to.
+func readHeader(s Storage, lba int64) (*gptHeader, error) {
 	hdr := make([]byte, sectorSize)
 	if n, _ := s.ReadAt(hdr, lba*sectorSize); n < 92 {
 		return nil, fmt.Errorf("%w: image too small", ErrNoGPT)
@@ -69,6 +97,7 @@ func readGPTAt(s Storage, lba int64) ([]Partition, error) {
 	if crc32.ChecksumIEEE(h) != want {
 		return nil, fmt.Errorf("%w: header checksum mismatch at LBA %d", ErrNoGPT, lba)
 	}
+	binary.LittleEndian.PutUint32(h[16:], want)
 	entriesLBA := int64(binary.LittleEndian.Uint64(hdr[72:]))
 	count := binary.LittleEndian.Uint32(hdr[80:])
 	entrySize := binary.LittleEndian.Uint32(hdr[84:])
@@ -85,9 +114,18 @@ func readGPTAt(s Storage, lba int64) ([]Partition, error) {
 	if crc32.ChecksumIEEE(arr) != binary.LittleEndian.Uint32(hdr[88:]) {
 		return nil, fmt.Errorf("%w: partition array checksum mismatch", ErrNoGPT)
 	}
+	return &gptHeader{raw: h, lba: lba, entries: arr, count: int(count), entrySize: int(entrySize)}, nil
+}
+
+func readGPTAt(s Storage, lba int64) ([]Partition, error) {
+	h, err := readHeader(s, lba)
+	if err != nil {
+		return nil, err
+	}
+	arr, count, entrySize := h.entries, h.count, h.entrySize
 	var parts []Partition
-	for i := 0; i < int(count); i++ {
-		e := arr[i*int(entrySize) : (i+1)*int(entrySize)]
+	for i := 0; i < count; i++ {
+		e := arr[i*entrySize : (i+1)*entrySize]
 		if bytes.Equal(e[:16], make([]byte, 16)) {
 			continue
 		}

@@ -1,0 +1,125 @@
+package disk
+
+import (
+	"errors"
+	"fmt"
+)
+
+// RelocateBackupGPT moves the backup GPT (header and partition array) of a raw image to the
+// image's last sectors after the file was enlarged, and points the primary header and a
+// protective MBR at the new end, as `sgdisk -e` does. Partitions are neither moved nor resized
+// (Flatcar grows ROOT at first boot). It is a no-op on a table that already ends at the end of
+// the image, refuses qcow2 images, and refuses an image whose primary GPT is damaged or whose
+// partitions would overlap the new backup.
+func RelocateBackupGPT(path string) error {
+	img, err := Open(path, true)
+	if err != nil {
+		return err
+	}
+	if err := relocateBackupGPT(img.Storage); err != nil {
+		img.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return img.Close() // syncs
+}
+
+func relocateBackupGPT(s Storage) error {
+	primary, err := readHeader(s, 1)
+	if err != nil {
+		return fmt.Errorf("cannot move the backup GPT: the primary GPT is not valid (%w); repair it first, e.g. with 'sgdisk -e'", err)
+	}
+	last := s.Size()/sectorSize - 1
+	arraySectors := int64((len(primary.entries) + sectorSize - 1) / sectorSize)
+	arrayLBA := last - arraySectors
+	lastUsable := arrayLBA - 1
+	oldBackup := int64(primary.u64(32))
+	if oldBackup == last && int64(primary.u64(48)) == lastUsable {
+		return nil
+	}
+	if int64(primary.u64(48)) > lastUsable || oldBackup > last {
+		return errors.New("cannot move the backup GPT: the image is smaller than its partition table says (truncated file?); only growing is supported")
+	}
+	parts, err := readGPTAt(s, 1)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if (p.Start+p.Size)/sectorSize-1 > lastUsable {
+			return fmt.Errorf("cannot move the backup GPT: partition %d (%s) ends past LBA %d", p.Number, p.Name, lastUsable)
+		}
+	}
+
+	backup := &gptHeader{raw: append([]byte{}, primary.raw...)}
+	backup.setU64(24, uint64(last))
+	backup.setU64(32, 1)
+	backup.setU64(48, uint64(lastUsable))
+	backup.setU64(72, uint64(arrayLBA))
+	backup.seal()
+	primary.setU64(32, uint64(last))
+	primary.setU64(48, uint64(lastUsable))
+	primary.seal()
+
+	// Backup first, primary last: a crash in between leaves a valid primary and a readable table.
+	if err := writeSector(s, arrayLBA, primary.entries); err != nil {
+		return err
+	}
+	if err := writeSector(s, last, backup.raw); err != nil {
+		return err
+	}
+	if err := writeSector(s, 1, primary.raw); err != nil {
+		return err
+	}
+	// The old backup header now lies in free space past every partition: clear it so no tool
+	// mistakes it for a table.
+	if oldBackup > 1 && oldBackup < arrayLBA {
+		if old, err := readHeader(s, oldBackup); err == nil && old.u64(24) == uint64(oldBackup) {
+			if err := writeSector(s, oldBackup, make([]byte, sectorSize)); err != nil {
+				return err
+			}
+		}
+	}
+	if mbr, err := ReadMBR(s); err == nil && mbr.Kind == MBRProtective {
+		return WriteProtectiveMBR(s)
+	}
+	return nil
+}
+
+// writeSector writes b at lba, padded with zeros to whole sectors.
+func writeSector(s Storage, lba int64, b []byte) error {
+	buf := make([]byte, (len(b)+sectorSize-1)/sectorSize*sectorSize)
+	copy(buf, b)
+	if _, err := s.WriteAt(buf, lba*sectorSize); err != nil {
+		return fmt.Errorf("writing the GPT at LBA %d: %w", lba, err)
+	}
+	return nil
+}
+
+// Grow enlarges a raw image file to size bytes (the new space is a hole) and moves its backup GPT
+// to the new end. A size equal to the current one only relocates; a smaller one is refused.
+func Grow(path string, size int64) error {
+	img, err := Open(path, true)
+	if err != nil {
+		return err
+	}
+	defer img.Close()
+	raw, ok := img.Storage.(*rawStorage)
+	if !ok {
+		return fmt.Errorf("%s is not a raw image; only raw images can be grown", path)
+	}
+	switch {
+	case size%sectorSize != 0:
+		return fmt.Errorf("disk size %d is not a multiple of %d bytes", size, sectorSize)
+	case size < raw.size:
+		return fmt.Errorf("%s is %d bytes; shrinking it to %d would cut partitions (only growing is supported)", path, raw.size, size)
+	}
+	if err := raw.f.Truncate(size); err != nil {
+		return fmt.Errorf("cannot grow %s: %w", path, err)
+	}
+	old := raw.size
+	raw.size = size
+	if err := relocateBackupGPT(raw); err != nil {
+		raw.f.Truncate(old) // leave the image as it was
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return img.Close()
+}
