@@ -50,7 +50,7 @@ func readTree(old *ext4.FileSystem) (root Entry, entries []Entry, err error) {
 	walk = func(dir string) error {
 		des, err := old.ReadDir(dir)
 		if err != nil {
-			return fmt.Errorf("reading /%s in the original ROOT: %w", strings.TrimPrefix(dir, "."), err)
+			return fmt.Errorf("reading the directory %s in the original ROOT: %w", dir, err)
 		}
 		sort.Slice(des, func(i, j int) bool { return des[i].Name() < des[j].Name() })
 		for _, de := range des {
@@ -86,7 +86,10 @@ func readTree(old *ext4.FileSystem) (root Entry, entries []Entry, err error) {
 
 // statEntry reads one entry's metadata and says why it cannot be carried, if it cannot.
 func statEntry(old *ext4.FileSystem, p string) (Entry, []string, error) {
-	shown := "/" + strings.TrimPrefix(p, ".")
+	shown := "/" + p
+	if p == "." {
+		shown = "/"
+	}
 	fi, err := old.Stat(p)
 	if err != nil {
 		return Entry{}, nil, fmt.Errorf("reading %s in the original ROOT: %w", shown, err)
