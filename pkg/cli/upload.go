@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -68,25 +67,12 @@ Prints the image ID, one line per cloud.`,
 				return Usagef("invalid --visibility %q: must be private, shared, community or public", visibility)
 			}
 			file := args[0]
-			format, size, err := glance.DetectFileFormat(file)
-			if errors.Is(err, glance.ErrNotDiskImage) {
-				return AsUsage(err)
-			}
-			if err != nil {
-				return err
-			}
-			var open glance.Opener
-			switch {
-			case diskFormat == "" || diskFormat == string(format):
-			case diskFormat == string(disk.FormatQcow2) && format == disk.FormatRaw:
-				if open, size, err = glance.RawAsQcow2(file); err != nil {
-					return err
+			req := &glance.Request{Name: name, Visibility: visibility, OnExists: mode, Wait: wait}
+			if err := req.SetFile(file, disk.Format(diskFormat)); err != nil {
+				if errors.Is(err, glance.ErrNotDiskImage) || glance.IsConfigError(err) {
+					return AsUsage(err)
 				}
-				format = disk.FormatQcow2
-			case diskFormat == string(disk.FormatRaw):
-				return Usagef("--disk-format raw: %s is qcow2; convert it first (flatcar-capo convert)", file)
-			default:
-				return Usagef("invalid --disk-format %q: must be qcow2 or raw", diskFormat)
+				return err
 			}
 			record, err := glance.ReadBuildRecord(file)
 			if err != nil {
@@ -97,20 +83,16 @@ Prints the image ID, one line per cloud.`,
 			if err != nil {
 				return AsUsage(err)
 			}
-			if len(cloudNames) == 0 {
-				cloudNames = []string{""} // OS_CLOUD, then OS_* variables
-			}
 			stderr := cmd.ErrOrStderr()
 			pmode := progress.Auto
 			if len(cloudNames) > 1 {
 				pmode = progress.Lines // one bar per cloud would overwrite each other
 			}
-			req := &glance.Request{File: file, Open: open, Format: format, Size: size, Name: name, Metadata: meta,
-				Visibility: visibility, OnExists: mode, Wait: wait, Log: &lockedWriter{w: stderr},
-				Progress: func(label string, total int64) glance.ProgressSink {
-					return progress.New(stderr, pmode, label, total)
-				}}
-			results, errs := uploadAll(cmd, cloudNames, req)
+			req.Metadata, req.Log = meta, &lockedWriter{w: stderr}
+			req.Progress = func(label string, total int64) glance.ProgressSink {
+				return progress.New(stderr, pmode, label, total)
+			}
+			results, uerr := glance.UploadAll(cmd.Context(), cloudNames, req)
 			if len(results) > 0 {
 				if err := Report(cmd, out, results, func(w io.Writer) error {
 					for _, r := range results {
@@ -123,7 +105,10 @@ Prints the image ID, one line per cloud.`,
 					return err
 				}
 			}
-			return joinUploadErrors(cmd, errs)
+			if glance.IsConfigError(uerr) {
+				return AsUsage(uerr)
+			}
+			return uerr
 		},
 	}
 	f := cmd.Flags()
@@ -139,67 +124,6 @@ Prints the image ID, one line per cloud.`,
 	f.StringVar(&kubeV, "kubernetes-version", "", "kubernetes_version property and kube-<v> tag (default: from IMAGE.build.json)")
 	AddOutputFlag(f, &out)
 	return cmd
-}
-
-type uploadOutcome struct {
-	res *glance.Result
-	err error
-}
-
-// uploadAll uploads to every cloud concurrently and returns the results in --cloud order.
-func uploadAll(cmd *cobra.Command, names []string, req *glance.Request) ([]*glance.Result, []error) {
-	ctx := cmd.Context()
-	outcomes := make([]uploadOutcome, len(names))
-	var wg sync.WaitGroup
-	for i, n := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := glance.Connect(ctx, n)
-			if err != nil {
-				outcomes[i].err = err
-				return
-			}
-			res, err := glance.Upload(ctx, c, req)
-			if err != nil {
-				err = fmt.Errorf("%s: %w", c.Label(), err)
-			}
-			outcomes[i] = uploadOutcome{res, err}
-		}()
-	}
-	wg.Wait()
-	var results []*glance.Result
-	var errs []error
-	for _, o := range outcomes {
-		if o.res != nil && o.err == nil {
-			results = append(results, o.res)
-		}
-		if o.err != nil {
-			errs = append(errs, o.err)
-		}
-	}
-	return results, errs
-}
-
-// joinUploadErrors reports every failed cloud; only configuration mistakes are usage errors.
-func joinUploadErrors(cmd *cobra.Command, errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	if err := cmd.Context().Err(); err != nil {
-		return err
-	}
-	usage := true
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-		usage = usage && glance.IsConfigError(e)
-	}
-	err := errors.New(strings.Join(msgs, "\n"))
-	if usage {
-		return AsUsage(err)
-	}
-	return err
 }
 
 func cloudLabel(r *glance.Result) string {

@@ -32,6 +32,9 @@ func configErrorf(format string, a ...any) error { return &configError{fmt.Sprin
 
 // IsConfigError tells whether err is a mistake in the cloud configuration or its choice.
 func IsConfigError(err error) bool {
+	if verdict, ok := allConfigErrors(err); ok {
+		return verdict
+	}
 	var ce *configError
 	return errors.As(err, &ce)
 }
