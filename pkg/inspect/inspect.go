@@ -39,6 +39,7 @@ type Report struct {
 	Sysext     []oem.Entry     `json:"sysext"`
 	Markers    []string        `json:"markers"`
 	SysextDir  bool            `json:"-"`         // the OEM partition has /sysext (Flatcar with OEM sysexts)
+	GPTPrimary string          `json:"-"`         // why the primary GPT header is unusable ("" = fine; the table came from the backup)
 	FirstBoot  *bool           `json:"firstBoot"` // nil when the ESP could not be read
 	ConfigIgn  bool            `json:"configIgn"`
 	Target     string          `json:"target"`
@@ -78,6 +79,9 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	}
 	for _, p := range parts {
 		r.Partitions = append(r.Partitions, PartitionInfo{Partition: p, Type: disk.TypeNames[p.TypeGUID]})
+	}
+	if err := disk.PrimaryGPTError(img.Storage); err != nil {
+		r.GPTPrimary = err.Error()
 	}
 	if r.MBR, err = disk.ReadMBR(img.Storage); err != nil {
 		return nil, fmt.Errorf("%s: %w", img.Path, err)

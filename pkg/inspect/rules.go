@@ -23,6 +23,7 @@ var rules = []rule{
 	ruleFirstBoot,
 	ruleAutologin,
 	ruleHybridMBR,
+	ruleGPTFromBackup,
 	ruleOEMReleaseDiffers,
 	ruleMarkerDiffers,
 }
@@ -119,6 +120,14 @@ func ruleAutologin(r *Report) {
 func ruleHybridMBR(r *Report) {
 	if r.MBR.Kind == disk.MBRHybrid {
 		r.add(LevelWarning, "hybrid-mbr", "the image has a hybrid MBR (Flatcar before 4459.2.0): newer Nova rejects it (Launchpad bug 2091114); fix: flatcar-capo oem set %s --id %s --protective-mbr", r.Image, r.Target)
+	}
+}
+
+// The partition table read fine only from the backup header at the end of the image: firmware
+// and GRUB read the primary one first.
+func ruleGPTFromBackup(r *Report) {
+	if r.GPTPrimary != "" {
+		r.add(LevelWarning, "gpt-primary-damaged", "the primary GPT header is damaged (%s); the partitions were read from the backup header at the end of the image, which firmware may not do; rebuild from a fresh release image, or restore the primary with gdisk's recovery menu (r, then c: load the backup) — not 'sgdisk -e', which starts an empty table", r.GPTPrimary)
 	}
 }
 

@@ -74,6 +74,8 @@ func TestVerdictRules(t *testing.T) {
 			[]finding{{LevelInfo, "oem-release-differs"}}, nil},
 		{"hybrid-mbr", func(r *Report) { r.MBR = disk.MBRInfo{Kind: disk.MBRHybrid, Types: []string{"ee", "ef"}} }, Warning,
 			[]finding{{LevelWarning, "hybrid-mbr"}, {LevelInfo, "oem-release-differs"}}, []string{"2091114", "--protective-mbr"}},
+		{"gpt-primary-damaged", func(r *Report) { r.GPTPrimary = "no GPT partition table: no 'EFI PART' signature at LBA 1" }, Warning,
+			[]finding{{LevelWarning, "gpt-primary-damaged"}, {LevelInfo, "oem-release-differs"}}, []string{"backup header", "EFI PART", "gdisk"}},
 		{"oem-release-differs: another platform's sysext", func(r *Report) {
 			r.OEM.OEMReleaseID, r.Markers = "azure", []string{"active-oem-azure"}
 			r.Sysext = []oem.Entry{{Name: "oem-azure-4459.2.0.raw"}}
