@@ -61,8 +61,12 @@ func TestBakeCarriesRootAndAddsSysext(t *testing.T) {
 	fsck(t, srcRoot, "of the source ROOT")
 
 	sysext := randomFile(t, 110<<20+7)
-	k := Kubernetes{Sysext: sysext, Version: "v1.33.4", Arch: "x86-64", SysupdateURL: "http://127.0.0.1:1/ext"}
-	added, err := k.Entries()
+	ext, err := KubernetesExtension(sysext, "v1.33.4", "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{Extensions: []Extension{ext}, KubernetesVersion: "v1.33.4", SysupdateURL: "http://127.0.0.1:1/ext"}
+	added, err := l.Entries()
 	if err != nil {
 		t.Fatal(err)
 	}
