@@ -9,7 +9,7 @@ import (
 // A Method returns the steps that turn the work copy (KeyWork) into a raw image with
 // Kubernetes installed (KeyRaw). They run between the common steps:
 //
-//	resolve, reuse, workdir, fetch, work copy, kubernetes | method steps | OEM, inspect, qcow2, record, upload
+//	resolve, reuse, tools, workdir, kubernetes, fetch, work copy | method steps | OEM, inspect, qcow2, record, upload
 type Method func(o *Options) []multistep.Step
 
 var methods = map[string]Method{}
@@ -36,9 +36,9 @@ func preSteps() []multistep.Step {
 		&StepReuse{},
 		&StepPreflight{},
 		&StepWorkDir{},
+		&StepKubernetes{},
 		&StepFetch{},
 		&StepWorkCopy{},
-		&StepKubernetes{},
 	}
 }
 
@@ -91,3 +91,6 @@ func (*StepPreflight) Run(ctx context.Context, state multistep.StateBag) multist
 }
 
 func (*StepPreflight) Cleanup(multistep.StateBag) {}
+
+// HasMethod reports whether --method name is available.
+func HasMethod(name string) bool { _, ok := methods[name]; return ok }
