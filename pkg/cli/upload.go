@@ -69,10 +69,11 @@ Prints the image ID, one line per cloud.`,
 			file := args[0]
 			req := &glance.Request{Name: name, Visibility: visibility, OnExists: mode, Wait: wait}
 			if err := req.SetFile(file, disk.Format(diskFormat)); err != nil {
-				if errors.Is(err, glance.ErrNotDiskImage) || glance.IsConfigError(err) {
+				var refused *disk.UnsupportedFormatError
+				if !errors.As(err, &refused) && (errors.Is(err, glance.ErrNotDiskImage) || glance.IsConfigError(err)) {
 					return AsUsage(err)
 				}
-				return err
+				return err // a compressed or foreign image is a failure (exit 1), like in every command
 			}
 			record, err := glance.ReadBuildRecord(file)
 			if err != nil {

@@ -62,6 +62,9 @@ func Open(path string, writable bool) (*Image, error) {
 	format, err := DetectFormat(f)
 	if err != nil {
 		f.Close()
+		if errors.Is(err, ErrNotDiskImage) {
+			return nil, withPath(err, path)
+		}
 		return nil, fmt.Errorf("cannot read %s: %w", path, err)
 	}
 	img := &Image{Path: path, Format: format, Writable: writable}

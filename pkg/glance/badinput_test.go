@@ -40,7 +40,7 @@ func TestBadInputs(t *testing.T) {
 		{"wrong password", nil, []string{img, "--cloud", "local-badpass"}, 1, []string{"HTTP 401", "check the user name, password"}, "local"},
 		{"no image service", nil, []string{img, "--cloud", "local-noimage"}, 1, []string{"no image (Glance) endpoint in RegionThree"}, "local"},
 		{"glance unreachable", nil, []string{img, "--cloud", "local-down"}, 1, []string{"Glance is unreachable", "connection refused"}, "local"},
-		{"bzip2 file", nil, []string{bz, "--cloud", "local"}, 2, []string{"not a qcow2 or raw disk image", "bzip2-compressed"}, "local"},
+		{"bzip2 file", nil, []string{bz, "--cloud", "local"}, 1, []string{"not a qcow2 or raw disk image", "bzip2-compressed"}, "local"},
 		{"text file", nil, []string{text, "--cloud", "local"}, 2, []string{"not a qcow2 or raw disk image", "512-byte sectors"}, "local"},
 		{"property without value", nil, []string{img, "--cloud", "local", "--property", "os_distro"}, 2, []string{`invalid --property "os_distro"`, "KEY=VALUE"}, "local"},
 		{"reserved property", nil, []string{img, "--cloud", "local", "--property", "status=active"}, 2, []string{`invalid --property "status=active"`, "set by Glance"}, "local"},

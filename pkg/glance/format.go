@@ -1,7 +1,6 @@
 package glance
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,23 +11,9 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 )
 
-// ErrNotDiskImage is returned for a file that is neither a qcow2 nor a raw disk image.
-var ErrNotDiskImage = errors.New("not a qcow2 or raw disk image")
-
-// Formats that are not disk images but are often passed by mistake, by their magic bytes.
-var wrongMagics = []struct {
-	magic []byte
-	what  string
-}{
-	{[]byte("BZh"), "bzip2-compressed: decompress it first (flatcar-capo fetch does)"},
-	{[]byte{0x1f, 0x8b}, "gzip-compressed: decompress it first"},
-	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0}, "xz-compressed: decompress it first"},
-	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd-compressed: decompress it first"},
-	{[]byte("PK\x03\x04"), "a zip archive"},
-	{[]byte("KDMV"), "a VMDK image: convert it with qemu-img convert -O qcow2"},
-	{[]byte("vhdxfile"), "a VHDX image: convert it with qemu-img convert -O qcow2"},
-	{[]byte("conectix"), "a VHD image: convert it with qemu-img convert -O qcow2"},
-}
+// ErrNotDiskImage is wrapped by the refusal of a file that is neither a qcow2 nor a raw disk
+// image; it is disk's, so a compressed file refused by disk.Open and by upload is the same error.
+var ErrNotDiskImage = disk.ErrNotDiskImage
 
 // DetectFileFormat checks that path is an image Glance can take as qcow2 or raw and returns its
 // format (from the header, never the extension) and size.
@@ -46,6 +31,11 @@ func DetectFileFormat(path string) (disk.Format, int64, error) {
 		return "", 0, fmt.Errorf("%s: %w: it is not a regular file", path, ErrNotDiskImage)
 	}
 	format, err := disk.DetectFormat(f)
+	var unsupported *disk.UnsupportedFormatError
+	if errors.As(err, &unsupported) {
+		unsupported.Path = path
+		return "", 0, err
+	}
 	if err != nil {
 		return "", 0, fmt.Errorf("reading %s: %w", path, err)
 	}
@@ -60,11 +50,6 @@ func DetectFileFormat(path string) (disk.Format, int64, error) {
 			return "", 0, fmt.Errorf("%s: %w: the qcow2 has a backing file; flatten it with qemu-img convert -O qcow2", path, ErrNotDiskImage)
 		}
 		return format, st.Size(), nil
-	}
-	for _, m := range wrongMagics {
-		if bytes.HasPrefix(hdr[:n], m.magic) {
-			return "", 0, fmt.Errorf("%s: %w: it is %s", path, ErrNotDiskImage, m.what)
-		}
 	}
 	if st.Size() == 0 || st.Size()%512 != 0 {
 		return "", 0, fmt.Errorf("%s: %w: its size (%d bytes) is not a whole number of 512-byte sectors", path, ErrNotDiskImage, st.Size())
