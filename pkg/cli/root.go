@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,6 +75,8 @@ value, 130 interrupted.`,
 	}
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Name() < subs[j].Name() })
 	root.AddCommand(subs...)
+	root.InitDefaultCompletionCmd() // cobra adds it only when executing; the walk below needs it now
+	rejectUnknownSubcommands(root)
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		return applyEnvDefaults(c)
 	}
@@ -149,4 +152,31 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 		os.Exit(ExitInterrupted)
 	}()
 	return ctx, func() { signal.Stop(sigs); close(done); cancel() }
+}
+
+// rejectUnknownSubcommands makes every command group (a command with subcommands and no action
+// of its own) fail with "unknown command", exit 2, on an unknown subcommand. Cobra checks that
+// only on the root; elsewhere `oem sett x.img` printed help and exited 0, a silent no-op in a CI
+// script. Called on the whole tree, so groups added later get it too. A bare group prints help.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() || c.Run != nil || c.RunE != nil {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only on its own root path
+		}
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
+		}
+		return Usagef("%s (see '%s --help')", msg, cmd.CommandPath())
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
 }
