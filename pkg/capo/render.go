@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
-
-	"github.com/flatcar-capo/flatcar-capo/templates"
 )
 
 // CAPI API versions a template can be rendered for.
@@ -28,6 +26,8 @@ const (
 type RenderOptions struct {
 	// CAPIAPI is CAPIv1beta1 (default) or CAPIv1beta2.
 	CAPIAPI string
+	// Flavor is FlavorBaked (default), FlavorSysextBaked or FlavorSysext.
+	Flavor string
 	// Values fills ${VAR} placeholders; variables left out stay for clusterctl to fill.
 	Values map[string]string
 }
@@ -35,6 +35,8 @@ type RenderOptions struct {
 // Rendered is a rendered and validated cluster template.
 type Rendered struct {
 	Manifest []byte `json:"-"`
+	// Flavor is the template's flavor (FlavorBaked when none was asked for).
+	Flavor string `json:"flavor"`
 	// Variables are all the variables the template uses; Missing those still unset. When
 	// Missing is empty the manifest is final (node-side ${COREOS_*} unescaped).
 	Variables []string `json:"variables"`
@@ -52,17 +54,9 @@ type UserDataEstimate struct {
 	Limit    int    `json:"limit"`
 }
 
-// Template returns the embedded cluster template for a CAPI API version, unrendered.
+// Template returns the embedded baked-flavor cluster template for a CAPI API version, unrendered.
 func Template(capiAPI string) ([]byte, error) {
-	name := "cluster-template-flatcar.yaml"
-	switch capiAPI {
-	case "", CAPIv1beta1:
-	case CAPIv1beta2:
-		name = "cluster-template-flatcar-v1beta2.yaml"
-	default:
-		return nil, fmt.Errorf("unknown CAPI API version %q: use %s or %s (CAPI 1.11+)", capiAPI, CAPIv1beta1, CAPIv1beta2)
-	}
-	return templates.FS.ReadFile(name)
+	return FlavorTemplate(FlavorBaked, capiAPI)
 }
 
 // Render fills the template and validates the result: every document decodes strictly into
@@ -70,7 +64,7 @@ func Template(capiAPI string) ([]byte, error) {
 // estimated user-data stays under Nova's limit. Unset variables are validated with sample
 // values of the right shape.
 func Render(opts RenderOptions) (*Rendered, error) {
-	tmpl, err := Template(opts.CAPIAPI)
+	tmpl, err := FlavorTemplate(opts.Flavor, opts.CAPIAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +85,10 @@ func Render(opts RenderOptions) (*Rendered, error) {
 		// A final manifest, for kubectl: the template's how-to-render comment no longer applies.
 		out = append([]byte("# Rendered by flatcar-capo manifests: Flatcar nodes on CAPO.\n"), stripLeadingComments(out)...)
 	}
-	r := &Rendered{Manifest: out, Variables: vars, Missing: missing}
+	r := &Rendered{Manifest: out, Flavor: opts.Flavor, Variables: vars, Missing: missing}
+	if r.Flavor == "" {
+		r.Flavor = FlavorBaked
+	}
 	// Validate a fully filled copy: sample values stand in for what clusterctl fills later.
 	full := map[string]string{}
 	for _, name := range vars {
@@ -208,6 +205,8 @@ func sampleValue(name string) string {
 		return "c2FtcGxl"
 	case name == VarClusterName:
 		return "sample"
+	case strings.HasSuffix(name, "_URL"):
+		return "https://mirror.example/extensions"
 	case strings.HasSuffix(name, "_NAMESERVERS"):
 		return "192.0.2.53"
 	case strings.HasSuffix(name, "_ID"):

@@ -25,6 +25,7 @@ func newManifestsCommand() *cobra.Command {
 		sets                               []string
 		imageName, k8sVersion, clusterName string
 		capiAPI, outputFile                string
+		flavor, sysextURL                  string
 	)
 	cmd := &cobra.Command{
 		Use:   "manifests",
@@ -41,13 +42,25 @@ manifest for kubectl apply. ${COREOS_OPENSTACK_*} values are filled on the node,
 
 Before printing, every document is decoded strictly into the upstream CAPI/CAPO Go types, the
 additionalConfig is translated to Ignition 2.3 and validated, and the user-data size is estimated
-against Nova's 64 KiB limit (reported on stderr, or in -o json).`,
+against Nova's 64 KiB limit (reported on stderr, or in -o json).
+
+--flavor picks the template that fits the image (all three are in templates/):
+  baked         an image built by 'build' (Packer): Kubernetes installed in it (default)
+  sysext-baked  an image built by 'build --method sysext': the Kubernetes sysext is in the image,
+                nothing is downloaded at boot; update-engine and locksmithd are masked
+  sysext        Flatcar's stock OpenStack image: Ignition downloads kubernetes-<version>-x86-64.raw
+                at first boot from KUBERNETES_SYSEXT_URL (--sysext-url, default
+                ` + capo.DefaultSysextURL + `) and links it as
+                /etc/extensions/kubernetes.raw (CAPO's flatcar-sysext flavor)`,
 		Example: `  # A template for clusterctl, with the image this tool uploaded
   flatcar-capo manifests --image-name flatcar-stable-4459.2.0 --output-file flatcar.yaml
   clusterctl generate cluster demo --from flatcar.yaml > demo.yaml
 
   # Everything filled: a manifest for kubectl, CAPI 1.11+ API
-  flatcar-capo manifests --capi-api v1beta2 --cluster-name demo --set WORKER_MACHINE_COUNT=2 ...`,
+  flatcar-capo manifests --capi-api v1beta2 --cluster-name demo --set WORKER_MACHINE_COUNT=2 ...
+
+  # Stock Flatcar image, Kubernetes sysext from a mirror inside the cloud (sysext create makes it)
+  flatcar-capo manifests --flavor sysext --sysext-url http://10.0.0.5/extensions --kubernetes-version v1.33.4`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			values := map[string]string{}
@@ -69,10 +82,19 @@ against Nova's 64 KiB limit (reported on stderr, or in -o json).`,
 					values[v.name] = v.value
 				}
 			}
+			if sysextURL != "" {
+				if flavor != capo.FlavorSysext {
+					return Usagef("--sysext-url is for --flavor sysext (the other flavors download nothing at boot)")
+				}
+				if !strings.HasPrefix(sysextURL, "http://") && !strings.HasPrefix(sysextURL, "https://") {
+					return Usagef("--sysext-url %q: want the http(s) URL of the directory serving kubernetes-<version>-x86-64.raw", sysextURL)
+				}
+				values[capo.VarSysextURL] = strings.TrimRight(sysextURL, "/")
+			}
 			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.HasPrefix(v, "v") {
 				values[capo.VarKubernetesVersion] = "v" + v // CAPI wants the v prefix
 			}
-			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Values: values})
+			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values})
 			if err != nil {
 				return AsUsage(err)
 			}
@@ -111,6 +133,8 @@ against Nova's 64 KiB limit (reported on stderr, or in -o json).`,
 	f.StringVar(&k8sVersion, "kubernetes-version", "", "Kubernetes version, e.g. v1.33.4 (sets "+capo.VarKubernetesVersion+")")
 	f.StringVar(&clusterName, "cluster-name", "", "cluster name (sets "+capo.VarClusterName+")")
 	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta1, "CAPI API version of the documents: v1beta1, or v1beta2 for CAPI 1.11+")
+	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
+	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-x86-64.raw (sets "+capo.VarSysextURL+")")
 	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
 	AddOutputFlag(f, &out)
 	return cmd
@@ -120,6 +144,7 @@ func printManifestsSummary(w io.Writer, r manifestsReport) error {
 	if r.OutputFile != "" {
 		fmt.Fprintf(w, "Wrote %s\n", r.OutputFile)
 	}
+	fmt.Fprintf(w, "Flavor %s.\n", r.Flavor)
 	fmt.Fprintf(w, "Validated %d documents against the CAPI/CAPO API types; additionalConfig translates to valid Ignition 2.3.\n", len(r.Documents))
 	for _, u := range r.UserData {
 		fmt.Fprintf(w, "User-data estimate: %s %d of %d bytes\n", u.Document, u.Bytes, u.Limit)

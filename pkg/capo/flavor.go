@@ -1,0 +1,129 @@
+package capo
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/templates"
+)
+
+// Flavors of the cluster template: where the nodes' Kubernetes comes from.
+const (
+	// FlavorBaked: an image built with Kubernetes installed (build --method packer). Default.
+	FlavorBaked = "baked"
+	// FlavorSysextBaked: an image carrying the Kubernetes sysext (build --method sysext);
+	// nothing is downloaded at boot.
+	FlavorSysextBaked = "sysext-baked"
+	// FlavorSysext: Flatcar's stock image; Ignition downloads the Kubernetes sysext at first
+	// boot (CAPO's flatcar-sysext flavor), from KUBERNETES_SYSEXT_URL.
+	FlavorSysext = "sysext"
+)
+
+// Flavor describes one flavor for help texts and reports.
+type Flavor struct {
+	Name    string `json:"name"`
+	Image   string `json:"image"`
+	Summary string `json:"summary"`
+}
+
+// Flavors lists the flavors, default first.
+var Flavors = []Flavor{
+	{FlavorBaked, "built by 'build' (--method packer): Kubernetes installed in the image",
+		"kubeadm.service ordered after containerd and coreos-metadata"},
+	{FlavorSysextBaked, "built by 'build --method sysext': the Kubernetes sysext inside the image",
+		"no download at boot; update-engine and locksmithd masked so that nodes do not reboot on their own"},
+	{FlavorSysext, "Flatcar's stock OpenStack image",
+		"Ignition downloads kubernetes-${KUBERNETES_VERSION}-x86-64.raw at first boot from " + VarSysextURL + " (default " + DefaultSysextURL + ") and links it as /etc/extensions/kubernetes.raw; update-engine and locksmithd masked"},
+}
+
+// VarSysextURL is the sysext flavor's variable: the directory URL serving
+// kubernetes-<version>-x86-64.raw (a local mirror for clouds without internet access).
+const (
+	VarSysextURL     = "KUBERNETES_SYSEXT_URL"
+	DefaultSysextURL = "https://extensions.flatcar.org/extensions"
+)
+
+// FlavorNames lists the flavor names, for flag help.
+func FlavorNames() []string {
+	n := make([]string, len(Flavors))
+	for i, f := range Flavors {
+		n[i] = f.Name
+	}
+	return n
+}
+
+// FlavorTemplate returns the embedded cluster template of a flavor for a CAPI API version.
+func FlavorTemplate(flavor, capiAPI string) ([]byte, error) {
+	name, err := templateFile(flavor, capiAPI)
+	if err != nil {
+		return nil, err
+	}
+	return templates.FS.ReadFile(name)
+}
+
+func templateFile(flavor, capiAPI string) (string, error) {
+	name := "cluster-template-flatcar"
+	switch flavor {
+	case "", FlavorBaked:
+	case FlavorSysextBaked, FlavorSysext:
+		name += "-" + flavor
+	default:
+		return "", fmt.Errorf("unknown flavor %q: use %s", flavor, strings.Join(FlavorNames(), ", "))
+	}
+	switch capiAPI {
+	case "", CAPIv1beta1:
+	case CAPIv1beta2:
+		name += "-v1beta2"
+	default:
+		return "", fmt.Errorf("unknown CAPI API version %q: use %s or %s (CAPI 1.11+)", capiAPI, CAPIv1beta1, CAPIv1beta2)
+	}
+	return name + ".yaml", nil
+}
+
+// withAdditionalConfig returns the baked template tmpl with every additionalConfig block
+// replaced by clc (indented to fit) and flavor lines added after the first header line. The
+// flavor templates in templates/ are made by it (see flavor_test.go), so they differ from the
+// baked one in nothing else.
+func withAdditionalConfig(tmpl []byte, clc string, header []string) ([]byte, error) {
+	lines := strings.SplitAfter(string(tmpl), "\n")
+	var out []string
+	replaced := 0
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		out = append(out, l)
+		if i == 0 {
+			for _, h := range header {
+				out = append(out, "# "+h+"\n")
+			}
+		}
+		key := strings.TrimLeft(l, " ")
+		if key != "additionalConfig: |\n" {
+			continue
+		}
+		indent := len(l) - len(key)
+		// Skip the old block: blank lines and lines indented deeper than the key.
+		j := i + 1
+		for ; j < len(lines); j++ {
+			t := strings.TrimRight(lines[j], "\n")
+			if strings.TrimSpace(t) != "" && len(t)-len(strings.TrimLeft(t, " ")) <= indent {
+				break
+			}
+		}
+		pad := strings.Repeat(" ", indent+2)
+		for _, c := range strings.SplitAfter(strings.TrimRight(clc, "\n")+"\n", "\n") {
+			switch {
+			case c == "":
+			case c == "\n":
+				out = append(out, c)
+			default:
+				out = append(out, pad+c)
+			}
+		}
+		i = j - 1
+		replaced++
+	}
+	if replaced != 2 {
+		return nil, fmt.Errorf("found %d additionalConfig blocks in the baked template, want 2", replaced)
+	}
+	return []byte(strings.Join(out, "")), nil
+}
