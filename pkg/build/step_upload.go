@@ -2,10 +2,8 @@ package build
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
@@ -40,16 +38,11 @@ func (*StepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if err != nil {
 		return halt(state, err)
 	}
-	format, size, err := glance.DetectFileFormat(artifact)
-	if err != nil {
+	req := &glance.Request{Name: o.ImageName, Metadata: meta, OnExists: mode, Wait: 30 * time.Minute, Log: o.Log}
+	if err := req.SetFile(artifact, disk.FormatQcow2); err != nil {
 		return halt(state, err)
 	}
-	if format != disk.FormatQcow2 {
-		return halt(state, fmt.Errorf("%s is %s, not qcow2", artifact, format))
-	}
-	req := &glance.Request{File: artifact, Format: format, Size: size, Name: o.ImageName, Metadata: meta,
-		OnExists: mode, Wait: 30 * time.Minute, Log: &lockedWriter{w: o.Log}}
-	results, err := uploadAll(ctx, o.Clouds, req)
+	results, err := glance.UploadAll(ctx, o.Clouds, req)
 	rec.Glance = rec.Glance[:0]
 	var ids []string
 	for _, r := range results {
@@ -69,46 +62,3 @@ func (*StepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 }
 
 func (*StepUpload) Cleanup(multistep.StateBag) {}
-
-// uploadAll uploads to every cloud at once; the results are in --cloud order.
-func uploadAll(ctx context.Context, clouds []string, req *glance.Request) ([]*glance.Result, error) {
-	results := make([]*glance.Result, len(clouds))
-	errs := make([]error, len(clouds))
-	var wg sync.WaitGroup
-	for i, name := range clouds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := glance.Connect(ctx, name)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			res, err := glance.Upload(ctx, c, req)
-			if err != nil {
-				errs[i] = fmt.Errorf("%s: %w", c.Label(), err)
-				return
-			}
-			results[i] = res
-		}()
-	}
-	wg.Wait()
-	var ok []*glance.Result
-	for _, r := range results {
-		if r != nil {
-			ok = append(ok, r)
-		}
-	}
-	return ok, errors.Join(errs...)
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  interface{ Write([]byte) (int, error) }
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}

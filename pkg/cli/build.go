@@ -183,7 +183,7 @@ func parseSize(s string) (int64, error) {
 	return v * mult, nil
 }
 
-func isBuildUsage(err error) bool { return build.IsUsage(err) }
+func isBuildUsage(err error) bool { return build.IsUsage(err) || glance.IsConfigError(err) }
 
 func printBuild(w io.Writer, r *build.Record) error {
 	if r.DryRun != nil {
