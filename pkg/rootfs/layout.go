@@ -10,9 +10,9 @@ import (
 
 // Where the baked files go (Flatcar's sysext-bakery and CAPO's flatcar-sysext flavor).
 const (
-	ExtensionsStore = "opt/extensions"                                        // storage only, not a search path
-	ExtensionsDir   = "etc/extensions"                                        // where systemd-sysext looks
-	SysupdateDir    = "etc/sysupdate.kubernetes.d"                            // systemd-sysupdate transfer configs
+	ExtensionsStore = "opt/extensions"                                       // storage only, not a search path
+	ExtensionsDir   = "etc/extensions"                                       // where systemd-sysext looks
+	SysupdateDir    = "etc/sysupdate.kubernetes.d"                           // systemd-sysupdate transfer configs
 	KubeadmDropIn   = "etc/systemd/system/kubeadm.service.d/10-flatcar.conf" // kubeadm after containerd
 	systemdUnitDir  = "etc/systemd/system"
 )

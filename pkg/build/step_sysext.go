@@ -1,0 +1,294 @@
+package build
+
+import (
+	"context"
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
+)
+
+// The sysext method: get the sysexts (made from the verified Kubernetes downloads, or --sysext
+// FILE|URL, each checked as systemd-sysext would), then bake them into a fresh ROOT. No VM.
+func init() {
+	RegisterMethod(MethodSysext, func(*Options) []multistep.Step {
+		return []multistep.Step{&StepSysext{}, &StepBakeRoot{}}
+	})
+	RegisterPlanner(MethodSysext, planSysext)
+}
+
+// KeySysexts is the sysexts to bake ([]Sysext), set by StepSysext.
+const KeySysexts = "sysexts"
+
+// Sysext is one sysext a build bakes into the image.
+type Sysext struct {
+	Name     string `json:"name"`     // extension-release.<Name>, linked as /etc/extensions/<Name>.raw
+	FileName string `json:"fileName"` // stored as /opt/extensions/<Name>/<FileName>
+	Source   string `json:"source"`   // --sysext value, or "made from Kubernetes <v>"
+	Path     string `json:"-"`        // local file (in the work or output directory)
+	SHA512   string `json:"sha512"`
+	Bytes    int64  `json:"bytes"`
+}
+
+// StepSysext makes the Kubernetes sysext from the sha256-verified release binaries, or takes the
+// --sysext images (downloading URLs), checks each with sysext.Check (extension-release named
+// like its link, no os-release, Flatcar would merge it, every file readable), and copies it
+// next to the artifact so the record carries its sha512.
+type StepSysext struct{}
+
+func (*StepSysext) Name() string { return "sysext" }
+
+func (*StepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o := options(state)
+	work := getString(state, KeyWorkDir)
+	var exts []Sysext
+	var err error
+	if len(o.Sysext) == 0 {
+		exts, err = makeKubernetesSysext(ctx, state, o, work)
+	} else {
+		exts, err = takeSysexts(ctx, o, work)
+	}
+	if err != nil {
+		return halt(state, err)
+	}
+	var notes []string
+	for i := range exts {
+		if err := keepNextToArtifact(ctx, o, &exts[i]); err != nil {
+			return halt(state, err)
+		}
+		notes = append(notes, fmt.Sprintf("%s (%d MiB, sha512 %.12s…)", exts[i].FileName, exts[i].Bytes>>20, exts[i].SHA512))
+	}
+	state.Put(KeySysexts, exts)
+	note(state, "%s", strings.Join(notes, ", "))
+	return multistep.ActionContinue
+}
+
+// Cleanup removes the copies next to the artifact when the build did not finish.
+func (*StepSysext) Cleanup(state multistep.StateBag) {
+	_, halted := state.GetOk(multistep.StateHalted)
+	_, cancelled := state.GetOk(multistep.StateCancelled)
+	if !halted && !cancelled {
+		return
+	}
+	exts, _ := state.Get(KeySysexts).([]Sysext)
+	o := options(state)
+	for _, x := range exts {
+		if filepath.Dir(x.Path) == filepath.Clean(o.OutputDir) {
+			os.Remove(x.Path)
+		}
+	}
+}
+
+// makeKubernetesSysext builds the bakery-layout Kubernetes sysext from the verified downloads.
+func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Options, work string) ([]Sysext, error) {
+	set, ok := state.Get(KeyK8s).(*kubernetes.Set)
+	if !ok {
+		return nil, fmt.Errorf("no verified Kubernetes downloads to make the sysext from")
+	}
+	files := map[string]string{}
+	for _, f := range set.Files {
+		files[f.Name] = f.Path
+	}
+	name, err := sysext.KubernetesFileName(o.Kubernetes.Kubernetes, o.Release.Arch)
+	if err != nil {
+		return nil, err
+	}
+	out := filepath.Join(work, name)
+	in := sysext.KubernetesInput{Version: o.Kubernetes.Kubernetes, Arch: o.Release.Arch,
+		Kubelet: files["bin/kubelet"], Kubeadm: files["bin/kubeadm"], Kubectl: files["bin/kubectl"],
+		CNIPlugins: files["cni-plugins.tgz"], Crictl: files["crictl.tar.gz"], ModTime: o.Now().UTC().Truncate(time.Second)}
+	if _, err := sysext.CreateKubernetes(ctx, in, out); err != nil {
+		return nil, fmt.Errorf("making the Kubernetes sysext: %w", err)
+	}
+	x := Sysext{Name: sysext.KubernetesName, FileName: name, Source: "made from Kubernetes " + o.Kubernetes.Kubernetes, Path: out}
+	if _, err := sysext.Check(out, x.Name, sysext.FlatcarHost(o.Release.Arch)); err != nil {
+		return nil, fmt.Errorf("the Kubernetes sysext made here fails its own check: %w", err)
+	}
+	return []Sysext{x}, nil
+}
+
+// takeSysexts fetches and checks each --sysext; one of them must be the Kubernetes sysext of
+// --kubernetes-version (the image name and the record say which Kubernetes the image runs).
+func takeSysexts(ctx context.Context, o *Options, work string) ([]Sysext, error) {
+	var exts []Sysext
+	names := map[string]string{}
+	for _, s := range o.Sysext {
+		p := s
+		if isURL(s) {
+			var err error
+			if p, err = download(ctx, s, work); err != nil {
+				return nil, err
+			}
+		} else if _, err := os.Stat(s); err != nil {
+			return nil, fmt.Errorf("--sysext %s: %w", s, err)
+		}
+		info, err := sysext.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("--sysext %s: %w", s, err)
+		}
+		name := info.DefaultName()
+		if name == "" {
+			return nil, fmt.Errorf("--sysext %s: cannot tell which extension it is: it holds extension-release files for %v; name the file NAME.raw or NAME-<version>-<arch>.raw after the one it should be merged as", s, info.ReleaseNames)
+		}
+		if prev, ok := names[name]; ok {
+			return nil, fmt.Errorf("--sysext %s and %s are both the %q extension; systemd-sysext merges one image per name", prev, s, name)
+		}
+		names[name] = s
+		if _, err := sysext.Check(p, name, sysext.FlatcarHost(o.Release.Arch)); err != nil {
+			return nil, fmt.Errorf("--sysext %s: %w", s, err)
+		}
+		fileName := path.Base(filepath.ToSlash(p))
+		if !strings.HasSuffix(fileName, ".raw") {
+			fileName = name + ".raw"
+		}
+		exts = append(exts, Sysext{Name: name, FileName: fileName, Source: s, Path: p})
+	}
+	k8s, ok := names[sysext.KubernetesName]
+	if !ok {
+		return nil, fmt.Errorf("none of the --sysext images is the %q extension (extension-release.%s); add one, or leave --sysext out to make it from --kubernetes-version",
+			sysext.KubernetesName, sysext.KubernetesName)
+	}
+	for _, x := range exts {
+		if x.Name != sysext.KubernetesName {
+			continue
+		}
+		if v := versionInName(x.FileName); v != "" && v != o.Kubernetes.Kubernetes {
+			return nil, fmt.Errorf("--sysext %s is Kubernetes %s but the build is for --kubernetes-version %s; pass --kubernetes-version %s (it names the image)", k8s, v, o.Kubernetes.Kubernetes, v)
+		}
+	}
+	return exts, nil
+}
+
+// versionInName reads v1.33.4 from kubernetes-v1.33.4-x86-64.raw ("" when the name has none).
+func versionInName(fileName string) string {
+	rest, ok := strings.CutPrefix(fileName, sysext.KubernetesName+"-")
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, "-")
+	if sysext.ValidVersion(v) != nil {
+		return ""
+	}
+	return v
+}
+
+func isURL(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }
+
+// download fetches a --sysext URL into dir (the build directory, removed at the end).
+func download(ctx context.Context, raw, dir string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("--sysext %s: %w", raw, err)
+	}
+	name := path.Base(u.Path)
+	if name == "/" || name == "." || name == "" {
+		return "", fmt.Errorf("--sysext %s: the URL names no file", raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("--sysext %s: %w", raw, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("--sysext %s: HTTP %s", raw, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "sysext"), 0o700); err != nil {
+		return "", err
+	}
+	out, err := atomicfile.Create(filepath.Join(dir, "sysext", name))
+	if err != nil {
+		return "", err
+	}
+	defer out.Abort()
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		return "", fmt.Errorf("--sysext %s: %w", raw, err)
+	}
+	if err := out.Commit(0o600); err != nil {
+		return "", err
+	}
+	return out.Path, nil
+}
+
+// keepNextToArtifact copies the sysext into the output directory (users serve it for
+// systemd-sysupdate or CAPO's sysext flavor) and hashes it; the record lists it with its sha512.
+func keepNextToArtifact(ctx context.Context, o *Options, x *Sysext) error {
+	dst := filepath.Join(o.OutputDir, x.FileName)
+	src, err := os.Open(x.Path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	out, err := atomicfile.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	if err := disk.CopySparse(ctx, out.File, src); err != nil {
+		return fmt.Errorf("copying %s to %s: %w", x.Path, dst, err)
+	}
+	if _, err := out.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	h := sha512.New()
+	n, err := io.Copy(h, out)
+	if err != nil {
+		return err
+	}
+	if err := out.Commit(0o644); err != nil {
+		return err
+	}
+	x.Path, x.SHA512, x.Bytes = dst, hex.EncodeToString(h.Sum(nil)), n
+	return nil
+}
+
+// SysextPlan is the sysext method's part of a dry run.
+type SysextPlan struct {
+	Sysexts     []string `json:"sysexts"`
+	Stored      string   `json:"stored"`
+	Link        string   `json:"link"`
+	KeepUpdates bool     `json:"keepUpdates"`
+}
+
+// Lines are the plan's text form.
+func (p SysextPlan) Lines() []string {
+	l := []string{"sysexts:"}
+	for _, s := range p.Sysexts {
+		l = append(l, "  "+s)
+	}
+	l = append(l, "stored:      "+p.Stored, "link:        "+p.Link, "ROOT:        a fresh ext4 carrying the image's ROOT plus the files above (no VM, no mount)")
+	if !p.KeepUpdates {
+		l = append(l, "updates:     update-engine.service and locksmithd.service masked")
+	}
+	return l
+}
+
+func planSysext(ctx context.Context, o *Options, p *Plan) error {
+	name, err := sysext.KubernetesFileName(o.Kubernetes.Kubernetes, o.Release.Arch)
+	if err != nil {
+		return err
+	}
+	sp := SysextPlan{Sysexts: o.Sysext, Stored: path.Join(sysext.KubernetesDir, name), Link: sysext.KubernetesLink, KeepUpdates: o.KeepUpdates}
+	if len(sp.Sysexts) == 0 {
+		sp.Sysexts = []string{"made from the Kubernetes " + o.Kubernetes.Kubernetes + " release binaries (" + name + ")"}
+	}
+	p.MethodPlan = sp
+	return nil
+}
