@@ -144,44 +144,44 @@ func Build(ctx context.Context, cfg Config) (res Result, err error) {
 	return res, nil
 }
 
-// condenser passes packer's ui lines on and keeps its error lines for the failure message.
+// condenser passes packer's ui lines on and keeps what a failure message needs: the first
+// error packer reported (its later ones repeat it), or else the plain-text lines of a command
+// without machine-readable output (`packer validate`).
 type condenser struct {
-	log    func(string)
-	errors []string
+	log        func(string)
+	firstError string
+	plain      []string
 }
 
 func (c *condenser) line(s string) {
 	l, ok := ParseLine(s)
 	if !ok {
-		// `packer validate` and messages before flag parsing are plain text.
 		if t := strings.TrimSpace(s); t != "" {
 			c.log(t)
-			c.remember(t)
+			c.plain = append(c.plain, t)
+			if len(c.plain) > 12 {
+				c.plain = c.plain[1:]
+			}
 		}
 		return
 	}
 	kind, text, ok := l.UI()
 	if !ok {
-		if l.Type == "error" && len(l.Data) > 0 {
-			c.remember(l.Data[len(l.Data)-1])
+		if l.Type == "error" && len(l.Data) > 0 && c.firstError == "" {
+			c.firstError = strings.TrimSpace(l.Data[len(l.Data)-1])
 		}
 		return
 	}
+	var kept []string
 	for _, t := range strings.Split(text, "\n") {
 		if t = strings.TrimRight(t, " \r"); strings.TrimSpace(t) == "" {
 			continue
 		}
 		c.log(t)
-		if kind == "error" {
-			c.remember(strings.TrimSpace(t))
-		}
+		kept = append(kept, strings.TrimSpace(t))
 	}
-}
-
-func (c *condenser) remember(s string) {
-	c.errors = append(c.errors, s)
-	if len(c.errors) > 8 {
-		c.errors = c.errors[len(c.errors)-8:]
+	if kind == "error" && c.firstError == "" && len(kept) > 0 {
+		c.firstError = strings.Join(kept, " ")
 	}
 }
 
@@ -190,8 +190,15 @@ func (c *condenser) failure(what string, err error, logFile string) error {
 		return fmt.Errorf("%s interrupted: %w (packer log: %s)", what, err, logFile)
 	}
 	msg := what + " failed"
-	if len(c.errors) > 0 {
-		msg += ": " + strings.Join(c.errors, "; ")
+	switch {
+	case c.firstError != "":
+		msg += ": " + c.firstError
+	case len(c.plain) > 0:
+		msg += ": " + strings.Join(c.plain, " ")
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("%s (exit code %d); full packer log: %s", msg, ee.Code, logFile)
 	}
 	return fmt.Errorf("%s (%v); full packer log: %s", msg, err, logFile)
 }

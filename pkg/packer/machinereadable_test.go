@@ -41,6 +41,7 @@ func TestCondenserKeepsUILinesAndErrors(t *testing.T) {
 		`2,qemu.flatcar,ui,message,    qemu.flatcar: installed: kubeadm%!(PACKER_COMMA) kubelet\n\n`,
 		`3,qemu.flatcar,artifact,0,id,`,
 		`4,qemu.flatcar,ui,error,Build 'qemu.flatcar' errored after 1 minute: Timeout waiting for SSH.`,
+		`5,qemu.flatcar,ui,error,--> qemu.flatcar: Timeout waiting for SSH.`,
 		`5,,error-count,1`,
 		`Error: plain text`,
 	} {
@@ -50,15 +51,23 @@ func TestCondenserKeepsUILinesAndErrors(t *testing.T) {
 		"qemu.flatcar: output will be in this color.",
 		"    qemu.flatcar: installed: kubeadm, kubelet",
 		"Build 'qemu.flatcar' errored after 1 minute: Timeout waiting for SSH.",
+		"--> qemu.flatcar: Timeout waiting for SSH.",
 		"Error: plain text",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("condensed lines:\n%q\nwant\n%q", got, want)
 	}
 	err := c.failure("packer build", &ExitError{Args: []string{"build"}, Code: 1}, "/w/packer.log")
-	for _, frag := range []string{"Timeout waiting for SSH", "full packer log: /w/packer.log", "exited with code 1"} {
-		if !strings.Contains(err.Error(), frag) {
-			t.Errorf("failure message %q lacks %q", err, frag)
-		}
+	want1 := "packer build failed: Build 'qemu.flatcar' errored after 1 minute: Timeout waiting for SSH. (exit code 1); full packer log: /w/packer.log"
+	if err.Error() != want1 {
+		t.Errorf("failure message\n%s\nwant\n%s", err, want1)
+	}
+	// packer validate prints plain text: that is the message then.
+	c = &condenser{log: func(string) {}}
+	c.line("Error: Unsupported argument")
+	c.line(`  on x.pkr.hcl line 3: An argument named "foo" is not expected here.`)
+	err = c.failure("packer validate", &ExitError{Code: 1}, "/w/packer.log")
+	if !strings.Contains(err.Error(), `Error: Unsupported argument on x.pkr.hcl line 3: An argument named "foo"`) {
+		t.Errorf("validate failure message: %v", err)
 	}
 }
