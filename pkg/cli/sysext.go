@@ -220,7 +220,7 @@ an os-release file to compare with. All file data is decompressed to find corrup
 Exits 1 when Flatcar would not merge it (no or mismatched extension-release, a usr/lib/os-release,
 an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrupt.`,
 		Example: `  flatcar-capo sysext inspect kubernetes-v1.33.4-x86-64.raw
-  flatcar-capo sysext inspect /srv/extensions/k8s.raw --name kubernetes -o json | jq .would_merge
+  flatcar-capo sysext inspect /srv/extensions/k8s.raw --name kubernetes -o json | jq .wouldMerge
   flatcar-capo sysext inspect kubernetes.raw --os-release ./usr/lib/os-release --arch arm64`,
 		Args: ExactArgs(1, "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -268,13 +268,13 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
 type sysextReport struct {
 	*sysext.Info
 	Name       string         `json:"name"`
-	Release    sysext.Release `json:"extension_release"`
+	Release    sysext.Release `json:"extensionRelease"`
 	Problems   []string       `json:"problems"`
 	Ignored    []string       `json:"ignored"`
 	Host       sysext.Host    `json:"host"`
-	WouldMerge bool           `json:"would_merge"`
+	WouldMerge bool           `json:"wouldMerge"`
 	Reason     string         `json:"reason"`
-	Verified   bool           `json:"data_verified"`
+	Verified   bool           `json:"dataVerified"`
 }
 
 func inspectSysext(path, name string, host sysext.Host, verify bool) (*sysextReport, error) {
@@ -292,6 +292,9 @@ func inspectSysext(path, name string, host sysext.Host, verify bool) (*sysextRep
 	}
 	r := &sysextReport{Info: info, Name: name, Release: info.Releases[name], Problems: info.Problems(name),
 		Ignored: info.Ignored(), Host: host, Verified: verify}
+	if r.Release == nil {
+		r.Release = sysext.Release{}
+	}
 	if r.Problems == nil {
 		r.Problems = []string{}
 	}

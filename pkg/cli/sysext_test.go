@@ -58,8 +58,8 @@ func TestSysextCreateAndInspect(t *testing.T) {
 	}
 	var rep struct {
 		Name       string            `json:"name"`
-		WouldMerge bool              `json:"would_merge"`
-		Release    map[string]string `json:"extension_release"`
+		WouldMerge bool              `json:"wouldMerge"`
+		Release    map[string]string `json:"extensionRelease"`
 		Problems   []string          `json:"problems"`
 		Host       struct{ Source string }
 	}
@@ -189,8 +189,8 @@ func TestSysextInspectRefusesBadSysexts(t *testing.T) {
 	// JSON still describes a refused image, for scripts.
 	res := testutil.Run(t, "sysext", "inspect", osRelease, "-o", "json").MustFail(t, 1)
 	var rep struct {
-		WouldMerge   bool `json:"would_merge"`
-		HasOSRelease bool `json:"has_os_release"`
+		WouldMerge   bool `json:"wouldMerge"`
+		HasOSRelease bool `json:"hasOsRelease"`
 	}
 	if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil || rep.WouldMerge || !rep.HasOSRelease {
 		t.Errorf("json: %v %s", err, res.Stdout)

@@ -9,9 +9,9 @@ import (
 // and architecture. Source says where the values came from, for reports.
 type Host struct {
 	ID           string `json:"id"`
-	VersionID    string `json:"version_id,omitempty"`
-	SysextLevel  string `json:"sysext_level,omitempty"`
-	Architecture string `json:"architecture,omitempty"` // systemd's name; empty: not checked
+	VersionID    string `json:"versionId"`
+	SysextLevel  string `json:"sysextLevel"`
+	Architecture string `json:"architecture"` // systemd's name; empty: not checked
 	Source       string `json:"source"`
 	// versionUnknown: the host has a VERSION_ID that we do not know (Flatcar's constants).
 	versionUnknown bool

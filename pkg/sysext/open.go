@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/filesystem/squashfs"
 )
 
@@ -19,18 +18,19 @@ type Info struct {
 	Path        string    `json:"path"`
 	Size        int64     `json:"size"`
 	Compression string    `json:"compression"`
-	BlockSize   uint32    `json:"block_size"`
+	BlockSize   uint32    `json:"blockSize"`
 	Created     time.Time `json:"created"`
 	// ReleaseNames are the NAMEs of every usr/lib/extension-release.d/extension-release.NAME.
-	ReleaseNames []string `json:"release_names"`
+	ReleaseNames []string `json:"releaseNames"`
 	// Releases holds their parsed content, by NAME (nil when a file does not parse).
 	Releases map[string]Release `json:"releases"`
 	// ReleaseErrors holds parse errors, by NAME.
-	ReleaseErrors map[string]string `json:"release_errors,omitempty"`
-	HasOSRelease  bool              `json:"has_os_release"`
+	ReleaseErrors map[string]string `json:"releaseErrors,omitempty"`
+	HasOSRelease  bool              `json:"hasOsRelease"`
 	Files         []Entry           `json:"files"`
 	// Bytes is the total size of the regular files (uncompressed).
 	Bytes int64 `json:"bytes"`
+	src   io.ReaderAt
 }
 
 // Entry is one file, directory or link in the image.
@@ -52,7 +52,7 @@ const (
 
 // Open reads a sysext's superblock, file list and extension-release files. A truncated or
 // corrupt image is an error saying so; Open does not decompress file data (Verify does).
-func Open(p string) (info *Info, err error) {
+func Open(p string) (*Info, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
@@ -65,14 +65,25 @@ func Open(p string) (info *Info, err error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", p)
 	}
-	sb, err := readSuperblock(f, fi.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+	info, err := Read(f, fi.Size(), p)
+	if info != nil {
+		info.src = nil // f is closed on return; Verify opens Path again
 	}
-	info = &Info{Path: p, Size: fi.Size(), Compression: sb.Compression, BlockSize: sb.BlockSize, Created: sb.MkfsTime,
-		Releases: map[string]Release{}}
+	return info, err
+}
+
+// Read is Open for an image that is not a file of its own (e.g. inside a disk image's
+// filesystem); label names it in messages and Info.Path. r must stay readable while Info.Verify
+// may be called.
+func Read(r io.ReaderAt, size int64, label string) (info *Info, err error) {
+	sb, err := readSuperblock(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", label, err)
+	}
+	info = &Info{Path: label, Size: size, Compression: sb.Compression, BlockSize: sb.BlockSize, Created: sb.MkfsTime,
+		ReleaseNames: []string{}, Releases: map[string]Release{}, src: r}
 	err = withRecover(func() error {
-		sq, err := squashfs.Read(file.New(f, true), int64(sb.BytesUsed), 0, int64(sb.BlockSize))
+		sq, err := squashfs.Read(readerBackend(r, size), int64(sb.BytesUsed), 0, int64(sb.BlockSize))
 		if err != nil {
 			return err
 		}
@@ -82,7 +93,7 @@ func Open(p string) (info *Info, err error) {
 		return info.readReleases(sq)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: corrupt squashfs image: %w", p, err)
+		return nil, fmt.Errorf("%s: corrupt squashfs image: %w", label, err)
 	}
 	return info, nil
 }
@@ -181,13 +192,17 @@ func readAll(sq *squashfs.FileSystem, p string) ([]byte, error) {
 // Verify decompresses every regular file's data, so a corrupt data block is found before the
 // image is used; Open reads metadata only.
 func (info *Info) Verify() error {
-	f, err := os.Open(info.Path)
-	if err != nil {
-		return err
+	src := info.src
+	if src == nil {
+		f, err := os.Open(info.Path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		src = f
 	}
-	defer f.Close()
-	err = withRecover(func() error {
-		sq, err := squashfs.Read(file.New(f, true), info.Size, 0, int64(info.BlockSize))
+	err := withRecover(func() error {
+		sq, err := squashfs.Read(readerBackend(src, info.Size), info.Size, 0, int64(info.BlockSize))
 		if err != nil {
 			return err
 		}
