@@ -1,0 +1,128 @@
+package build_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/build"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs/rootfstest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
+)
+
+const sysextFile = "kubernetes-v1.33.4-x86-64.raw"
+
+// TestBuildSysextCLI runs `flatcar-capo build --method sysext` as users do, on a Flatcar-layout
+// image (--base-image) with the Kubernetes downloads from a mirror on 127.0.0.1: the sysext made
+// from the binaries, then a prebuilt one by URL with --keep-updates, then a damaged one. Checks
+// are read from the output image (qcow2 -> raw -> ROOT -> e2fsck, debugfs) and the record.
+func TestBuildSysextCLI(t *testing.T) {
+	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs", "e2fsck", "debugfs")
+	mirror := kubetest.New(t, kubernetes.Options{})
+	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
+	dir := t.TempDir()
+	args := func(out string, extra ...string) []string {
+		a := []string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0",
+			"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out}
+		return append(append(a, mirror.Args()...), extra...)
+	}
+	baseSum := rootfstest.FileSum(t, base)
+
+	out1 := filepath.Join(dir, "made")
+	res := testutil.Run(t, args(out1)...).MustSucceed(t)
+	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
+	if !strings.Contains(res.Stdout, "flatcar-capo manifests --flavor sysext-baked --image-name "+name) {
+		t.Errorf("stdout lacks the manifests command:\n%s", res.Stdout)
+	}
+	made := filepath.Join(out1, sysextFile)
+	root := checkSysextImage(t, filepath.Join(out1, name+".qcow2"), made, false)
+	if got := rootfstest.Stat(t, root, "/opt/extensions/kubernetes/"+sysextFile); got.UID != 0 || got.Mode != 0o644 {
+		t.Errorf("stored sysext: %+v, want root-owned 0644", got)
+	}
+	if rootfstest.FileSum(t, base) != baseSum {
+		t.Fatal("the base image was modified")
+	}
+
+	t.Run("prebuilt sysext by URL, updates kept", func(t *testing.T) {
+		srv := httptest.NewServer(http.FileServer(http.Dir(out1)))
+		defer srv.Close()
+		out2 := filepath.Join(dir, "url")
+		testutil.Run(t, args(out2, "--sysext", srv.URL+"/"+sysextFile, "--keep-updates")...).MustSucceed(t)
+		checkSysextImage(t, filepath.Join(out2, name+".qcow2"), made, true)
+	})
+
+	t.Run("damaged sysext refused", func(t *testing.T) {
+		b, err := os.ReadFile(made)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := filepath.Join(t.TempDir(), sysextFile)
+		os.WriteFile(bad, b[:len(b)/2], 0o644)
+		out3 := filepath.Join(dir, "bad")
+		testutil.Run(t, args(out3, "--sysext", bad)...).MustFail(t, 1, bad)
+		if left, _ := filepath.Glob(filepath.Join(out3, "*")); len(left) != 0 {
+			t.Errorf("a refused build left %v", left)
+		}
+	})
+
+	t.Run("sysext of another Kubernetes version refused", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "kubernetes-v1.32.0-x86-64.raw")
+		b, _ := os.ReadFile(made)
+		os.WriteFile(other, b, 0o644)
+		testutil.Run(t, args(filepath.Join(dir, "other"), "--sysext", other)...).MustFail(t, 1,
+			"is Kubernetes v1.32.0 but the build is for --kubernetes-version v1.33.4")
+	})
+}
+
+// checkSysextImage converts the artifact back to raw with the CLI and checks its ROOT and record.
+func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (root string) {
+	t.Helper()
+	rec, err := build.ReadRecord(qcow2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Method != build.MethodSysext || rec.Flavor != "sysext-baked" || rec.KubernetesVersion != "v1.33.4" {
+		t.Errorf("record: method %q flavor %q kubernetes %q", rec.Method, rec.Flavor, rec.KubernetesVersion)
+	}
+	wantSum := sha512(t, sysext)
+	found := false
+	for _, a := range rec.Artifacts {
+		if a.File == sysextFile {
+			found = a.SHA512 == wantSum
+		}
+	}
+	if !found {
+		t.Errorf("record artifacts %+v lack %s with sha512 %s", rec.Artifacts, sysextFile, wantSum)
+	}
+	raw := filepath.Join(t.TempDir(), "out.raw")
+	testutil.Run(t, "convert", qcow2, raw).MustSucceed(t)
+	root = rootfstest.ExtractRoot(t, raw)
+	rootfstest.Fsck(t, root, "of the built image's ROOT")
+	stored := "/opt/extensions/kubernetes/" + sysextFile
+	if rootfstest.DumpSum(t, root, stored) != rootfstest.FileSum(t, sysext) {
+		t.Errorf("%s in the image differs from %s", stored, sysext)
+	}
+	if got := rootfstest.Stat(t, root, "/etc/extensions/kubernetes.raw"); got.Type != "symlink" || got.LinkTarget != stored {
+		t.Errorf("/etc/extensions/kubernetes.raw: %+v", got)
+	}
+	for _, u := range rootfs.UpdateUnits {
+		out := rootfstest.Run(t, "debugfs", "-R", "stat /etc/systemd/system/"+u, root)
+		masked := strings.Contains(out, `Fast link dest: "/dev/null"`)
+		if masked == keepUpdates {
+			t.Errorf("%s masked=%v with --keep-updates=%v:\n%s", u, masked, keepUpdates, out)
+		}
+	}
+	dropIn := filepath.Join(t.TempDir(), "dropin")
+	rootfstest.Run(t, "debugfs", "-R", "dump /"+rootfs.KubeadmDropIn+" "+dropIn, root)
+	if b, _ := os.ReadFile(dropIn); string(b) != rootfs.KubeadmDropInContent {
+		t.Errorf("kubeadm drop-in: %q", b)
+	}
+	return root
+}
