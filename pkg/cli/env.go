@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"strings"
 
@@ -26,8 +27,49 @@ func AlsoFromEnv(fs *pflag.FlagSet, flag string, vars ...string) {
 	_ = fs.SetAnnotation(flag, extraEnvAnnotation, vars)
 }
 
+// envListAnnotation marks a repeatable flag whose environment variable holds a comma-separated
+// list (FLATCAR_CAPO_CLOUD=a,b is --cloud a --cloud b).
+const envListAnnotation = "flatcar-capo/env-list"
+
+// envListFlags are the repeatable flags whose values never contain a comma, wherever they appear.
+// Others (--set, --property: KEY=a,b is a legitimate value) take the whole variable as one value.
+var envListFlags = map[string]bool{"cloud": true, "tag": true}
+
+// EnvList makes a repeatable flag read its environment variable as a comma-separated list.
+func EnvList(fs *pflag.FlagSet, flag string) {
+	_ = fs.SetAnnotation(flag, envListAnnotation, []string{"true"})
+}
+
+func isRepeatable(f *pflag.Flag) bool {
+	t := f.Value.Type()
+	return t == "stringArray" || t == "stringSlice"
+}
+
+func isEnvList(f *pflag.Flag) bool {
+	return isRepeatable(f) && (envListFlags[f.Name] || len(f.Annotations[envListAnnotation]) > 0)
+}
+
+// documentEnv says in the help of every repeatable flag of the tree how its environment
+// variable is read, since the two kinds differ.
+func documentEnv(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		documentEnv(sub)
+	}
+	c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if !isRepeatable(f) || strings.Contains(f.Usage, EnvName(f.Name)) {
+			return
+		}
+		if isEnvList(f) {
+			f.Usage += fmt.Sprintf("; $%s takes a comma-separated list (a,b is two values)", EnvName(f.Name))
+		} else {
+			f.Usage += fmt.Sprintf("; $%s is one value, commas included", EnvName(f.Name))
+		}
+	})
+}
+
 // applyEnvDefaults sets every flag the user did not give from its environment variable.
-// A bad value is a usage error naming the variable.
+// A bad value is a usage error naming the variable. A DANGEROUS flag turned on by the
+// environment gets a warning naming the variable, as loud as the flag's own.
 func applyEnvDefaults(cmd *cobra.Command) error {
 	var firstErr error
 	visit := func(f *pflag.Flag) {
@@ -40,8 +82,19 @@ func applyEnvDefaults(cmd *cobra.Command) error {
 			if !ok || v == "" {
 				continue
 			}
-			if err := cmd.Flags().Set(f.Name, v); err != nil {
-				firstErr = Usagef("invalid value %q in environment variable %s for --%s: %v", v, name, f.Name, err)
+			values := []string{v}
+			if isEnvList(f) {
+				values = splitList(v)
+			}
+			for _, one := range values {
+				if err := cmd.Flags().Set(f.Name, one); err != nil {
+					firstErr = Usagef("invalid value %q in environment variable %s for --%s: %v", v, name, f.Name, err)
+					return
+				}
+			}
+			if strings.HasPrefix(f.Usage, "DANGEROUS") && f.Value.String() != "false" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "WARNING: --%s is ON because the environment variable %s=%s is set: %s."+
+					" Unset %s unless you mean it.\n", f.Name, name, v, strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(f.Usage, "DANGEROUS"), ":")), name)
 			}
 			return
 		}
@@ -51,4 +104,15 @@ func applyEnvDefaults(cmd *cobra.Command) error {
 		return firstErr
 	}
 	return nil
+}
+
+// splitList splits a comma-separated list, dropping blanks around and between items.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -77,6 +77,7 @@ value, 130 interrupted.`,
 	root.AddCommand(subs...)
 	root.InitDefaultCompletionCmd() // cobra adds it only when executing; the walk below needs it now
 	rejectUnknownSubcommands(root)
+	documentEnv(root)
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		return applyEnvDefaults(c)
 	}
