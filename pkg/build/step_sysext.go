@@ -136,9 +136,9 @@ func takeSysexts(ctx context.Context, o *Options, work string) ([]Sysext, error)
 		} else if _, err := os.Stat(s); err != nil {
 			return nil, fmt.Errorf("--sysext %s: %w", s, err)
 		}
-		info, err := sysext.Open(p)
+		info, err := sysext.Open(p) // its errors name the file
 		if err != nil {
-			return nil, fmt.Errorf("--sysext %s: %w", s, err)
+			return nil, fmt.Errorf("--sysext: %w", err)
 		}
 		name := info.DefaultName()
 		if name == "" {
@@ -149,7 +149,7 @@ func takeSysexts(ctx context.Context, o *Options, work string) ([]Sysext, error)
 		}
 		names[name] = s
 		if _, err := sysext.Check(p, name, sysext.FlatcarHost(o.Release.Arch)); err != nil {
-			return nil, fmt.Errorf("--sysext %s: %w", s, err)
+			return nil, fmt.Errorf("--sysext %s (%s): %w", s, name, err)
 		}
 		fileName := path.Base(filepath.ToSlash(p))
 		if !strings.HasSuffix(fileName, ".raw") {

@@ -1,6 +1,9 @@
 package build_test
 
 import (
+	"crypto/sha512"
+	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -91,7 +94,7 @@ func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (roo
 	if rec.Method != build.MethodSysext || rec.Flavor != "sysext-baked" || rec.KubernetesVersion != "v1.33.4" {
 		t.Errorf("record: method %q flavor %q kubernetes %q", rec.Method, rec.Flavor, rec.KubernetesVersion)
 	}
-	wantSum := sha512(t, sysext)
+	wantSum := sha512Hex(t, sysext)
 	found := false
 	for _, a := range rec.Artifacts {
 		if a.File == sysextFile {
@@ -125,4 +128,18 @@ func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (roo
 		t.Errorf("kubeadm drop-in: %q", b)
 	}
 	return root
+}
+
+func sha512Hex(t *testing.T, p string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha512.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
