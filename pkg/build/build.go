@@ -2,8 +2,8 @@ package build
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
@@ -42,25 +42,34 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	return rec, nil
 }
 
-// withLog appends where the full log of the method is, so every failure names it.
+// withLog makes the error name the method's full log where it is now: the build directory is
+// gone, so a log a step named there was moved next to the artifact (KeyLogMoved).
 func withLog(state multistep.StateBag, err error) error {
 	log := getString(state, KeyLogFile)
 	if log == "" {
 		return err
 	}
-	var le *logError
-	if errors.As(err, &le) {
-		return err
-	}
-	return &logError{err: err, log: log}
+	return &logError{err: err, log: log, moved: getString(state, KeyLogMoved)}
 }
+
+// KeyLogMoved is the log's path inside the removed build directory (string), if it was moved.
+const KeyLogMoved = "logMoved"
 
 type logError struct {
-	err error
-	log string
+	err        error
+	log, moved string
 }
 
-func (e *logError) Error() string { return fmt.Sprintf("%v\nfull log: %s", e.err, e.log) }
+func (e *logError) Error() string {
+	msg := e.err.Error()
+	if e.moved != "" {
+		msg = strings.ReplaceAll(msg, e.moved, e.log)
+	}
+	if strings.Contains(msg, e.log) {
+		return msg
+	}
+	return fmt.Sprintf("%s\nfull log: %s", msg, e.log)
+}
 func (e *logError) Unwrap() error { return e.err }
 
 // reuseAware steps still run when a finished artifact is reused (upload, record).

@@ -79,15 +79,14 @@ func DefaultImageName(method, channel, version, k8s string) string {
 
 // Validate checks what can be checked before anything is downloaded.
 func (o *Options) Validate() error {
-	switch o.Method {
-	case "":
+	if o.Method == "" {
 		o.Method = MethodPacker
-	case MethodPacker, MethodSysext:
-	default:
-		return fmt.Errorf("invalid --method %q: must be %s or %s", o.Method, MethodPacker, MethodSysext)
 	}
 	if _, ok := methods[o.Method]; !ok {
-		return fmt.Errorf("--method %s is not available in this build of flatcar-capo", o.Method)
+		if o.Method == MethodSysext {
+			return fmt.Errorf("--method %s is not available in this build of flatcar-capo", o.Method)
+		}
+		return fmt.Errorf("invalid --method %q: must be %s or %s", o.Method, MethodPacker, MethodSysext)
 	}
 	switch o.Base {
 	case "":

@@ -34,7 +34,7 @@ func (*StepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.
 		if ctx.Err() != nil {
 			return halt(state, ctx.Err())
 		}
-		return halt(state, &logError{err: err, log: res.LogFile})
+		return halt(state, err)
 	}
 	state.Put(KeyRaw, res.Image)
 	note(state, "packer %s, accelerator %s", res.PackerVersion, res.Accelerator)

@@ -50,6 +50,7 @@ func (s *StepWorkDir) Cleanup(state multistep.StateBag) {
 			kept := filepath.Join(o.OutputDir, o.ImageName+".log")
 			if os.Rename(log, kept) == nil {
 				state.Put(KeyLogFile, kept)
+				state.Put(KeyLogMoved, log)
 			}
 		} else {
 			state.Remove(KeyLogFile)
