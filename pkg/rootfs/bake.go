@@ -29,7 +29,8 @@ type Result struct {
 	Replaced    []string      `json:"replaced"` // original entries that an added entry replaced
 	UUID        string        `json:"uuid"`
 	Duration    time.Duration `json:"durationNs"`
-	WrittenData int64         `json:"writtenBytes"` // file content written into the new ROOT
+	WrittenData int64         `json:"writtenBytes"`     // file content written into the new ROOT
+	SkippedZero int64         `json:"skippedZeroBytes"` // zero metadata not written over ROOT's zeros
 }
 
 // Bake writes dst: a copy of the raw image src whose ROOT is a fresh ext4 holding the original
@@ -88,10 +89,13 @@ func Bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) 
 		return nil, err
 	}
 	section := disk.NewSection(fileStorage{out.File, st.Size()}, part.Start, part.Size)
-	nfs, err := ext4.Create(disk.Backend(section), part.Size, 0, 512, mkfsParams(fsUUID))
+	// ROOT reads as zeros now: Create's zero inode tables need not be written (zeroskip.go).
+	zs := &zeroSkip{Device: section, on: true}
+	nfs, err := ext4.Create(disk.Backend(zs), part.Size, 0, 512, mkfsParams(fsUUID))
 	if err != nil {
 		return nil, fmt.Errorf("making the new ROOT filesystem: %w", err)
 	}
+	zs.on, zs.written = false, nil
 	sums, err := populate(ctx, nfs, root, entries)
 	if err != nil {
 		return nil, fmt.Errorf("writing the new ROOT: %w", err)
@@ -108,7 +112,8 @@ func Bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) 
 		return nil, err
 	}
 	res := &Result{Output: dst, Partition: part.Number, RootBytes: part.Size, NeedBytes: need,
-		Carried: len(carried), Added: len(added), Replaced: replaced, UUID: fsUUID.String(), Duration: time.Since(start)}
+		Carried: len(carried), Added: len(added), Replaced: replaced, UUID: fsUUID.String(), Duration: time.Since(start),
+		SkippedZero: zs.skipped}
 	for _, e := range entries {
 		if e.IsRegular() {
 			res.WrittenData += e.Size

@@ -76,7 +76,7 @@ func TestBakeCarriesRootAndAddsSysext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("bake: %v (%d carried, %d added, %d MiB written)", time.Since(start), res.Carried, res.Added, res.WrittenData>>20)
+	t.Logf("bake: %v (%d carried, %d added, %d MiB written, %d MiB of zeros skipped)", time.Since(start), res.Carried, res.Added, res.WrittenData>>20, res.SkippedZero>>20)
 	if fileSum(t, src) != srcSum {
 		t.Fatal("the source image was modified")
 	}
