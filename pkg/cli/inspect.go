@@ -92,9 +92,34 @@ func printInspect(w io.Writer, r *inspect.Report) error {
 	}
 	fmt.Fprintf(w, "First boot: %s\n", fb)
 	fmt.Fprintf(w, "config.ign: %s\n", map[bool]string{true: "present (overrides user-data!)", false: "absent"}[r.ConfigIgn])
+	printExtensions(w, r.Extensions)
 	fmt.Fprintf(w, "Verdict for %s: %s\n", r.Target, r.Verdict)
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "  %-7s %s\n", f.Level+":", f.Message)
 	}
 	return nil
+}
+
+// printExtensions shows the sysexts systemd-sysext would find in ROOT (pkg/inspect/sysext.go).
+func printExtensions(w io.Writer, x inspect.Extensions) {
+	fmt.Fprintf(w, "Extensions: ROOT %s; judged against %s\n", x.Root, x.Host.Source)
+	for _, l := range x.Links {
+		to := ""
+		if l.Target != "" {
+			to = " -> " + l.Target
+		}
+		verdict := "would merge"
+		switch {
+		case !l.Checked:
+			verdict = "not checked"
+		case !l.WouldMerge:
+			verdict = "WOULD NOT MERGE"
+		}
+		fmt.Fprintf(w, "  %s%s (%s): %s: %s\n", l.Path, to, progress.Bytes(l.Size), verdict, l.Reason)
+	}
+	for _, s := range x.Stored {
+		if !s.Linked {
+			fmt.Fprintf(w, "  stored, not linked: %s (%s)\n", s.Path, progress.Bytes(s.Size))
+		}
+	}
 }

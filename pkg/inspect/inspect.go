@@ -42,6 +42,7 @@ type Report struct {
 	GPTPrimary string          `json:"-"`         // why the primary GPT header is unusable ("" = fine; the table came from the backup)
 	FirstBoot  *bool           `json:"firstBoot"` // nil when the ESP could not be read
 	ConfigIgn  bool            `json:"configIgn"`
+	Extensions Extensions      `json:"extensions"` // sysexts in ROOT (sysext.go)
 	Target     string          `json:"target"`
 	Verdict    string          `json:"verdict"`
 	Findings   []Finding       `json:"findings"`
@@ -64,7 +65,7 @@ type Finding struct {
 // list, never null (docs/inspect-json.md).
 func newReport(path string) *Report {
 	return &Report{Image: path, Partitions: []PartitionInfo{}, MBR: disk.MBRInfo{Types: []string{}},
-		Sysext: []oem.Entry{}, Markers: []string{}, Findings: []Finding{}}
+		Sysext: []oem.Entry{}, Markers: []string{}, Findings: []Finding{}, Extensions: newExtensions()}
 }
 
 // Inspect reads img and judges it for target ("" = the image's own effective oem_id).
@@ -101,6 +102,7 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 		r.ConfigIgn = true
 	}
 	r.FirstBoot = firstBootFlag(img, parts)
+	r.readExtensions(img, parts)
 	r.Target = target
 	if r.Target == "" {
 		r.Target = state.Settings.OEMID

@@ -22,6 +22,7 @@ const (
 	num     = "number"
 	boolean = "bool"
 	boolNil = "bool|null"
+	strMap  = "object of strings" // free keys, e.g. an extension-release
 )
 
 // list is a list whose elements have the given shape (or kind).
@@ -38,6 +39,11 @@ var reportShape = shape{
 	"markers":    list{str},
 	"firstBoot":  boolNil, "configIgn": boolean, "target": str, "verdict": str,
 	"findings": list{shape{"level": str, "code": str, "message": str}},
+	"extensions": shape{"root": str,
+		"host": shape{"id": str, "versionId": str, "sysextLevel": str, "architecture": str, "source": str},
+		"links": list{shape{"path": str, "name": str, "kind": str, "target": str, "resolved": str, "size": num,
+			"checked": boolean, "extensionRelease": strMap, "wouldMerge": boolean, "reason": str}},
+		"stored": list{shape{"path": str, "size": num, "linked": boolean}}},
 }
 
 // checkShape reports every documented field that is missing, null where a list or value is
@@ -86,6 +92,14 @@ func checkShape(t *testing.T, where string, v any, want any) {
 		case boolNil:
 			_, isBool := v.(bool)
 			ok = isBool || v == nil
+		case strMap:
+			m, isMap := v.(map[string]any)
+			ok = isMap
+			for _, e := range m {
+				if _, isStr := e.(string); !isStr {
+					ok = false
+				}
+			}
 		}
 		if !ok {
 			t.Errorf("%s: %#v is not a %s", where, v, w)
@@ -116,7 +130,8 @@ func TestDocumentedFields(t *testing.T) {
 		t.Fatalf("docs/inspect-json.md documents %v, the test's shape has %v", documented, want)
 	}
 	for _, code := range []string{"oem-id-missing", "oem-id-mismatch", "config-ign-leftover", "oem-sysext-missing",
-		"first-boot-missing", "autologin", "hybrid-mbr", "oem-release-differs", "sysext-differs"} {
+		"first-boot-missing", "autologin", "hybrid-mbr", "oem-release-differs", "sysext-differs",
+		"sysext-link-dangling", "sysext-name-mismatch", "sysext-incompatible"} {
 		if !strings.Contains(section, "`"+code+"`") {
 			t.Errorf("finding code %s is not documented", code)
 		}

@@ -26,6 +26,7 @@ var rules = []rule{
 	ruleGPTFromBackup,
 	ruleOEMReleaseDiffers,
 	ruleMarkerDiffers,
+	ruleSysextLinks,
 }
 
 // judge applies the rules and sets the verdict: NOT READY on any error, WARNING on any warning.

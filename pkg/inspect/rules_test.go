@@ -84,6 +84,22 @@ func TestVerdictRules(t *testing.T) {
 			r.Markers = append(r.Markers, "active-oem-azure")
 			r.Sysext = append(r.Sysext, oem.Entry{Name: "oem-azure-4459.2.0.raw"})
 		}, Warning, []finding{{LevelInfo, "oem-release-differs"}, {LevelWarning, "sysext-differs"}}, []string{"active-oem-azure"}},
+		{"sysext-link-dangling", func(r *Report) {
+			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/kubernetes.raw", Checked: true, problem: "sysext-link-dangling",
+				Reason: "the link /etc/extensions/kubernetes.raw -> /opt/extensions/kubernetes/k.raw dangles"}}
+		}, NotReady, []finding{{LevelInfo, "oem-release-differs"}, {LevelError, "sysext-link-dangling"}}, []string{"dangles", "build --method sysext"}},
+		{"sysext-name-mismatch", func(r *Report) {
+			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/k8s.raw", Checked: true, problem: "sysext-name-mismatch",
+				Reason: "linked as k8s.raw it needs usr/lib/extension-release.d/extension-release.k8s"}}
+		}, NotReady, []finding{{LevelInfo, "oem-release-differs"}, {LevelError, "sysext-name-mismatch"}}, []string{"extension-release.k8s"}},
+		{"sysext-incompatible", func(r *Report) {
+			r.Extensions.Host.Source = "/usr/lib/os-release on USR-A (ext4)"
+			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/kubernetes.raw", Checked: true, problem: "sysext-incompatible",
+				Reason: "SYSEXT_LEVEL=2.0, but the host has SYSEXT_LEVEL=1.0"}}
+		}, NotReady, []finding{{LevelInfo, "oem-release-differs"}, {LevelError, "sysext-incompatible"}}, []string{"SYSEXT_LEVEL=2.0", "USR-A"}},
+		{"sysext merges: no finding", func(r *Report) {
+			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/kubernetes.raw", Checked: true, WouldMerge: true}}
+		}, Ready, []finding{{LevelInfo, "oem-release-differs"}}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,395 @@
+package inspect
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/diskfs/go-diskfs/filesystem/ext4"
+	"github.com/diskfs/go-diskfs/filesystem/fat16"
+	"github.com/diskfs/go-diskfs/filesystem/fat32"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
+)
+
+// Extensions is what systemd-sysext finds in ROOT at boot: the images in its search paths
+// (/etc/extensions, /var/lib/extensions) and the stored ones under /opt/extensions.
+type Extensions struct {
+	// Root is "ext4" when ROOT was read, "missing" without a ROOT partition, else why not.
+	Root   string            `json:"root"`
+	Host   Host              `json:"host"`
+	Links  []ExtensionLink   `json:"links"`
+	Stored []StoredExtension `json:"stored"`
+}
+
+// Host is what "would merge" was judged against; Source says whether the image's own
+// os-release (on USR-A) or Flatcar's constants.
+type Host struct {
+	ID           string `json:"id"`
+	VersionID    string `json:"versionId"`
+	SysextLevel  string `json:"sysextLevel"`
+	Architecture string `json:"architecture"` // "" when the image's architecture is unknown (not checked)
+	Source       string `json:"source"`
+}
+
+// ExtensionLink is one entry NAME.raw of a search path.
+type ExtensionLink struct {
+	Path     string `json:"path"`     // /etc/extensions/kubernetes.raw
+	Name     string `json:"name"`     // kubernetes: extension-release.NAME must match
+	Kind     string `json:"kind"`     // symlink, file or directory
+	Target   string `json:"target"`   // the symlink's target as written ("" for a file)
+	Resolved string `json:"resolved"` // the image file it leads to ("" when dangling)
+	Size     int64  `json:"size"`
+	// Checked is false when the image was not judged (a directory, or a target on /usr,
+	// which Flatcar itself ships); WouldMerge is then false and Reason says why.
+	Checked          bool              `json:"checked"`
+	ExtensionRelease map[string]string `json:"extensionRelease"`
+	WouldMerge       bool              `json:"wouldMerge"`
+	Reason           string            `json:"reason"`
+	problem          string            // finding code when it would not merge
+}
+
+// StoredExtension is an image file under /opt/extensions (storage, not a search path).
+type StoredExtension struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Linked bool   `json:"linked"` // a search-path entry leads to it
+}
+
+// searchPaths are systemd-sysext's search paths that live on ROOT (/run is a tmpfs).
+var searchPaths = []string{"/etc/extensions", "/var/lib/extensions"}
+
+func newExtensions() Extensions {
+	return Extensions{Links: []ExtensionLink{}, Stored: []StoredExtension{}}
+}
+
+// readExtensions fills r.Extensions from the ROOT partition and judges every search-path entry
+// against the image's own os-release (USR-A) or, failing that, Flatcar's constants.
+func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition) {
+	x := &r.Extensions
+	host := imageHost(img, parts)
+	x.Host = Host{ID: host.ID, VersionID: host.VersionID, SysextLevel: host.SysextLevel, Architecture: host.Architecture, Source: host.Source}
+	root, ok := findPartition(parts, "ROOT")
+	if !ok {
+		x.Root = "missing"
+		return
+	}
+	fsys, err := openExt4(img, root)
+	if err != nil {
+		x.Root = err.Error()
+		return
+	}
+	x.Root = "ext4"
+	for _, dir := range searchPaths {
+		ents, err := readDir(fsys, dir)
+		if err != nil {
+			continue // no such search path
+		}
+		for _, e := range ents {
+			name, isRaw := strings.CutSuffix(e.name, ".raw")
+			if !isRaw && e.kind != "directory" {
+				continue // systemd-sysext ignores other files
+			}
+			x.Links = append(x.Links, judgeLink(fsys, path.Join(dir, e.name), name, e.kind, host))
+		}
+	}
+	x.Stored = storedExtensions(fsys, x.Links)
+}
+
+func judgeLink(fsys *ext4.FileSystem, p, name, kind string, host sysext.Host) ExtensionLink {
+	l := ExtensionLink{Path: p, Name: name, Kind: kind, ExtensionRelease: map[string]string{}}
+	if kind == "directory" {
+		l.Reason = "a directory extension; not checked"
+		return l
+	}
+	resolved := p
+	if kind == "symlink" {
+		target, final, err := resolveLink(fsys, p)
+		l.Target = target
+		switch {
+		case err != nil:
+			l.Checked, l.problem = true, "sysext-link-dangling"
+			l.Reason = err.Error()
+			return l
+		case strings.HasPrefix(final, "/usr/"):
+			l.Resolved = final
+			l.Reason = "the target is on /usr (USR-A, shipped with Flatcar); not checked"
+			return l
+		}
+		resolved = final
+	}
+	l.Resolved, l.Checked = resolved, true
+	f, err := fsys.OpenFile(fsPath(resolved), os.O_RDONLY)
+	if err != nil {
+		l.problem, l.Reason = "sysext-link-dangling", fmt.Sprintf("%s cannot be opened: %v", resolved, err)
+		return l
+	}
+	defer f.Close()
+	st, err := fsys.Stat(fsPath(resolved))
+	if err != nil || !st.Mode().IsRegular() {
+		l.problem, l.Reason = "sysext-link-dangling", resolved+" is not a regular file"
+		return l
+	}
+	l.Size = st.Size()
+	info, err := sysext.Read(&seekReaderAt{rs: f}, st.Size(), resolved)
+	if err != nil {
+		l.problem, l.Reason = "sysext-incompatible", err.Error()
+		return l
+	}
+	if rel, ok := info.Releases[name]; ok {
+		l.ExtensionRelease = rel
+	}
+	l.WouldMerge, l.Reason = info.WouldMerge(name, host)
+	if !l.WouldMerge {
+		l.problem = "sysext-incompatible"
+		if len(info.ReleaseNames) > 0 && info.Releases[name] == nil && info.ReleaseErrors[name] == "" {
+			l.problem = "sysext-name-mismatch"
+		}
+	}
+	return l
+}
+
+// resolveLink follows p's symlink chain inside ROOT (at most 8 hops, as a sanity bound) and
+// returns the first target as written and the final absolute path, or why it dangles.
+func resolveLink(fsys *ext4.FileSystem, p string) (first, final string, err error) {
+	cur := p
+	for hop := 0; hop < 8; hop++ {
+		target, err := fsys.ReadLink(fsPath(cur))
+		if err != nil {
+			return first, "", fmt.Errorf("%s: cannot read the link: %v", cur, err)
+		}
+		if hop == 0 {
+			first = target
+		}
+		if !path.IsAbs(target) {
+			target = path.Join(path.Dir(cur), target)
+		}
+		target = path.Clean(target)
+		if strings.HasPrefix(target, "/usr/") {
+			return first, target, nil
+		}
+		kind, err := entryKind(fsys, target)
+		if err != nil {
+			return first, "", fmt.Errorf("the link %s -> %s dangles: %s does not exist in ROOT", p, first, target)
+		}
+		if kind != "symlink" {
+			return first, target, nil
+		}
+		cur = target
+	}
+	return first, "", fmt.Errorf("the link %s -> %s has more than 8 levels of links", p, first)
+}
+
+// storedExtensions lists /opt/extensions/*.raw and /opt/extensions/*/*.raw.
+func storedExtensions(fsys *ext4.FileSystem, links []ExtensionLink) []StoredExtension {
+	linked := map[string]bool{}
+	for _, l := range links {
+		linked[l.Resolved] = true
+	}
+	out := []StoredExtension{}
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		ents, err := readDir(fsys, dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			p := path.Join(dir, e.name)
+			switch {
+			case e.kind == "directory" && depth < 1:
+				walk(p, depth+1)
+			case e.kind == "file" && strings.HasSuffix(e.name, ".raw"):
+				out = append(out, StoredExtension{Path: p, Size: e.size, Linked: linked[p]})
+			}
+		}
+	}
+	walk("/opt/extensions", 0)
+	return out
+}
+
+type dirEntry struct {
+	name, kind string
+	size       int64
+}
+
+func readDir(fsys *ext4.FileSystem, dir string) ([]dirEntry, error) {
+	ents, err := fsys.ReadDir(fsPath(dir))
+	if err != nil {
+		return nil, err
+	}
+	var out []dirEntry
+	for _, e := range ents {
+		if e.Name() == "." || e.Name() == ".." {
+			continue
+		}
+		kind := "file"
+		switch t := e.Type(); {
+		case t&os.ModeSymlink != 0:
+			kind = "symlink"
+		case t.IsDir():
+			kind = "directory"
+		case !t.IsRegular():
+			kind = "other"
+		}
+		var size int64
+		if fi, err := e.Info(); err == nil {
+			size = fi.Size()
+		}
+		out = append(out, dirEntry{name: e.Name(), kind: kind, size: size})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// entryKind looks p up in its parent directory (go-diskfs' Stat of a missing path is not a
+// reliable fs.ErrNotExist).
+func entryKind(fsys *ext4.FileSystem, p string) (string, error) {
+	ents, err := readDir(fsys, path.Dir(p))
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		if e.name == path.Base(p) {
+			return e.kind, nil
+		}
+	}
+	return "", os.ErrNotExist
+}
+
+// fsPath turns /etc/extensions into go-diskfs' io/fs-style etc/extensions.
+func fsPath(p string) string {
+	p = strings.TrimPrefix(path.Clean("/"+p), "/")
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func findPartition(parts []disk.Partition, name string) (disk.Partition, bool) {
+	for _, p := range parts {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return disk.Partition{}, false
+}
+
+// openExt4 opens a partition's ext4 read-only; go-diskfs panics on some corrupt metadata.
+func openExt4(img *disk.Image, p disk.Partition) (fsys *ext4.FileSystem, err error) {
+	sec := readOnly{img.Section(p)}
+	if kind, _ := oem.DetectFilesystem(sec); kind != "ext4" {
+		return nil, fmt.Errorf("not ext4 (no ext4 superblock on partition %d)", p.Number)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			fsys, err = nil, fmt.Errorf("unreadable ext4: %v", v)
+		}
+	}()
+	fsys, err = ext4.Read(disk.Backend(sec), p.Size, 0, 512)
+	if err != nil {
+		return nil, fmt.Errorf("unreadable ext4: %v", err)
+	}
+	return fsys, nil
+}
+
+// imageHost is the image's own os-release from USR-A (/usr/lib/os-release is lib/os-release
+// there) when it can be read, else Flatcar's constants; the architecture comes from the ESP's
+// removable-media loader name (bootx64.efi / bootaa64.efi).
+func imageHost(img *disk.Image, parts []disk.Partition) sysext.Host {
+	arch := espArch(img, parts)
+	constants := func(why string) sysext.Host {
+		h := sysext.FlatcarHost(arch)
+		h.Source += ": " + why
+		return h
+	}
+	usr, ok := findPartition(parts, "USR-A")
+	if !ok {
+		return constants("no USR-A partition")
+	}
+	fsys, err := oem.OpenFilesystem(readOnly{img.Section(usr)})
+	if err != nil {
+		return constants("USR-A is not readable (" + err.Error() + ")")
+	}
+	data, err := fsys.ReadFile("/lib/os-release")
+	if err != nil {
+		return constants("USR-A's /lib/os-release is not readable (" + err.Error() + ")")
+	}
+	h, err := sysext.HostFromOSRelease(data, arch, "/usr/lib/os-release on USR-A ("+fsys.Type()+")")
+	if err != nil {
+		return constants(err.Error())
+	}
+	return h
+}
+
+func espArch(img *disk.Image, parts []disk.Partition) string {
+	p, ok := findPartition(parts, "EFI-SYSTEM")
+	if !ok {
+		return ""
+	}
+	b := disk.Backend(readOnly{img.Section(p)})
+	var names []string
+	if f, err := fat32.Read(b, p.Size, 0, 512); err == nil {
+		names = fatNames(f.ReadDir)
+	} else if f, err := fat16.Read(b, p.Size, 0, 512); err == nil {
+		names = fatNames(f.ReadDir)
+	}
+	for _, n := range names {
+		switch strings.ToLower(n) {
+		case "bootx64.efi":
+			return "x86-64"
+		case "bootaa64.efi":
+			return "arm64"
+		}
+	}
+	return ""
+}
+
+func fatNames[E interface{ Name() string }](readDir func(string) ([]E, error)) []string {
+	for _, dir := range []string{"EFI/boot", "EFI/BOOT", "efi/boot"} {
+		if ents, err := readDir(dir); err == nil {
+			names := make([]string, len(ents))
+			for i, e := range ents {
+				names[i] = e.Name()
+			}
+			return names
+		}
+	}
+	return nil
+}
+
+// seekReaderAt turns go-diskfs' ext4 file (Read + Seek, reading only the blocks asked for)
+// into the io.ReaderAt the squashfs reader wants.
+type seekReaderAt struct {
+	mu sync.Mutex
+	rs io.ReadSeeker
+}
+
+func (s *seekReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.rs.Seek(off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	return io.ReadFull(s.rs, p)
+}
+
+// Rules: a search-path entry that would not be merged leaves the node without what it carries
+// (for Kubernetes: no kubelet, the node never joins).
+func ruleSysextLinks(r *Report) {
+	for _, l := range r.Extensions.Links {
+		switch l.problem {
+		case "sysext-link-dangling":
+			r.add(LevelError, l.problem, "%s: %s; systemd-sysext skips it, so nothing it carries exists on the node; fix: bake the image again (flatcar-capo build --method sysext) or point the link at an existing /opt/extensions/... file", l.Path, l.Reason)
+		case "sysext-name-mismatch":
+			r.add(LevelError, l.problem, "%s: %s", l.Path, l.Reason)
+		case "sysext-incompatible":
+			r.add(LevelError, l.problem, "%s would not be merged (judged against %s): %s", l.Path, r.Extensions.Host.Source, l.Reason)
+		}
+	}
+}
