@@ -23,24 +23,24 @@ func thousandDocuments(t testing.TB) []byte {
 	return b.Bytes()
 }
 
-// The only performance target: lint on a 1,000-document file under a second.
-func TestLintThousandDocumentsUnderASecond(t *testing.T) {
+// Lint reads a 1,000-document file completely and finds nothing wrong in it. Its speed target
+// (under a second) is BenchmarkLintThousandDocuments's: a timing assertion in a test fails on a
+// loaded CI machine without a bug.
+func TestLintThousandDocuments(t *testing.T) {
 	data := thousandDocuments(t)
 	start := time.Now()
 	rep, err := Lint(context.Background(), []Input{{Name: "big.yaml", Data: data}}, LintOptions{})
-	elapsed := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Documents != 1000 || len(rep.Findings) != 0 {
 		t.Fatalf("%d documents, %d findings", rep.Documents, len(rep.Findings))
 	}
-	t.Logf("linted %d documents (%d KiB) in %v", rep.Documents, len(data)/1024, elapsed)
-	if elapsed > time.Second {
-		t.Fatalf("lint took %v for 1,000 documents, the target is under 1 s", elapsed)
-	}
+	t.Logf("linted %d documents (%d KiB) in %v", rep.Documents, len(data)/1024, time.Since(start))
 }
 
+// The only performance target: lint on a 1,000-document file under a second (make bench
+// runs this on a quiet machine; the result says ns/op).
 func BenchmarkLintThousandDocuments(b *testing.B) {
 	data := thousandDocuments(b)
 	b.SetBytes(int64(len(data)))
@@ -48,5 +48,8 @@ func BenchmarkLintThousandDocuments(b *testing.B) {
 		if _, err := Lint(context.Background(), []Input{{Name: "big.yaml", Data: data}}, LintOptions{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if perOp := b.Elapsed() / time.Duration(b.N); perOp > time.Second {
+		b.Errorf("lint took %v per 1,000-document file; the target is under 1 s", perOp)
 	}
 }

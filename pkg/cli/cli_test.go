@@ -48,9 +48,12 @@ func TestInterruptExits130(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stdin.Close()
-	time.Sleep(300 * time.Millisecond)
+	// Not a fixed sleep: on a loaded machine the command may not have its handler yet.
+	testutil.WaitIdle(t, cmd.Process.Pid, time.Minute)
 	cmd.Process.Signal(os.Interrupt)
-	time.Sleep(200 * time.Millisecond)
+	// The second signal ends the read. Should the kernel merge it with the first, the 10 s
+	// grace period ends the command the same way: 130, "Interrupted".
+	time.Sleep(50 * time.Millisecond)
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
 	var ee *exec.ExitError

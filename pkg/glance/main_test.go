@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha512"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +25,9 @@ import (
 
 // stack is the Keystone + Glance that scripts/openstack.sh started for this test binary.
 var stack struct {
+	mu       sync.Mutex
+	startErr error
+	stop     func()
 	dir      string
 	missing  string // a tool the OpenStack tests need that is not installed
 	env      map[string]string
@@ -34,7 +36,8 @@ var stack struct {
 
 var openstackScript = filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
 
-// TestMain starts one real OpenStack for the whole package and always stops it: on return, on
+// TestMain runs the tests; the first test that needs the real OpenStack starts it (tests against
+// the in-process fake and usage errors run without it), and it is always stopped: on return, on
 // SIGINT/SIGTERM, and (through the script's --owner watchdog) when this process dies by a panic
 // or SIGKILL.
 func TestMain(m *testing.M) {
@@ -42,22 +45,37 @@ func TestMain(m *testing.M) {
 }
 
 func runWithOpenStack(m *testing.M) int {
-	flag.Parse()
-	if run := flag.Lookup("test.run").Value.String(); run == "^$" {
-		return m.Run() // a fuzz or benchmark-only run needs no OpenStack
-	}
 	for _, tool := range []string{"uwsgi", "keystone-manage", "glance-manage", "glance-api"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			stack.missing = tool // each OpenStack test skips (fails in strict mode) through testutil
-			return m.Run()
+			break
 		}
+	}
+	code := m.Run()
+	stack.mu.Lock() // waits for a start still under way
+	defer stack.mu.Unlock()
+	if stack.dir != "" {
+		if code != 0 {
+			dumpLogs(stack.dir)
+		}
+		stack.stop()
+	}
+	return code
+}
+
+// startOpenStack brings Keystone + Glance up once per test binary.
+func startOpenStack() error {
+	stack.mu.Lock()
+	defer stack.mu.Unlock()
+	if stack.dir != "" || stack.startErr != nil {
+		return stack.startErr
 	}
 	dir, err := os.MkdirTemp("", "flatcar-capo-openstack-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		stack.startErr = err
+		return err
 	}
-	stop := func() {
+	stack.stop = func() {
 		exec.Command(openstackScript, "down", dir).Run()
 		os.RemoveAll(dir)
 	}
@@ -65,29 +83,24 @@ func runWithOpenStack(m *testing.M) int {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sig
-		stop()
+		stack.stop()
 		os.Exit(130)
 	}()
 	start := time.Now()
 	out, err := exec.Command(openstackScript, "up", dir, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting Keystone + Glance failed: %v\n%s\n", err, out)
 		dumpLogs(dir)
-		stop()
-		return 1
+		stack.stop()
+		stack.startErr = fmt.Errorf("starting Keystone + Glance failed: %v\n%s", err, out)
+		return stack.startErr
 	}
 	fmt.Fprintf(os.Stderr, "Keystone + Glance up in %.1f s in %s\n", time.Since(start).Seconds(), dir)
-	defer stop()
 	stack.dir = dir
 	stack.env = readEnvFile(filepath.Join(dir, "env"))
 	stack.password = readOpenrc(filepath.Join(dir, "openrc"))["OS_PASSWORD"]
 	// The tests' own API checks use the same clouds.yaml as the command under test.
 	os.Setenv("OS_CLIENT_CONFIG_FILE", stack.env["OS_CLIENT_CONFIG_FILE"])
-	code := m.Run()
-	if code != 0 {
-		dumpLogs(dir)
-	}
-	return code
+	return nil
 }
 
 func dumpLogs(dir string) {
@@ -124,6 +137,9 @@ func needOpenStack(t *testing.T) {
 	t.Helper()
 	if stack.missing != "" {
 		testutil.RequireTool(t, stack.missing)
+	}
+	if err := startOpenStack(); err != nil {
+		t.Fatal(err)
 	}
 }
 

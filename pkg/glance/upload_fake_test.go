@@ -1,0 +1,153 @@
+package glance_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+)
+
+// fakeRequest is an upload of a 1 MiB raw file (random first MiB, seeded) named name.
+func fakeRequest(t *testing.T, name string, seed int64, mode glance.OnExists) (*glance.Request, []byte) {
+	t.Helper()
+	path := rawImage(t, t.TempDir(), seed, 1<<20)
+	req := &glance.Request{Name: name, OnExists: mode, Wait: 30 * time.Second, Attempts: 2, Backoff: time.Millisecond,
+		Metadata: glance.Metadata{Tags: []string{glance.ToolTag}, Properties: map[string]string{"os_distro": "flatcar"}}}
+	if err := req.SetFile(path, ""); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req, data
+}
+
+func uploadFake(t *testing.T, req *glance.Request, clouds ...string) ([]*glance.Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return glance.UploadAll(ctx, clouds, req)
+}
+
+// A new name: created, uploaded, verified by Glance's own sha512, active.
+func TestFakeUpload(t *testing.T) {
+	f := newFakeCloud(t)
+	fakeCloudsYAML(t, f)
+	req, _ := fakeRequest(t, "flatcar", 1, glance.Reuse)
+	res, err := uploadFake(t, req, "fake0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Action != "uploaded" || res[0].Status != "active" || res[0].Size != 1<<20 || res[0].Properties["os_distro"] != "flatcar" {
+		t.Fatalf("result %+v", res)
+	}
+	if got := f.named("flatcar"); len(got) != 1 || got[res[0].ID] != "active" {
+		t.Fatalf("images in the fake: %v", got)
+	}
+}
+
+// Reuse: the same content under the same name is not sent again; different content is refused
+// with the way out, and nothing is created or deleted.
+func TestFakeReuse(t *testing.T) {
+	f := newFakeCloud(t)
+	fakeCloudsYAML(t, f)
+	req, data := fakeRequest(t, "flatcar", 2, glance.Reuse)
+	id := f.put("flatcar", "active", data, glance.ToolTag)
+	res, err := uploadFake(t, req, "fake0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Action != "reused" || res[0].ID != id || f.count("PUT ") != 0 || f.count("POST /v2/images") != 0 {
+		t.Fatalf("result %+v, calls %v", res[0], f.calls)
+	}
+
+	other, _ := fakeRequest(t, "flatcar", 3, glance.Reuse)
+	_, err = uploadFake(t, other, "fake0")
+	if err == nil || !strings.Contains(err.Error(), "already exists ("+id+") with different content") || !strings.Contains(err.Error(), "--on-exists replace") {
+		t.Fatalf("err %v", err)
+	}
+	if got := f.named("flatcar"); len(got) != 1 || got[id] != "active" || f.count("POST /v2/images") != 0 {
+		t.Fatalf("after a refused reuse: %v, calls %v", got, f.calls)
+	}
+
+	queued := f.put("other", "queued", nil) // not ours (no tool tag), not active: refused, kept
+	req, _ = fakeRequest(t, "other", 2, glance.Reuse)
+	if _, err := uploadFake(t, req, "fake0"); err == nil || !strings.Contains(err.Error(), "status queued, not active") {
+		t.Fatalf("reuse of a queued image: err %v", err)
+	}
+	if got := f.named("other"); got[queued] != "queued" {
+		t.Fatalf("someone else's queued image was touched: %v", got)
+	}
+}
+
+// Replace: the new image is uploaded and verified first, then every older image of the name is
+// deleted; a half-made leftover of an earlier run of this tool is removed before anything else.
+func TestFakeReplace(t *testing.T) {
+	f := newFakeCloud(t)
+	fakeCloudsYAML(t, f)
+	req, _ := fakeRequest(t, "flatcar", 4, glance.Replace)
+	old1 := f.put("flatcar", "active", []byte("old one"), glance.ToolTag)
+	old2 := f.put("flatcar", "active", []byte("old two"))
+	leftover := f.put("flatcar", "saving", nil, glance.ToolTag)
+	res, err := uploadFake(t, req, "fake0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	if r.Action != "replaced" || strings.Join(r.Replaced, ",") != old1+","+old2 || strings.Join(r.RemovedLeftovers, ",") != leftover {
+		t.Fatalf("result %+v", r)
+	}
+	if got := f.named("flatcar"); len(got) != 1 || got[r.ID] != "active" {
+		t.Fatalf("images after replace: %v", got)
+	}
+}
+
+// The data arrives damaged: Glance's hash differs from the file's. The upload fails saying so,
+// is not retried as if transient, and the damaged image is deleted.
+func TestFakeHashMismatch(t *testing.T) {
+	f := newFakeCloud(t)
+	f.damage = true
+	fakeCloudsYAML(t, f)
+	req, _ := fakeRequest(t, "flatcar", 5, glance.Reuse)
+	_, err := uploadFake(t, req, "fake0")
+	if err == nil || !strings.Contains(err.Error(), "hash mismatch after upload") || !strings.Contains(err.Error(), "damaged on the way") ||
+		!strings.Contains(err.Error(), "was deleted") {
+		t.Fatalf("err %v", err)
+	}
+	if got := f.named("flatcar"); len(got) != 0 {
+		t.Fatalf("the damaged image is still there: %v", got)
+	}
+	if n := f.count("PUT "); n != 1 {
+		t.Fatalf("%d uploads, want 1 (a hash mismatch is not transient)", n)
+	}
+}
+
+// Several clouds at once: each gets its own result in the given order; one cloud failing does
+// not hide the others' success, and its error names it.
+func TestFakeUploadAllClouds(t *testing.T) {
+	a, b, c := newFakeCloud(t), newFakeCloud(t), newFakeCloud(t)
+	b.damage = true
+	fakeCloudsYAML(t, a, b, c)
+	req, _ := fakeRequest(t, "flatcar", 6, glance.Reuse)
+	res, err := uploadFake(t, req, "fake0", "fake1", "fake2")
+	var errs glance.CloudErrors
+	if !errors.As(err, &errs) || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "fake1/RegionOne: ") || !strings.Contains(errs[0].Error(), "hash mismatch") {
+		t.Fatalf("err %v", err)
+	}
+	if glance.IsConfigError(err) {
+		t.Fatal("a hash mismatch is not a config error")
+	}
+	if len(res) != 2 || res[0].Cloud != "fake0" || res[1].Cloud != "fake2" || res[0].Checksum != res[1].Checksum {
+		t.Fatalf("results %+v", res)
+	}
+	for _, f := range []*fakeCloud{a, c} {
+		if len(f.named("flatcar")) != 1 {
+			t.Fatalf("%s: %v", f.srv.URL, f.named("flatcar"))
+		}
+	}
+}
