@@ -1,0 +1,155 @@
+package standin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
+)
+
+// BuildQcow2 returns the cached qcow2 of the guest (compressed, compat 0.10: as Flatcar
+// publishes its images), converting Build's raw disk on first use.
+func BuildQcow2(ctx context.Context, opts Options) (string, error) {
+	raw, err := Build(ctx, opts)
+	if err != nil {
+		return "", err
+	}
+	path := strings.TrimSuffix(raw, ".img") + ".qcow2"
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	unlock, err := lock(ctx, filepath.Dir(raw)+".lock")
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	start := time.Now()
+	in, err := os.Open(raw)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	src, err := qcow2.NewRawSource(in)
+	if err != nil {
+		return "", err
+	}
+	tmp := path + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	err = qcow2.Write(ctx, src, out, qcow2.Options{Compress: true, Version: 2})
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o444)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("standin: converting %s to qcow2: %w", raw, err)
+	}
+	opts.logf("standin: qcow2 %s made in %s", path, time.Since(start).Round(time.Millisecond))
+	return path, nil
+}
+
+// ReleaseOptions describe the release PublishRelease puts on the server.
+type ReleaseOptions struct {
+	Channel    string // default "stable"
+	Version    string // default Version (what the guest's os-release says)
+	NotCurrent bool   // do not also publish it as the channel's current release
+}
+
+// Release is what PublishRelease published.
+type Release struct {
+	Key           *fetchtest.Key
+	Keyring       string // the key's armored public half, for --keyring
+	ReleaseServer string // for --release-server
+	Channel       string
+	Version       string
+	Images        map[string]fetchtest.Release // by image name: "qemu", "openstack"
+}
+
+// PublishRelease publishes the guest as a Flatcar release on srv:
+// flatcar_production_qemu_image.img (OEM qemu) and flatcar_production_openstack_image.img
+// (OEM openstack), qcow2 as Flatcar's, each with DIGESTS, DIGESTS.asc (clear-signed by a fresh
+// test key) and .sig, and version.txt; no .bz2 (compressing ~200 MB per test is not worth it).
+// The images are the cached qcow2 files mapped read-only, not copies on the heap.
+func PublishRelease(t testing.TB, srv *fetchtest.Server, opts ReleaseOptions) *Release {
+	t.Helper()
+	if opts.Channel == "" {
+		opts.Channel = "stable"
+	}
+	if opts.Version == "" {
+		opts.Version = Version
+	}
+	now := time.Now()
+	r := &Release{
+		Key: fetchtest.NewKey(t, "Flatcar-capo Test Buildbot", now), ReleaseServer: srv.ReleaseServer(),
+		Channel: opts.Channel, Version: opts.Version, Images: map[string]fetchtest.Release{},
+	}
+	r.Keyring = filepath.Join(t.TempDir(), "keyring.asc")
+	if err := os.WriteFile(r.Keyring, r.Key.PublicArmored(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, oem := range []string{"qemu", "openstack"} {
+		Image(t, Options{OEM: oem}) // fails the test with a clear message if it cannot be built
+		path, err := BuildQcow2(context.Background(), Options{OEM: oem, Log: t.Logf})
+		if err != nil {
+			t.Fatalf("standin: %v", err)
+		}
+		data, err := mapFile(path)
+		if err != nil {
+			t.Fatalf("standin: %v", err)
+		}
+		rel := fetchtest.Release{Channel: opts.Channel, Arch: "amd64", Version: opts.Version, Image: oem,
+			Content: data, Signer: r.Key.Current, Key: r.Key, SignedAt: now.Add(-time.Hour),
+			Current: !opts.NotCurrent, WithoutBZ2: true}
+		srv.Publish(t, rel)
+		r.Images[oem] = rel
+	}
+	return r
+}
+
+var (
+	mapMu sync.Mutex
+	maps  = map[string][]byte{}
+)
+
+// mapFile maps a cached (read-only, never replaced in place) file for the rest of the process.
+func mapFile(path string) ([]byte, error) {
+	mapMu.Lock()
+	defer mapMu.Unlock()
+	if b, ok := maps[path]; ok {
+		return b, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s: %w", path, err)
+	}
+	maps[path] = b
+	return b, nil
+}
