@@ -7,6 +7,8 @@ import (
 	"crypto/sha512"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -81,13 +83,19 @@ var (
 
 // Bzip2 compresses data into one bzip2 stream of 900k blocks, the shape of Flatcar's lbzip2
 // files, with github.com/dsnet/compress (no lbzip2 needed; pkg/bzip2's tests cover lbzip2's
-// own encoder output). Memoized: tests share contents.
+// own encoder output). Memoized in the process and, content-addressed, in the user's cache
+// directory: the Go encoder is slow (~1 MB/s, far slower under -race) and test runs repeat.
 func Bzip2(t testing.TB, data []byte) []byte {
 	t.Helper()
 	key := sha512.Sum512(data)
 	bzMu.Lock()
 	defer bzMu.Unlock()
 	if b, ok := bzCache[key]; ok {
+		return b
+	}
+	cached := bz2CachePath(key)
+	if b, err := os.ReadFile(cached); err == nil && cached != "" {
+		bzCache[key] = b
 		return b
 	}
 	var out bytes.Buffer
@@ -102,7 +110,23 @@ func Bzip2(t testing.TB, data []byte) []byte {
 		t.Fatalf("bzip2: %v", err)
 	}
 	bzCache[key] = out.Bytes()
+	if cached != "" && os.MkdirAll(filepath.Dir(cached), 0o755) == nil {
+		tmp := fmt.Sprintf("%s.%d.tmp", cached, os.Getpid())
+		if os.WriteFile(tmp, out.Bytes(), 0o644) == nil {
+			os.Rename(tmp, cached) // another process may write the same bytes: either wins
+		}
+		os.Remove(tmp)
+	}
 	return out.Bytes()
+}
+
+// bz2CachePath is where the .bz2 of the content with that sha512 is kept ("" = no cache).
+func bz2CachePath(key [sha512.Size]byte) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "flatcar-capo", "fetchtest-bz2", fmt.Sprintf("%x.bz2", key[:16]))
 }
 
 // Image is size bytes of deterministic content that compresses like a disk image: random runs
