@@ -461,8 +461,7 @@ func (r *Reader) Extents(ctx context.Context, fn func(off, n int64) error) error
 			return err
 		}
 		for i, le := range t {
-			m, _ := r.decodeL2(le) // validated when loaded
-			if m.kind != kindData && m.kind != kindCompressed {
+			if !r.holdsData(le) {
 				continue
 			}
 			off := (int64(l1i)*perL2 + int64(i)) << r.bits
@@ -479,6 +478,19 @@ func (r *Reader) Extents(ctx context.Context, fn func(off, n int64) error) error
 		}
 	}
 	return flush()
+}
+
+// holdsData reports whether a validated L2 entry maps data (allocated or compressed), as decodeL2
+// would classify it but without its refcount check: that reads the refcount-block cache, which
+// needs r.mu, and Extents runs while other goroutines read (go test -race found it).
+func (r *Reader) holdsData(e uint64) bool {
+	switch {
+	case e&flagCompress != 0:
+		return true
+	case r.h.Version >= 3 && e&flagZero != 0:
+		return false
+	}
+	return e&offsetMask != 0
 }
 
 // lru is a tiny least-recently-used cache keyed by file offset; callers hold the Reader's lock.
