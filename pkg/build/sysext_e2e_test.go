@@ -75,6 +75,16 @@ func TestBuildSysextCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("unpadded sysext refused", func(t *testing.T) {
+		b, _ := os.ReadFile(made)
+		if len(b)%4096 != 0 {
+			t.Fatalf("the made sysext is %d bytes, not padded to 4 KiB as mksquashfs pads", len(b))
+		}
+		odd := filepath.Join(t.TempDir(), sysextFile)
+		os.WriteFile(odd, append(b, 1, 2, 3), 0o644)
+		testutil.Run(t, args(filepath.Join(dir, "odd"), "--sysext", odd)...).MustFail(t, 1, odd, "not a multiple of 512", "loop device")
+	})
+
 	t.Run("sysext of another Kubernetes version refused", func(t *testing.T) {
 		other := filepath.Join(t.TempDir(), "kubernetes-v1.32.0-x86-64.raw")
 		b, _ := os.ReadFile(made)
