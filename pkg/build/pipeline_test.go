@@ -3,6 +3,7 @@ package build
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +56,7 @@ func init() {
 	RegisterMethod("fake", func(*Options) []multistep.Step { return []multistep.Step{fake} })
 }
 
-func testOptions(t *testing.T, base string) *Options {
+func testOptions(t testing.TB, base string) *Options {
 	m := kubetest.New(t, kubernetes.Options{})
 	ko := m.Options
 	return &Options{Method: "fake", BaseImage: base, Release: release.Release{Channel: "stable", Version: "4459.2.0", Arch: "amd64"},
@@ -175,5 +176,42 @@ func TestOptionsRejectBadValues(t *testing.T) {
 		if err := o.Validate(); err == nil {
 			t.Fatalf("%+v accepted", o)
 		}
+	}
+}
+
+// BenchmarkNonVMStepsFlatcarSized times every step but the VM on a Flatcar-sized disk (9 GiB
+// sparse, ~1 GiB of data in ROOT): work copy, OEM, inspect, qcow2, record (scripts/bench/build.sh).
+func BenchmarkNonVMStepsFlatcarSized(b *testing.B) {
+	testutil.RequireTools(b, "mkfs.btrfs", "mkfs.ext4", "mkfs.vfat")
+	tree := b.TempDir()
+	chunk := make([]byte, 64<<20)
+	for i := range chunk {
+		chunk[i] = byte(i*7 + i>>9) // not all zero, so it is data, not a hole
+	}
+	for i := 0; i < 16; i++ { // 1 GiB
+		if err := os.WriteFile(filepath.Join(tree, "data-"+string(rune('a'+i))), chunk, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	base := flatcardisk.Build(b, flatcardisk.Options{FirstBoot: true, DiskSize: 9 << 30, RootTree: tree})
+	os.RemoveAll(tree)
+	*fake.runs, fake.fail, fake.cancel = 0, nil, nil
+	for i := 0; i < b.N; i++ {
+		o := testOptions(b, base)
+		o.Force = true
+		rec, err := Run(context.Background(), o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total, download float64
+		for _, s := range rec.Steps {
+			total += s.Seconds
+			if s.Name == "kubernetes" {
+				download += s.Seconds
+			}
+			fmt.Printf("  %-12s %7.2f s\n", s.Name, s.Seconds)
+		}
+		fmt.Printf("9 GiB sparse disk, 1 GiB of data: non-VM steps %.1f s (downloads excluded)\n", total-download)
+		os.RemoveAll(o.OutputDir)
 	}
 }

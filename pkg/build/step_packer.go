@@ -3,8 +3,10 @@ package build
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
@@ -23,6 +25,11 @@ func (*StepPacker) Name() string { return "packer" }
 func (*StepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	cfg := packerConfig(o, state)
+	if path, err := packerPath(o.Packer); err == nil {
+		// Ctrl-C gives a command 10 s to clean up (pkg/cli): packer gets SIGTERM and, if it is
+		// slower than stopGrace, SIGKILL of its group; pkg/packer then kills any QEMU left.
+		cfg.Driver = &packer.ExecDriver{Packer: path, Grace: stopGrace}
+	}
 	state.Put(KeyLogFile, filepath.Join(cfg.WorkDir, "packer.log"))
 	res, err := packer.Build(ctx, cfg)
 	if res.LogFile != "" {
@@ -42,6 +49,17 @@ func (*StepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.
 }
 
 func (*StepPacker) Cleanup(multistep.StateBag) {}
+
+// stopGrace is how long packer may take to stop after SIGTERM before its group is killed.
+const stopGrace = 6 * time.Second
+
+// packerPath is the packer binary the preflight checked: --packer, else packer on PATH.
+func packerPath(p string) (string, error) {
+	if p == "" {
+		return exec.LookPath("packer")
+	}
+	return filepath.Abs(p)
+}
 
 // packerConfig is the pkg/packer configuration of this build.
 func packerConfig(o *Options, state multistep.StateBag) packer.Config {
