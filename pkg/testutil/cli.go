@@ -31,8 +31,9 @@ func Testdata(elem ...string) string {
 	return filepath.Join(append([]string{RepoRoot(), "testdata"}, elem...)...)
 }
 
-// Binary returns the path of a freshly built flatcar-capo (built once per test binary; with
-// -race when the tests run under the race detector).
+// Binary returns the path of a freshly built flatcar-capo (built once per test binary). Not with
+// -race under the race detector: that recompiles every dependency (Kubernetes API types
+// included) for minutes; the race run of make test runs the in-process tests instead.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -44,11 +45,7 @@ func Binary(t testing.TB) string {
 		// World-readable so privilege-dropping tests (setpriv to nobody) can run it.
 		os.Chmod(dir, 0o755)
 		binPath = filepath.Join(dir, "flatcar-capo")
-		args := []string{"build", "-o", binPath}
-		if raceBuild {
-			args = append(args, "-race") // a data race makes the command exit 66 with a report
-		}
-		cmd := exec.Command("go", append(args, "./cmd/flatcar-capo")...)
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/flatcar-capo")
 		cmd.Dir = RepoRoot()
 		out, err := cmd.CombinedOutput()
 		if err != nil {

@@ -1,0 +1,90 @@
+package fetch_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+// The fetch pipeline in this process (download, resume, hash and parallel bzip2 decode run in
+// goroutines), so the race run of make test sees it; the command tests cover the same paths
+// through the binary.
+func TestFetchPipelineInProcess(t *testing.T) {
+	w := newWorld(t)
+	keyring, err := verify.LoadKeyring(w.keyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := func(version, compression, out string) fetch.Options {
+		return fetch.Options{
+			Release:     release.Release{Server: w.srv.ReleaseServer(), Channel: "stable", Arch: "amd64", Version: version},
+			Image:       "qemu",
+			Compression: compression,
+			OutputFile:  filepath.Join(w.dir, out),
+			CacheDir:    w.cache,
+			Keyring:     keyring,
+			Progress:    progress.Quiet,
+			Log:         io.Discard,
+			Now:         time.Now,
+		}
+	}
+	ctx := context.Background()
+	c := fetch.NewClient(2)
+
+	// The .bz2 of the old release, cut twice mid-way: resumed, verified, decoded in parallel.
+	w.srv.DropAt(w.old.BZ2Path(), int64(len(fetchtestBzip2(t, w))/2), 2)
+	res, err := fetch.Fetch(ctx, c, opts(oldVersion, "bz2", "old.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustHave(t, res.File, w.old.Content)
+	if !res.Verified || res.Cached || res.Compression != "bz2" {
+		t.Fatalf("result %+v", res)
+	}
+	if n := len(w.srv.Requests(w.old.BZ2Path())); n != 3 {
+		t.Fatalf("%d requests for the .bz2, want 3 (two cut, then resumed)", n)
+	}
+	// Again: from the cache, no image download.
+	if res, err = fetch.Fetch(ctx, c, opts(oldVersion, "bz2", "old-again.img")); err != nil || !res.Cached {
+		t.Fatalf("second fetch: %+v, %v", res, err)
+	}
+	mustHave(t, res.File, w.old.Content)
+
+	// The current release's .bz2 and .img side by side.
+	done := make(chan error, 2)
+	for _, comp := range []string{"bz2", "none"} {
+		go func() {
+			_, err := fetch.Fetch(ctx, fetch.NewClient(1), opts(currentVersion, comp, "cur-"+comp+".img"))
+			done <- err
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, comp := range []string{"bz2", "none"} {
+		mustHave(t, filepath.Join(w.dir, "cur-"+comp+".img"), w.cur.Content)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "old.img")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fetchtestBzip2 is the published .bz2 of the world's old release.
+func fetchtestBzip2(t *testing.T, w *world) []byte {
+	t.Helper()
+	b := w.srv.Get(w.old.BZ2Path())
+	if len(b) == 0 {
+		t.Fatal("the old release has no .bz2")
+	}
+	return b
+}

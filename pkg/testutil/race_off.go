@@ -1,5 +1,0 @@
-//go:build !race
-
-package testutil
-
-const raceBuild = false
