@@ -47,6 +47,7 @@ func newSysextCreateCommand() *cobra.Command {
 		binaries    string
 		releaseID   string
 		compression string
+		level       int
 		outFile     string
 		out         OutputFormat
 	)
@@ -63,8 +64,8 @@ the layout of Flatcar's sysext-bakery:
   /usr/lib/systemd/system/multi-user.target.d/10-kubelet-service.conf   (Upholds=kubelet.service)
   /usr/lib/extension-release.d/extension-release.kubernetes   (ID=_any, ARCHITECTURE, EXTENSION_RELOAD_MANAGER=1)
 
-Every file is owned by root. The image is squashfs (zstd by default, or gzip), written in pure Go
-without root; it is read back and checked before it appears at --output-file (default:
+Every file is owned by root. The image is squashfs (gzip level 6 by default, or zstd; Flatcar's
+kernel reads both), written in pure Go without root; it is read back and checked before it appears at --output-file (default:
 kubernetes-<version>-<arch>.raw in the current directory). With SOURCE_DATE_EPOCH set, the same
 inputs give the same bytes.
 
@@ -101,7 +102,10 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 				return Usagef("--release-id must be _any or flatcar, not %q", releaseID)
 			}
 			if compression != "zstd" && compression != "gzip" {
-				return Usagef("--compression must be zstd or gzip, not %q (the kernel rejects go-diskfs' xz and lz4)", compression)
+				return Usagef("--compression must be gzip or zstd, not %q (the kernel rejects go-diskfs' xz and lz4)", compression)
+			}
+			if cmd.Flags().Changed("compression-level") && (compression != "gzip" || level < 1 || level > 9) {
+				return Usagef("--compression-level is gzip's, 1 (fastest) to 9 (smallest); got %d with --compression %s", level, compression)
 			}
 			if outFile == "" {
 				outFile, _ = sysext.KubernetesFileName(dl.Kubernetes, arch)
@@ -129,6 +133,9 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 				in = sysextInputFromSet(set)
 			}
 			in.ReleaseID, in.Compression = releaseID, compression
+			if compression == "gzip" {
+				in.CompressionLevel = level
+			}
 			info, err := sysext.CreateKubernetes(cmd.Context(), in, outFile)
 			if err != nil {
 				return err
@@ -151,7 +158,8 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 	f.StringVar(&dl.CacheDir, "cache-dir", "", "download cache (default $XDG_CACHE_HOME/flatcar-capo)")
 	f.StringVar(&binaries, "binaries", "", "use the files in this directory instead of downloading (offline)")
 	f.StringVar(&releaseID, "release-id", "_any", "extension-release ID: _any (as Flatcar's bakery) or flatcar (adds SYSEXT_LEVEL=1.0)")
-	f.StringVar(&compression, "compression", "zstd", "squashfs compression: zstd or gzip")
+	f.StringVar(&compression, "compression", "gzip", "squashfs compression: gzip or zstd (gzip is faster here at the same size)")
+	f.IntVar(&level, "compression-level", sysext.DefaultGzipLevel, "gzip level: 1 (fastest, ~7% larger) to 9")
 	f.StringVar(&outFile, "output-file", "", "where to write the sysext (default: kubernetes-<version>-<arch>.raw)")
 	AddOutputFlag(f, &out)
 	return cmd

@@ -30,7 +30,7 @@ func TestSysextCreateAndInspect(t *testing.T) {
 		t.Fatalf("create -o json: %v\n%s", err, res.Stdout)
 	}
 	out := filepath.Join(dir, "kubernetes-v1.33.4-x86-64.raw") // the default --output-file
-	if created.Path != "kubernetes-v1.33.4-x86-64.raw" || len(created.SHA512) != 128 || created.Compression != "zstd" {
+	if created.Path != "kubernetes-v1.33.4-x86-64.raw" || len(created.SHA512) != 128 || created.Compression != "gzip" {
 		t.Errorf("create report: %+v", created)
 	}
 	if b, err := exec.Command("unsquashfs", "-cat", out, "usr/bin/kubelet").Output(); err != nil || string(b) != string(kubetest.Content(m.Options, "bin/kubelet")) {
@@ -112,8 +112,8 @@ func TestSysextCreateFromBinaries(t *testing.T) {
 	}
 	out := filepath.Join(dir, "kubernetes.raw")
 	res := testutil.Run(t, "sysext", "create", "--kubernetes-version", "v1.33.4", "--arch", "arm64", "--binaries", filepath.Join(dir, "payload"),
-		"--release-id", "flatcar", "--compression", "gzip", "--output-file", out).MustSucceed(t)
-	if !strings.Contains(res.Stdout, "gzip") || !strings.Contains(res.Stdout, "/opt/extensions/kubernetes/kubernetes-v1.33.4-arm64.raw") {
+		"--release-id", "flatcar", "--compression", "zstd", "--output-file", out).MustSucceed(t)
+	if !strings.Contains(res.Stdout, "zstd") || !strings.Contains(res.Stdout, "/opt/extensions/kubernetes/kubernetes-v1.33.4-arm64.raw") {
 		t.Errorf("create output:\n%s", res.Stdout)
 	}
 	txt := testutil.Run(t, "sysext", "inspect", out, "--arch", "arm64").MustSucceed(t).Stdout
@@ -134,7 +134,9 @@ func TestSysextUsageErrors(t *testing.T) {
 		{[]string{"sysext", "create"}, "--kubernetes-version is required"},
 		{[]string{"sysext", "create", "--kubernetes-version", "1.33.4"}, "e.g. v1.33.4"},
 		{[]string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--arch", "s390x"}, "use amd64 (x86-64) or arm64"},
-		{[]string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--compression", "xz"}, "zstd or gzip"},
+		{[]string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--compression", "xz"}, "gzip or zstd"},
+		{[]string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--compression", "zstd", "--compression-level", "3"}, "--compression-level is gzip's"},
+		{[]string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--compression-level", "0"}, "1 (fastest) to 9"},
 		{[]string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--release-id", "debian"}, "_any or flatcar"},
 		{[]string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--kubernetes-mirror", "ftp://x"}, "want an http(s) URL"},
 		{[]string{"sysext", "inspect"}, "needs 1 argument(s) (FILE)"},

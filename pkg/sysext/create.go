@@ -29,8 +29,12 @@ type Spec struct {
 	Release      Release
 	ReleaseOrder []string
 	Files        []File
-	// Compression is "zstd" (default) or "gzip"; both are read by Flatcar's kernel.
+	// Compression is "gzip" (default) or "zstd"; both are read by Flatcar's kernel. Through
+	// go-diskfs, gzip level 6 gives Go binaries the size zstd does in about half the time and a
+	// third of the memory (zstd starts a new encoder for every 128 KiB block).
 	Compression string
+	// CompressionLevel is gzip's level, 1 (fastest) to 9; 0 means DefaultGzipLevel.
+	CompressionLevel int
 	// ModTime is every entry's mtime and the image's creation time. Zero: SOURCE_DATE_EPOCH
 	// when set (reproducible images), else now.
 	ModTime time.Time
@@ -48,8 +52,11 @@ type File struct {
 	Member  string
 }
 
-// Compressions are the values Spec.Compression accepts.
-var Compressions = []string{"zstd", "gzip"}
+// Compressions are the values Spec.Compression accepts, default first.
+var Compressions = []string{"gzip", "zstd"}
+
+// DefaultGzipLevel is zlib's default: 44% of the size for Go binaries, as zstd's default.
+const DefaultGzipLevel = 6
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
@@ -69,7 +76,7 @@ func ReleasePath(name string) string {
 // Create writes the sysext described by spec to out, atomically: out appears only when the
 // image is complete and has been read back and validated. It returns what Open reports.
 func Create(ctx context.Context, spec Spec, out string) (*Info, error) {
-	comp, err := compressor(spec.Compression)
+	comp, err := compressor(spec.Compression, spec.CompressionLevel)
 	if err != nil {
 		return nil, err
 	}
@@ -118,15 +125,24 @@ func Create(ctx context.Context, spec Spec, out string) (*Info, error) {
 	return info, nil
 }
 
-func compressor(name string) (squashfs.Compressor, error) {
+func compressor(name string, level int) (squashfs.Compressor, error) {
 	switch name {
-	case "", "zstd":
+	case "zstd":
+		if level != 0 {
+			return nil, fmt.Errorf("zstd takes no compression level here (go-diskfs' zstd writer always uses its default); levels are for gzip")
+		}
 		return &squashfs.CompressorZstd{}, nil
-	case "gzip":
+	case "", "gzip":
+		if level == 0 {
+			level = DefaultGzipLevel
+		}
+		if level < 1 || level > 9 {
+			return nil, fmt.Errorf("gzip compression level %d: use 1 (fastest) to 9 (smallest)", level)
+		}
 		// go-diskfs leaves data uncompressed unless the level is set.
-		return &squashfs.CompressorGzip{CompressionLevel: 9}, nil
+		return &squashfs.CompressorGzip{CompressionLevel: uint32(level)}, nil
 	}
-	return nil, fmt.Errorf("compression %q is not supported: use zstd or gzip (go-diskfs' xz and lz4 images are rejected by the kernel)", name)
+	return nil, fmt.Errorf("compression %q is not supported: use gzip or zstd (go-diskfs' xz and lz4 images are rejected by the kernel)", name)
 }
 
 func (s Spec) check() error {

@@ -73,7 +73,7 @@ func TestCreateKubernetesLayout(t *testing.T) {
 	if got := unsquashfsCat(t, out, "usr/lib/systemd/system/multi-user.target.d/10-kubelet-service.conf"); !strings.Contains(got, "[Unit]\nUpholds=kubelet.service\n") {
 		t.Errorf("upholds drop-in:\n%s", got)
 	}
-	if info.Compression != "zstd" || info.DefaultName() != "kubernetes" {
+	if info.Compression != "gzip" || info.DefaultName() != "kubernetes" {
 		t.Errorf("compression %s, default name %s", info.Compression, info.DefaultName())
 	}
 	if ok, why := info.WouldMerge("kubernetes", FlatcarHost("amd64")); !ok {
@@ -101,18 +101,18 @@ func unsquashfsCat(t testing.TB, img, p string) string {
 }
 
 // Without CNI plugins kubelet.service must not try to copy them; ID=flatcar adds SYSEXT_LEVEL;
-// gzip is the other compression the kernel reads.
+// zstd is the other compression the kernel reads.
 func TestCreateKubernetesVariants(t *testing.T) {
 	testutil.RequireTools(t, "unsquashfs")
 	dir := t.TempDir()
 	in := kubernetesInput(t, dir)
-	in.CNIPlugins, in.Crictl, in.ReleaseID, in.Compression, in.Arch = "", "", "flatcar", "gzip", "arm64"
+	in.CNIPlugins, in.Crictl, in.ReleaseID, in.Compression, in.Arch = "", "", "flatcar", "zstd", "arm64"
 	out := filepath.Join(dir, "k.raw")
 	info, err := CreateKubernetes(context.Background(), in, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Compression != "gzip" {
+	if info.Compression != "zstd" {
 		t.Errorf("compression %s", info.Compression)
 	}
 	if rel := unsquashfsCat(t, out, ReleasePath("kubernetes")); rel != "ID=flatcar\nSYSEXT_LEVEL=1.0\nARCHITECTURE=arm64\nEXTENSION_RELOAD_MANAGER=1\n" {
@@ -155,35 +155,44 @@ func TestCreateReproducible(t *testing.T) {
 	}
 }
 
-// go-diskfs' writers have shown bugs above ~8 MiB: a 100+ MiB file must round-trip through the
-// real unsquashfs byte for byte.
+// go-diskfs' writers have shown bugs above ~8 MiB: a 100+ MiB file (gzip, the default) and a
+// 12 MiB one (zstd) must round-trip through the real unsquashfs byte for byte.
 func TestCreateLargeRoundTrip(t *testing.T) {
 	testutil.RequireTools(t, "unsquashfs")
-	dir := t.TempDir()
-	in := kubernetesInput(t, dir)
-	in.Kubelet = bigBinary(t, filepath.Join(dir, "kubelet-big"), 101<<20+12345)
-	in.Kubectl = bigBinary(t, filepath.Join(dir, "kubectl-big"), 9<<20+1)
-	out := filepath.Join(dir, "big.raw")
-	start := time.Now()
-	info, err := CreateKubernetes(context.Background(), in, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("created %d MiB of files into a %d MiB image in %v", info.Bytes>>20, info.Size>>20, time.Since(start).Round(time.Millisecond))
-	x := filepath.Join(dir, "x")
-	if b, err := exec.Command("unsquashfs", "-no-progress", "-d", x, out).CombinedOutput(); err != nil {
-		t.Fatalf("unsquashfs: %v\n%s", err, b)
-	}
-	for src, p := range map[string]string{in.Kubelet: "usr/bin/kubelet", in.Kubectl: "usr/bin/kubectl"} {
-		if a, b := sha256File(t, src), sha256File(t, filepath.Join(x, p)); a != b {
-			t.Errorf("%s: sha256 %s after unsquashfs, want %s", p, b, a)
-		}
-	}
-	if e, _ := info.Entry("usr/bin/kubelet"); e.Size != 101<<20+12345 {
-		t.Errorf("Open reports kubelet size %d", e.Size)
-	}
-	if err := info.Verify(); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		compression string
+		level       int
+		kubelet     int64
+	}{{"gzip", 1, 101<<20 + 12345}, {"zstd", 0, 12<<20 + 7}} {
+		t.Run(c.compression, func(t *testing.T) {
+			dir := t.TempDir()
+			in := kubernetesInput(t, dir)
+			in.Compression, in.CompressionLevel = c.compression, c.level
+			in.Kubelet = bigBinary(t, filepath.Join(dir, "kubelet-big"), c.kubelet)
+			in.Kubectl = bigBinary(t, filepath.Join(dir, "kubectl-big"), 9<<20+1)
+			out := filepath.Join(dir, "big.raw")
+			start := time.Now()
+			info, err := CreateKubernetes(context.Background(), in, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d MiB of files into a %d MiB image in %v", c.compression, info.Bytes>>20, info.Size>>20, time.Since(start).Round(time.Millisecond))
+			x := filepath.Join(dir, "x")
+			if b, err := exec.Command("unsquashfs", "-no-progress", "-d", x, out).CombinedOutput(); err != nil {
+				t.Fatalf("unsquashfs: %v\n%s", err, b)
+			}
+			for src, p := range map[string]string{in.Kubelet: "usr/bin/kubelet", in.Kubectl: "usr/bin/kubectl"} {
+				if a, b := sha256File(t, src), sha256File(t, filepath.Join(x, p)); a != b {
+					t.Errorf("%s: sha256 %s after unsquashfs, want %s", p, b, a)
+				}
+			}
+			if e, _ := info.Entry("usr/bin/kubelet"); e.Size != c.kubelet {
+				t.Errorf("Open reports kubelet size %d", e.Size)
+			}
+			if err := info.Verify(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
@@ -201,7 +210,9 @@ func TestCreateRefusesBadSpecs(t *testing.T) {
 		{Spec{Name: "k", Release: rel, Files: []File{{Path: "../etc/k", Source: bin}}}, "use a relative path"},
 		{Spec{Name: "k", Release: rel, Files: []File{{Path: "usr/bin/k", Source: filepath.Join(dir, "missing")}}}, "no such file"},
 		{Spec{Name: "k", Release: rel, Files: []File{{Path: "usr/bin/k", Source: dir}}}, "not a regular file"},
-		{Spec{Name: "k", Release: rel, Compression: "xz"}, "use zstd or gzip"},
+		{Spec{Name: "k", Release: rel, Compression: "xz"}, "use gzip or zstd"},
+		{Spec{Name: "k", Release: rel, Compression: "gzip", CompressionLevel: 10}, "use 1 (fastest) to 9"},
+		{Spec{Name: "k", Release: rel, Compression: "zstd", CompressionLevel: 3}, "zstd takes no compression level"},
 		{Spec{Name: "k"}, "extension-release content is empty"},
 		{Spec{Name: "k", Release: rel, Files: []File{{Path: "usr/bin/k", Source: bin}, {Path: "usr/bin/k/x", Source: bin}}}, "both a file and a directory"},
 	} {

@@ -41,9 +41,10 @@ type KubernetesInput struct {
 	// Crictl is the crictl binary or its crictl-<v>-linux-<arch>.tar.gz; optional.
 	Crictl string
 	// ReleaseID is "_any" (default, as the bakery writes) or "flatcar" (ID=flatcar, SYSEXT_LEVEL=1.0).
-	ReleaseID   string
-	Compression string    // zstd (default) or gzip
-	ModTime     time.Time // see Spec.ModTime
+	ReleaseID        string
+	Compression      string    // gzip (default) or zstd
+	CompressionLevel int       // gzip level 1-9; 0: DefaultGzipLevel
+	ModTime          time.Time // see Spec.ModTime
 }
 
 var versionPattern = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
@@ -118,7 +119,7 @@ func KubernetesSpec(in KubernetesInput) (Spec, error) {
 	)
 	return Spec{
 		Name: KubernetesName, Release: rel, ReleaseOrder: []string{"ID", "SYSEXT_LEVEL", "ARCHITECTURE", "EXTENSION_RELOAD_MANAGER"},
-		Files: files, Compression: in.Compression, ModTime: in.ModTime,
+		Files: files, Compression: in.Compression, CompressionLevel: in.CompressionLevel, ModTime: in.ModTime,
 	}, nil
 }
 

@@ -26,16 +26,21 @@ measure() { # label, output, command...: one line with seconds, peak RSS and ima
   local label=$1 out=$2; shift 2
   rm -f "$out"
   local t
-  t=$( { /usr/bin/time -f '%e %M' "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+  /usr/bin/time -o "$work/time" -f '%e %M' "$@" >/dev/null 2>&1
+  t=$(tail -1 "$work/time")
   printf '%-46s %6ss  peak RSS %7s KiB  %10s bytes\n' "$label" "${t% *}" "${t#* }" "$(stat -c %s "$out")"
 }
-for comp in zstd gzip; do
+for comp in gzip zstd; do
   ours=$work/ours-$comp.raw
   measure "flatcar-capo sysext create ($comp)" "$ours" \
     "$bin" sysext create --kubernetes-version v1.33.4 --binaries "$payload" --compression "$comp" --output-file "$ours"
+  if [ "$comp" = gzip ]; then
+    measure "flatcar-capo sysext create (gzip level 1)" "$work/ours-gzip1.raw" \
+      "$bin" sysext create --kubernetes-version v1.33.4 --binaries "$payload" --compression-level 1 --output-file "$work/ours-gzip1.raw"
+  fi
   # The same tree, root-owned, for mksquashfs.
   rm -rf "$work/tree"; unsquashfs -q -no-progress -d "$work/tree" "$ours" >/dev/null
-  level=()
+  level=(-Xcompression-level 6) # the level flatcar-capo uses by default
   [ "$comp" = zstd ] && level=(-Xcompression-level 3) # klauspost's default level, which go-diskfs uses
   for procs in 2 1; do
     measure "mksquashfs -comp $comp ${level[*]} -processors $procs" "$work/mk$procs-$comp.raw" \
