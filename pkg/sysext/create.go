@@ -108,6 +108,9 @@ func Create(ctx context.Context, spec Spec, out string) (*Info, error) {
 	if err := setMkfsTime(tmp.File, mtime); err != nil {
 		return nil, err
 	}
+	if err := padTo4K(tmp.File); err != nil {
+		return nil, err
+	}
 	if err := tmp.Sync(); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", out, err)
 	}
@@ -224,6 +227,22 @@ func setMkfsTime(f *os.File, t time.Time) error {
 	binary.LittleEndian.PutUint32(b[:], uint32(t.Unix()))
 	if _, err := f.WriteAt(b[:], 8); err != nil {
 		return fmt.Errorf("setting the squashfs creation time: %w", err)
+	}
+	return nil
+}
+
+// padTo4K pads the image to a multiple of 4 KiB as mksquashfs does: go-diskfs does not, and a
+// loop device (how systemd-sysext mounts an image) ends at the last whole 512-byte sector, so
+// an unpadded image's tail is cut off and the kernel refuses to mount it.
+func padTo4K(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if rem := fi.Size() % 4096; rem != 0 {
+		if err := f.Truncate(fi.Size() + 4096 - rem); err != nil {
+			return fmt.Errorf("padding the squashfs image: %w", err)
+		}
 	}
 	return nil
 }

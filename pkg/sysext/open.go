@@ -20,6 +20,8 @@ type Info struct {
 	Compression string    `json:"compression"`
 	BlockSize   uint32    `json:"blockSize"`
 	Created     time.Time `json:"created"`
+	// BytesUsed is the image's length per its superblock; the file may be longer (padding).
+	BytesUsed int64 `json:"bytesUsed"`
 	// ReleaseNames are the NAMEs of every usr/lib/extension-release.d/extension-release.NAME.
 	ReleaseNames []string `json:"releaseNames"`
 	// Releases holds their parsed content, by NAME (nil when a file does not parse).
@@ -80,7 +82,7 @@ func Read(r io.ReaderAt, size int64, label string) (info *Info, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
-	info = &Info{Path: label, Size: size, Compression: sb.Compression, BlockSize: sb.BlockSize, Created: sb.MkfsTime,
+	info = &Info{Path: label, Size: size, Compression: sb.Compression, BlockSize: sb.BlockSize, Created: sb.MkfsTime, BytesUsed: int64(sb.BytesUsed),
 		ReleaseNames: []string{}, Releases: map[string]Release{}, src: r}
 	err = withRecover(func() error {
 		sq, err := squashfs.Read(readerBackend(r, size), int64(sb.BytesUsed), 0, int64(sb.BlockSize))

@@ -30,6 +30,9 @@ func (info *Info) Problems(name string) []string {
 	if err := ValidName(name); err != nil {
 		p = append(p, err.Error())
 	}
+	if sectors := info.Size &^ 511; info.BytesUsed > sectors {
+		p = append(p, fmt.Sprintf("the file is %d bytes, not padded to 4 KiB: the loop device systemd-sysext mounts it on ends at %d, before the image's end at %d, and the kernel refuses it (pad it: truncate -s %%4096 FILE; mksquashfs pads by default)", info.Size, sectors, info.BytesUsed))
+	}
 	if info.HasOSRelease {
 		p = append(p, "it ships usr/lib/os-release, which systemd-sysext refuses in an extension (remove it; the extension's identity belongs in "+ReleasePath(name)+")")
 	}
