@@ -3,8 +3,6 @@ package build
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
@@ -31,15 +29,14 @@ func (*StepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 	if err != nil {
 		return halt(state, err)
 	}
+	// The work copy is this build's own: bake in place (no second copy of the image); a failure
+	// fails the build, whose directory is removed.
 	work := getString(state, KeyWork)
-	baked := filepath.Join(getString(state, KeyWorkDir), "baked.raw")
-	res, err := rootfs.Bake(ctx, work, baked, entries)
+	res, err := rootfs.BakeInPlace(ctx, work, entries)
 	if err != nil {
 		return halt(state, fmt.Errorf("baking into ROOT: %w", err))
 	}
-	os.Remove(work) // the baked copy replaces it; keep one image's worth of disk
-	state.Put(KeyWork, baked)
-	state.Put(KeyRaw, baked)
+	state.Put(KeyRaw, work)
 	prev, _ := state.Get(KeyExtraArtifacts).([]string)
 	state.Put(KeyExtraArtifacts, append(prev, extra...))
 	note(state, "ROOT rebuilt and verified: %d entries carried, %d added (%d MiB of files)", res.Carried, res.Added, res.WrittenData>>20)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
@@ -52,27 +54,13 @@ func Bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w (the bake writes into partition 9, ROOT)", err)
 	}
-	old, err := ext4.Read(disk.Backend(in.Section(part)), part.Size, 0, 512)
-	if err != nil {
-		return nil, fmt.Errorf("%s: partition %d (ROOT) is not a readable ext4 filesystem (%v); is this a Flatcar image?", src, part.Number, err)
-	}
-	root, carried, err := readTree(old)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src, err)
-	}
-	entries, replaced, err := merge(carried, added, start)
+	pl, err := newPlan(src, in.Section(part), added, start)
 	if err != nil {
 		return nil, err
 	}
-	need, err := capacity(part.Size, entries)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w; grow partition 9 (ROOT) of the image first, or add less", src, err)
-	}
-	fsUUID, err := rootUUID(in, part)
-	if err != nil {
+	if _, err := pl.fits(part.Size); err != nil {
 		return nil, err
 	}
-
 	out, err := atomicfile.Create(dst)
 	if err != nil {
 		return nil, err
@@ -81,22 +69,148 @@ func Bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) 
 	if err := disk.CopySparse(ctx, out.File, in.File()); err != nil {
 		return nil, fmt.Errorf("copying %s: %w", src, err)
 	}
-	if err := zeroRange(out.File, part.Start, part.Size); err != nil {
-		return nil, fmt.Errorf("clearing ROOT in the copy: %w", err)
-	}
-	st, err := out.Stat()
+	res, err := pl.write(ctx, out.File, dst)
 	if err != nil {
 		return nil, err
 	}
-	section := disk.NewSection(fileStorage{out.File, st.Size()}, part.Start, part.Size)
+	if err := out.Commit(0o644); err != nil {
+		return nil, err
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// BakeInPlace is Bake without copying the image, for a build's own scratch copy: the original
+// ROOT's data is copied aside (a temporary sparse file next to image, a few MiB for a release
+// image), then image's ROOT is replaced in place. Everything that can be refused is refused
+// before image is written; a failure while writing leaves its ROOT unusable, so image must be a
+// copy the caller discards on error.
+func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, error) {
+	start := time.Now()
+	f, err := os.OpenFile(image, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	part, err := rootPartition(fileStorage{f, st.Size()}, image)
+	if err != nil {
+		return nil, err
+	}
+	aside, err := os.CreateTemp(filepath.Dir(image), ".rootfs-old-ROOT-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(aside.Name())
+	defer aside.Close()
+	if err := copyRangeSparse(ctx, aside, f, part.Start, part.Size); err != nil {
+		return nil, fmt.Errorf("copying the original ROOT aside: %w", err)
+	}
+	pl, err := newPlan(image, disk.NewSection(fileStorage{aside, part.Size}, 0, part.Size), added, start)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pl.fits(part.Size); err != nil {
+		return nil, err
+	}
+	res, err := pl.write(ctx, f, image)
+	if err != nil {
+		return nil, err
+	}
+	res.Duration = time.Since(start)
+	return res, f.Close()
+}
+
+// rootPartition finds ROOT in the GPT of s.
+func rootPartition(s disk.Storage, name string) (disk.Partition, error) {
+	parts, err := disk.ReadGPT(s)
+	if err != nil {
+		return disk.Partition{}, fmt.Errorf("%s: %w", name, err)
+	}
+	var names []string
+	for _, p := range parts {
+		if p.Name == PartitionName {
+			if p.Start+p.Size > s.Size() {
+				return disk.Partition{}, fmt.Errorf("%s: partition %d (ROOT) ends past the end of the image", name, p.Number)
+			}
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	return disk.Partition{}, fmt.Errorf("%s: the GPT has no partition named %q (found: %s); is this a Flatcar image? (the bake writes into partition 9, ROOT)", name, PartitionName, strings.Join(names, ", "))
+}
+
+// plan is everything read and decided before the first write.
+type plan struct {
+	src      string
+	root     Entry
+	carried  int
+	added    int
+	entries  []Entry
+	replaced []string
+	uuid     *uuid.UUID
+}
+
+// newPlan reads the original ROOT (the partition's bytes, dev) and merges added into it.
+func newPlan(name string, dev disk.Device, added []Entry, now time.Time) (*plan, error) {
+	old, err := ext4.Read(disk.Backend(dev), dev.Size(), 0, 512)
+	if err != nil {
+		return nil, fmt.Errorf("%s: partition 9 (ROOT) is not a readable ext4 filesystem (%v); is this a Flatcar image?", name, err)
+	}
+	root, carried, err := readTree(old)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	entries, replaced, err := merge(carried, added, now)
+	if err != nil {
+		return nil, err
+	}
+	fsUUID, err := rootUUID(dev)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{src: name, root: root, carried: len(carried), added: len(added), entries: entries, replaced: replaced, uuid: fsUUID}, nil
+}
+
+// fits checks the entries fit a ROOT of size bytes and returns the estimated need.
+func (pl *plan) fits(size int64) (int64, error) {
+	need, err := capacity(size, pl.entries)
+	if err != nil {
+		return need, fmt.Errorf("%s: %w; grow partition 9 (ROOT) of the image first, or add less", pl.src, err)
+	}
+	return need, nil
+}
+
+// write makes the fresh ROOT in f's ROOT partition and verifies it by reading it back.
+func (pl *plan) write(ctx context.Context, f *os.File, name string) (*Result, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	store := fileStorage{f, st.Size()}
+	part, err := rootPartition(store, name)
+	if err != nil {
+		return nil, err
+	}
+	need, err := pl.fits(part.Size)
+	if err != nil {
+		return nil, err
+	}
+	if err := zeroRange(f, part.Start, part.Size); err != nil {
+		return nil, fmt.Errorf("clearing ROOT in %s: %w", name, err)
+	}
+	section := disk.NewSection(store, part.Start, part.Size)
 	// ROOT reads as zeros now: Create's zero inode tables need not be written (zeroskip.go).
 	zs := &zeroSkip{Device: section, on: true}
-	nfs, err := ext4.Create(disk.Backend(zs), part.Size, 0, 512, mkfsParams(fsUUID))
+	nfs, err := ext4.Create(disk.Backend(zs), part.Size, 0, 512, mkfsParams(pl.uuid))
 	if err != nil {
 		return nil, fmt.Errorf("making the new ROOT filesystem: %w", err)
 	}
 	zs.on, zs.written = false, nil
-	sums, err := populate(ctx, nfs, root, entries)
+	sums, err := populate(ctx, nfs, pl.root, pl.entries)
 	if err != nil {
 		return nil, fmt.Errorf("writing the new ROOT: %w", err)
 	}
@@ -105,16 +219,12 @@ func Bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("reading the new ROOT back: %w", err)
 	}
-	if err := verify(check, root, entries, sums); err != nil {
+	if err := verify(check, pl.root, pl.entries, sums); err != nil {
 		return nil, err
 	}
-	if err := out.Commit(0o644); err != nil {
-		return nil, err
-	}
-	res := &Result{Output: dst, Partition: part.Number, RootBytes: part.Size, NeedBytes: need,
-		Carried: len(carried), Added: len(added), Replaced: replaced, UUID: fsUUID.String(), Duration: time.Since(start),
-		SkippedZero: zs.skipped}
-	for _, e := range entries {
+	res := &Result{Output: name, Partition: part.Number, RootBytes: part.Size, NeedBytes: need,
+		Carried: pl.carried, Added: pl.added, Replaced: pl.replaced, UUID: pl.uuid.String(), SkippedZero: zs.skipped}
+	for _, e := range pl.entries {
 		if e.IsRegular() {
 			res.WrittenData += e.Size
 		}
@@ -182,9 +292,9 @@ func kind(e Entry) string {
 
 // rootUUID keeps the original filesystem UUID (units or fstab may name it), read from the ext4
 // superblock (offset 1024, UUID at 0x68).
-func rootUUID(in *disk.Image, p disk.Partition) (*uuid.UUID, error) {
+func rootUUID(dev disk.Device) (*uuid.UUID, error) {
 	sb := make([]byte, 1024)
-	if _, err := in.ReadAt(sb, p.Start+1024); err != nil {
+	if _, err := dev.ReadAt(sb, 1024); err != nil {
 		return nil, fmt.Errorf("reading the ROOT superblock: %w", err)
 	}
 	u, err := uuid.FromBytes(sb[0x68 : 0x68+16])

@@ -86,7 +86,7 @@ func TestBakeCarriesRootAndAddsSysext(t *testing.T) {
 
 	root := extractRoot(t, dst)
 	fsck(t, root, "of the baked ROOT")
-	checkBaked(t, srcRoot, root, sysext)
+	checkBaked(t, srcRoot, root, sysext, true)
 	sb := run(t, "dumpe2fs", "-h", root)
 	srcSB := run(t, "dumpe2fs", "-h", srcRoot)
 	for _, want := range []string{"Filesystem volume name:   ROOT", "Block size:               4096", "Inode size:	          256", line(srcSB, "Filesystem UUID:")} {
@@ -122,7 +122,7 @@ func line(text, prefix string) string {
 }
 
 // checkBaked compares the baked ROOT with the source ROOT and the added files, through debugfs.
-func checkBaked(t *testing.T, srcRoot, root, sysext string) {
+func checkBaked(t *testing.T, srcRoot, root, sysext string, sysupdate bool) {
 	for _, p := range []string{"/etc/hostname", "/bin/suid", "/var/empty-file", "/var/lib/data.bin",
 		"/home/core", "/home/core/.ssh", "/var/rel-link", "/var/abs-link", "/var/long-link",
 		"/var/lib/many/file-with-a-longish-name-599", "/lost+found", "/"} {
@@ -170,8 +170,49 @@ func checkBaked(t *testing.T, srcRoot, root, sysext string) {
 	if b, _ := os.ReadFile(dump); string(b) != KubeadmDropInContent {
 		t.Errorf("kubeadm drop-in: %q", b)
 	}
+	if !sysupdate {
+		return
+	}
 	run(t, "debugfs", "-R", "dump /etc/sysupdate.kubernetes.d/kubernetes.conf "+dump, root)
 	if b, _ := os.ReadFile(dump); !strings.Contains(string(b), "Path=http://127.0.0.1:1/ext/\nMatchPattern=kubernetes-v1.33.@v-%a.raw") {
 		t.Errorf("sysupdate config: %s", b)
+	}
+}
+
+// TestBakeInPlace: the build's variant (no image copy) gives the same ROOT, and a refusal
+// leaves the image byte for byte as it was.
+func TestBakeInPlace(t *testing.T) {
+	dir, cmds := staging(t)
+	img := image(t, 0, dir, cmds...)
+	srcRoot := extractRoot(t, img)
+	sysext := randomFile(t, 5<<20)
+	ext, err := KubernetesExtension(sysext, "v1.33.4", "x86-64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, err := Layout{Extensions: []Extension{ext}}.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BakeInPlace(context.Background(), img, added); err != nil {
+		t.Fatal(err)
+	}
+	root := extractRoot(t, img)
+	fsck(t, root, "of the ROOT baked in place")
+	checkBaked(t, srcRoot, root, sysext, false)
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(img), ".rootfs-*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+
+	hard := t.TempDir()
+	os.WriteFile(filepath.Join(hard, "a"), []byte("a"), 0o644)
+	os.Link(filepath.Join(hard, "a"), filepath.Join(hard, "b"))
+	bad := image(t, 0, hard)
+	before := fileSum(t, bad)
+	if _, err := BakeInPlace(context.Background(), bad, added); err == nil || !strings.Contains(err.Error(), "/a: hard link") {
+		t.Fatalf("BakeInPlace with a hard link: %v", err)
+	}
+	if fileSum(t, bad) != before {
+		t.Error("a refused in-place bake changed the image")
 	}
 }
