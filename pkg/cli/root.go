@@ -97,14 +97,13 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
 	code := exitCode(ctx, err)
 	if code == ExitInterrupted {
-		// "context canceled" says nothing to a user; outputs are temp files, so nothing is half-written.
-		fmt.Fprintln(stderr, "Interrupted: stopped; no partial output was left at the output path")
+		reportInterrupted(stderr, cmd, err)
 		return code
 	}
 	fmt.Fprintf(stderr, "Error: %v\n", err)

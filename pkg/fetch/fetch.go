@@ -11,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
@@ -121,6 +122,10 @@ func Fetch(ctx context.Context, c *Client, o Options) (*Result, error) {
 			continue
 		}
 		if err != nil {
+			var typed *interrupt.Error
+			if !errors.As(err, &typed) {
+				err = interrupt.Nothing(err, o.OutputFile+" was not written (its temporary file was removed)")
+			}
 			return nil, err
 		}
 		if err := out.Commit(0o644); err != nil {
@@ -290,6 +295,9 @@ func (f *fetcher) download(ctx context.Context, entry *cacheEntry, comp, file st
 			return nil, fmt.Errorf("%w; it matches its signed digest, so the file on the server is damaged", de)
 		}
 		if err != nil && got == "" {
+			if kept := entry.partialSize(); interrupt.IsCancel(err) && kept > 0 {
+				return nil, interrupt.Left(err, fmt.Sprintf("%s: the %d bytes received so far, kept so that the same command resumes the download (the output file was not written)", entry.Partial, kept))
+			}
 			return nil, err
 		}
 		if got != want {

@@ -99,6 +99,9 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 	// token that dies under it); a 401 later still triggers one re-authentication.
 	provider.ReauthBeforeTokenExpiration = 5 * time.Minute
 	if err := openstack.Authenticate(ctx, provider, ao); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("cloud %s: authenticating at %s: %w", label, ao.IdentityEndpoint, ctx.Err())
+		}
 		return nil, authError(label, ao.IdentityEndpoint, err)
 	}
 	c.Provider = provider

@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 )
 
 // OnExists says what to do when an image with the requested name already exists.
@@ -153,6 +154,9 @@ func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 			res.Replaced = append(res.Replaced, old.ID)
 			logf("deleted the older image %s of the same name", old.ID)
 		}
+		if len(failed) > 0 && ctx.Err() != nil {
+			return res, interrupt.Left(ctx.Err(), fmt.Sprintf("%s: the new image %s (active, verified) and the older image(s) of the same name it was replacing; CAPO needs exactly one: run again with --on-exists replace", c.Label(), img.ID))
+		}
 		if len(failed) > 0 {
 			return res, fmt.Errorf("uploaded %s, but could not delete the older images of the same name (CAPO needs exactly one): %s", img.ID, strings.Join(failed, "; "))
 		}
@@ -209,7 +213,7 @@ func createAndUpload(ctx context.Context, c *Cloud, req *Request, logf func(stri
 			return img, nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, interruptedUpload(c, err, orphans)
 		}
 		if !isTransient(err) || attempt == attempts {
 			if attempt > 1 {
@@ -230,11 +234,21 @@ func createAndUpload(ctx context.Context, c *Cloud, req *Request, logf func(stri
 		logf("attempt %d of %d failed: %v; retrying in %s", attempt, attempts, err, backoff)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, interruptedUpload(c, ctx.Err(), orphans)
 		case <-time.After(backoff):
 		}
 		backoff *= 2
 	}
+}
+
+// interruptedUpload says what a cancelled upload left in Glance: the half-made images it could
+// not delete (the next run with this name removes them), or nothing.
+func interruptedUpload(c *Cloud, err error, orphans []string) error {
+	if len(orphans) == 0 {
+		return interrupt.Nothing(err, c.Label()+": no image was left (the half-made one, if any, was deleted)")
+	}
+	return interrupt.Left(err, fmt.Sprintf("%s: the half-made image(s) %s, which could not be deleted; the next upload with this name removes them",
+		c.Label(), strings.Join(orphans, ", ")))
 }
 
 // uploadOnce makes one complete attempt; orphan is the ID of an image it made but could not delete.

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 )
 
 // SetFile points req at the image file and the disk format to send it as: "" keeps the file's
@@ -83,11 +84,20 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 	wg.Wait()
 	var results []*Result
 	var errs CloudErrors
-	for _, o := range outcomes {
+	for i, o := range outcomes {
 		if o.res != nil && o.err == nil {
 			results = append(results, o.res)
 		}
 		if o.err != nil {
+			// A cloud stopped before it created anything says so too, so the report covers all.
+			var typed *interrupt.Error
+			if interrupt.IsCancel(o.err) && !errors.As(o.err, &typed) {
+				name := clouds[i]
+				if name == "" {
+					name = "the default cloud"
+				}
+				o.err = interrupt.Nothing(o.err, name+": no image was created")
+			}
 			errs = append(errs, o.err)
 		}
 	}

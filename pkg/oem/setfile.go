@@ -9,6 +9,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 )
 
@@ -31,7 +32,14 @@ func IsUsage(err error) bool {
 // new sparse copy at out.Path (raw or qcow2), leaving image untouched. The copy is made on a
 // temporary file next to out.Path and renamed into place only when complete, so a failure or a
 // cancelled ctx leaves nothing there. This is what `oem set` and build's OEM step call.
-func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (SetResult, error) {
+func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (res SetResult, err error) {
+	defer func() {
+		if out.Path == "" {
+			err = interrupt.Nothing(err, image+" was not changed")
+		} else {
+			err = interrupt.Nothing(err, out.Path+" was not written (its temporary file was removed) and "+image+" is untouched")
+		}
+	}()
 	if _, err := opts.Validate(); err != nil {
 		return SetResult{}, err
 	}
@@ -76,7 +84,7 @@ func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (Se
 		return SetResult{}, err
 	}
 	img.Path = out.Path
-	res, err := Set(img, opts)
+	res, err = Set(img, opts)
 	if cerr := img.Close(); err == nil {
 		err = cerr
 	}

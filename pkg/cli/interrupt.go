@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
+)
+
+// interruptNoteAnnotation holds what a command leaves behind when Ctrl-C stops it, for
+// commands whose errors do not say it themselves (an *interrupt.Error does, and wins).
+const interruptNoteAnnotation = "flatcar-capo/interrupted"
+
+// OnInterrupt records what cmd leaves behind when interrupted, for the report on exit 130.
+func OnInterrupt(cmd *cobra.Command, note string) {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[interruptNoteAnnotation] = note
+}
+
+// interruptNotes are the notes of the commands that say nothing more specific; every note is
+// true whenever the command is stopped (outputs go through pkg/atomicfile or nothing is written).
+var interruptNotes = map[string]string{
+	"convert":   "nothing was left: OUT was not written (its temporary file was removed) and IN is untouched",
+	"inspect":   "nothing was left: inspect only reads",
+	"show":      "nothing was left: oem show only reads",
+	"release":   "nothing was left: release only reads",
+	"lint":      "nothing was left: lint only reads",
+	"version":   "nothing was left: version only reads",
+	"manifests": "nothing was left: --output-file was not written (its temporary file was removed)",
+	"fetch":     "the output file was not written (its temporary file was removed)",
+}
+
+// reportInterrupted tells what really happened when cmd was stopped by Ctrl-C or SIGTERM:
+// the leftovers that exist, or that there are none, and an error that was not the interruption.
+func reportInterrupted(w io.Writer, cmd *cobra.Command, err error) {
+	path := "flatcar-capo"
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
+	if !interrupt.IsCancel(err) {
+		// It failed on its own while being stopped: that failure is news too.
+		fmt.Fprintf(w, "Error: %v\n", err)
+	}
+	leftovers, clean, typed := interrupt.Report(err)
+	switch {
+	case len(leftovers) > 0:
+		fmt.Fprintf(w, "Interrupted: %s stopped before finishing and left behind:\n", path)
+		for _, l := range leftovers {
+			fmt.Fprintf(w, "  - %s\n", l)
+		}
+	case typed:
+		fmt.Fprintf(w, "Interrupted: %s stopped before finishing; nothing was left behind: %s\n", path, strings.Join(clean, "; "))
+	default:
+		note := ""
+		if cmd != nil {
+			note = cmd.Annotations[interruptNoteAnnotation]
+			if note == "" {
+				note = interruptNotes[cmd.Name()]
+			}
+		}
+		if note == "" {
+			note = "it did not say what it left behind; check its output paths"
+		}
+		fmt.Fprintf(w, "Interrupted: %s stopped before finishing; %s\n", path, note)
+	}
+}

@@ -1,0 +1,213 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+)
+
+// fakeOpenStack is just enough Keystone v3 and Glance v2 for an upload that hangs in its data
+// transfer until the client goes away: the moment to press Ctrl-C.
+type fakeOpenStack struct {
+	srv          *httptest.Server
+	deleteStatus int           // what DELETE of an image answers
+	transferring chan struct{} // closed when the first image bytes arrive
+	once         sync.Once
+	mu           sync.Mutex
+	deleted      []string
+}
+
+const fakeImageID = "1b2f4c9e-0000-4000-8000-00000000f00d"
+
+func newFakeOpenStack(t *testing.T, deleteStatus int) *fakeOpenStack {
+	f := &fakeOpenStack{deleteStatus: deleteStatus, transferring: make(chan struct{})}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeOpenStack) serve(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	image := map[string]any{"id": fakeImageID, "name": "x", "status": "queued", "disk_format": "raw",
+		"container_format": "bare", "visibility": "private", "tags": []string{}}
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v3/auth/tokens":
+		w.Header().Set("X-Subject-Token", "fake-token")
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]any{"token": map[string]any{
+			"expires_at": time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04:05.000000Z"),
+			"user":       map[string]any{"id": "u", "name": "demo", "domain": map[string]any{"id": "default", "name": "Default"}},
+			"project":    map[string]any{"id": "p", "name": "demo", "domain": map[string]any{"id": "default", "name": "Default"}},
+			"catalog": []any{map[string]any{"type": "image", "name": "glance", "id": "g", "endpoints": []any{
+				map[string]any{"id": "e", "interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": f.srv.URL + "/image"}}}},
+		}})
+	case r.Method == http.MethodGet && (r.URL.Path == "/image/" || r.URL.Path == "/image"):
+		json.NewEncoder(w).Encode(map[string]any{"versions": []any{map[string]any{"id": "v2.16", "status": "CURRENT",
+			"links": []any{map[string]any{"rel": "self", "href": f.srv.URL + "/image/v2/"}}}}})
+	case r.Method == http.MethodGet && r.URL.Path == "/image/v2/images":
+		json.NewEncoder(w).Encode(map[string]any{"images": []any{}})
+	case r.Method == http.MethodPost && r.URL.Path == "/image/v2/images":
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(image)
+	case r.Method == http.MethodPut && r.URL.Path == "/image/v2/images/"+fakeImageID+"/file":
+		buf := make([]byte, 64<<10)
+		if _, err := io.ReadFull(r.Body, buf); err == nil {
+			f.once.Do(func() { close(f.transferring) })
+		}
+		// Trickle: the client stays blocked in its transfer until it gives up, and its going
+		// away ends this handler (a server notices a closed connection only while reading).
+		for {
+			if _, err := r.Body.Read(buf); err != nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	case r.Method == http.MethodDelete && r.URL.Path == "/image/v2/images/"+fakeImageID:
+		f.mu.Lock()
+		f.deleted = append(f.deleted, fakeImageID)
+		f.mu.Unlock()
+		w.WriteHeader(f.deleteStatus)
+	default:
+		http.Error(w, "not in the fake: "+r.Method+" "+r.URL.String(), http.StatusNotImplemented)
+	}
+}
+
+// Ctrl-C during an upload says what really remains in Glance: nothing when the half-made image
+// was deleted, its ID (and that the next run removes it) when it could not be. Never the old
+// generic "no partial output was left at the output path", never "context canceled".
+func TestInterruptedUploadReportsWhatIsLeft(t *testing.T) {
+	cases := []struct {
+		name         string
+		deleteStatus int
+		want         []string
+	}{
+		{"half-made image deleted", http.StatusNoContent, []string{"nothing was left behind", "fake/RegionOne: no image was left"}},
+		{"half-made image could not be deleted", http.StatusInternalServerError,
+			[]string{"left behind:", "fake/RegionOne: the half-made image(s) " + fakeImageID, "the next upload with this name removes them"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			fake := newFakeOpenStack(t, c.deleteStatus)
+			dir := t.TempDir()
+			img := filepath.Join(dir, "disk.raw")
+			writeRaw(t, img, 256<<20) // far more than the socket buffers: the transfer must block
+			writeFile(t, filepath.Join(dir, "clouds.yaml"), fmt.Sprintf(`clouds:
+  fake:
+    auth:
+      auth_url: %s/v3
+      username: demo
+      password: secret
+      project_name: demo
+      user_domain_name: Default
+      project_domain_name: Default
+    region_name: RegionOne
+`, fake.srv.URL))
+			cmd := exec.Command(testutil.Binary(t), "upload", img, "--name", "x", "--cloud", "fake")
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "OS_CLIENT_CONFIG_FILE=" + filepath.Join(dir, "clouds.yaml")}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			var err error
+			select {
+			case <-fake.transferring:
+				cmd.Process.Signal(os.Interrupt)
+				err = <-exited
+			case err = <-exited:
+				t.Fatalf("upload ended before sending data (%v):\n%s", err, stderr.String())
+			case <-time.After(2 * time.Minute):
+				cmd.Process.Kill()
+				t.Fatalf("the upload never started sending data:\n%s", stderr.String())
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				t.Fatalf("exit %v, want 130; stderr:\n%s", err, stderr.String())
+			}
+			out := stderr.String()
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "context canceled") || strings.Contains(out, "at the output path") {
+				t.Errorf("stderr has a generic or internal message:\n%s", out)
+			}
+			fake.mu.Lock()
+			defer fake.mu.Unlock()
+			if len(fake.deleted) == 0 {
+				t.Error("the half-made image was not even asked to be deleted")
+			}
+		})
+	}
+}
+
+// Ctrl-C during a download says the output was not written (and leaves no file there).
+func TestInterruptedFetchLeavesNoOutput(t *testing.T) {
+	downloading := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/version.txt"):
+			fmt.Fprintln(w, "FLATCAR_VERSION=4459.2.0")
+		case strings.HasSuffix(r.URL.Path, ".img"):
+			w.Header().Set("Content-Length", fmt.Sprint(1<<30))
+			w.Write(make([]byte, 64<<10))
+			w.(http.Flusher).Flush()
+			once.Do(func() { close(downloading) })
+			<-r.Context().Done() // the rest never comes
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "flatcar.img")
+	cmd := exec.Command(testutil.Binary(t), "fetch", "--release-server", srv.URL+"/{channel}", "--insecure-skip-verify",
+		"--output-file", out, "--retries", "0")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var err error
+	select {
+	case <-downloading:
+		cmd.Process.Signal(os.Interrupt)
+		err = <-exited
+	case err = <-exited:
+		t.Fatalf("fetch ended before the download started (%v):\n%s", err, stderr.String())
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("the download never started:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130; stderr:\n%s", err, stderr.String())
+	}
+	want := "nothing was left behind: " + out + " was not written"
+	if !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "context canceled") {
+		t.Fatalf("stderr lacks %q (or says context canceled):\n%s", want, stderr.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("files left in the output directory: %v", entries)
+	}
+}
