@@ -75,6 +75,16 @@ func unsupportedf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
 }
 
+// ErrNoRoom marks new content that an in-place rewrite has no room for: more than one inline
+// extent holds, or more than its leaf has free. It comes with ErrUnsupported; callers that can
+// tell the user how to make the content smaller test for it.
+var ErrNoRoom = errors.New("no room for the new content in place")
+
+// noRoomf is unsupportedf for content that does not fit; the error matches ErrNoRoom too.
+func noRoomf(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: %s", ErrUnsupported, ErrNoRoom, fmt.Sprintf(format, args...))
+}
+
 // corruptf reports on-disk data that breaks the format.
 func corruptf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))

@@ -38,7 +38,7 @@ func (fs *FS) newInlineData(data []byte) (inlineData, error) {
 		}
 	}
 	if !d.plainOK && d.zlib == nil {
-		return d, unsupportedf("%d bytes do not fit in an inline extent (at most %d stored bytes, and at most %d before zlib compression); writing regular extents is out of reach",
+		return d, noRoomf("%d bytes do not fit in an inline extent (at most %d stored bytes, and at most %d before zlib compression); writing regular extents is out of reach",
 			len(data), fs.MaxInline(), fs.sb.sectorSize)
 	}
 	return d, nil

@@ -163,7 +163,7 @@ func (w *writePlan) rewrite(ino uint64, content inlineData) error {
 // leaf can hold; when none fits, the last (smallest) stays and commit refuses the full leaf.
 func (w *writePlan) putInline(k key, forms []extentBody, size int) error {
 	if len(forms) == 0 {
-		return unsupportedf("%d bytes do not fit in an uncompressed inline extent (at most %d) and the inode forbids compression", size, w.fs.MaxInline())
+		return noRoomf("%d bytes do not fit in an uncompressed inline extent (at most %d) and the inode forbids compression", size, w.fs.MaxInline())
 	}
 	l, err := w.leaf(k)
 	if err != nil {

@@ -71,7 +71,7 @@ func (l *leafEdit) fits() bool { return l.need() <= len(l.orig.buf) }
 func (l *leafEdit) encode() ([]byte, error) {
 	size := len(l.orig.buf)
 	if !l.fits() {
-		return nil, unsupportedf("leaf %d would need %d bytes but holds %d; splitting a leaf is out of reach", l.orig.logical, l.need(), size)
+		return nil, noRoomf("leaf %d would need %d bytes but holds %d; splitting a leaf is out of reach", l.orig.logical, l.need(), size)
 	}
 	buf := make([]byte, size)
 	copy(buf, l.orig.buf[:headerSize])
