@@ -30,21 +30,20 @@ measure() { # label, output, command...: one line with seconds, peak RSS and ima
   t=$(tail -1 "$work/time")
   printf '%-46s %6ss  peak RSS %7s KiB  %10s bytes\n' "$label" "${t% *}" "${t#* }" "$(stat -c %s "$out")"
 }
-for comp in gzip zstd; do
-  ours=$work/ours-$comp.raw
-  measure "flatcar-capo sysext create ($comp)" "$ours" \
-    "$bin" sysext create --kubernetes-version v1.33.4 --binaries "$payload" --compression "$comp" --output-file "$ours"
-  if [ "$comp" = gzip ]; then
-    measure "flatcar-capo sysext create (gzip level 1)" "$work/ours-gzip1.raw" \
-      "$bin" sysext create --kubernetes-version v1.33.4 --binaries "$payload" --compression-level 1 --output-file "$work/ours-gzip1.raw"
-  fi
+# gzip 1 is flatcar-capo's default; zstd 3 is klauspost's default level, which go-diskfs uses.
+for run in gzip:1 gzip:6 zstd:3; do
+  comp=${run%:*} lvl=${run#*:}
+  ours=$work/ours-$comp-$lvl.raw
+  flags=(--compression "$comp")
+  [ "$comp" = gzip ] && flags+=(--compression-level "$lvl")
+  measure "flatcar-capo sysext create ($comp $lvl)" "$ours" \
+    "$bin" sysext create --kubernetes-version v1.33.4 --binaries "$payload" "${flags[@]}" --output-file "$ours"
   # The same tree, root-owned, for mksquashfs.
   rm -rf "$work/tree"; unsquashfs -q -no-progress -d "$work/tree" "$ours" >/dev/null
-  level=(-Xcompression-level 6) # the level flatcar-capo uses by default
-  [ "$comp" = zstd ] && level=(-Xcompression-level 3) # klauspost's default level, which go-diskfs uses
   for procs in 2 1; do
-    measure "mksquashfs -comp $comp ${level[*]} -processors $procs" "$work/mk$procs-$comp.raw" \
-      mksquashfs "$work/tree" "$work/mk$procs-$comp.raw" -comp "$comp" "${level[@]}" -b 131072 -all-root -noappend -no-progress -quiet -processors "$procs"
+    measure "mksquashfs ($comp $lvl, -processors $procs)" "$work/mk-$comp-$lvl-$procs.raw" \
+      mksquashfs "$work/tree" "$work/mk-$comp-$lvl-$procs.raw" -comp "$comp" -Xcompression-level "$lvl" -b 131072 -all-root -noappend -no-progress -quiet -processors "$procs"
   done
 done
+uptime
 du -sb "$payload" | awk '{printf "payload: %.0f MiB of binaries\n", $1/1048576}'
