@@ -61,10 +61,22 @@ say "armed /boot/flatcar/first_boot"
 # VM) whose stop, at shutdown, runs after user.slice (all sessions) has stopped.
 cat >/run/flatcar-capo-remove-build-user.sh <<SCRIPT
 #!/bin/sh
+# Runs at shutdown (ExecStop); its output goes to the console, which the build keeps (serial.log).
 set -u
-echo "flatcar-capo sysprep: removing build user $user"
-userdel --force --remove "$user" || echo "flatcar-capo sysprep: ERROR: userdel $user failed" >&2
+user='$user'
+SCRIPT
+cat >>/run/flatcar-capo-remove-build-user.sh <<'SCRIPT'
+# Whatever of the user survived the session stop would make userdel refuse or leave files behind.
+pkill -KILL -u "$user" 2>/dev/null
+for i in 1 2 3 4 5 6 7 8 9 10; do pgrep -u "$user" >/dev/null 2>&1 || break; sleep 0.5; done
+userdel --force --remove "$user" 2>&1 | grep -v 'mail spool'
+if id "$user" >/dev/null 2>&1; then
+  echo "flatcar-capo sysprep: ERROR: the build user $user could not be removed" >&2
+else
+  echo "flatcar-capo sysprep: removed the build user $user"
+fi
 rm -f /etc/ssh/ssh_host_* /etc/machine-id
+sync
 SCRIPT
 chmod 0755 /run/flatcar-capo-remove-build-user.sh
 cat >/run/systemd/system/flatcar-capo-remove-build-user.service <<'UNIT'
@@ -78,6 +90,8 @@ Type=oneshot
 RemainAfterExit=yes
 ExecStart=/bin/true
 ExecStop=/run/flatcar-capo-remove-build-user.sh
+StandardOutput=journal+console
+StandardError=journal+console
 UNIT
 systemctl daemon-reload
 systemctl start flatcar-capo-remove-build-user.service

@@ -1,6 +1,7 @@
 package packer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -136,6 +137,15 @@ func Build(ctx context.Context, cfg Config) (res Result, err error) {
 	}
 	if err := pi.run(ctx, c, "build", "-machine-readable", "-color=false", "-on-error=cleanup", pi.templatePath()); err != nil {
 		return res, c.failure("packer build", err, pi.logFile())
+	}
+	// The build user is removed at shutdown, after packer's last command; only the console saw it.
+	serial := filepath.Join(cfg.WorkDir, "serial.log")
+	if b, _ := os.ReadFile(serial); bytes.Contains(b, []byte("flatcar-capo sysprep: ERROR")) {
+		line := b[bytes.Index(b, []byte("flatcar-capo sysprep: ERROR")):]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		}
+		return res, fmt.Errorf("the build VM reported at shutdown: %s (console log: %s)", bytes.TrimSpace(line), serial)
 	}
 	res.Image = filepath.Join(cfg.OutputDir, cfg.OutputName)
 	if st, err := os.Stat(res.Image); err != nil || !st.Mode().IsRegular() {
