@@ -1,0 +1,88 @@
+package build_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/build"
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
+)
+
+// TestBuildSysextCloud: `build --method sysext --cloud local` uploads the baked image to the
+// real Keystone + Glance on 127.0.0.1 (scripts/openstack.sh, as the upload tests start it): the
+// image is active under the -sysext name, Glance's sha512 of the data is the record's, and the
+// record names the Glance ID.
+func TestBuildSysextCloud(t *testing.T) {
+	testutil.RequireTools(t, "uwsgi", "keystone-manage", "glance-manage", "glance-api", "mkfs.ext4", "mkfs.btrfs")
+	dir := t.TempDir()
+	clouds := startKeystoneGlance(t, dir)
+	t.Setenv("OS_CLIENT_CONFIG_FILE", clouds)
+	mirror := kubetest.New(t, kubernetes.Options{})
+	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
+	out := filepath.Join(dir, "out")
+	args := []string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0",
+		"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out, "--cloud", "local"}
+	testutil.RunCmd(t, testutil.Cmd{Args: append(args, mirror.Args()...), Env: []string{"OS_CLIENT_CONFIG_FILE=" + clouds}}).MustSucceed(t)
+
+	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
+	rec, err := build.ReadRecord(filepath.Join(out, name+".qcow2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Glance) != 1 || rec.Glance[0].Cloud != "local" || rec.Glance[0].ID == "" {
+		t.Fatalf("record glance: %+v", rec.Glance)
+	}
+	ctx := context.Background()
+	c, err := glance.Connect(ctx, "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := images.Get(ctx, c.Image, rec.Glance[0].ID).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Name != name || img.Status != images.ImageStatusActive || img.DiskFormat != "qcow2" {
+		t.Errorf("Glance image %s: name %q status %q format %q", img.ID, img.Name, img.Status, img.DiskFormat)
+	}
+	var want string
+	for _, a := range rec.Artifacts {
+		if a.File == name+".qcow2" {
+			want = a.SHA512
+		}
+	}
+	if want == "" || fmt.Sprint(img.Properties["os_hash_value"]) != want {
+		t.Errorf("Glance os_hash_value %v, record sha512 %q", img.Properties["os_hash_value"], want)
+	}
+}
+
+// startKeystoneGlance starts scripts/openstack.sh in dir and returns its clouds.yaml.
+func startKeystoneGlance(t *testing.T, dir string) string {
+	t.Helper()
+	stack := filepath.Join(dir, "openstack")
+	if err := os.MkdirAll(stack, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, script, "up", stack, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput()
+	if err != nil {
+		exec.Command(script, "down", stack).Run()
+		t.Fatalf("starting Keystone + Glance: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command(script, "down", stack).Run() })
+	t.Logf("Keystone + Glance up in %.1fs", time.Since(start).Seconds())
+	return filepath.Join(stack, "clouds.yaml")
+}
