@@ -145,6 +145,7 @@ const (
 
 	compressNone = 0
 	compressZlib = 1
+	compressZstd = 3 // Flatcar's /usr may be zstd-compressed
 
 	extentInlineHdr = 21 // generation, ram_bytes, compression, encryption, other_encoding, type
 	extentRegSize   = 53

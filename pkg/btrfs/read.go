@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 const (
@@ -79,8 +81,10 @@ func (fs *FS) extentBytes(e fileExtent, limit uint64) ([]byte, error) {
 			return e.inline[:min(uint64(len(e.inline)), limit)], nil
 		case compressZlib:
 			return inflate(e.inline, min(e.ramBytes, limit))
+		case compressZstd:
+			return unzstd(e.inline, min(e.ramBytes, limit))
 		}
-		return nil, unsupportedf("inline extent compression type %d (only zlib is handled)", e.compression)
+		return nil, unsupportedf("inline extent compression type %d (zlib and zstd are handled, not lzo)", e.compression)
 	}
 	n := min(e.numBytes, limit)
 	if e.typ == extentPrealloc || e.diskBytenr == 0 || n == 0 {
@@ -92,7 +96,7 @@ func (fs *FS) extentBytes(e fileExtent, limit uint64) ([]byte, error) {
 			return nil, corruptf("extent of %d bytes at disk %d+%d", n, e.diskBytenr, e.offset)
 		}
 		return fs.readLogical(e.diskBytenr+e.offset, int(n))
-	case compressZlib:
+	case compressZlib, compressZstd:
 		if e.diskNumBytes > maxCompressed || e.ramBytes > maxCompressed || e.diskNumBytes == 0 {
 			return nil, corruptf("compressed extent of %d bytes on disk, %d in memory", e.diskNumBytes, e.ramBytes)
 		}
@@ -100,7 +104,13 @@ func (fs *FS) extentBytes(e fileExtent, limit uint64) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		plain, err := inflate(raw, e.ramBytes)
+		decode := inflate
+		if e.compression == compressZstd {
+			decode = unzstd
+		}
+		// Decode only what is used: the last extent of a file has fewer bytes than ram_bytes
+		// (rounded up to a sector), and zstd would read on into the zero padding.
+		plain, err := decode(raw, min(e.ramBytes, e.offset+n))
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +119,7 @@ func (fs *FS) extentBytes(e fileExtent, limit uint64) ([]byte, error) {
 		}
 		return plain[e.offset:min(uint64(len(plain)), e.offset+n)], nil
 	}
-	return nil, unsupportedf("extent compression type %d (only zlib is handled)", e.compression)
+	return nil, unsupportedf("extent compression type %d (zlib and zstd are handled, not lzo)", e.compression)
 }
 
 // inflate decompresses a zlib stream, keeping at most limit bytes of output.
@@ -121,6 +131,21 @@ func inflate(b []byte, limit uint64) ([]byte, error) {
 	out, err := io.ReadAll(io.LimitReader(r, int64(min(limit, maxCompressed))))
 	if err != nil {
 		return nil, corruptf("zlib extent: %v", err)
+	}
+	return out, nil
+}
+
+// unzstd decompresses btrfs's zstd data (one frame; the on-disk sector padding after it is
+// zeros), keeping at most limit bytes of output.
+func unzstd(b []byte, limit uint64) ([]byte, error) {
+	d, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxCompressed))
+	if err != nil {
+		return nil, corruptf("zstd extent: %v", err)
+	}
+	defer d.Close()
+	out, err := io.ReadAll(io.LimitReader(d, int64(min(limit, maxCompressed))))
+	if err != nil && len(out) < int(min(limit, maxCompressed)) {
+		return nil, corruptf("zstd extent: %v", err)
 	}
 	return out, nil
 }
