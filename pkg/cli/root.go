@@ -54,8 +54,9 @@ Every step of the pipeline is a command of its own:
 
 Conventions: -o/--output text|json selects the report format; a file a command writes is named
 with --output-file; flags can also be set through FLATCAR_CAPO_<FLAG> environment variables
-(for example FLATCAR_CAPO_OUTPUT=json). Exit codes: 0 ok, 1 failure, 2 usage error or invalid
-value, 130 interrupted.`,
+(for example FLATCAR_CAPO_OUTPUT=json; a repeatable flag's help says whether its variable is a
+comma-separated list, like FLATCAR_CAPO_CLOUD=east,west, or one value). Exit codes: 0 ok,
+1 failure, 2 usage error or invalid value, 130 interrupted (the message says what was left).`,
 		Example: `  # Make a downloaded qemu image boot correctly on OpenStack (Ignition reads Nova user-data)
   flatcar-capo oem set flatcar.raw --id openstack
 
