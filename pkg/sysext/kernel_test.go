@@ -13,7 +13,8 @@ import (
 )
 
 // The kernel's squashfs driver, through a loop device as systemd-sysext mounts an image, reads
-// what we write: both compressions, root-owned, modes kept, the stand-in kubelet runs from it.
+// what we write: both compressions, root-owned, modes kept, the stand-in kubelet runs from it and
+// from an overlay of it over the host's /usr (systemd-sysext's merge).
 // And an image without mksquashfs' 4 KiB padding is refused by the kernel, which is why Create
 // pads and Problems flags an unpadded one.
 func TestKernelMountsCreatedSysext(t *testing.T) {
@@ -47,6 +48,18 @@ func TestKernelMountsCreatedSysext(t *testing.T) {
 				if fi.Mode() != mode || st.Uid != 0 || st.Gid != 0 {
 					t.Errorf("%s: mode %v uid %d gid %d", p, fi.Mode(), st.Uid, st.Gid)
 				}
+			}
+			// What systemd-sysext does: an overlay with the extension's /usr above the host's.
+			merged := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "overlay", "overlay", "-o", "ro,lowerdir="+filepath.Join(mnt, "usr")+":/usr", merged).CombinedOutput(); err != nil {
+				t.Fatalf("overlay over /usr: %v\n%s", err, out)
+			}
+			defer exec.Command("umount", merged).Run()
+			if out, err := exec.Command(filepath.Join(merged, "bin/kubelet")).CombinedOutput(); err != nil || !strings.Contains(string(out), "stand-in kubelet") {
+				t.Errorf("kubelet from the merged /usr: %v %s", err, out)
+			}
+			if _, err := os.Stat(filepath.Join(merged, "lib/systemd/system/multi-user.target.d/10-kubelet-service.conf")); err != nil {
+				t.Errorf("the upholds drop-in is not in the merged /usr: %v", err)
 			}
 			rel, err := os.ReadFile(filepath.Join(mnt, ReleasePath("kubernetes")))
 			if err != nil || !strings.Contains(string(rel), "ARCHITECTURE=x86-64\n") {
