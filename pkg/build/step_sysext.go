@@ -114,9 +114,6 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 	if _, err := sysext.CreateKubernetes(ctx, in, out); err != nil {
 		return nil, fmt.Errorf("making the Kubernetes sysext: %w", err)
 	}
-	if err := padForLoop(out); err != nil {
-		return nil, err
-	}
 	x := Sysext{Name: sysext.KubernetesName, FileName: name, Source: "made from Kubernetes " + o.Kubernetes.Kubernetes, Path: out}
 	if _, err := sysext.Check(out, x.Name, sysext.FlatcarHost(o.Release.Arch)); err != nil {
 		return nil, fmt.Errorf("the Kubernetes sysext made here fails its own check: %w", err)
@@ -137,9 +134,6 @@ func takeSysexts(ctx context.Context, o *Options, work string) ([]Sysext, error)
 				return nil, err
 			}
 		} else if _, err := os.Stat(s); err != nil {
-			return nil, fmt.Errorf("--sysext %s: %w", s, err)
-		}
-		if err := loopMountable(p); err != nil {
 			return nil, fmt.Errorf("--sysext %s: %w", s, err)
 		}
 		info, err := sysext.Open(p) // its errors name the file
@@ -296,36 +290,5 @@ func planSysext(ctx context.Context, o *Options, p *Plan) error {
 		sp.Sysexts = []string{"made from the Kubernetes " + o.Kubernetes.Kubernetes + " release binaries (" + name + ")"}
 	}
 	p.MethodPlan = sp
-	return nil
-}
-
-// loopPad is what mksquashfs pads its output to. systemd-sysext mounts a .raw through a loop
-// device, whose size is the file's rounded down to 512-byte sectors; the kernel's squashfs
-// refuses an image whose superblock size exceeds its device, so an unpadded image never merges
-// (seen in the boot test: "loop0: detected capacity change from 0 to 257" for 131853 bytes).
-const loopPad = 4096
-
-// padForLoop pads a sysext this build made with zeros to a multiple of loopPad.
-func padForLoop(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if r := fi.Size() % loopPad; r != 0 {
-		return os.Truncate(p, fi.Size()+loopPad-r)
-	}
-	return nil
-}
-
-// loopMountable refuses a sysext the kernel could not mount through a loop device.
-func loopMountable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.Size()%512 != 0 {
-		return fmt.Errorf("its size, %d bytes, is not a multiple of 512: a loop device drops the last %d bytes and the kernel will not mount the squashfs, so systemd-sysext would not merge it; pad it with zeros to a multiple of 4096 (what mksquashfs does: truncate -s %%4096 FILE)",
-			fi.Size(), fi.Size()%512)
-	}
 	return nil
 }
