@@ -156,3 +156,42 @@ func TestInspectEmptyRoot(t *testing.T) {
 		t.Fatalf("%+v", rep.Extensions)
 	}
 }
+
+// Real Flatcar's USR-A is btrfs, possibly zstd-compressed: the os-release the kernel wrote
+// there with compress-force=zstd is what "would merge" is judged against.
+func TestInspectReadsZstdBtrfsUSR(t *testing.T) {
+	testutil.RequireRoot(t, "mounting btrfs with compress-force=zstd to make a zstd USR-A")
+	testutil.RequireTools(t, "mkfs.btrfs", "mkfs.ext4", "mount", "umount")
+	dir := t.TempDir()
+	usr := filepath.Join(dir, "usr.btrfs")
+	os.WriteFile(usr, nil, 0o600)
+	os.Truncate(usr, 120<<20)
+	if out, err := exec.Command("mkfs.btrfs", "-q", "-L", "USR-A", usr).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.btrfs: %v\n%s", err, out)
+	}
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	if out, err := exec.Command("mount", "-o", "loop,compress-force=zstd", usr, mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v\n%s", err, out)
+	}
+	os.MkdirAll(filepath.Join(mnt, "lib"), 0o755)
+	werr := os.WriteFile(filepath.Join(mnt, "lib", "os-release"), []byte("NAME=\"Flatcar Container Linux by Kinvolk\"\nID=flatcar\nID_LIKE=coreos\nVERSION=4459.2.0\nVERSION_ID=4459.2.0\nSYSEXT_LEVEL=1.0\nPRETTY_NAME=\"Flatcar Container Linux by Kinvolk 4459.2.0 (Oklo)\"\nHOME_URL=\"https://flatcar.org/\"\n"), 0o644)
+	if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("umount: %v\n%s", err, out)
+	}
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	tree := t.TempDir()
+	makeSysext(t, tree, "opt/extensions/kubernetes/kubernetes-v1.33.4-x86-64.raw", "kubernetes", sysext.Release{"ID": "flatcar", "VERSION_ID": "4459.2.0"})
+	os.MkdirAll(filepath.Join(tree, "etc", "extensions"), 0o755)
+	os.Symlink("/opt/extensions/kubernetes/kubernetes-v1.33.4-x86-64.raw", filepath.Join(tree, "etc", "extensions", "kubernetes.raw"))
+	img := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true, RootTree: tree, USRAImage: usr, USRASize: 128 << 20})
+	rep := inspectImage(t, img, 0)
+	x := rep.Extensions
+	// VERSION_ID without SYSEXT_LEVEL merges only when the host's VERSION_ID is known and equal.
+	if x.Host.Source != "/usr/lib/os-release on USR-A (btrfs)" || len(x.Links) != 1 || !x.Links[0].WouldMerge ||
+		!strings.Contains(x.Links[0].Reason, "VERSION_ID=4459.2.0 match") {
+		t.Fatalf("extensions: %+v", x)
+	}
+}
