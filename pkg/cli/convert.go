@@ -71,6 +71,7 @@ OUT is written to a temporary file next to it and renamed into place when comple
 	f := cmd.Flags()
 	f.StringVar(&to, "to", "", "output format: qcow2 or raw (default: from OUT's extension)")
 	f.BoolVar(&opts.Compress, "compress", false, "qcow2 output: deflate clusters in parallel (smaller, slower)")
+	f.BoolVar(&opts.Sync, "fsync", false, "wait until the output is on disk before finishing (like running sync afterwards)")
 	f.StringVar(&opts.Compat, "compat", "1.1", "qcow2 output: compat level 1.1 or 0.10")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	AddOutputFlag(f, &out)

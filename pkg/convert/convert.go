@@ -23,6 +23,9 @@ type Options struct {
 	Compress bool        // qcow2 output: deflate clusters in parallel
 	Compat   string      // qcow2 output: "1.1" (default) or "0.10"
 	Workers  int         // 0: GOMAXPROCS
+	// Sync waits until the output is on disk before renaming it into place. Off by default, as
+	// in qemu-img convert: the rename alone keeps an interrupted run from leaving a partial output.
+	Sync bool
 	// NewProgress, when set, makes a reporter for the given label and total bytes of data.
 	NewProgress func(label string, total int64) progress.Reporter
 }
@@ -132,6 +135,7 @@ func Write(ctx context.Context, src qcow2.Source, out string, format disk.Format
 		return 0, 0, err
 	}
 	defer f.Abort()
+	f.NoSync = !opts.Sync
 	switch format {
 	case disk.FormatQcow2:
 		err = qcow2.Write(ctx, src, f.File, qcow2.Options{Compress: opts.Compress, Version: version, Workers: opts.Workers, Progress: prog})

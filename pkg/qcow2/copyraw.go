@@ -26,7 +26,7 @@ func CopyToRaw(ctx context.Context, src Source, dst *os.File, workers int, progr
 	pieces := make(chan piece, workers)
 	errs := make(chan error, workers+1)
 	var wg sync.WaitGroup
-	for range workers {
+	for range max(workers, minReaders) { // several reads in flight keep a cold disk busy
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

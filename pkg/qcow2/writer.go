@@ -27,6 +27,7 @@ type Target interface {
 
 const (
 	chunkBytes = 1 << 20 // source bytes per pipeline job
+	minReaders = 4       // reads in flight at least, whatever the CPU count
 	// qemu decodes compressed clusters with a 4 KiB deflate window (inflateInit2 with -12).
 	deflateWindow = 1 << 12
 )
@@ -97,7 +98,7 @@ func runPipeline(ctx context.Context, src Source, runs []run, opts Options, writ
 	defer cancel()
 	cs := int64(1) << defaultClusterBits
 	per := max(1, chunkBytes/cs)
-	inflight := 2*opts.Workers + 2
+	inflight := 2*max(opts.Workers, minReaders) + 2
 	free := make(chan *job, inflight)
 	for range inflight {
 		free <- &job{in: make([]byte, per*cs), kinds: make([]clusterKind, per), spans: make([][2]int, per)}
@@ -119,18 +120,15 @@ func runPipeline(ctx context.Context, src Source, runs []run, opts Options, writ
 					return
 				}
 				j.vc, j.n, j.err, j.done = vc, int(min(per, r.vc+r.n-vc)), nil, make(chan struct{})
-				j.err = readFull(src, j.in[:int64(j.n)*cs], vc*cs)
-				if j.err != nil {
-					close(j.done)
-					ordered <- j
-					return
-				}
 				work <- j
 				ordered <- j
 			}
 		}
 	}()
-	for range opts.Workers {
+	// Workers read their job's data themselves: several reads in flight keep a cold disk busy
+	// (a single reader waits for each read in turn), and reading overlaps classifying. The writes
+	// stay on one goroutine, in order: spreading them over a pool measured slower here.
+	for range max(opts.Workers, minReaders) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -140,7 +138,9 @@ func runPipeline(ctx context.Context, src Source, runs []run, opts Options, writ
 			}
 			for j := range work {
 				if ctx.Err() == nil {
-					classify(j, cs, fw)
+					if j.err = readFull(src, j.in[:int64(j.n)*cs], j.vc*cs); j.err == nil {
+						classify(j, cs, fw)
+					}
 				}
 				close(j.done)
 			}

@@ -2,14 +2,16 @@
 # convert against qemu-img, in the same run, on a ~9 GiB sparse Flatcar-layout raw image holding
 # ~1 GiB of data (binaries, text, incompressible bytes, zeros):
 #   raw -> qcow2, raw -> compressed qcow2, qcow2 -> raw (and compressed qcow2 -> raw).
-# Prints wall times, peak RSS and ratios. The test image is cached under /var/tmp.
+# Prints wall times, peak RSS and ratios, warm (image in the page cache) and, as root, cold (page
+# cache dropped before every run). The test image is cached under /var/tmp. FLATCAR_CAPO_BIN=PATH
+# benchmarks a binary built elsewhere; MODES="warm cold" picks the passes; RUNS the runs per case.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin"
 work=${BENCH_DIR:-/var/tmp/flatcar-capo-bench}/convert
 mkdir -p "$work"
-bin=$work/flatcar-capo
-go build -trimpath -o "$bin" ./cmd/flatcar-capo || { echo "cannot build flatcar-capo" >&2; exit 1; }
+bin=${FLATCAR_CAPO_BIN:-$work/flatcar-capo}
+[ -n "${FLATCAR_CAPO_BIN:-}" ] || go build -o "$bin" ./cmd/flatcar-capo || { echo "cannot build flatcar-capo" >&2; exit 1; }
 img=$work/flatcar-9g.raw
 
 mib=1048576
@@ -47,11 +49,14 @@ build_image() {
 [ -f "$img" ] || build_image
 echo "image: $img, $(du -k --apparent-size "$img" | cut -f1) KiB virtual, $(du -k "$img" | cut -f1) KiB allocated"
 
-# run CMD...: time one command (warm page cache), print "seconds maxrss_kib cpu_seconds".
+# run CMD...: time one command, print "seconds maxrss_kib cpu_seconds". Warm: the input is read
+# into the page cache first; cold: dirty pages are written and the page cache is dropped first.
+# Either way earlier outputs are synced first, so no run pays for another's writeback.
+mode=warm
 run() {
   local t
-  cat "$img" >/dev/null
   sync
+  if [ "$mode" = cold ]; then echo 3 >/proc/sys/vm/drop_caches; else cat "$img" "${inputs[@]}" >/dev/null; fi
   t=$( { /usr/bin/time -f '%e %M %U %S' "$@" >/dev/null; } 2>&1 | tail -1)
   awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}' <<<"$t"
 }
@@ -61,40 +66,52 @@ alloc_of() { du -k "$1" | cut -f1; }
 best() { if [ -z "$1" ] || awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN{exit !(b < a)}'; then echo "$2"; else echo "$1"; fi; }
 
 runs=${RUNS:-3}
+modes=${MODES:-warm cold}
+[ "$(id -u)" = 0 ] || modes=${modes//cold/} # dropping the page cache needs root
 rows=()
-# bench LABEL OUT_OURS OUT_QEMU "OUR CMD" "QEMU CMD": best of $runs alternating runs each, since
-# other work on the machine makes single runs noisy.
+inputs=()
+# bench LABEL INPUT OUT_OURS OUT_QEMU "OUR CMD" "QEMU CMD": best of $runs runs each, ours and
+# qemu-img interleaved in the same run, since other work on the machine makes single runs noisy.
 bench() {
-  local label=$1 oo=$2 qo=$3 ours="" qemu="" i
+  local label=$1 oo=$3 qo=$4 ours="" qemu="" i
+  inputs=("$2")
   for i in $(seq "$runs"); do
     rm -f "$oo" "$qo"
-    ours=$(best "$ours" "$(run bash -c "$4")")
-    qemu=$(best "$qemu" "$(run bash -c "$5")")
+    ours=$(best "$ours" "$(run bash -c "$5")")
+    rm -f "$oo" "$qo"
+    qemu=$(best "$qemu" "$(run bash -c "$6")")
   done
   read -r ow orss ocpu <<<"$ours"
   read -r qw qrss qcpu <<<"$qemu"
-  rows+=("$label|$ow|$qw|$ocpu|$qcpu|$orss|$qrss|$(size_of "$oo")|$(size_of "$qo")")
+  rows+=("$mode|$label|$ow|$qw|$ocpu|$qcpu|$orss|$qrss")
 }
 
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 q=$work/q.qcow2 qq=$work/qemu.qcow2 c=$work/c.qcow2 qc=$work/qemu-c.qcow2 r=$work/back.raw qr=$work/qemu-back.raw
-bench "raw -> qcow2" "$q" "$qq" "$bin convert -q $img $q" "qemu-img convert -f raw -O qcow2 $img $qq"
-bench "raw -> qcow2 compressed" "$c" "$qc" "$bin convert -q --compress $img $c" "qemu-img convert -c -f raw -O qcow2 $img $qc"
-bench "qcow2 -> raw" "$r" "$qr" "$bin convert -q $qq $r" "qemu-img convert -f qcow2 -O raw $qq $qr"
-bench "compressed qcow2 -> raw" "$r" "$qr" "$bin convert -q $qc $r" "qemu-img convert -f qcow2 -O raw $qc $qr"
+# The qcow2 -> raw inputs are made by qemu-img once, so both tools read the same file.
+inq=$work/in.qcow2 inc=$work/in-c.qcow2
+[ -f "$inq" ] || qemu-img convert -f raw -O qcow2 "$img" "$inq"
+[ -f "$inc" ] || qemu-img convert -c -f raw -O qcow2 "$img" "$inc"
+for mode in $modes; do
+  bench "raw -> qcow2" "$img" "$q" "$qq" "$bin convert -q $img $q" "qemu-img convert -f raw -O qcow2 $img $qq"
+  bench "raw -> qcow2 compressed" "$img" "$c" "$qc" "$bin convert -q --compress $img $c" "qemu-img convert -c -f raw -O qcow2 $img $qc"
+  bench "qcow2 -> raw" "$inq" "$r" "$qr" "$bin convert -q $inq $r" "qemu-img convert -f qcow2 -O raw $inq $qr"
+  bench "compressed qcow2 -> raw" "$inc" "$r" "$qr" "$bin convert -q $inc $r" "qemu-img convert -f qcow2 -O raw $inc $qr"
+done
 
 # The outputs must be right, or the times mean nothing.
-qemu-img check -q "$q" && qemu-img compare -q -f qcow2 -F raw "$q" "$img"
-qemu-img check -q "$c" && qemu-img compare -q -f qcow2 -F raw "$c" "$img"
-cmp "$r" "$img"
+"$bin" convert -q "$img" "$q" >/dev/null && qemu-img check -q "$q" && qemu-img compare -q -f qcow2 -F raw "$q" "$img"
+"$bin" convert -q --compress "$img" "$c" >/dev/null && qemu-img check -q "$c" && qemu-img compare -q -f qcow2 -F raw "$c" "$img"
+"$bin" convert -q "$inq" "$r" >/dev/null && cmp "$r" "$img"
+"$bin" convert -q "$inc" "$r" >/dev/null && cmp "$r" "$img"
 
 echo
-echo "cores: $(nproc), load average before: $load, qemu-img: $(qemu-img --version | head -1), best of $runs runs"
-echo "| case | flatcar-capo | qemu-img | speed-up | CPU s ours / qemu-img | peak RSS ours / qemu-img | output KiB ours / qemu-img |"
+echo "cores: $(nproc), load average before: $load, qemu-img: $(qemu-img --version | head -1), best of $runs interleaved runs"
+echo "| cache | case | flatcar-capo | qemu-img | speed-up | CPU s ours / qemu-img | peak RSS ours / qemu-img |"
 echo "|---|---|---|---|---|---|---|"
 for row in "${rows[@]}"; do
-  IFS='|' read -r label ow qw ocpu qcpu orss qrss osz qsz <<<"$row"
+  IFS='|' read -r m label ow qw ocpu qcpu orss qrss <<<"$row"
   ratio=$(python3 -c "print('%.2fx' % ($qw / max($ow, 0.01)))")
-  echo "| $label | ${ow} s | ${qw} s | $ratio | $ocpu / $qcpu | $((orss / 1024)) / $((qrss / 1024)) MiB | $osz / $qsz |"
+  echo "| $m | $label | ${ow} s | ${qw} s | $ratio | $ocpu / $qcpu | $((orss / 1024)) / $((qrss / 1024)) MiB |"
 done
 rm -f "$q" "$qq" "$c" "$qc" "$r" "$qr"
