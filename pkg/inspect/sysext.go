@@ -2,12 +2,10 @@ package inspect
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
 	"github.com/diskfs/go-diskfs/filesystem/fat16"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
+	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
@@ -125,19 +124,18 @@ func judgeLink(fsys *ext4.FileSystem, p, name, kind string, host sysext.Host) Ex
 		resolved = final
 	}
 	l.Resolved, l.Checked = resolved, true
-	f, err := fsys.OpenFile(fsPath(resolved), os.O_RDONLY)
+	if kind, err := entryKind(fsys, resolved); err != nil || kind != "file" {
+		l.problem, l.Reason = "sysext-link-dangling", resolved+" is not a regular file in ROOT"
+		return l
+	}
+	// Block-aligned reads: go-diskfs' ext4 File.Read panics on some unaligned ones.
+	ra, size, err := rootfs.ReaderAt(fsys, fsPath(resolved))
 	if err != nil {
 		l.problem, l.Reason = "sysext-link-dangling", fmt.Sprintf("%s cannot be opened: %v", resolved, err)
 		return l
 	}
-	defer f.Close()
-	st, err := fsys.Stat(fsPath(resolved))
-	if err != nil || !st.Mode().IsRegular() {
-		l.problem, l.Reason = "sysext-link-dangling", resolved+" is not a regular file"
-		return l
-	}
-	l.Size = st.Size()
-	info, err := sysext.Read(&seekReaderAt{rs: f}, st.Size(), resolved)
+	l.Size = size
+	info, err := sysext.Read(ra, size, resolved)
 	if err != nil {
 		l.problem, l.Reason = "sysext-incompatible", err.Error()
 		return l
@@ -361,22 +359,6 @@ func fatNames[E interface{ Name() string }](readDir func(string) ([]E, error)) [
 		}
 	}
 	return nil
-}
-
-// seekReaderAt turns go-diskfs' ext4 file (Read + Seek, reading only the blocks asked for)
-// into the io.ReaderAt the squashfs reader wants.
-type seekReaderAt struct {
-	mu sync.Mutex
-	rs io.ReadSeeker
-}
-
-func (s *seekReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, err := s.rs.Seek(off, io.SeekStart); err != nil {
-		return 0, err
-	}
-	return io.ReadFull(s.rs, p)
 }
 
 // Rules: a search-path entry that would not be merged leaves the node without what it carries
