@@ -4,6 +4,7 @@ import (
 	"crypto/sha512"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -122,6 +123,22 @@ func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (roo
 	}
 	raw := filepath.Join(t.TempDir(), "out.raw")
 	testutil.Run(t, "convert", qcow2, raw).MustSucceed(t)
+	// inspect (the command) reads the baked sysext in ROOT and says Flatcar would merge it.
+	res := testutil.Run(t, "inspect", raw, "--for", "openstack", "-o", "json")
+	var rep struct {
+		Extensions struct {
+			Links []struct {
+				Path       string `json:"path"`
+				WouldMerge bool   `json:"wouldMerge"`
+			} `json:"links"`
+		} `json:"extensions"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil {
+		t.Fatalf("inspect -o json: %v\n%s%s", err, res.Stdout, res.Stderr)
+	}
+	if l := rep.Extensions.Links; len(l) != 1 || l[0].Path != "/etc/extensions/kubernetes.raw" || !l[0].WouldMerge {
+		t.Errorf("inspect extensions.links = %+v, want kubernetes.raw that would merge\n%s", l, res.Stderr)
+	}
 	root = rootfstest.ExtractRoot(t, raw)
 	rootfstest.Fsck(t, root, "of the built image's ROOT")
 	stored := "/opt/extensions/kubernetes/" + sysextFile
