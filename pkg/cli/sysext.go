@@ -279,6 +279,7 @@ type sysextReport struct {
 	Release    sysext.Release `json:"extensionRelease"`
 	Problems   []string       `json:"problems"`
 	Ignored    []string       `json:"ignored"`
+	NotRoot    []string       `json:"notRootOwned"`
 	Host       sysext.Host    `json:"host"`
 	WouldMerge bool           `json:"wouldMerge"`
 	Reason     string         `json:"reason"`
@@ -309,6 +310,9 @@ func inspectSysext(path, name string, host sysext.Host, verify bool) (*sysextRep
 	if r.Ignored == nil {
 		r.Ignored = []string{}
 	}
+	if r.NotRoot = info.NotRootOwned(); r.NotRoot == nil {
+		r.NotRoot = []string{}
+	}
 	r.WouldMerge, r.Reason = info.WouldMerge(name, host)
 	return r, nil
 }
@@ -337,6 +341,9 @@ func printSysextReport(w io.Writer, r *sysextReport) error {
 	}
 	for _, i := range r.Ignored {
 		fmt.Fprintf(w, "Note:        %s is not merged (systemd-sysext merges /usr and /opt only)\n", i)
+	}
+	if n := len(r.NotRoot); n > 0 {
+		fmt.Fprintf(w, "Note:        %d entries are not owned by root, e.g. %s: a user could replace what runs from /usr (make sysexts with -all-root)\n", n, r.NotRoot[0])
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "Problem:     %s\n", p)

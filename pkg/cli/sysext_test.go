@@ -180,7 +180,24 @@ func TestSysextInspectRefusesBadSysexts(t *testing.T) {
 	truncated := filepath.Join(dir, "truncated.raw")
 	os.WriteFile(truncated, data[:len(data)*2/3], 0o644)
 
-	testutil.Run(t, "sysext", "inspect", good).MustSucceed(t)
+	if res := testutil.Run(t, "sysext", "inspect", good).MustSucceed(t); strings.Contains(res.Stdout, "not owned by root") {
+		t.Errorf("an -all-root image reported as not root-owned:\n%s", res.Stdout)
+	}
+	// Made without -all-root by a user: merged, but worth a note.
+	userTree := filepath.Join(dir, "user.d")
+	os.MkdirAll(filepath.Join(userTree, "usr/lib/extension-release.d"), 0o755)
+	os.WriteFile(filepath.Join(userTree, rel+"user"), []byte("ID=_any\n"), 0o644)
+	os.Chown(filepath.Join(userTree, rel+"user"), 1000, 1000)
+	userImg := filepath.Join(dir, "user.raw")
+	if b, err := exec.Command("mksquashfs", userTree, userImg, "-noappend", "-quiet", "-no-progress").CombinedOutput(); err != nil {
+		t.Fatalf("mksquashfs: %v\n%s", err, b)
+	}
+	testutil.Run(t, "sysext", "inspect", userImg).MustSucceed(t)
+	if testutil.HaveRoot(t, "the note on a file owned by uid 1000 (only root can chown it)") {
+		if res := testutil.Run(t, "sysext", "inspect", userImg).MustSucceed(t); !strings.Contains(res.Stdout, "not owned by root, e.g. /usr/lib/extension-release.d/extension-release.user (1000:1000)") {
+			t.Errorf("a user-owned file is not noted:\n%s", res.Stdout)
+		}
+	}
 	testutil.Run(t, "sysext", "inspect", filepath.Join(dir, "norelease.raw"), "--name", "kubernetes").
 		MustFail(t, 1, "has no usr/lib/extension-release.d/extension-release.* file", "Would merge: NO")
 	testutil.Run(t, "sysext", "inspect", mismatched).

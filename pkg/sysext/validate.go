@@ -87,6 +87,18 @@ func (info *Info) Ignored() []string {
 	return out
 }
 
+// NotRootOwned lists entries not owned by root:root; systemd-sysext merges them anyway, but
+// a binary in /usr owned by another user can be replaced by that user.
+func (info *Info) NotRootOwned() []string {
+	var out []string
+	for _, e := range info.Files {
+		if e.UID != 0 || e.GID != 0 {
+			out = append(out, fmt.Sprintf("/%s (%d:%d)", e.Path, e.UID, e.GID))
+		}
+	}
+	return out
+}
+
 // Check is what a build runs on every sysext before putting it into an image: Open, the
 // checks for NAME, the merge rules against host, and a read of all file data.
 func Check(path, name string, host Host) (*Info, error) {
