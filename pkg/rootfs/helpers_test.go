@@ -1,6 +1,7 @@
 package rootfs
 
 import (
+	"bytes"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -58,17 +59,32 @@ func image(t testing.TB, diskSize int64, staging string, debugfsCmds ...string) 
 			}
 		}
 	}
-	content, err := os.ReadFile(fsFile)
+	in, err := os.Open(fsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer in.Close()
 	out, err := os.OpenFile(img, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	if _, err := out.WriteAt(content, start); err != nil {
+	// The fixture's ROOT range holds the fixture's own mkfs: clear it, then copy only the new
+	// filesystem's data (the image stays sparse, a few MiB written instead of the whole ROOT).
+	if err := zeroRange(out, start, size); err != nil {
 		t.Fatal(err)
+	}
+	buf, zero := make([]byte, 1<<20), make([]byte, 1<<20)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		n, err := in.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf[:n], zero[:n]) {
+			if _, err := out.WriteAt(buf[:n], start+off); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	return img
 }
