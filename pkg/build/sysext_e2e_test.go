@@ -63,6 +63,20 @@ func TestBuildSysextCLI(t *testing.T) {
 		checkSysextImage(t, filepath.Join(out2, name+".qcow2"), made, true)
 	})
 
+	t.Run("dry run plans the bake and writes nothing", func(t *testing.T) {
+		out := filepath.Join(dir, "dry")
+		res := testutil.Run(t, args(out, "--dry-run")...).MustSucceed(t)
+		for _, want := range []string{"made from the Kubernetes v1.33.4 release binaries", "/opt/extensions/kubernetes/" + sysextFile,
+			"link:        /etc/extensions/kubernetes.raw", "update-engine.service and locksmithd.service masked", name} {
+			if !strings.Contains(res.Stdout+res.Stderr, want) {
+				t.Errorf("--dry-run output lacks %q:\n%s%s", want, res.Stdout, res.Stderr)
+			}
+		}
+		if left, _ := filepath.Glob(filepath.Join(out, "*")); len(left) != 0 {
+			t.Errorf("--dry-run wrote %v", left)
+		}
+	})
+
 	t.Run("damaged sysext refused", func(t *testing.T) {
 		b, err := os.ReadFile(made)
 		if err != nil {
