@@ -40,6 +40,7 @@ type Options struct {
 	OEM           OEMKind           // "" means OEMBtrfs
 	NoGrubCfg     bool              // OEM partition without grub.cfg
 	GrubCfg       string            // grub.cfg content; "" = DefaultGrubCfg (LongGrubCfg for btrfs-kernel-zlib)
+	OEMID         string            // platform of oem-release and the OEM sysext files; "" = OEMID ("qemu")
 	ExtraOEMFiles map[string][]byte // more files in the OEM partition by relative path, e.g. "config.ign"
 	FirstBoot     bool              // /flatcar/first_boot on the ESP, as a fresh release image has it
 	HybridMBR     bool              // hybrid MBR like Flatcar before stable 4459.2.0 (0xEE + bootable 0xEF ESP)
@@ -125,7 +126,7 @@ func (o Options) key() string {
 	}
 	sort.Strings(names)
 	k := fmt.Sprintf("%s|%t|%q|%t|%t|%t|%d|%d", o.OEM, o.NoGrubCfg, o.GrubCfg, o.FirstBoot, o.HybridMBR, o.Bootable, o.oemSize(), o.diskSize())
-	k += fmt.Sprintf("|%d|%q|%q|%q|%x", o.usrASize(), o.USRAImage, o.RootTree, o.Kernel, sha256.Sum256(o.Initramfs))
+	k += fmt.Sprintf("|%d|%q|%q|%q|%x|%q", o.usrASize(), o.USRAImage, o.RootTree, o.Kernel, sha256.Sum256(o.Initramfs), o.OEMID)
 	for _, n := range names {
 		k += fmt.Sprintf("|%q=%q", n, o.ExtraOEMFiles[n])
 	}

@@ -41,10 +41,18 @@ func DefaultOEMFiles() map[string][]byte { return OEMFiles(Options{}) }
 // OEMFiles is exactly what the OEM filesystem of a disk built with opts contains, by path
 // relative to its root, so tests can compare byte for byte.
 func OEMFiles(opts Options) map[string][]byte {
+	id := opts.OEMID
+	if id == "" {
+		id = OEMID
+	}
+	release := fmt.Sprintf("ID=%s\nVERSION_ID=%s\nNAME=\"QEMU\"\nHOME_URL=\"https://www.qemu.org/\"\nBUG_REPORT_URL=\"https://issues.flatcar.org\"\n", id, Version)
+	if id == "openstack" {
+		release = fmt.Sprintf("ID=%s\nVERSION_ID=%s\nNAME=\"Openstack\"\nHOME_URL=\"https://www.openstack.org/\"\nBUG_REPORT_URL=\"https://issues.flatcar.org\"\n", id, Version)
+	}
 	files := map[string][]byte{
-		"oem-release": []byte(fmt.Sprintf("ID=%s\nVERSION_ID=%s\nNAME=\"QEMU\"\nHOME_URL=\"https://www.qemu.org/\"\nBUG_REPORT_URL=\"https://issues.flatcar.org\"\n", OEMID, Version)),
-		"sysext/oem-" + OEMID + "-" + Version + ".raw": sysextImage(),
-		"sysext/active-oem-" + OEMID:                   []byte(Version + "\n"),
+		"oem-release": []byte(release),
+		"sysext/oem-" + id + "-" + Version + ".raw": sysextImage(),
+		"sysext/active-oem-" + id:                   []byte(Version + "\n"),
 	}
 	if !opts.NoGrubCfg {
 		switch {

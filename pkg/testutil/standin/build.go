@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -58,7 +59,8 @@ func Build(ctx context.Context, opts Options) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(root, key)
-	image := filepath.Join(dir, "disk-"+opts.oem()+".img")
+	diskOpts := opts.diskOptions(dir, k)
+	image := filepath.Join(dir, "disk-"+opts.oem()+"-"+diskHash(diskOpts)+".img")
 	if _, err := os.Stat(image); err == nil {
 		return image, nil
 	}
@@ -85,25 +87,13 @@ func Build(ctx context.Context, opts Options) (string, error) {
 		return "", err
 	}
 	start := time.Now()
-	tmp := filepath.Join(dir, ".disk-"+opts.oem()+".tmp")
+	tmp := image + ".tmp"
 	initrd, err := os.ReadFile(filepath.Join(dir, "initrd.img"))
 	if err != nil {
 		return "", err
 	}
-	err = flatcardisk.BuildTo(tmp, flatcardisk.Options{
-		OEM:       flatcardisk.OEMBtrfs,
-		GrubCfg:   opts.grubCfg(),
-		FirstBoot: true,
-		Bootable:  true,
-		DiskSize:  DiskSize,
-		USRASize:  USRASize,
-		USRAImage: filepath.Join(dir, "usr.ext4"),
-		Kernel:    k.path,
-		Initramfs: initrd,
-		ExtraOEMFiles: map[string][]byte{
-			"oem-release": opts.oemRelease(),
-		},
-	})
+	diskOpts.Initramfs = initrd
+	err = flatcardisk.BuildTo(tmp, diskOpts)
 	if err != nil {
 		os.Remove(tmp)
 		return "", fmt.Errorf("standin: making the disk: %w", err)
@@ -116,6 +106,38 @@ func Build(ctx context.Context, opts Options) (string, error) {
 	}
 	opts.logf("standin: disk %s made in %s", image, time.Since(start).Round(time.Millisecond))
 	return image, nil
+}
+
+// diskOptions describe the disk around the built /usr (the initramfs is read from dir later).
+func (o Options) diskOptions(dir string, k kernelInfo) flatcardisk.Options {
+	return flatcardisk.Options{
+		OEM:       flatcardisk.OEMBtrfs,
+		OEMID:     o.oem(),
+		GrubCfg:   o.grubCfg(),
+		FirstBoot: true,
+		Bootable:  true,
+		DiskSize:  DiskSize,
+		USRASize:  USRASize,
+		USRAImage: filepath.Join(dir, "usr.ext4"),
+		Kernel:    k.path,
+	}
+}
+
+// diskHash names the disk by what flatcardisk puts on it besides /usr, so a change there (GRUB
+// config, OEM files) makes a new disk without rebuilding the Debian root.
+func diskHash(o flatcardisk.Options) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%#v\n%s\n", o, flatcardisk.MainGrubCfg())
+	files := flatcardisk.OEMFiles(o)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(h, "%s %x\n", name, sha256.Sum256(files[name]))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // buildSystem makes dir/usr.ext4 (USR-A's filesystem) and dir/initrd.img unless they exist; the
@@ -162,6 +184,7 @@ func buildSystem(ctx context.Context, root, dir string, k kernelInfo, opts Optio
 		}
 	}
 	opts.logf("standin: /usr filesystem and initramfs made in %s", time.Since(start).Round(time.Millisecond))
+	prune(root, filepath.Base(dir))
 	return nil
 }
 

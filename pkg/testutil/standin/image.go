@@ -3,9 +3,12 @@ package standin
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
@@ -29,4 +32,25 @@ func Image(t testing.TB, opts Options) string {
 		t.Logf("standin: guest image ready in %s: %s", d.Round(time.Millisecond), path)
 	}
 	return path
+}
+
+// CopyImage returns a writable sparse copy (a reflink where the filesystem can) of a cached
+// image in t.TempDir(), for a boot that may write to its disk.
+func CopyImage(t testing.TB, src string) string {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := disk.CopySparse(context.Background(), out, in); err != nil {
+		t.Fatalf("standin: copying %s: %v", src, err)
+	}
+	return dst
 }

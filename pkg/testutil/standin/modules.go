@@ -16,7 +16,7 @@ var wantModules = []string{
 	"virtio_pci", "virtio_blk", "virtio_net", "virtio_scsi", "virtio_console", "virtio-rng",
 	"e1000", "ata_piix", "ata_generic", "ahci", "sd_mod", "sr_mod",
 	"ext4", "btrfs", "overlay", "squashfs", "loop", "isofs", "vfat", "nls_cp437", "nls_ascii", "nls_utf8",
-	"qemu_fw_cfg", "fuse",
+	"qemu_fw_cfg", "fuse", "autofs4", "binfmt_misc",
 }
 
 // kernelInfo is the host's Debian kernel the guest boots, with its modules.

@@ -131,6 +131,15 @@ func customize(ctx context.Context, dir string, kernel kernelInfo) error {
 	if err := os.MkdirAll(filepath.Join(dir, "etc/extensions"), 0o755); err != nil {
 		return err
 	}
+	// boot.mount mounts the ESP, as on Flatcar: systemd's GPT auto-mounting would add an
+	// automount of its own on /boot.
+	gen := filepath.Join(dir, "etc/systemd/system-generators")
+	if err := os.MkdirAll(gen, 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink("/dev/null", filepath.Join(gen, "systemd-gpt-auto-generator")); err != nil {
+		return err
+	}
 	// Flatcar's core user (uid 500, sudo), whose home tmpfiles makes on the empty ROOT.
 	if err := chroot(ctx, dir, "useradd", "-u", "500", "-U", "-G", "sudo", "-M", "-d", "/home/core", "-s", "/bin/bash", "core"); err != nil {
 		return err

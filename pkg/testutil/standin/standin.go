@@ -58,12 +58,6 @@ func (o Options) grubCfg() string {
 	return "# Flatcar GRUB settings\n\nset oem_id=\"openstack\"\n"
 }
 
-// oemRelease is /oem/oem-release of that platform.
-func (o Options) oemRelease() []byte {
-	name := map[string]string{"qemu": "QEMU", "openstack": "Openstack"}[o.oem()]
-	return []byte(fmt.Sprintf("ID=%s\nVERSION_ID=%s\nNAME=%q\nBUG_REPORT_URL=\"https://issues.flatcar.org\"\n", o.oem(), Version, name))
-}
-
 // Packages is the guest's fixed package list (on top of mmdebstrap's minbase).
 var Packages = []string{
 	"systemd-sysv", "udev", "dbus", "kmod", "iproute2", "openssh-server", "openssh-client", "sudo",

@@ -14,26 +14,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
-// copyImage makes a writable sparse copy of the cached image for one test.
-func copyImage(t *testing.T, src string) string {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	dst := filepath.Join(t.TempDir(), "disk.img")
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	if err := disk.CopySparse(context.Background(), out, in); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 // must runs cmd in the guest and fails the test if it fails.
 func must(t *testing.T, g *Guest, cmd string) string {
 	t.Helper()
@@ -78,7 +58,7 @@ func rootEntries(t *testing.T, img string) string {
 // grown to the new end and resized online.
 func TestFirstBootFwCfgThenGrow(t *testing.T) {
 	testutil.RequireTools(t, "qemu-system-x86_64", "grub-fstest", "e2fsck", "losetup")
-	img := copyImage(t, Image(t, Options{}))
+	img := CopyImage(t, Image(t, Options{}))
 	if got := rootEntries(t, img); got != "lost+found/" {
 		t.Fatalf("the image's ROOT is not empty: %s", got)
 	}
@@ -214,7 +194,7 @@ func fsckROOT(t *testing.T, img string) {
 // ISO, as Nova hands it over.
 func TestFirstBootConfigDriveUEFI(t *testing.T) {
 	testutil.RequireTools(t, "qemu-system-x86_64", "xorriso")
-	img := copyImage(t, Image(t, Options{OEM: "openstack"}))
+	img := CopyImage(t, Image(t, Options{OEM: "openstack"}))
 	ign, key := TestUser(t)
 	dir := t.TempDir()
 	tree := filepath.Join(dir, "tree")
@@ -236,7 +216,8 @@ func TestFirstBootConfigDriveUEFI(t *testing.T) {
 	if _, err := g.SSH("test -e /boot/flatcar/first_boot"); err == nil {
 		t.Error("/boot/flatcar/first_boot still exists after the first boot")
 	}
-	wantContains(t, "/oem", must(t, g, "sudo cat /oem/oem-release /oem/grub.cfg"), "ID=openstack", `oem_id="openstack"`)
+	wantContains(t, "/oem", must(t, g, "sudo cat /oem/oem-release /oem/grub.cfg; ls /oem/sysext"), "ID=openstack", `oem_id="openstack"`,
+		"active-oem-openstack", "oem-openstack-"+Version+".raw")
 	must(t, g, "sudo systemctl start coreos-metadata.service")
 	wantContains(t, "/run/metadata/flatcar", must(t, g, "cat /run/metadata/flatcar"), "COREOS_OPENSTACK_HOSTNAME=", "COREOS_OPENSTACK_INSTANCE_UUID=", "COREOS_OPENSTACK_IPV4_LOCAL=10.0.2.15")
 	if err := g.Shutdown(); err != nil {
