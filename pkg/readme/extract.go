@@ -1,0 +1,196 @@
+package readme
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// SkipMarker starts the comment that exempts a README line (or, as a block's first line, a whole
+// block) from the README test; the reason follows it.
+const SkipMarker = "# not run by the README test:"
+
+// Line is one logical command line of a README code block.
+type Line struct {
+	Number int    // 1-based line in the README where it starts
+	Lang   string // the code block's language
+	Text   string // continuation lines joined
+	Skip   string // the reason after SkipMarker; "" = must run
+}
+
+// Command is a runnable flatcar-capo line.
+type Command struct {
+	Line
+	Env      []string // leading NAME=value assignments
+	Args     []string // after "flatcar-capo"
+	Stdout   string   // "> FILE" redirection, "" = none
+	WantCode int      // from a trailing "# exits N" comment
+}
+
+var shellLangs = map[string]bool{"sh": true, "bash": true, "shell": true, "console": true}
+
+// Lines returns every logical line of the README's fenced code blocks. Lines of shell blocks are
+// returned one by one (comment-only and blank lines dropped); a block in another language is
+// returned as one Line so its marker (or lack of one) can be checked.
+func Lines(r io.Reader) ([]Line, error) {
+	var (
+		out     []Line
+		inBlock bool
+		lang    string
+		block   []string
+		start   int
+		pending string
+		pendAt  int
+		n       int
+	)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		n++
+		text := sc.Text()
+		trimmed := strings.TrimSpace(text)
+		if strings.HasPrefix(trimmed, "```") {
+			if !inBlock {
+				inBlock, lang, block, start = true, strings.TrimSpace(strings.TrimPrefix(trimmed, "```")), nil, n+1
+				continue
+			}
+			inBlock = false
+			if pending != "" {
+				return nil, fmt.Errorf("README.md:%d: a line continuation (\\) runs into the end of the block", pendAt)
+			}
+			if !shellLangs[lang] {
+				l := Line{Number: start, Lang: lang, Text: strings.Join(block, "\n")}
+				if len(block) > 0 {
+					l.Skip = skipReason(strings.TrimSpace(block[0]))
+				}
+				out = append(out, l)
+			}
+			continue
+		}
+		if !inBlock {
+			continue
+		}
+		block = append(block, text)
+		if !shellLangs[lang] {
+			continue
+		}
+		if pending == "" {
+			pendAt = n
+		}
+		if strings.HasSuffix(trimmed, "\\") {
+			pending += strings.TrimSuffix(trimmed, "\\") + " "
+			continue
+		}
+		full := strings.TrimSpace(pending + trimmed)
+		pending = ""
+		if full == "" || (strings.HasPrefix(full, "#") && skipReason(full) == "") {
+			continue
+		}
+		out = append(out, Line{Number: pendAt, Lang: lang, Text: full, Skip: skipReason(full)})
+	}
+	if inBlock {
+		return nil, fmt.Errorf("README.md: code block opened at line %d is never closed", start-1)
+	}
+	return out, sc.Err()
+}
+
+// skipReason is the reason of a SkipMarker in text, "" if it has none (or an empty reason).
+func skipReason(text string) string {
+	i := strings.Index(text, SkipMarker)
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSpace(text[i+len(SkipMarker):])
+}
+
+var (
+	envAssign = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
+	exitsNote = regexp.MustCompile(`^#\s*exits (\d+)\b`)
+)
+
+// Parse turns a shell line into a Command. It understands what the README uses: leading
+// NAME=value assignments, single and double quotes, a trailing comment ("# exits N" sets the
+// expected exit code), and "> FILE". Anything else (pipes, &&, $VAR, subshells) is an error: the
+// line must then carry SkipMarker.
+func Parse(l Line) (Command, error) {
+	c := Command{Line: l}
+	words, comment, err := split(l.Text)
+	if err != nil {
+		return c, err
+	}
+	if m := exitsNote.FindStringSubmatch(comment); m != nil {
+		c.WantCode, _ = strconv.Atoi(m[1])
+	}
+	for len(words) > 0 && envAssign.MatchString(words[0]) {
+		c.Env, words = append(c.Env, words[0]), words[1:]
+	}
+	if len(words) == 0 || words[0] != "flatcar-capo" {
+		return c, fmt.Errorf("not a flatcar-capo command")
+	}
+	words = words[1:]
+	for i := 0; i < len(words); i++ {
+		if words[i] == ">" {
+			if i != len(words)-2 {
+				return c, fmt.Errorf("only a final \"> FILE\" redirection is understood")
+			}
+			c.Stdout, words = words[i+1], words[:i]
+			break
+		}
+	}
+	c.Args = words
+	return c, nil
+}
+
+// split is a small POSIX-like word splitter; it returns the words and a trailing comment.
+func split(s string) (words []string, comment string, err error) {
+	var (
+		cur    strings.Builder
+		inWord bool
+	)
+	flush := func() {
+		if inWord {
+			words = append(words, cur.String())
+			cur.Reset()
+			inWord = false
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == ' ' || ch == '\t':
+			flush()
+		case ch == '#' && !inWord:
+			return words, strings.TrimSpace(s[i:]), nil
+		case ch == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, "", fmt.Errorf("unterminated single quote")
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			inWord, i = true, i+1+j
+		case ch == '"':
+			j := strings.IndexByte(s[i+1:], '"')
+			if j < 0 {
+				return nil, "", fmt.Errorf("unterminated double quote")
+			}
+			inner := s[i+1 : i+1+j]
+			if strings.ContainsAny(inner, "$`\\") {
+				return nil, "", fmt.Errorf("expansions inside double quotes are not understood")
+			}
+			cur.WriteString(inner)
+			inWord, i = true, i+1+j
+		case strings.IndexByte("|&;<()$`\\*?", ch) >= 0:
+			return nil, "", fmt.Errorf("shell syntax %q is not understood", ch)
+		case ch == '>':
+			flush()
+			words = append(words, ">")
+		default:
+			cur.WriteByte(ch)
+			inWord = true
+		}
+	}
+	flush()
+	return words, "", nil
+}
