@@ -166,9 +166,16 @@ func newWorld(t *testing.T) *world {
 
 // run runs one README command the way the README shows it, with the stand-ins substituted.
 func (w *world) run(t *testing.T, c readme.Command) {
+	if err := w.check(t, c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// check runs c and says how it differs from what the README promises.
+func (w *world) check(t *testing.T, c readme.Command) error {
 	args, err := w.localArgs(c.Args)
 	if err != nil {
-		t.Fatalf("README.md:%d: %v", c.Number, err)
+		return fmt.Errorf("README.md:%d: %v", c.Number, err)
 	}
 	if len(args) > 0 && args[0] == "build" && !contains(args, "--dry-run") {
 		args = append(args, "--dry-run")
@@ -177,13 +184,12 @@ func (w *world) run(t *testing.T, c readme.Command) {
 	r := testutil.RunCmd(t, testutil.Cmd{Args: args, Env: append(append([]string{}, w.env...), c.Env...), Dir: w.dir})
 	t.Logf("README.md:%d: flatcar-capo %s -> exit %d in %.1f s", c.Number, strings.Join(args, " "), r.Code, time.Since(start).Seconds())
 	if r.Code != c.WantCode {
-		t.Fatalf("README.md:%d: %s\nexit code %d, the README says %d\nstdout:\n%s\nstderr:\n%s", c.Number, c.Text, r.Code, c.WantCode, r.Stdout, r.Stderr)
+		return fmt.Errorf("README.md:%d: %s\nexit code %d, the README says %d\nstdout:\n%s\nstderr:\n%s", c.Number, c.Text, r.Code, c.WantCode, r.Stdout, r.Stderr)
 	}
 	if c.Stdout != "" {
-		if err := os.WriteFile(filepath.Join(w.dir, c.Stdout), []byte(r.Stdout), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		return os.WriteFile(filepath.Join(w.dir, c.Stdout), []byte(r.Stdout), 0o644)
 	}
+	return nil
 }
 
 // localArgs replaces https://mirror.example/... values by the local server for their flag.
