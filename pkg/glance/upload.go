@@ -264,7 +264,12 @@ func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image,
 		v := images.ImageVisibility(req.Visibility)
 		opts.Visibility = &v
 	}
-	created, err := images.Create(ctx, c.Image, opts).Extract()
+	// The create request is never cut off by Ctrl-C: Glance may have made the record before the
+	// answer arrives, and only with its ID can the half-made image be deleted (fillImage then
+	// sees the cancellation at once).
+	createCtx, cancelCreate := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	created, err := images.Create(createCtx, c.Image, opts).Extract()
+	cancelCreate()
 	if err != nil {
 		return nil, "", glanceError(c, "creating the image record", err)
 	}
