@@ -2,8 +2,8 @@
 # Sysprep, the last provisioning step: the image must boot as a fresh machine. Checks the units we
 # installed, removes what identifies this build VM (Ignition config, machine-id, SSH host keys,
 # the payload), re-arms Ignition (/boot/flatcar/first_boot), masks automatic updates unless
-# KEEP_UPDATES=1, and arranges for the build user to be removed at shutdown: it is still logged in
-# over SSH now, and Packer's shutdown command (sudo systemctl poweroff) runs as that user.
+# KEEP_UPDATES=1, and leaves the build user's removal to Packer's shutdown command: the user is
+# logged in over SSH now, and that command is the last thing Packer runs as it.
 # Runs as root. Environment: BUILD_USER (default: $SUDO_USER), KEEP_UPDATES, PAYLOAD_DIR.
 set -euo pipefail
 die() { echo "flatcar-capo sysprep: ERROR: $*" >&2; exit 1; }
@@ -57,43 +57,26 @@ touch /boot/flatcar/first_boot
 sync -f /boot/flatcar/first_boot
 say "armed /boot/flatcar/first_boot"
 
-# 5. The build user goes last, when its SSH session is gone: a unit in /run (it vanishes with the
-# VM) whose stop, at shutdown, runs after user.slice (all sessions) has stopped.
-cat >/run/flatcar-capo-remove-build-user.sh <<SCRIPT
+# 5. The build user goes last, in Packer's shutdown command (sudo sh /run/flatcar-capo-shutdown.sh):
+# root by then, it removes the user (whose SSH session is the one running it) and powers off. The
+# result goes to the kernel log, so the build VM's console (serial.log) shows it; pkg/packer fails
+# the build on an ERROR there. /run vanishes with the VM.
+cat >/run/flatcar-capo-shutdown.sh <<SCRIPT
 #!/bin/sh
-# Runs at shutdown (ExecStop); its output goes to the console, which the build keeps (serial.log).
 set -u
 user='$user'
 SCRIPT
-cat >>/run/flatcar-capo-remove-build-user.sh <<'SCRIPT'
-# Whatever of the user survived the session stop would make userdel refuse or leave files behind.
-pkill -KILL -u "$user" 2>/dev/null
-for i in 1 2 3 4 5 6 7 8 9 10; do pgrep -u "$user" >/dev/null 2>&1 || break; sleep 0.5; done
-userdel --force --remove "$user" 2>&1 | grep -v 'mail spool'
-if id "$user" >/dev/null 2>&1; then
-  echo "flatcar-capo sysprep: ERROR: the build user $user could not be removed" >&2
+cat >>/run/flatcar-capo-shutdown.sh <<'SCRIPT'
+msg() { echo "flatcar-capo sysprep: $*"; echo "flatcar-capo sysprep: $*" >/dev/kmsg 2>/dev/null || true; }
+userdel --force --remove "$user" 2>&1 | grep -v -e 'mail spool' -e 'currently used by process' >&2
+if id "$user" >/dev/null 2>&1 || [ -e "/home/$user" ]; then
+  msg "ERROR: the build user $user could not be removed"
 else
-  echo "flatcar-capo sysprep: removed the build user $user"
+  msg "removed the build user $user"
 fi
 rm -f /etc/ssh/ssh_host_* /etc/machine-id
 sync
+exec systemctl poweroff
 SCRIPT
-chmod 0755 /run/flatcar-capo-remove-build-user.sh
-cat >/run/systemd/system/flatcar-capo-remove-build-user.service <<'UNIT'
-[Unit]
-Description=flatcar-capo sysprep: remove the build user at shutdown
-Before=user.slice systemd-user-sessions.service systemd-logind.service
-RequiresMountsFor=/home /etc
-
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/bin/true
-ExecStop=/run/flatcar-capo-remove-build-user.sh
-StandardOutput=journal+console
-StandardError=journal+console
-UNIT
-systemctl daemon-reload
-systemctl start flatcar-capo-remove-build-user.service
-systemctl is-active --quiet flatcar-capo-remove-build-user.service || die "could not arm the build user removal"
-say "build user $user will be removed at shutdown"
+chmod 0755 /run/flatcar-capo-shutdown.sh
+say "build user $user goes with the shutdown command"

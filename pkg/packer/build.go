@@ -131,14 +131,15 @@ func Build(ctx context.Context, cfg Config) (res Result, err error) {
 			os.RemoveAll(cfg.OutputDir)
 		}
 	}()
-	c := &condenser{log: logf}
-	if err := pi.validate(ctx, c); err != nil {
+	// validate's own output (warnings, "The configuration is valid.") only matters when it fails.
+	if err := pi.validate(ctx, &condenser{log: func(string) {}}); err != nil {
 		return res, err
 	}
+	c := &condenser{log: logf}
 	if err := pi.run(ctx, c, "build", "-machine-readable", "-color=false", "-on-error=cleanup", pi.templatePath()); err != nil {
 		return res, c.failure("packer build", err, pi.logFile())
 	}
-	// The build user is removed at shutdown, after packer's last command; only the console saw it.
+	// The build user is removed by the shutdown command, whose outcome only the console shows.
 	serial := filepath.Join(cfg.WorkDir, "serial.log")
 	if b, _ := os.ReadFile(serial); bytes.Contains(b, []byte("flatcar-capo sysprep: ERROR")) {
 		line := b[bytes.Index(b, []byte("flatcar-capo sysprep: ERROR")):]

@@ -49,7 +49,7 @@ func TestRenderPerPackerVersion(t *testing.T) {
 		`["-vnc", "none"]`, `hostfwd=tcp:127.0.0.1:{{ .SSHHostPort }}-:22`, `["-device", "virtio-net,netdev=user.0"]`,
 		`file=` + filepath.Join(cfg.OutputDir, "flatcar.img") + `,if=virtio`,
 		`"KUBERNETES_VERSION=v1.33.4"`, `"BUILD_USER=builder"`, `"PAYLOAD_DIR=` + GuestPayloadDir + `"`,
-		filepath.Join(cfg.WorkDir, "scripts", "sysprep.sh"), `shutdown_command     = "sudo -n systemctl poweroff"`,
+		filepath.Join(cfg.WorkDir, "scripts", "sysprep.sh"), `shutdown_command     = "sudo -n sh /run/flatcar-capo-shutdown.sh"`,
 		`source      = "` + cfg.Payload + `/"`,
 	}
 	mustContain("1.6.6", old, append(common, `skip_resize_disk = true`, `accelerator = "tcg"`,
