@@ -120,6 +120,9 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 
+	// Keystone + Glance start in the background (the slowest stand-in) while the release is made.
+	openstack := startOpenStack(t, base)
+
 	// The release: a Flatcar-layout qemu image (btrfs OEM with oem_id=qemu, first_boot flag),
 	// published as Flatcar does (qcow2 .img, DIGESTS.asc signed by a fresh key) for both the qemu
 	// and the openstack image names.
@@ -143,7 +146,7 @@ func newWorld(t *testing.T) *world {
 	}
 
 	kube := kubetest.New(t, kubernetes.Options{})
-	clouds := startOpenStack(t, base)
+	clouds := openstack()
 
 	w.mirrors = map[string]string{
 		"--release-server":    srv.ReleaseServer(),
@@ -228,30 +231,47 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// startOpenStack brings up Keystone + Glance for this test and returns a clouds.yaml that adds
-// the README's cloud names (mycloud, east, west) to scripts/openstack.sh's.
-func startOpenStack(t *testing.T, base string) string {
+// startOpenStack starts Keystone + Glance for this test and returns a function that waits for them
+// and returns a clouds.yaml that adds the README's cloud names (mycloud, east, west) to
+// scripts/openstack.sh's. They are stopped when the test ends.
+func startOpenStack(t *testing.T, base string) (wait func() string) {
 	t.Helper()
 	dir := filepath.Join(base, "openstack")
 	script := filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
+	var (
+		out  []byte
+		err  error
+		took time.Duration
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		start := time.Now()
+		out, err = exec.Command(script, "up", dir, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput()
+		took = time.Since(start)
+	}()
 	t.Cleanup(func() {
+		<-done
 		if out, err := exec.Command(script, "down", dir).CombinedOutput(); err != nil {
 			t.Errorf("stopping Keystone + Glance: %v\n%s", err, out)
 		}
 	})
-	start := time.Now()
-	if out, err := exec.Command(script, "up", dir, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput(); err != nil {
-		t.Fatalf("starting Keystone + Glance: %v\n%s", err, out)
+	return func() string {
+		t.Helper()
+		<-done
+		if err != nil {
+			t.Fatalf("starting Keystone + Glance: %v\n%s", err, out)
+		}
+		t.Logf("Keystone + Glance up in %.1f s", took.Seconds())
+		orig, err := os.ReadFile(filepath.Join(dir, "clouds.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		aliases := "  mycloud:\n    <<: *local\n  east:\n    <<: *local\n  west:\n    <<: *local\n    region_name: RegionTwo\n"
+		path := filepath.Join(base, "clouds.yaml")
+		if err := os.WriteFile(path, append(bytes.TrimRight(orig, "\n"), []byte("\n"+aliases)...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	t.Logf("Keystone + Glance up in %.1f s", time.Since(start).Seconds())
-	orig, err := os.ReadFile(filepath.Join(dir, "clouds.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	aliases := "  mycloud:\n    <<: *local\n  east:\n    <<: *local\n  west:\n    <<: *local\n    region_name: RegionTwo\n"
-	path := filepath.Join(base, "clouds.yaml")
-	if err := os.WriteFile(path, append(bytes.TrimRight(orig, "\n"), []byte("\n"+aliases)...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
