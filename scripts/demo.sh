@@ -1,41 +1,140 @@
 #!/usr/bin/env bash
-# The main job on a built-in default: a Flatcar-layout qemu image (made locally, no download)
-# is inspected, retargeted to OpenStack without root, inspected again, converted to qcow2 for
-# Glance, and the CAPO manifests for it are rendered.
+# `make demo`: the main job end to end with no internet and no cloud account, on stand-ins:
+#   - a release server on 127.0.0.1 with a Flatcar-layout release of the stand-in guest (a small
+#     Debian systemd guest on Flatcar's disk layout), signed by a demo key passed with --keyring,
+#     and a Kubernetes mirror with stand-in binaries and their .sha256 (scripts/demo/standins);
+#   - a real Keystone + Glance on 127.0.0.1 (scripts/openstack.sh), cloud "demo";
+#   - flatcar-capo build (Packer + QEMU), then build --method sysext of the same release,
+#     inspect, the Glance image IDs and the CAPO manifests.
+# Everything it starts is stopped on exit. DEMO_DIR (default ./demo) keeps the artifacts and the
+# servers' ports, so a rerun reuses the finished images. DEMO_PACKER picks the packer binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
-bin=bin/flatcar-capo
-out=${DEMO_DIR:-demo}
-mkdir -p "$out"
+bin=$PWD/bin/flatcar-capo
+out=$(mkdir -p "${DEMO_DIR:-demo}" && cd "${DEMO_DIR:-demo}" && pwd)
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+say() { printf '    %s\n' "$*"; }
+demo_start=$SECONDS
 
-step "Building a Flatcar-layout qemu image (btrfs OEM, grub.cfg: oem_id=qemu, flatcar.autologin; /flatcar/first_boot on the ESP)"
-go run ./scripts/mkdisk -variant btrfs -first-boot -o "$out/flatcar-qemu.raw"
+standins_pid='' osdir=''
+stop_all() {
+  local rc=$?
+  trap - EXIT INT TERM
+  [ -n "$standins_pid" ] && kill "$standins_pid" 2>/dev/null && wait "$standins_pid" 2>/dev/null || true
+  if [ -n "$osdir" ]; then scripts/openstack.sh down "$osdir" >/dev/null 2>&1 || true; rm -rf "$osdir"; fi
+  # build stops its own QEMU; this is a last resort for one started under $out.
+  pkill -f "qemu-system.*$out/" 2>/dev/null || true
+  ((rc == 0)) || echo "demo: FAILED (exit $rc); everything it started is stopped. Logs: $out/*.log" >&2
+  exit "$rc"
+}
+trap stop_all EXIT
+trap 'exit 130' INT TERM
 
-step "flatcar-capo inspect $out/flatcar-qemu.raw --for openstack   (expected: NOT READY, exit 1)"
-$bin inspect "$out/flatcar-qemu.raw" --for openstack || echo "(exit code $?: as expected, a qemu image is not ready for OpenStack)"
+cat <<EOF
 
-step "flatcar-capo oem set $out/flatcar-qemu.raw --id openstack --output-file $out/flatcar-openstack.raw"
-time $bin oem set "$out/flatcar-qemu.raw" --id openstack --output-file "$out/flatcar-openstack.raw"
+  flatcar-capo demo: THIS IS A DEMO ON STAND-INS, not on Flatcar and not on a real cloud.
+  The "Flatcar release" is a small Debian systemd guest laid out like Flatcar's disk, served
+  from 127.0.0.1 and signed by a demo key; kubeadm/kubelet/kubectl/crictl/CNI are stand-in
+  scripts from a local mirror; Keystone + Glance are real, on 127.0.0.1. Packer and QEMU are
+  real (TCG: no KVM needed). Nothing here touches the internet. Artifacts: $out
 
-step "flatcar-capo inspect $out/flatcar-openstack.raw --for openstack"
-$bin inspect "$out/flatcar-openstack.raw" --for openstack
+EOF
 
-if command -v grub-fstest >/dev/null; then
-  step "What GRUB itself reads from the OEM partition (grub-fstest)"
-  grub-fstest "$out/flatcar-openstack.raw" cat '(loop0,gpt6)/grub.cfg'
-fi
+step "Keystone + Glance on 127.0.0.1 (scripts/openstack.sh), started in the background"
+osdir=$(mktemp -d /tmp/flatcar-capo-demo-openstack.XXXXXX)
+os_start=$SECONDS
+scripts/openstack.sh up "$osdir" --owner $$ >"$out/openstack.log" 2>&1 &
+os_pid=$!
 
-if $bin convert --help >/dev/null 2>&1; then
-  step "flatcar-capo convert $out/flatcar-openstack.raw $out/flatcar-openstack.qcow2 --compress"
-  $bin convert "$out/flatcar-openstack.raw" "$out/flatcar-openstack.qcow2" --compress
-  $bin oem show "$out/flatcar-openstack.qcow2"
-fi
+step "Stand-in release server and Kubernetes mirror on 127.0.0.1 (the first run builds the stand-in guest: root + mmdebstrap, a few minutes; then cached)"
+go build -o bin/demo-standins ./scripts/demo/standins
+rm -f "$out/standins/standins.env"
+bin/demo-standins -dir "$out/standins" -owner $$ > >(tee "$out/standins.log" | sed -u 's/^/    /') 2>&1 &
+standins_pid=$!
+deadline=$((SECONDS + 1200))
+until [ -f "$out/standins/standins.env" ]; do
+  kill -0 "$standins_pid" 2>/dev/null || { echo "demo: the stand-in servers did not start; see $out/standins.log" >&2; exit 1; }
+  ((SECONDS < deadline)) || { echo "demo: the stand-in servers did not start within 20 min" >&2; exit 1; }
+  sleep 1
+done
+# shellcheck disable=SC1091
+. "$out/standins/standins.env"
+mirrors=(--release-server "$RELEASE_SERVER" --keyring "$KEYRING"
+  --kubernetes-mirror "$KUBERNETES_MIRROR" --github-mirror "$GITHUB_MIRROR")
 
-if $bin manifests --help >/dev/null 2>&1; then
-  step "flatcar-capo manifests --image-name flatcar-openstack --kubernetes-version v1.33.1 (first lines)"
-  $bin manifests --image-name flatcar-openstack --kubernetes-version v1.33.1 --cluster-name demo | head -40
-fi
-step "Done: artifacts are in $out/"
-ls -lsh "$out"
+step "Keystone + Glance: cloud 'demo' in a clouds.yaml"
+wait "$os_pid" || { cat "$out/openstack.log" >&2; exit 1; }
+{ cat "$osdir/clouds.yaml"; printf '  demo:\n    <<: *local\n'; } >"$out/clouds.yaml"
+chmod 600 "$out/clouds.yaml"
+export OS_CLIENT_CONFIG_FILE=$out/clouds.yaml
+say "up after $((SECONDS - os_start)) s; OS_CLIENT_CONFIG_FILE=$OS_CLIENT_CONFIG_FILE"
+
+packer=${DEMO_PACKER:-$(command -v packer || true)}
+[ -n "$packer" ] || { echo "demo: no packer on PATH: run scripts/install-deps.sh demo" >&2; exit 1; }
+
+build() { # NAME ARGS...: one build, its progress indented, its record in $out/NAME.json
+  local name=$1; shift
+  local cmd=("$bin" build --oem openstack --channel stable --cloud demo "${mirrors[@]}" --output-dir "$out/$name" "$@")
+  step "flatcar-capo ${cmd[*]:1}"
+  local t=$SECONDS
+  # Progress (stderr) is shown and kept in NAME.log; the record (-o json) goes to NAME.json.
+  "${cmd[@]}" -o json 2> >(tee "$out/$name.log" | sed -u 's/^/    /') >"$out/$name.json"
+  echo $((SECONDS - t)) >"$out/$name.seconds"
+}
+field() { jq -r "$1" "$out/$2.json"; }
+
+build packer --packer "$packer"
+build sysext --method sysext
+
+step "Both builds, side by side"
+printf '    %-8s %-10s %-8s %-46s %s\n' method wall reused "Glance image (cloud demo)" artifact
+for m in packer sysext; do
+  printf '    %-8s %-10s %-8s %-46s %s\n' "$m" "$(cat "$out/$m.seconds") s" "$(field .reused $m)" \
+    "$(field '.glance[0].id' $m) $(field '.glance[0].action' $m)" "$(field '.artifacts[0].file' $m)"
+done
+for m in packer sysext; do
+  [ "$(field .reused $m)" = true ] && say "$m: reused (its record matches these inputs and its sha512 verifies; --force rebuilds)"
+done
+
+for m in packer sysext; do
+  img=$(field '.artifacts[0].file' $m)
+  [[ $img = /* ]] || img=$out/$m/$img
+  step "flatcar-capo inspect $img --for openstack"
+  "$bin" inspect "$img" --for openstack | sed -u 's/^/    /'
+  say "verdict: $("$bin" inspect "$img" --for openstack -o json | jq -r .verdict) (exit 0)"
+done
+
+step "What Glance holds (openstack --os-cloud demo image list)"
+openstack --os-cloud demo image list -f value -c ID -c Name -c Status | sed 's/^/    /'
+
+step "CAPO manifests for the uploaded images"
+for m in packer sysext; do
+  flavor=$(field .flavor $m)
+  file=$out/cluster-$m.yaml
+  "$bin" manifests --flavor $flavor --image-name "$(field .imageName $m)" \
+    --kubernetes-version "$KUBERNETES_VERSION" --cluster-name demo-$m --output-file "$file"
+  say "$m: $file  (flavor $flavor; record says: $(field .manifestsCommand $m))"
+done
+
+step "Done in $((SECONDS - demo_start)) s. Glance image IDs:"
+for m in packer sysext; do say "$m: $(field '.glance[0].id' $m)  $(field .imageName $m)"; done
+say "manifests: $out/cluster-packer.yaml $out/cluster-sysext.yaml"
+
+cat <<'EOF'
+
+==> On a real cloud (internet, a clouds.yaml with your cloud "mycloud"; packer + qemu for the
+    Packer method; KVM makes it faster but is not needed):
+
+    export OS_CLIENT_CONFIG_FILE=~/.config/openstack/clouds.yaml
+    flatcar-capo build --oem openstack --channel stable --cloud mycloud
+    flatcar-capo build --oem openstack --channel stable --cloud mycloud --method sysext   # no VM
+    flatcar-capo manifests --flavor baked --image-name flatcar-stable-<version>-kube-v1.33.4 \
+        --kubernetes-version v1.33.4 --cluster-name mycluster --output-file cluster-template.yaml
+    export EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION=true
+    clusterctl generate cluster mycluster --from cluster-template.yaml > mycluster.yaml
+    kubectl apply -f mycluster.yaml
+
+    build prints the image name and the exact manifests command for the image it made.
+    Air-gapped: add --release-server, --kubernetes-mirror, --github-mirror (or --sysext FILE).
+EOF

@@ -11,9 +11,12 @@ common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-comm
 test=(packer dropbear-bin openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
   gcc libc6-dev squashfs-tools) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks
 bench=(libguestfs-tools hyperfine time)
+# make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq.
+demo=(packer openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
+  squashfs-tools jq)
 
 case "$profile" in
-  demo)  want=("${common[@]}") ;;
+  demo)  want=("${common[@]}" "${demo[@]}") ;;
   test)  want=("${common[@]}" "${test[@]}") ;;
   bench) want=("${common[@]}" "${test[@]}" "${bench[@]}") ;;
   *) echo "usage: $0 [test|demo|bench]" >&2; exit 2 ;;
