@@ -194,3 +194,54 @@ func split(s string) (words []string, comment string, err error) {
 	flush()
 	return words, "", nil
 }
+
+var inlineCode = regexp.MustCompile("`(flatcar-capo [^`]+)`")
+
+// InlineCommands returns the `flatcar-capo ...` spans of the README's prose and tables (outside
+// code blocks): command synopses, whose subcommands and flags must exist even though they are
+// not runnable as written.
+func InlineCommands(r io.Reader) ([]Line, error) {
+	var (
+		out     []Line
+		inBlock bool
+		n       int
+	)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		n++
+		text := sc.Text()
+		if strings.HasPrefix(strings.TrimSpace(text), "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if inBlock {
+			continue
+		}
+		for _, m := range inlineCode.FindAllStringSubmatch(text, -1) {
+			out = append(out, Line{Number: n, Text: m[1]})
+		}
+	}
+	return out, sc.Err()
+}
+
+var longFlag = regexp.MustCompile(`(^|[\s\[|\\])(--[a-z][a-z0-9-]*)`)
+
+// Synopsis splits a command synopsis into its leading words (the candidate subcommand path) and
+// the long flags it names anywhere.
+func Synopsis(text string) (words, flags []string) {
+	for _, w := range strings.Fields(strings.TrimPrefix(text, "flatcar-capo ")) {
+		if !regexp.MustCompile(`^[a-z][a-z0-9-]*$`).MatchString(w) {
+			break
+		}
+		words = append(words, w)
+	}
+	seen := map[string]bool{}
+	for _, m := range longFlag.FindAllStringSubmatch(text, -1) {
+		if !seen[m[2]] {
+			seen[m[2]] = true
+			flags = append(flags, m[2])
+		}
+	}
+	return words, flags
+}
