@@ -41,7 +41,12 @@ func NewRootCommand() *cobra.Command {
 		Long: `flatcar-capo turns a published Flatcar Container Linux release into an image that boots
 correctly on OpenStack under Cluster API Provider OpenStack (CAPO), without root.
 
-Every step of the pipeline is a command of its own:
+The main job, all steps in one: build a CAPO-ready image (Kubernetes installed by a Packer QEMU
+build, or baked in as a systemd-sysext without a VM), set its OEM, convert and upload it:
+
+  build      flatcar-capo build --oem openstack --channel stable [--method sysext] [--cloud NAME]
+
+Every step of the pipeline is also a command of its own:
 
   release    resolve a channel/version to artifact URLs
   fetch      download, verify (OpenPGP + SHA512) and decompress a release image
@@ -51,6 +56,7 @@ Every step of the pipeline is a command of its own:
   upload     upload to Glance, verified and idempotent
   manifests  render CAPO cluster templates for Flatcar nodes
   lint       find the Ignition pitfalls in existing CAPO manifests
+  sysext     make or inspect a Kubernetes systemd-sysext image
 
 Conventions: -o/--output text|json selects the report format; a file a command writes is named
 with --output-file; flags can also be set through FLATCAR_CAPO_<FLAG> environment variables
