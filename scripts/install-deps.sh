@@ -34,7 +34,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # Packer >= 1.10 with the QEMU plugin (what users run; Debian has 1.6.6 only): built from the Go
-# module proxy and cached when none is found (first run ~2-5 min, then ~1 s).
-"$(dirname "$0")/install-packer.sh" >/dev/null
+# module proxy and cached when none is found (first run ~2-5 min, then ~1 s). The demo runs
+# Debian's packer (DEMO_PACKER picks another), so a fresh machine's `make demo` skips it.
+[ "$profile" = demo ] || "$(dirname "$0")/install-packer.sh" >/dev/null
 # Go modules for the build and tests.
 if [ -f go.mod ] && command -v go >/dev/null; then go mod download; fi
