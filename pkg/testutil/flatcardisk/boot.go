@@ -156,6 +156,8 @@ func initramfs() ([]byte, error) {
 	init := "#!/bin/busybox sh\n" +
 		"/bin/busybox mount -t proc proc /proc\n" +
 		"echo \"" + CmdlineMarker + "$(/bin/busybox cat /proc/cmdline)\" > /dev/ttyS0\n" +
+		// poweroff -f does not drain the tty: on a busy TCG host the marker line was lost.
+		"/bin/busybox sleep 2\n" +
 		"/bin/busybox poweroff -f\n"
 	var c cpioWriter
 	c.add("bin", 0o040755, 0, 0, nil)
