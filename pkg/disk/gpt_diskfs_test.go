@@ -156,8 +156,10 @@ func fixCRCs(img []byte) {
 	binary.LittleEndian.PutUint32(h[16:], crc32.ChecksumIEEE(h[:92]))
 }
 
-// FuzzGPTReadersAgree runs our parser and go-diskfs' on the same image: whenever go-diskfs
-// accepts a table, ours must have read the same partitions.
+// FuzzGPTReadersAgree runs our parser and go-diskfs' on the same image: whenever both accept
+// a table, they must have read the same partitions. Ours refusing what go-diskfs accepts is
+// expected (it reads negative sizes and entries over the MBR: TestGoDiskfsGPTEvidence), so this
+// oracle is not in `make test`'s fuzz run; `make fuzz-oracles` runs it.
 func FuzzGPTReadersAgree(f *testing.F) {
 	seed := make([]byte, 68*512)
 	copy(seed[512:], "EFI PART")
@@ -182,7 +184,8 @@ func FuzzGPTReadersAgree(f *testing.F) {
 			return // including go-diskfs' known panics (TestGoDiskfsGPTEvidence)
 		}
 		if oursErr != nil {
-			t.Fatalf("go-diskfs read %+v, ours failed: %v", theirs, oursErr)
+			t.Logf("ours refused what go-diskfs read as %+v: %v", theirs, oursErr)
+			return
 		}
 		if !reflect.DeepEqual(ours, theirs) {
 			t.Fatalf("ours %+v\ngo-diskfs %+v", ours, theirs)
