@@ -28,6 +28,7 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	}
 	runner := &multistep.BasicRunner{Steps: timeSteps(o, rec, steps)}
 	start := time.Now()
+	state.Put(KeyStart, start)
 	runner.Run(ctx, state)
 	rec.Seconds = time.Since(start).Seconds()
 	if _, cancelled := state.GetOk(multistep.StateCancelled); cancelled || ctx.Err() != nil {
@@ -41,6 +42,9 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	}
 	return rec, nil
 }
+
+// KeyStart is when the build started (time.Time): the record's seconds count from it.
+const KeyStart = "start"
 
 // withLog makes the error name the method's full log where it is now: the build directory is
 // gone, so a log a step named there was moved next to the artifact (KeyLogMoved).

@@ -33,7 +33,7 @@ type Record struct {
 	Artifacts []Artifact   `json:"artifacts"`
 	Glance    []GlanceInfo `json:"glance,omitempty"`
 	Steps     []StepTiming `json:"steps"`
-	Seconds   float64      `json:"seconds"`
+	Seconds   float64      `json:"seconds"` // the run's wall time up to writing the record
 	Reused    bool         `json:"reused"`
 	DryRun    *Plan        `json:"plan,omitempty"`
 }
@@ -54,7 +54,7 @@ type Inputs struct {
 	KubernetesMirror string   `json:"kubernetesMirror"`
 	GitHubMirror     string   `json:"githubMirror"`
 	Provision        []string `json:"provision,omitempty"` // sha256:path of each script
-	Sysext           []string `json:"sysext,omitempty"`
+	Sysext           []string `json:"sysext,omitempty"`    // sha512:FILE|URL of each --sysext (its content)
 	KeepUpdates      bool     `json:"keepUpdates"`
 	DiskSize         int64    `json:"diskSize,omitempty"`
 }

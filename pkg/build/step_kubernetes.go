@@ -18,6 +18,10 @@ func (*StepKubernetes) Name() string { return "kubernetes" }
 
 func (*StepKubernetes) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
+	if !needsKubernetesDownloads(o) {
+		note(state, "skipped: --sysext gives the Kubernetes sysext, nothing to download")
+		return multistep.ActionContinue
+	}
 	ko := o.Kubernetes
 	if ko.CacheDir == "" {
 		ko.CacheDir = o.CacheDir
@@ -44,3 +48,9 @@ func (*StepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 }
 
 func (*StepKubernetes) Cleanup(multistep.StateBag) {}
+
+// needsKubernetesDownloads is false for the sysext method with --sysext: the Kubernetes sysext
+// is among them (StepSysext refuses otherwise), so an air-gapped site needs no mirror.
+func needsKubernetesDownloads(o *Options) bool {
+	return o.Method != MethodSysext || len(o.Sysext) == 0
+}

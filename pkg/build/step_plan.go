@@ -49,6 +49,9 @@ func (*StepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	p := &Plan{Method: o.Method, Channel: rel.Channel, FlatcarVersion: rel.Version, Arch: rel.Arch, Base: o.Base,
 		OEM: o.OEM, KubernetesVersion: o.Kubernetes.Kubernetes, Downloads: o.Kubernetes.Files(), ImageName: o.ImageName,
 		Artifact: ArtifactPath(o), Clouds: o.Clouds, Flavor: Flavor(o.Method)}
+	if !needsKubernetesDownloads(o) {
+		p.Downloads = []kubernetes.File{}
+	}
 	if o.BaseImage != "" {
 		p.BaseImage, _ = filepath.Abs(o.BaseImage)
 	} else {

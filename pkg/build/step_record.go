@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
 )
 
 // Flavors of `flatcar-capo manifests --flavor` that fit each method's image.
-var flavors = map[string]string{MethodPacker: "baked", MethodSysext: "sysext-baked"}
+var flavors = map[string]string{MethodPacker: capo.FlavorBaked, MethodSysext: capo.FlavorSysextBaked}
 
 // Flavor is the manifests flavor that fits an image built with method.
 func Flavor(method string) string { return flavors[method] }
@@ -31,6 +34,9 @@ func (*StepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 	artifact := getString(state, KeyArtifact)
 	rec.Flavor = Flavor(o.Method)
 	rec.Manifests = ManifestsCommand(o.Method, o.ImageName, o.Kubernetes.Kubernetes)
+	if start, ok := state.Get(KeyStart).(time.Time); ok {
+		rec.Seconds = time.Since(start).Seconds() // this run's wall time so far; the record is written now
+	}
 	if !Reused(state) {
 		sum, n, err := sha512File(artifact)
 		if err != nil {

@@ -14,11 +14,13 @@ import (
 
 // StepResolve turns the channel/version into a release number (version.txt for aliases), then
 // fixes the image name, the output directory, the artifact path and the inputs key.
-type StepResolve struct{}
+type StepResolve struct {
+	sysextDir string // --sysext downloads, removed by Cleanup
+}
 
 func (*StepResolve) Name() string { return "resolve" }
 
-func (*StepResolve) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (s *StepResolve) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	rel := o.Release
 	switch {
@@ -53,6 +55,12 @@ func (*StepResolve) Run(ctx context.Context, state multistep.StateBag) multistep
 	if err != nil {
 		return halt(state, err)
 	}
+	sx, files, err := sysextInputs(ctx, o, s.sysextDownloadDir)
+	if err != nil {
+		return halt(state, err)
+	}
+	in.Sysext = sx
+	state.Put(KeySysextFiles, files)
 	rec.Inputs, rec.InputsKey = in, in.Key()
 	if o.BaseImage == "" {
 		rec.Base.URL = rel.URL(release.ImageFile(o.Base, release.CompressionNone))
@@ -61,7 +69,11 @@ func (*StepResolve) Run(ctx context.Context, state multistep.StateBag) multistep
 	return multistep.ActionContinue
 }
 
-func (*StepResolve) Cleanup(multistep.StateBag) {}
+func (s *StepResolve) Cleanup(multistep.StateBag) {
+	if s.sysextDir != "" {
+		os.RemoveAll(s.sysextDir)
+	}
+}
 
 // ArtifactPath is <output dir>/<image name>.qcow2.
 func ArtifactPath(o *Options) string { return filepath.Join(o.OutputDir, o.ImageName+".qcow2") }
@@ -71,7 +83,7 @@ func inputs(o *Options, rel release.Release) (Inputs, error) {
 	in := Inputs{Method: o.Method, Channel: rel.Channel, Version: rel.Version, Arch: rel.Arch, Base: o.Base,
 		OEM: o.OEM, Kubernetes: o.Kubernetes.Kubernetes, Crictl: o.Kubernetes.Crictl, CNI: o.Kubernetes.CNI,
 		KubernetesMirror: o.Kubernetes.Mirror, GitHubMirror: o.Kubernetes.GitHubMirror,
-		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize, Sysext: o.Sysext}
+		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize}
 	if o.BaseImage != "" {
 		fi, err := os.Stat(o.BaseImage)
 		if err != nil {

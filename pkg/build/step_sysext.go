@@ -60,7 +60,8 @@ func (*StepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if len(o.Sysext) == 0 {
 		exts, err = makeKubernetesSysext(ctx, state, o, work)
 	} else {
-		exts, err = takeSysexts(ctx, o, work)
+		files, _ := state.Get(KeySysextFiles).(map[string]string)
+		exts, err = takeSysexts(ctx, o, work, files)
 	}
 	if err != nil {
 		return halt(state, err)
@@ -123,12 +124,14 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 
 // takeSysexts fetches and checks each --sysext; one of them must be the Kubernetes sysext of
 // --kubernetes-version (the image name and the record say which Kubernetes the image runs).
-func takeSysexts(ctx context.Context, o *Options, work string) ([]Sysext, error) {
+func takeSysexts(ctx context.Context, o *Options, work string, downloaded map[string]string) ([]Sysext, error) {
 	var exts []Sysext
 	names := map[string]string{}
 	for _, s := range o.Sysext {
 		p := s
-		if isURL(s) {
+		if d, ok := downloaded[s]; ok {
+			p = d
+		} else if isURL(s) {
 			var err error
 			if p, err = download(ctx, s, work); err != nil {
 				return nil, err
