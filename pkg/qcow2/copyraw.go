@@ -17,8 +17,8 @@ func CopyToRaw(ctx context.Context, src Source, dst *os.File, workers int, progr
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	if err := dst.Truncate(0); err != nil {
-		return fmt.Errorf("emptying %s: %w", dst.Name(), err)
+	if err := emptyFile(dst); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -101,4 +101,21 @@ func copyPiece(src Source, dst *os.File, buf []byte, off int64) error {
 		i += n
 	}
 	return flush(len(buf))
+}
+
+// emptyFile truncates f to zero length unless it is already empty: on ext4 a truncate to zero
+// marks the file for writeback on close (auto_da_alloc, meant for rewrite-in-place), so the
+// close of a fresh 1 GiB output would submit all of it to the disk and wait for the queue.
+func emptyFile(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() == 0 {
+		return nil
+	}
+	if err := f.Truncate(0); err != nil {
+		return fmt.Errorf("emptying %s: %w", f.Name(), err)
+	}
+	return nil
 }
