@@ -24,7 +24,7 @@ RACE_PKGS := ./pkg/bzip2/ ./pkg/qcow2/
 RACE_RUN := ^(TestConvertInProcess|TestFetchPipelineInProcess|TestStalledBodyFails|TestFake.*)$$
 RACE_RUN_PKGS := ./pkg/convert/ ./pkg/fetch/ ./pkg/glance/
 
-.PHONY: all build deps demo test test-go race fuzz fuzz-oracles bench vet clean
+.PHONY: all build deps demo test test-go test-packer-guest race fuzz fuzz-oracles bench vet clean
 
 all: build
 
@@ -69,6 +69,11 @@ race: $(SUMMARY)
 fuzz: $(SUMMARY)
 	@mkdir -p $(TESTLOG)
 	scripts/fuzz.sh $(FUZZTIME)
+
+# The packer package's own full guest build + boot (pkg/build's end-to-end test covers the same
+# path with both packers in `make test`): for work on packer/ or pkg/packer.
+test-packer-guest: deps
+	$(GO) test -tags guest -count=1 -timeout 30m -run TestBuildStandinAndBootResult -v ./pkg/packer/
 
 # Differential oracles that compare us with a reference reader known to misread some inputs:
 # run by hand when evaluating that reader again, not in `make test`.
