@@ -112,7 +112,8 @@ func customize(ctx context.Context, dir string, kernel kernelInfo) error {
 	writes := map[string]string{
 		"usr/lib/os-release": osRelease(),
 		"etc/hostname":       "localhost\n",
-		"etc/resolv.conf":    "nameserver 10.0.2.3\n", // QEMU user networking's DNS
+		"etc/hosts":          "127.0.0.1\tlocalhost\n::1\tlocalhost\n", // else every sudo warns it cannot resolve localhost
+		"etc/resolv.conf":    "nameserver 10.0.2.3\n",                  // QEMU user networking's DNS
 	}
 	for name, data := range writes {
 		p := filepath.Join(dir, name)
