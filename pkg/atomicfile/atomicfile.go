@@ -7,7 +7,31 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 )
+
+// live holds the temporary files not yet committed or aborted, for RemoveLive.
+var live = struct {
+	sync.Mutex
+	m map[*File]struct{}
+}{m: map[*File]struct{}{}}
+
+// RemoveLive removes every temporary file still open: the process calls it before it exits
+// without waiting for the commands to clean up (a second Ctrl-C, the grace period over), so a
+// copy that filled the disk does not leave its temp file behind.
+func RemoveLive() {
+	live.Lock()
+	defer live.Unlock()
+	for f := range live.m {
+		os.Remove(f.File.Name())
+	}
+}
+
+func forget(f *File) {
+	live.Lock()
+	delete(live.m, f)
+	live.Unlock()
+}
 
 // File is a temporary file (mode 0600) that becomes Path on Commit.
 type File struct {
@@ -32,7 +56,11 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create a temporary file for %s: %w", path, err)
 	}
-	return &File{File: f, Path: path}, nil
+	af := &File{File: f, Path: path}
+	live.Lock()
+	live.m[af] = struct{}{}
+	live.Unlock()
+	return af, nil
 }
 
 // Commit syncs (unless NoSync), closes and renames the temporary file to Path, with mode perm.
@@ -40,6 +68,7 @@ func (f *File) Commit(perm os.FileMode) error {
 	if f.done {
 		return errors.New("atomicfile: already committed or aborted")
 	}
+	defer forget(f)
 	var err error
 	if !f.NoSync {
 		err = f.File.Sync()
@@ -70,4 +99,5 @@ func (f *File) Abort() {
 	f.done = true
 	f.File.Close()
 	os.Remove(f.File.Name())
+	forget(f)
 }

@@ -35,3 +35,20 @@ func TestCommitRenamesAndAbortRemoves(t *testing.T) {
 		t.Fatalf("abort left files behind: %v", ents)
 	}
 }
+
+// RemoveLive (the process exiting without waiting for cleanup) removes the temp files still
+// open and only those.
+func TestRemoveLive(t *testing.T) {
+	dir := t.TempDir()
+	kept, _ := Create(filepath.Join(dir, "kept"))
+	if err := kept.Commit(0o644); err != nil {
+		t.Fatal(err)
+	}
+	open, _ := Create(filepath.Join(dir, "open"))
+	defer open.Abort()
+	RemoveLive()
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != "kept" {
+		t.Fatalf("after RemoveLive: %v", ents)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/spf13/cobra"
 )
 
@@ -155,6 +156,7 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 		case <-done:
 			return
 		}
+		atomicfile.RemoveLive()
 		fmt.Fprintln(stderr, "Interrupted")
 		os.Exit(ExitInterrupted)
 	}()

@@ -24,7 +24,16 @@ func CopyToRaw(ctx context.Context, src Source, dst *os.File, workers int, progr
 	defer cancel()
 	type piece struct{ off, n int64 }
 	pieces := make(chan piece, workers)
-	errs := make(chan error, workers+1)
+	// Only the first failure is kept: every reader may fail at once (a full disk fails them
+	// all), and a send to a channel sized for fewer of them used to block the pool forever.
+	var (
+		errOnce  sync.Once
+		firstErr error
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err })
+		cancel()
+	}
 	var wg sync.WaitGroup
 	for range max(workers, minReaders) { // several reads in flight keep a cold disk busy
 		wg.Add(1)
@@ -36,8 +45,7 @@ func CopyToRaw(ctx context.Context, src Source, dst *os.File, workers int, progr
 					continue
 				}
 				if err := copyPiece(src, dst, buf[:p.n], p.off); err != nil {
-					errs <- err
-					cancel()
+					fail(err)
 					continue
 				}
 				progress.add(p.n)
@@ -59,9 +67,8 @@ func CopyToRaw(ctx context.Context, src Source, dst *os.File, workers int, progr
 	})
 	close(pieces)
 	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
+	if firstErr != nil {
+		return firstErr
 	}
 	if walkErr != nil {
 		return walkErr
