@@ -9,8 +9,9 @@ common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-comm
   linux-image-amd64 btrfs-progs e2fsprogs dosfstools mtools gdisk fdisk xorriso lbzip2 bzip2 gnupg
   util-linux curl ca-certificates)
 test=(packer dropbear-bin openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
-  gcc libc6-dev squashfs-tools) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks
-bench=(libguestfs-tools hyperfine time)
+  gcc libc6-dev squashfs-tools docker-registry) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks;
+  # docker-registry: the real registry of the image-preload tests
+bench=(libguestfs-tools hyperfine time skopeo) # skopeo: scripts/bench/preload.sh's baseline
 # make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq.
 demo=(packer openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
   squashfs-tools jq)

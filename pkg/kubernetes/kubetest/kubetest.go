@@ -137,6 +137,9 @@ func (m *Mirror) serve(w http.ResponseWriter, r *http.Request) {
 // Script is the stand-in executable for a Kubernetes binary; kubelet runs until stopped.
 func Script(name, version string) []byte {
 	body := fmt.Sprintf("echo '%s version %s (flatcar-capo test stand-in)'\n", name, version)
+	if name == "kubeadm" {
+		body = kubeadmImages(version) + body
+	}
 	if name == "kubelet" {
 		body = fmt.Sprintf("case \"$1\" in --version) echo 'Kubernetes %s'; exit 0;; esac\n"+
 			"echo 'kubelet stand-in %s running'\nwhile :; do sleep 3600; done\n", version, version)
@@ -178,4 +181,48 @@ func tarGz(files map[string][]byte, order []string) []byte {
 	tw.Close()
 	gz.Close()
 	return buf.Bytes()
+}
+
+// Image tags kubeadm v1.33 lists besides the version's own (what the stand-in kubeadm answers).
+const (
+	PauseTag   = "3.10"
+	EtcdTag    = "3.5.21-0"
+	CoreDNSTag = "v1.12.0"
+)
+
+// KubeadmImages is what `kubeadm config images list --kubernetes-version version
+// [--image-repository repo]` prints, in kubeadm's order (coredns moves to repo/coredns when a
+// repository is given, as kubeadm does).
+func KubeadmImages(version, repo string) []string {
+	coredns := "registry.k8s.io/coredns/coredns"
+	if repo == "" {
+		repo = "registry.k8s.io"
+	} else {
+		coredns = repo + "/coredns"
+	}
+	return []string{repo + "/kube-apiserver:" + version, repo + "/kube-controller-manager:" + version,
+		repo + "/kube-scheduler:" + version, repo + "/kube-proxy:" + version,
+		coredns + ":" + CoreDNSTag, repo + "/pause:" + PauseTag, repo + "/etcd:" + EtcdTag}
+}
+
+// kubeadmImages is the stand-in kubeadm's `config images list`: only for its own version (a
+// real kubeadm refuses versions outside its skew; the stand-in refuses any other).
+func kubeadmImages(version string) string {
+	return fmt.Sprintf(`if [ "$1 $2 $3" = "config images list" ]; then
+  shift 3; v=; repo=registry.k8s.io; coredns=registry.k8s.io/coredns/coredns
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --kubernetes-version) v=$2; shift 2;;
+      --kubernetes-version=*) v=${1#*=}; shift;;
+      --image-repository) repo=$2; coredns=$2/coredns; shift 2;;
+      --image-repository=*) repo=${1#*=}; coredns=$repo/coredns; shift;;
+      *) echo "unknown flag: $1" >&2; exit 1;;
+    esac
+  done
+  if [ "$v" != %[1]s ]; then echo "this version of kubeadm only supports deploying clusters with the control plane version >= %[1]s. Current version: $v" >&2; exit 1; fi
+  for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do echo "$repo/$c:$v"; done
+  echo "$coredns:%[2]s"; echo "$repo/pause:%[3]s"; echo "$repo/etcd:%[4]s"
+  exit 0
+fi
+`, version, CoreDNSTag, PauseTag, EtcdTag)
 }

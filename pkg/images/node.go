@@ -1,0 +1,216 @@
+package images
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Where the node's files go (paths in ROOT, no leading slash). /var and /etc are on ROOT on
+// Flatcar (/etc is the upper layer of its overlay).
+const (
+	PreloadDir     = "var/lib/flatcar-capo/images"                                  // the archive until first boot, and the list
+	ArchiveFile    = PreloadDir + "/images.tar"                                     // removed once imported
+	ListFile       = PreloadDir + "/images.json"                                    // what inspect reads
+	ImportScript   = "opt/flatcar-capo/bin/import-images"                           // the unit's ExecStart
+	ImportUnitName = "flatcar-capo-import-images.service"                           //
+	ImportUnit     = "etc/systemd/system/" + ImportUnitName                         //
+	ImportWants    = "etc/systemd/system/multi-user.target.wants/" + ImportUnitName //
+	CertsDir       = "etc/containerd/certs.d"                                       // containerd's registry config_path
+	ConfDropIn     = "etc/containerd/conf.d/10-flatcar-capo.toml"                   // Flatcar's config imports conf.d/*.toml
+	TrustStoreCA   = "etc/ssl/certs/flatcar-capo-registry-ca.pem"                   // Flatcar rehashes /etc/ssl/certs at boot
+	PinnedLabel    = "io.cri-containerd.pinned=pinned"                              // kubelet's image GC keeps these
+)
+
+// File is one file of the node's settings.
+type File struct {
+	Path    string
+	Mode    fs.FileMode
+	Content []byte
+}
+
+// Node is what a node needs besides the archive: the containerd settings and, with images,
+// the import unit and its ordering before kubelet and kubeadm.
+type Node struct {
+	Images     []Image // preloaded (may be empty: settings only)
+	Sandbox    string  // kubeadm's pause ("" keeps containerd's default)
+	Registries []string
+	Mirrors    Mirrors
+	CAFile     string
+	HTTPProxy  string
+	HTTPSProxy string
+	NoProxy    string
+}
+
+// ListEntry is one line of images.json.
+type ListEntry struct {
+	Name     string `json:"name"`
+	Digest   string `json:"digest"`
+	Platform string `json:"platform"`
+	Size     int64  `json:"size"`
+}
+
+// List is images.json: what the image carries, for inspect and the import script.
+type List struct {
+	Archive string      `json:"archive"`
+	Size    int64       `json:"archiveBytes"`
+	Images  []ListEntry `json:"images"`
+}
+
+// Files returns the node's files (archiveSize is the archive's bytes, 0 without images).
+func (n Node) Files(archiveSize int64) ([]File, error) {
+	var out []File
+	add := func(p string, mode fs.FileMode, content string) {
+		out = append(out, File{Path: p, Mode: mode, Content: []byte(content)})
+	}
+	var ca []byte
+	if n.CAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(n.CAFile); err != nil {
+			return nil, fmt.Errorf("--registry-ca: %w", err)
+		}
+		out = append(out, File{Path: TrustStoreCA, Mode: 0o644, Content: ca})
+	}
+	// hosts.toml per registry: mirrors first, the registry itself as containerd's fallback.
+	regs := map[string]bool{}
+	for _, m := range n.Mirrors {
+		regs[m.Registry] = true
+	}
+	if ca != nil {
+		for _, r := range n.Registries {
+			regs[r] = true
+		}
+	}
+	var names []string
+	for r := range regs {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	for _, r := range names {
+		dir := r
+		if r == "*" {
+			dir = "_default"
+		}
+		var b strings.Builder
+		if r != "*" {
+			fmt.Fprintf(&b, "server = %q\n", upstream(r))
+		}
+		caPath := ""
+		if ca != nil {
+			caPath = "/" + path.Join(CertsDir, dir, "ca.crt")
+			out = append(out, File{Path: path.Join(CertsDir, dir, "ca.crt"), Mode: 0o644, Content: ca})
+			if r != "*" {
+				fmt.Fprintf(&b, "ca = %q\n", caPath)
+			}
+		}
+		if m, ok := n.Mirrors.For(r); ok && (m.Registry == r) {
+			fmt.Fprintf(&b, "\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", m.URL)
+			if caPath != "" {
+				fmt.Fprintf(&b, "  ca = %q\n", caPath)
+			}
+		}
+		add(path.Join(CertsDir, dir, "hosts.toml"), 0o644, b.String())
+	}
+	// Flatcar's config.toml is version 2 and imports conf.d/*.toml; a drop-in's table may replace
+	// the base one's, so the runc SystemdCgroup setting is restated here.
+	var c strings.Builder
+	c.WriteString("# flatcar-capo: registry settings in certs.d, kubeadm's sandbox image (preloaded)\nversion = 2\n\n")
+	c.WriteString("[plugins.\"io.containerd.grpc.v1.cri\"]\n")
+	if n.Sandbox != "" {
+		fmt.Fprintf(&c, "  sandbox_image = %q\n", n.Sandbox)
+	}
+	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/" + CertsDir + "\"\n")
+	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n")
+	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n")
+	add(ConfDropIn, 0o644, c.String())
+	if env := n.proxyEnv(); env != "" {
+		for _, u := range []string{"containerd.service", "kubelet.service"} {
+			add("etc/systemd/system/"+u+".d/10-flatcar-capo-proxy.conf", 0o644, "[Service]\n"+env)
+		}
+	}
+	if len(n.Images) == 0 {
+		return out, nil
+	}
+	list := List{Archive: "/" + ArchiveFile, Size: archiveSize}
+	for _, im := range n.Images {
+		list.Images = append(list.Images, ListEntry{Name: im.Name, Digest: im.Digest, Platform: im.Platform, Size: im.Size})
+	}
+	lj, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, File{Path: ListFile, Mode: 0o644, Content: append(lj, '\n')})
+	var names2 []string
+	for _, im := range n.Images {
+		names2 = append(names2, im.Name)
+	}
+	add(PreloadDir+"/names", 0o644, strings.Join(names2, "\n")+"\n")
+	add(ImportScript, 0o755, importScript)
+	add(ImportUnit, 0o644, importUnit)
+	out = append(out, File{Path: ImportWants, Mode: fs.ModeSymlink | 0o777, Content: []byte("/" + ImportUnit)})
+	for _, u := range []string{"kubelet.service", "kubeadm.service"} {
+		add("etc/systemd/system/"+u+".d/05-flatcar-capo-images.conf", 0o644,
+			"# the preloaded images are in containerd before this starts\n[Unit]\nWants="+ImportUnitName+"\nAfter="+ImportUnitName+"\n")
+	}
+	return out, nil
+}
+
+// upstream is the registry's own endpoint (containerd's server for it).
+func upstream(reg string) string {
+	if reg == "docker.io" {
+		return "https://registry-1.docker.io"
+	}
+	return "https://" + reg
+}
+
+func (n Node) proxyEnv() string {
+	var b strings.Builder
+	for _, kv := range []struct{ k, v string }{{"HTTP_PROXY", n.HTTPProxy}, {"HTTPS_PROXY", n.HTTPSProxy}, {"NO_PROXY", n.NoProxy}} {
+		if kv.v != "" {
+			fmt.Fprintf(&b, "Environment=%q\nEnvironment=%q\n", kv.k+"="+kv.v, strings.ToLower(kv.k)+"="+kv.v)
+		}
+	}
+	return b.String()
+}
+
+// The import unit: after containerd, before kubelet and kubeadm (their drop-ins order them
+// too, as kubelet may be started by the Kubernetes sysext's Upholds= in another transaction).
+const importUnit = `[Unit]
+Description=Import the preloaded container images into containerd (flatcar-capo)
+Requires=containerd.service
+After=containerd.service
+Before=kubelet.service kubeadm.service
+ConditionPathExists=/` + ArchiveFile + `
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/` + ImportScript + `
+
+[Install]
+WantedBy=multi-user.target
+`
+
+// importScript imports the archive into containerd's k8s.io namespace, pins every image (and
+// marks it CRI-managed), then removes the archive so no image is stored twice.
+const importScript = `#!/bin/sh
+# flatcar-capo: import the preloaded images, pin them, remove the archive (first boot only).
+set -eu
+dir=/` + PreloadDir + `
+archive=/` + ArchiveFile + `
+PATH=/usr/bin:/usr/sbin:/bin:/sbin:/opt/bin
+# containerd 2.x imports through its transfer service unless --local (1.x has no such flag).
+local=
+if ctr images import --help 2>&1 | grep -q -- '--local'; then local=--local; fi
+ctr -n k8s.io images import $local "$archive"
+while read -r name; do
+  [ -n "$name" ] || continue
+  ctr -n k8s.io images label "$name" ` + PinnedLabel + ` io.cri-containerd.image=managed >/dev/null
+done < "$dir/names"
+rm -f "$archive"
+echo "imported and pinned $(grep -c . "$dir/names") images"
+`

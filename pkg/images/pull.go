@@ -1,0 +1,464 @@
+package images
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Image is one pulled image, every blob of it verified in the cache.
+type Image struct {
+	Name           string `json:"name"`           // containerd's name (what kubeadm asks for)
+	Ref            string `json:"ref"`            // as given
+	Digest         string `json:"digest"`         // what the name points to: the index or the manifest
+	MediaType      string `json:"mediaType"`      // of Digest
+	ManifestDigest string `json:"manifestDigest"` // the platform's manifest (= Digest without an index)
+	Platform       string `json:"platform"`       // linux/amd64
+	Size           int64  `json:"size"`           // bytes of its blobs (manifests, config, layers)
+	From           string `json:"from"`           // registry host contacted (the mirror when there is one)
+
+	Blobs []v1.Descriptor `json:"-"` // top-level, platform manifest, config, layers
+}
+
+// Result is a Pull's outcome.
+type Result struct {
+	Images      []Image `json:"images"`
+	Transferred int64   `json:"transferredBytes"` // blob and manifest bytes fetched (0 on a warm cache)
+	Fetched     int     `json:"fetchedBlobs"`
+	Cached      int     `json:"cachedBlobs"`
+}
+
+// Size is the bytes of the unique blobs (what the archive holds, less tar headers).
+func (r *Result) Size() int64 {
+	seen := map[v1.Hash]bool{}
+	var n int64
+	for _, im := range r.Images {
+		for _, b := range im.Blobs {
+			if !seen[b.Digest] {
+				seen[b.Digest] = true
+				n += b.Size
+			}
+		}
+	}
+	return n
+}
+
+// Platform is the node's platform for an arch (amd64, arm64).
+func Platform(arch string) v1.Platform { return v1.Platform{OS: "linux", Architecture: arch} }
+
+// Pull fetches refs for linux/o.Arch into the cache: manifests by digest, every blob verified
+// against its descriptor (sha256 and size) before it is renamed into the cache.
+func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
+	if o.Arch == "" {
+		o.Arch = "amd64"
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = 4
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	tr, err := o.transport()
+	if err != nil {
+		return nil, err
+	}
+	c := &cache{dir: filepath.Join(o.CacheDir, "images")}
+	puller, err := remote.NewPuller(remote.WithTransport(tr), remote.WithAuthFromKeychain(authn.DefaultKeychain),
+		remote.WithUserAgent("flatcar-capo"), remote.WithJobs(o.Jobs))
+	if err != nil {
+		return nil, err
+	}
+	p := &pull{ctx: ctx, o: o, c: c, puller: puller}
+
+	res := &Result{Images: make([]Image, len(refs))}
+	errs := make([]error, len(refs))
+	var wg sync.WaitGroup
+	for i, r := range refs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res.Images[i], errs[i] = p.resolve(r)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	// The layers of every image, each once, in parallel.
+	type job struct {
+		d   v1.Descriptor
+		src source
+		ref string
+	}
+	var jobs []job
+	seen := map[v1.Hash]bool{}
+	for i, im := range res.Images {
+		for _, b := range im.Blobs {
+			if seen[b.Digest] {
+				continue
+			}
+			seen[b.Digest] = true
+			if c.has(b) {
+				res.Cached++
+				continue
+			}
+			jobs = append(jobs, job{b, p.source(refs[i]), refs[i].Given})
+		}
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].d.Size > jobs[b].d.Size }) // big first: less tail
+	ch := make(chan job)
+	errc := make(chan error, len(jobs))
+	var mu sync.Mutex
+	for w := 0; w < o.Jobs && w < len(jobs); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range ch {
+				if err := p.blob(j.src, j.ref, j.d); err != nil {
+					errc <- err
+					continue
+				}
+				mu.Lock()
+				res.Transferred += j.d.Size
+				res.Fetched++
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		if ctx.Err() != nil || len(errc) > 0 {
+			break
+		}
+		ch <- j
+	}
+	close(ch)
+	wg.Wait()
+	close(errc)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var all []error
+	for e := range errc {
+		all = append(all, e)
+	}
+	if err := errors.Join(all...); err != nil {
+		return nil, err
+	}
+	res.Transferred += p.manifestBytes
+	for _, im := range res.Images {
+		o.Logf("%s: %s %s, %.1f MiB", im.Name, shortDigest(im.Digest), im.Platform, float64(im.Size)/(1<<20))
+	}
+	return res, nil
+}
+
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19] + "…"
+	}
+	return d
+}
+
+type pull struct {
+	ctx    context.Context
+	o      Options
+	c      *cache
+	puller *remote.Puller
+
+	mu            sync.Mutex
+	manifestBytes int64
+}
+
+// source is the repository actually contacted for a ref: its mirror's when it has one.
+type source struct {
+	repo name.Repository
+	host string
+}
+
+func (p *pull) source(r Ref) source {
+	m, ok := p.o.Mirrors.For(r.Registry())
+	if !ok {
+		return source{repo: r.Repo, host: r.Repo.RegistryStr()}
+	}
+	var opts []name.Option
+	if m.Insecure {
+		opts = append(opts, name.Insecure)
+	}
+	repo, err := name.NewRepository(m.Host+"/"+r.Repo.RepositoryStr(), opts...)
+	if err != nil { // the host was checked by ParseMirror, the path by ParseRef
+		return source{repo: r.Repo, host: r.Repo.RegistryStr()}
+	}
+	return source{repo: repo, host: m.Host}
+}
+
+var (
+	indexTypes    = map[types.MediaType]bool{types.OCIImageIndex: true, types.DockerManifestList: true}
+	manifestTypes = map[types.MediaType]bool{types.OCIManifestSchema1: true, types.DockerManifestSchema2: true}
+)
+
+// resolve finds the ref's digest (its pin, or a HEAD of the tag), then the platform's manifest
+// and its config, each from the cache when it holds that digest.
+func (p *pull) resolve(r Ref) (Image, error) {
+	src := p.source(r)
+	im := Image{Name: r.Name, Ref: r.Given, Platform: "linux/" + p.o.Arch, From: src.host}
+	var top v1.Descriptor
+	if r.Digest != "" {
+		h, _ := v1.NewHash(r.Digest)
+		top = v1.Descriptor{Digest: h, Size: -1}
+	} else {
+		d, err := p.puller.Head(p.ctx, src.repo.Tag(r.Tag))
+		if err != nil {
+			return im, explain(r, src, err)
+		}
+		top = *d
+	}
+	raw, mt, err := p.manifest(r, src, top)
+	if err != nil {
+		return im, err
+	}
+	top.MediaType, top.Size = mt, int64(len(raw))
+	im.Digest, im.MediaType = top.Digest.String(), string(mt)
+	im.Blobs = append(im.Blobs, top)
+	man := top
+	if indexTypes[mt] {
+		var idx v1.IndexManifest
+		if err := json.Unmarshal(raw, &idx); err != nil {
+			return im, fmt.Errorf("%s: the index %s is not valid JSON: %v", r.Given, top.Digest, err)
+		}
+		child, ok := pickPlatform(idx.Manifests, p.o.Arch)
+		if !ok {
+			return im, fmt.Errorf("%s has no linux/%s image: its index (%s) has %s; use a ref that has one, or build for an arch it has",
+				r.Given, p.o.Arch, shortDigest(top.Digest.String()), strings.Join(platforms(idx.Manifests), ", "))
+		}
+		if raw, mt, err = p.manifest(r, src, child); err != nil {
+			return im, err
+		}
+		man = child
+		man.MediaType, man.Size = mt, int64(len(raw))
+		im.Blobs = append(im.Blobs, man)
+	}
+	if !manifestTypes[mt] {
+		return im, fmt.Errorf("%s: unsupported manifest type %q (want an OCI or Docker schema 2 image)", r.Given, mt)
+	}
+	im.ManifestDigest = man.Digest.String()
+	var m v1.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return im, fmt.Errorf("%s: the manifest %s is not valid JSON: %v", r.Given, man.Digest, err)
+	}
+	// The config is small and says the platform of a single-platform image: fetch it now.
+	if !p.c.has(m.Config) {
+		if err := p.blob(src, r.Given, m.Config); err != nil {
+			return im, err
+		}
+		p.count(m.Config.Size)
+	}
+	cfg, err := p.c.read(m.Config.Digest)
+	if err != nil {
+		return im, err
+	}
+	var cf struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
+	}
+	json.Unmarshal(cfg, &cf)
+	if cf.Architecture != "" && (cf.Architecture != p.o.Arch || (cf.OS != "" && cf.OS != "linux")) {
+		return im, fmt.Errorf("%s has no linux/%s image: it is a single-platform %s/%s image; use a multi-arch ref or one built for linux/%s",
+			r.Given, p.o.Arch, cf.OS, cf.Architecture, p.o.Arch)
+	}
+	im.Blobs = append(im.Blobs, m.Config)
+	im.Blobs = append(im.Blobs, m.Layers...)
+	for _, b := range im.Blobs {
+		im.Size += b.Size
+	}
+	return im, nil
+}
+
+func (p *pull) count(n int64) {
+	p.mu.Lock()
+	p.manifestBytes += n
+	p.mu.Unlock()
+}
+
+// manifest returns the manifest d names, from the cache or the registry, verified by digest.
+func (p *pull) manifest(r Ref, src source, d v1.Descriptor) ([]byte, types.MediaType, error) {
+	if raw, err := p.c.read(d.Digest); err == nil {
+		return raw, mediaType(raw, d.MediaType), nil
+	}
+	desc, err := p.puller.Get(p.ctx, src.repo.Digest(d.Digest.String()))
+	if err != nil {
+		return nil, "", explain(r, src, err)
+	}
+	raw := desc.Manifest
+	sum := sha256.Sum256(raw)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != d.Digest.String() {
+		return nil, "", fmt.Errorf("%s: %s served a manifest whose digest is %s, not %s: refused (a damaged or altered registry)", r.Given, src.host, got, d.Digest)
+	}
+	if err := p.c.put(d.Digest, bytes.NewReader(raw), int64(len(raw))); err != nil {
+		return nil, "", err
+	}
+	p.count(int64(len(raw)))
+	return raw, mediaType(raw, desc.MediaType), nil
+}
+
+// mediaType is the manifest's own mediaType field, else the one the registry said.
+func mediaType(raw []byte, said types.MediaType) types.MediaType {
+	var m struct {
+		MediaType types.MediaType `json:"mediaType"`
+		Manifests []any           `json:"manifests"`
+	}
+	if json.Unmarshal(raw, &m) == nil {
+		if m.MediaType != "" {
+			return m.MediaType
+		}
+		if m.Manifests != nil {
+			return types.OCIImageIndex
+		}
+	}
+	if said == "" {
+		return types.OCIManifestSchema1
+	}
+	return said
+}
+
+// blob fetches one blob into the cache, checked against d's digest and size on the way.
+func (p *pull) blob(src source, ref string, d v1.Descriptor) error {
+	l, err := p.puller.Layer(p.ctx, src.repo.Digest(d.Digest.String()))
+	if err != nil {
+		return fmt.Errorf("%s: blob %s: %w", ref, shortDigest(d.Digest.String()), err)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return fmt.Errorf("%s: blob %s from %s: %w", ref, shortDigest(d.Digest.String()), src.host, err)
+	}
+	defer rc.Close()
+	if err := p.c.put(d.Digest, rc, d.Size); err != nil {
+		var de *digestError
+		if errors.As(err, &de) || strings.Contains(err.Error(), "checksum") {
+			return fmt.Errorf("%s: %s served blob %s with the wrong content: refused (%v); the registry's storage is damaged or something between rewrites it", ref, src.host, d.Digest, err)
+		}
+		return fmt.Errorf("%s: blob %s from %s: %w", ref, shortDigest(d.Digest.String()), src.host, err)
+	}
+	return nil
+}
+
+// pickPlatform returns the index entry for linux/arch (arm64: any variant, v8 preferred).
+func pickPlatform(ms []v1.Descriptor, arch string) (v1.Descriptor, bool) {
+	var found *v1.Descriptor
+	for i, m := range ms {
+		if m.Platform == nil || m.Platform.OS != "linux" || m.Platform.Architecture != arch {
+			continue
+		}
+		if found == nil || m.Platform.Variant == "" || m.Platform.Variant == "v8" {
+			found = &ms[i]
+		}
+	}
+	if found == nil {
+		return v1.Descriptor{}, false
+	}
+	return *found, true
+}
+
+func platforms(ms []v1.Descriptor) []string {
+	var out []string
+	for _, m := range ms {
+		if m.Platform == nil {
+			out = append(out, "(no platform)")
+			continue
+		}
+		s := m.Platform.OS + "/" + m.Platform.Architecture
+		if m.Platform.Variant != "" {
+			s += "/" + m.Platform.Variant
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return []string{"no images"}
+	}
+	return out
+}
+
+// cache is blobs by digest: <dir>/blobs/sha256/<hex>, each renamed into place once verified.
+type cache struct{ dir string }
+
+func (c *cache) path(h v1.Hash) string { return filepath.Join(c.dir, "blobs", h.Algorithm, h.Hex) }
+
+func (c *cache) has(d v1.Descriptor) bool {
+	st, err := os.Stat(c.path(d.Digest))
+	return err == nil && st.Mode().IsRegular() && (d.Size < 0 || st.Size() == d.Size)
+}
+
+// read returns a small cached blob (manifests, configs), re-checking its digest.
+func (c *cache) read(h v1.Hash) ([]byte, error) {
+	raw, err := os.ReadFile(c.path(h))
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(raw)
+	if hex.EncodeToString(sum[:]) != h.Hex {
+		os.Remove(c.path(h))
+		return nil, os.ErrNotExist
+	}
+	return raw, nil
+}
+
+type digestError struct{ want, got string }
+
+func (e *digestError) Error() string { return fmt.Sprintf("got sha256:%s, want %s", e.got, e.want) }
+
+// put stores r as blob h, refusing content whose sha256 or size differs.
+func (c *cache) put(h v1.Hash, r io.Reader, size int64) error {
+	dir := filepath.Dir(c.path(h))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("image cache: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-"+h.Hex[:12]+"-*")
+	if err != nil {
+		return fmt.Errorf("image cache: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	sum := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, sum), r)
+	if err != nil {
+		if strings.Contains(err.Error(), "checksum") {
+			return err
+		}
+		return fmt.Errorf("writing %s into the image cache %s: %w", shortDigest(h.String()), c.dir, err)
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != h.Hex {
+		return &digestError{want: h.String(), got: got}
+	}
+	if size >= 0 && n != size {
+		return &digestError{want: fmt.Sprintf("%s of %d bytes", h, size), got: fmt.Sprintf("%s… of %d bytes", h.Hex[:12], n)}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s into the image cache %s: %w", shortDigest(h.String()), c.dir, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), c.path(h))
+}
+
+// BlobPath is where the cache keeps blob d (for the archive writer).
+func BlobPath(cacheDir string, d v1.Hash) string {
+	return (&cache{dir: filepath.Join(cacheDir, "images")}).path(d)
+}
