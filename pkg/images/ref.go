@@ -17,8 +17,8 @@ import (
 
 // Ref is one image to preload, as the user (or kubeadm) wrote it.
 type Ref struct {
-	Given  string    // as written
-	Name   string    // containerd's name for it: registry/repo:tag, registry/repo@digest or both
+	Given  string // as written
+	Name   string // containerd's name for it: registry/repo:tag, registry/repo@digest or both
 	Repo   name.Repository
 	Tag    string // "" for a digest-only ref
 	Digest string // the @sha256: pin, "" when none

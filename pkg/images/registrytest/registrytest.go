@@ -15,8 +15,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
-	"io"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -405,4 +405,3 @@ func (r *Registry) opts(ctx context.Context) []remote.Option {
 func (r *Registry) BlobFile(d v1.Hash) string {
 	return filepath.Join(r.Storage, "docker/registry/v2/blobs", d.Algorithm, d.Hex[:2], d.Hex, "data")
 }
-
