@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
@@ -30,8 +31,8 @@ type Options struct {
 	BaseImage          string          // local raw or qcow2 image instead of a download
 	Keyring            *verify.Keyring
 	InsecureSkipVerify bool
-	CacheDir           string // release and Kubernetes download cache
-	Retries            int
+	CacheDir           string        // release and Kubernetes download cache
+	Network            httpx.Options // retries, stall timeout and deadline of every download
 
 	OEM         string // --oem, default openstack
 	KeepUpdates bool   // do not mask update-engine/locksmithd
@@ -57,6 +58,8 @@ type Options struct {
 	ToolVersion string    // flatcar-capo's version, for the record
 	Log         io.Writer // progress lines (stderr)
 	Now         func() time.Time
+
+	http *httpx.Client // made from Network once, used by every downloading step
 }
 
 // Defaults for the flags.
@@ -75,6 +78,14 @@ func DefaultImageName(method, channel, version, k8s string) string {
 		n += "-sysext"
 	}
 	return n
+}
+
+// client is the build's one HTTP client (all downloads share its settings).
+func (o *Options) client() *httpx.Client {
+	if o.http == nil {
+		o.http = httpx.New(o.Network)
+	}
+	return o.http
 }
 
 // Validate checks what can be checked before anything is downloaded.
@@ -121,6 +132,13 @@ func (o *Options) Validate() error {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Network.Logf == nil {
+		log := o.Log
+		o.Network.Logf = func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) }
+	}
+	if err := o.Network.Validate(); err != nil {
+		return err
 	}
 	o.Kubernetes.Arch = o.Release.Arch
 	return o.Kubernetes.Validate()

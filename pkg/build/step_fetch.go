@@ -35,8 +35,7 @@ func (*StepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 		return multistep.ActionContinue
 	}
 	rel := state.Get(KeyRelease).(release.Release)
-	c := fetch.NewClient(o.Retries)
-	c.Logf = func(f string, a ...any) { fmt.Fprintf(o.Log, f+"\n", a...) }
+	c := o.client()
 	out := filepath.Join(getString(state, KeyWorkDir), "base.img")
 	res, err := fetch.Fetch(ctx, c, fetch.Options{Release: rel, Image: o.Base, Compression: fetch.CompressionAuto,
 		OutputFile: out, CacheDir: o.CacheDir, Keyring: o.Keyring, InsecureSkipVerify: o.InsecureSkipVerify,

@@ -29,7 +29,7 @@ func (*StepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 	if ko.CacheDir == "" {
 		ko.CacheDir = filepath.Join(getString(state, KeyWorkDir), "cache")
 	}
-	set, err := kubernetes.Download(ctx, nil, ko, func(f string, a ...any) { fmt.Fprintf(o.Log, "  "+f+"\n", a...) })
+	set, err := kubernetes.Download(ctx, o.client(), ko, func(f string, a ...any) { fmt.Fprintf(o.Log, "  "+f+"\n", a...) })
 	if err != nil {
 		return halt(state, err)
 	}

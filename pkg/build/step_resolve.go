@@ -28,9 +28,7 @@ func (s *StepResolve) Run(ctx context.Context, state multistep.StateBag) multist
 		// A local image names no release; the user's --version does, else it is "local".
 		rel.Version = "local"
 	case o.BaseImage == "":
-		c := fetch.NewClient(o.Retries)
-		c.Logf = func(f string, a ...any) { fmt.Fprintf(o.Log, f+"\n", a...) }
-		r, err := fetch.Resolve(ctx, c, rel)
+		r, err := fetch.Resolve(ctx, o.client(), rel)
 		if err != nil {
 			return halt(state, err)
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
@@ -133,7 +133,7 @@ func takeSysexts(ctx context.Context, o *Options, work string, downloaded map[st
 			p = d
 		} else if isURL(s) {
 			var err error
-			if p, err = download(ctx, s, work); err != nil {
+			if p, err = download(ctx, o, s, work); err != nil {
 				return nil, err
 			}
 		} else if _, err := os.Stat(s); err != nil {
@@ -191,8 +191,9 @@ func versionInName(fileName string) string {
 
 func isURL(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }
 
-// download fetches a --sysext URL into dir (the build directory, removed at the end).
-func download(ctx context.Context, raw, dir string) (string, error) {
+// download fetches a --sysext URL into dir (the build directory, removed at the end) with the
+// build's client: its timeouts, retries and deadline; nothing is left on failure.
+func download(ctx context.Context, o *Options, raw, dir string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("--sysext %s: %w", raw, err)
@@ -201,33 +202,14 @@ func download(ctx context.Context, raw, dir string) (string, error) {
 	if name == "/" || name == "." || name == "" {
 		return "", fmt.Errorf("--sysext %s: the URL names no file", raw)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("--sysext %s: %w", raw, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("--sysext %s: HTTP %s", raw, resp.Status)
-	}
 	if err := os.MkdirAll(filepath.Join(dir, "sysext"), 0o700); err != nil {
 		return "", err
 	}
-	out, err := atomicfile.Create(filepath.Join(dir, "sysext", name))
+	d, err := o.client().Download(ctx, raw, filepath.Join(dir, "sysext", name), httpx.Digest{Algo: "sha512"}, 0o600)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("--sysext: %w", err)
 	}
-	defer out.Abort()
-	if _, err := io.Copy(out, resp.Body); err != nil {
-		return "", fmt.Errorf("--sysext %s: %w", raw, err)
-	}
-	if err := out.Commit(0o600); err != nil {
-		return "", err
-	}
-	return out.Path, nil
+	return d.Path, nil
 }
 
 // keepNextToArtifact copies the sysext into the output directory (users serve it for

@@ -27,7 +27,7 @@ func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) (
 			if err != nil {
 				return nil, nil, err
 			}
-			if p, err = download(ctx, s, d); err != nil {
+			if p, err = download(ctx, o, s, d); err != nil {
 				return nil, nil, err
 			}
 			files[s] = p

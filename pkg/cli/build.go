@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,11 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/build"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
 func init() { register(newBuildCommand) }
@@ -24,7 +20,8 @@ func newBuildCommand() *cobra.Command {
 	var (
 		o                 build.Options
 		out               OutputFormat
-		keyring, diskSize string
+		vf                verifyFlags
+		diskSize          string
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -59,7 +56,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
   flatcar-capo build --base-image flatcar_production_qemu_image.img --version 4459.2.0 --provision ./extra.sh`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkBuildFlags(&o, keyring, diskSize); err != nil {
+			if err := checkBuildFlags(&o, vf, diskSize); err != nil {
 				return err
 			}
 			o.ToolVersion = Version
@@ -76,24 +73,14 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Method, "method", build.MethodPacker, "packer (boot a VM, install Kubernetes) or sysext (bake a Kubernetes sysext, no VM)")
-	f.StringVar(&o.Release.Channel, "channel", "stable", "release channel: "+strings.Join(release.Channels, ", ")+" (env FLATCAR_CHANNEL)")
-	f.StringVar(&o.Release.Version, "version", release.Current, "Flatcar release: current or a number such as 4459.2.0 (env FLATCAR_VERSION)")
-	f.StringVar(&o.Release.Arch, "arch", "amd64", "architecture: "+strings.Join(release.Arches, ", "))
-	f.StringVar(&o.Release.Server, "release-server", release.DefaultServer, "release server or mirror; {channel} is replaced by the channel")
-	f.IntVar(&o.Retries, "retries", 3, "further attempts after a transient network failure")
-	AlsoFromEnv(f, "channel", "FLATCAR_CHANNEL")
-	AlsoFromEnv(f, "version", "FLATCAR_VERSION")
-	f.StringVar(&keyring, "keyring", "", "OpenPGP public keyring that replaces the embedded Flatcar key")
-	f.BoolVar(&o.InsecureSkipVerify, "insecure-skip-verify", false, "DANGEROUS: do not verify the release image")
-	f.StringVar(&o.CacheDir, "cache-dir", "", "download cache (default $XDG_CACHE_HOME/flatcar-capo)")
+	addReleaseFlags(f, &o.Release)
+	addNetworkFlags(f, &o.Network)
+	addVerifyFlags(f, &vf)
+	addCacheFlag(f, &o.CacheDir)
 	f.StringVar(&o.Base, "base", "", "base image to start from (fetch --image): qemu (default for packer; Ignition via fw_cfg) or openstack (config-2 drive; default for sysext)")
 	f.StringVar(&o.BaseImage, "base-image", "", "use this local raw or qcow2 Flatcar image instead of downloading one")
 	f.StringVar(&o.OEM, "oem", build.DefaultOEM, "OEM id of the output (flatcar.oem.id)")
-	f.StringVar(&o.Kubernetes.Kubernetes, "kubernetes-version", kubernetes.DefaultVersion, "Kubernetes release (with the v)")
-	f.StringVar(&o.Kubernetes.Crictl, "crictl-version", kubernetes.DefaultCrictlVersion, "cri-tools release")
-	f.StringVar(&o.Kubernetes.CNI, "cni-version", kubernetes.DefaultCNIVersion, "CNI plugins release")
-	f.StringVar(&o.Kubernetes.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "replaces "+kubernetes.DefaultMirror+" (same paths below it)")
-	f.StringVar(&o.Kubernetes.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces "+kubernetes.DefaultGitHubMirror+" for crictl and the CNI plugins")
+	addKubernetesFlags(f, &o.Kubernetes, kubernetes.DefaultVersion)
 	f.StringArrayVar(&o.Provision, "provision", nil, "your own shell script, run in the guest after ours (repeatable)")
 	f.StringArrayVar(&o.Sysext, "sysext", nil, "--method sysext: a prebuilt Kubernetes sysext FILE or URL instead of making one (repeatable)")
 	f.BoolVar(&o.KeepUpdates, "keep-updates", false, "do not mask update-engine and locksmithd")
@@ -114,13 +101,9 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 }
 
 // checkBuildFlags validates what needs no network and fills the keyring and cache.
-func checkBuildFlags(o *build.Options, keyring, diskSize string) error {
-	if err := o.Release.Validate(); err != nil {
-		return AsUsage(err)
-	}
-	u, err := url.Parse(strings.ReplaceAll(o.Release.Server, "{channel}", o.Release.Channel))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Usagef("invalid --release-server %q: want an http(s) URL such as %s", o.Release.Server, release.DefaultServer)
+func checkBuildFlags(o *build.Options, vf verifyFlags, diskSize string) error {
+	if err := validateRelease(&o.Release); err != nil {
+		return err
 	}
 	if _, err := glance.ParseOnExists(o.OnExists); err != nil {
 		return Usagef("invalid --on-exists: %v", err)
@@ -142,22 +125,12 @@ func checkBuildFlags(o *build.Options, keyring, diskSize string) error {
 	if err := o.Validate(); err != nil {
 		return AsUsage(err)
 	}
-	if !o.InsecureSkipVerify && o.BaseImage == "" && !o.DryRun {
-		if keyring != "" {
-			o.Keyring, err = verify.LoadKeyring(keyring)
-		} else {
-			o.Keyring, err = verify.EmbeddedKeyring()
-		}
-		if err != nil {
-			return AsUsage(fmt.Errorf("--keyring: %w", err))
-		}
+	o.InsecureSkipVerify = vf.insecure
+	var err error
+	if o.Keyring, err = vf.load(); err != nil {
+		return err
 	}
-	if o.CacheDir == "" {
-		if o.CacheDir, err = fetch.DefaultCacheDir(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return fillCacheDir(&o.CacheDir)
 }
 
 // parseSize reads 20G / 20GiB / 512M / bytes (binary units).

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
@@ -19,8 +18,9 @@ func newFetchCommand() *cobra.Command {
 		out                     OutputFormat
 		rf                      releaseFlags
 		compression, outputFile string
-		cacheDir, keyring       string
-		insecure, quiet         bool
+		cacheDir                string
+		vf                      verifyFlags
+		quiet                   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "fetch",
@@ -53,30 +53,21 @@ re-verified (signature and SHA512) on every use.`,
 				return Usagef("invalid --compression %q: must be auto, none or bz2", compression)
 			}
 			opts := fetch.Options{Release: rel, Image: rf.image, Compression: compression, OutputFile: outputFile,
-				CacheDir: cacheDir, InsecureSkipVerify: insecure, Progress: progress.Auto, Log: cmd.ErrOrStderr()}
+				CacheDir: cacheDir, InsecureSkipVerify: vf.insecure, Progress: progress.Auto, Log: cmd.ErrOrStderr()}
 			if quiet {
 				opts.Progress = progress.Quiet
 			}
-			if !insecure {
-				if keyring != "" {
-					opts.Keyring, err = verify.LoadKeyring(keyring)
-				} else {
-					opts.Keyring, err = verify.EmbeddedKeyring()
-				}
-				if err != nil {
-					return AsUsage(fmt.Errorf("--keyring: %w", err))
-				}
-				if opts.CacheDir == "" {
-					if opts.CacheDir, err = fetch.DefaultCacheDir(); err != nil {
-						return err
-					}
+			if opts.Keyring, err = vf.load(); err != nil {
+				return err
+			}
+			if !vf.insecure {
+				if err := fillCacheDir(&opts.CacheDir); err != nil {
+					return err
 				}
 			}
-			c := fetch.NewClient(rf.retries)
-			c.Logf = func(f string, a ...any) {
-				if !quiet {
-					fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...)
-				}
+			c, err := newClient(cmd, rf.net, quiet)
+			if err != nil {
+				return err
 			}
 			res, err := fetch.Fetch(cmd.Context(), c, opts)
 			if err != nil {
@@ -105,12 +96,11 @@ re-verified (signature and SHA512) on every use.`,
 		},
 	}
 	f := cmd.Flags()
-	addReleaseFlags(f, &rf)
+	addReleaseImageFlags(f, &rf)
 	f.StringVar(&compression, "compression", fetch.CompressionAuto, "download: auto (.img, else .img.bz2 on 404), none (.img) or bz2 (.img.bz2)")
 	f.StringVar(&outputFile, "output-file", "", "where to write the image (default flatcar-<channel>-<version>-<image>.img)")
-	f.StringVar(&cacheDir, "cache-dir", "", "download cache (default $XDG_CACHE_HOME/flatcar-capo)")
-	f.StringVar(&keyring, "keyring", "", "OpenPGP public keyring (armored or binary) that replaces the embedded Flatcar key")
-	f.BoolVar(&insecure, "insecure-skip-verify", false, "DANGEROUS: skip the OpenPGP and SHA512 checks (and the cache)")
+	addCacheFlag(f, &cacheDir)
+	addVerifyFlags(f, &vf)
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	AddOutputFlag(f, &out)
 	return cmd

@@ -3,52 +3,43 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
 func init() { register(newReleaseCommand) }
 
-// releaseFlags are the flags release and fetch share to name a release.
+// releaseFlags are the flags release and fetch share to name a release and reach it.
 type releaseFlags struct {
-	channel, version, arch, image, server string
-	retries                               int
+	rel   release.Release
+	image string
+	net   httpx.Options
 }
 
-func addReleaseFlags(fs *pflag.FlagSet, r *releaseFlags) {
-	fs.StringVar(&r.channel, "channel", "stable", "release channel: "+strings.Join(release.Channels, ", ")+" (env FLATCAR_CHANNEL)")
-	fs.StringVar(&r.version, "version", release.Current, "release: current, a number such as 4230.2.3, or current-YYYY on lts (env FLATCAR_VERSION)")
-	fs.StringVar(&r.arch, "arch", "amd64", "architecture: "+strings.Join(release.Arches, ", "))
+func addReleaseImageFlags(fs *pflag.FlagSet, r *releaseFlags) {
+	addReleaseFlags(fs, &r.rel)
 	fs.StringVar(&r.image, "image", "qemu", "image: "+strings.Join(release.Images, ", "))
-	fs.StringVar(&r.server, "release-server", release.DefaultServer, "release server or mirror; {channel} is replaced by the channel, /<arch>-usr/<version>/<file> is appended")
-	fs.IntVar(&r.retries, "retries", 3, "further attempts after a transient network failure (backoff doubles from 0.5 s)")
-	AlsoFromEnv(fs, "channel", "FLATCAR_CHANNEL")
-	AlsoFromEnv(fs, "version", "FLATCAR_VERSION")
+	addNetworkFlags(fs, &r.net)
 }
 
 // validate turns the flags into a release, or a usage error (exit 2) naming the valid values.
 func (r *releaseFlags) validate(cmd *cobra.Command) (release.Release, error) {
-	rel := release.Release{Server: r.server, Channel: r.channel, Arch: r.arch, Version: r.version}
-	if err := rel.Validate(); err != nil {
-		return rel, AsUsage(err)
+	if err := validateRelease(&r.rel); err != nil {
+		return r.rel, err
 	}
 	if err := release.ValidateImage(r.image); err != nil {
-		return rel, AsUsage(err)
+		return r.rel, AsUsage(err)
 	}
-	u, err := url.Parse(strings.ReplaceAll(r.server, "{channel}", r.channel))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return rel, Usagef("invalid --release-server %q: want an http(s) URL such as %s", r.server, release.DefaultServer)
+	if err := r.net.Validate(); err != nil {
+		return r.rel, AsUsage(err)
 	}
-	if r.retries < 0 {
-		return rel, Usagef("--retries must be 0 or more, not %d", r.retries)
-	}
-	return rel, nil
+	return r.rel, nil
 }
 
 type releaseReport struct {
@@ -81,8 +72,10 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 			if err != nil {
 				return err
 			}
-			c := fetch.NewClient(rf.retries)
-			c.Logf = func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...) }
+			c, err := newClient(cmd, rf.net, false)
+			if err != nil {
+				return err
+			}
 			resolved, err := fetch.Resolve(cmd.Context(), c, rel)
 			if err != nil {
 				return err
@@ -103,7 +96,7 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 			})
 		},
 	}
-	addReleaseFlags(cmd.Flags(), &rf)
+	addReleaseImageFlags(cmd.Flags(), &rf)
 	AddOutputFlag(cmd.Flags(), &out)
 	return cmd
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
@@ -44,6 +44,7 @@ usr/lib/os-release.`,
 func newSysextCreateCommand() *cobra.Command {
 	var (
 		dl          kubernetes.Options
+		net         httpx.Options
 		binaries    string
 		releaseID   string
 		compression string
@@ -90,14 +91,20 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 			if dl.Kubernetes == "" {
 				return Usagef("--kubernetes-version is required, e.g. --kubernetes-version %s", kubernetes.DefaultVersion)
 			}
-			if err := sysext.ValidVersion(dl.Kubernetes); err != nil {
+			if err := validateArch(&dl.Arch); err != nil {
+				return err
+			}
+			if err := dl.Validate(); err != nil {
 				return AsUsage(err)
 			}
 			arch, err := sysext.Arch(dl.Arch)
 			if err != nil {
 				return AsUsage(err)
 			}
-			dl.Arch = sysext.GoArch(arch)
+			c, err := newClient(cmd, net, false)
+			if err != nil {
+				return err
+			}
 			if releaseID != "_any" && releaseID != sysext.FlatcarID {
 				return Usagef("--release-id must be _any or flatcar, not %q", releaseID)
 			}
@@ -116,15 +123,10 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 					return err
 				}
 			} else {
-				if err := dl.Validate(); err != nil {
-					return AsUsage(err)
+				if err := fillCacheDir(&dl.CacheDir); err != nil {
+					return err
 				}
-				if dl.CacheDir == "" {
-					if dl.CacheDir, err = fetch.DefaultCacheDir(); err != nil {
-						return err
-					}
-				}
-				set, err := kubernetes.Download(cmd.Context(), nil, dl, func(f string, a ...any) {
+				set, err := kubernetes.Download(cmd.Context(), c, dl, func(f string, a ...any) {
 					fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...)
 				})
 				if err != nil {
@@ -148,14 +150,10 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dl.Kubernetes, "kubernetes-version", "", "Kubernetes release, e.g. "+kubernetes.DefaultVersion+" (required)")
-	AlsoFromEnv(f, "kubernetes-version", "KUBERNETES_VERSION")
-	f.StringVar(&dl.Arch, "arch", "amd64", "node architecture: amd64 (x86-64) or arm64")
-	f.StringVar(&dl.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where kubelet/kubeadm/kubectl are: <mirror>/<version>/bin/linux/<arch>/<name>(.sha256)")
-	f.StringVar(&dl.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces https://github.com for the crictl and CNI plugin releases")
-	f.StringVar(&dl.Crictl, "crictl-version", kubernetes.DefaultCrictlVersion, "cri-tools release for crictl")
-	f.StringVar(&dl.CNI, "cni-version", kubernetes.DefaultCNIVersion, "containernetworking/plugins release")
-	f.StringVar(&dl.CacheDir, "cache-dir", "", "download cache (default $XDG_CACHE_HOME/flatcar-capo)")
+	addKubernetesFlags(f, &dl, "")
+	addArchFlag(f, &dl.Arch)
+	addCacheFlag(f, &dl.CacheDir)
+	addNetworkFlags(f, &net)
 	f.StringVar(&binaries, "binaries", "", "use the files in this directory instead of downloading (offline)")
 	f.StringVar(&releaseID, "release-id", "_any", "extension-release ID: _any (as Flatcar's bakery) or flatcar (adds SYSEXT_LEVEL=1.0)")
 	f.StringVar(&compression, "compression", "gzip", "squashfs compression: gzip or zstd (zstd is 6x slower through go-diskfs)")

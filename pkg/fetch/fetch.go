@@ -1,3 +1,7 @@
+// Package fetch downloads Flatcar release images: it resolves versions through version.txt,
+// verifies the clear-signed DIGESTS, and streams network -> SHA512 -> (bzip2 decode) -> output in
+// one pass while keeping the verified download in a cache and an interrupted one resumable.
+// The HTTP side (timeouts, retries, Range resume, the deadline) is httpx's.
 package fetch
 
 import (
@@ -11,6 +15,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
@@ -70,7 +75,7 @@ func (e *DigestError) Error() string {
 
 // Fetch resolves, downloads, verifies and (for .bz2) decompresses one image into its output file.
 // On any failure the output path is left untouched and nothing unverified enters the cache.
-func Fetch(ctx context.Context, c *Client, o Options) (*Result, error) {
+func Fetch(ctx context.Context, c *httpx.Client, o Options) (*Result, error) {
 	if err := release.ValidateImage(o.Image); err != nil {
 		return nil, err
 	}
@@ -115,8 +120,8 @@ func Fetch(ctx context.Context, c *Client, o Options) (*Result, error) {
 	var missing []string
 	for _, comp := range comps {
 		res, err := f.artifact(ctx, comp)
-		if IsNotFound(err) {
-			var se *StatusError
+		if httpx.IsNotFound(err) {
+			var se *httpx.StatusError
 			errors.As(err, &se)
 			missing = append(missing, se.URL)
 			continue
@@ -148,7 +153,7 @@ func compressions(c string) ([]string, error) {
 }
 
 type fetcher struct {
-	c   *Client
+	c   *httpx.Client
 	o   Options
 	rel release.Release
 	out *atomicfile.File
@@ -270,7 +275,7 @@ func (f *fetcher) fromCache(entry *cacheEntry, comp, file string) (*Result, erro
 func (f *fetcher) download(ctx context.Context, entry *cacheEntry, comp, file string) (*Result, error) {
 	art := f.rel.Artifact(file)
 	signed, err := f.c.GetSmall(ctx, art.SignedDigests, 1<<20)
-	if IsNotFound(err) {
+	if httpx.IsNotFound(err) {
 		// No signature: either there is no such image (the caller tries the next compression)
 		// or it is published unsigned, which is refused.
 		if perr := f.c.Probe(ctx, art.URL); perr != nil {
@@ -323,8 +328,8 @@ func (f *fetcher) download(ctx context.Context, entry *cacheEntry, comp, file st
 // downloadOnce runs one pass: kept bytes of .partial, then the network from that offset, each
 // network byte appended to .partial, everything through the hash (and decoder) into the output.
 func (f *fetcher) downloadOnce(ctx context.Context, entry *cacheEntry, url, file, comp string, kept int64) (string, int64, error) {
-	body := newResumableBody(ctx, f.c, url, kept)
-	if err := body.Open(); err != nil {
+	body, err := f.c.Open(ctx, url, kept)
+	if err != nil {
 		return "", 0, err
 	}
 	defer body.Close()
@@ -350,7 +355,7 @@ func (f *fetcher) downloadOnce(ctx context.Context, entry *cacheEntry, url, file
 	got, n, err := stream(io.TeeReader(src, bar), comp == release.CompressionBzip2, pathWriter{f.out, f.o.OutputFile})
 	bar.Finish()
 	if err != nil && got == "" {
-		if errors.As(err, new(*DroppedError)) {
+		if errors.As(err, new(*httpx.DroppedError)) {
 			err = fmt.Errorf("%w; the %d bytes received are kept in %s: run the same command again to resume", err, body.Offset, entry.Partial)
 		}
 		return "", n, err
@@ -363,8 +368,8 @@ func (f *fetcher) downloadOnce(ctx context.Context, entry *cacheEntry, url, file
 
 func (f *fetcher) insecure(ctx context.Context, comp, file string) (*Result, error) {
 	url := f.rel.URL(file)
-	body := newResumableBody(ctx, f.c, url, 0)
-	if err := body.Open(); err != nil {
+	body, err := f.c.Open(ctx, url, 0)
+	if err != nil {
 		return nil, err
 	}
 	defer body.Close()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
@@ -37,7 +38,7 @@ func TestFetchPipelineInProcess(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	c := fetch.NewClient(2)
+	c := httpx.New(httpx.Options{Retries: 2})
 
 	// The .bz2 of the old release, cut twice mid-way: resumed, verified, decoded in parallel.
 	w.srv.DropAt(w.old.BZ2Path(), int64(len(fetchtestBzip2(t, w))/2), 2)
@@ -62,7 +63,7 @@ func TestFetchPipelineInProcess(t *testing.T) {
 	done := make(chan error, 2)
 	for _, comp := range []string{"bz2", "none"} {
 		go func() {
-			_, err := fetch.Fetch(ctx, fetch.NewClient(1), opts(currentVersion, comp, "cur-"+comp+".img"))
+			_, err := fetch.Fetch(ctx, httpx.New(httpx.Options{Retries: 1}), opts(currentVersion, comp, "cur-"+comp+".img"))
 			done <- err
 		}()
 	}

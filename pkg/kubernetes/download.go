@@ -1,21 +1,19 @@
 package kubernetes
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 )
 
 // Downloaded is a verified file in the cache.
@@ -44,13 +42,11 @@ func (e *ChecksumError) Error() string {
 }
 
 // Download fetches the .sha256 of every file, then each file unless the cache holds one with
-// that hash. Nothing unverified is kept. logf gets one line per file.
-func Download(ctx context.Context, client *http.Client, o Options, logf func(string, ...any)) (*Set, error) {
+// that hash, all through client (its timeouts, retries and deadline). Nothing unverified is
+// kept. logf gets one line per file.
+func Download(ctx context.Context, client *httpx.Client, o Options, logf func(string, ...any)) (*Set, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
-	}
-	if client == nil {
-		client = http.DefaultClient
 	}
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -104,7 +100,7 @@ func (o Options) cachePath(f File) string {
 	return filepath.Join(o.CacheDir, "kubernetes", v, o.Arch, path.Base(f.URL))
 }
 
-func get(ctx context.Context, client *http.Client, o Options, f File) (Downloaded, error) {
+func get(ctx context.Context, client *httpx.Client, o Options, f File) (Downloaded, error) {
 	d := Downloaded{File: f, Path: o.cachePath(f)}
 	want, err := fetchSHA256(ctx, client, f.SHA256URL())
 	if err != nil {
@@ -118,55 +114,37 @@ func get(ctx context.Context, client *http.Client, o Options, f File) (Downloade
 	if err := os.MkdirAll(filepath.Dir(d.Path), 0o755); err != nil {
 		return d, fmt.Errorf("cannot create the download cache: %w", err)
 	}
-	out, err := atomicfile.Create(d.Path)
+	got, err := client.Download(ctx, f.URL, d.Path, httpx.Digest{Algo: "sha256", Hex: want}, 0o755)
+	var de *httpx.DigestError
+	if errors.As(err, &de) {
+		return d, &ChecksumError{Name: f.Name, URL: f.URL, Want: want, Got: de.Got}
+	}
 	if err != nil {
-		return d, err
+		return d, hint(err)
 	}
-	defer out.Abort()
-	resp, err := httpGet(ctx, client, f.URL)
-	if err != nil {
-		return d, err
-	}
-	defer resp.Body.Close()
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(out, h), resp.Body)
-	if err != nil {
-		return d, fmt.Errorf("downloading %s: %w", f.URL, err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return d, &ChecksumError{Name: f.Name, URL: f.URL, Want: want, Got: got}
-	}
-	d.Bytes = n
-	return d, out.Commit(0o755)
+	d.Bytes = got.Bytes
+	return d, nil
 }
 
-func httpGet(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
+// hint says what to check when a mirror does not serve a file.
+func hint(err error) error {
+	var se *httpx.StatusError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%w (is the version right and does the mirror carry it?)", err)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("downloading %s: %w (air-gapped? point --kubernetes-mirror/--github-mirror at a mirror)", url, err)
+	if httpx.IsStalled(err) || errors.As(err, new(*httpx.DeadlineError)) || errors.Is(err, context.Canceled) {
+		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("downloading %s: HTTP %s (is the version right and does the mirror carry it?)", url, resp.Status)
-	}
-	return resp, nil
+	return fmt.Errorf("%w (air-gapped? point --kubernetes-mirror/--github-mirror at a mirror)", err)
 }
 
 // fetchSHA256 reads a .sha256 file: "hex" or "hex  name" (sha256sum's format).
-func fetchSHA256(ctx context.Context, client *http.Client, url string) (string, error) {
-	resp, err := httpGet(ctx, client, url)
+func fetchSHA256(ctx context.Context, client *httpx.Client, url string) (string, error) {
+	b, err := client.GetSmall(ctx, url, 64<<10)
 	if err != nil {
-		return "", err
+		return "", hint(err)
 	}
-	defer resp.Body.Close()
-	line, err := bufio.NewReader(io.LimitReader(resp.Body, 4096)).ReadString('\n')
-	if err != nil && err != io.EOF {
-		return "", fmt.Errorf("reading %s: %w", url, err)
-	}
+	line, _, _ := strings.Cut(string(b), "\n")
 	return ParseSHA256(line, url)
 }
 

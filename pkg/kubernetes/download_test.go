@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 )
@@ -16,7 +17,7 @@ func TestDownloadVerifiesAndCaches(t *testing.T) {
 	m := kubetest.New(t, kubernetes.Options{})
 	o := m.Options
 	o.CacheDir = t.TempDir()
-	set, err := kubernetes.Download(context.Background(), nil, o, t.Logf)
+	set, err := kubernetes.Download(context.Background(), httpx.New(httpx.Options{}), o, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestDownloadVerifiesAndCaches(t *testing.T) {
 	}
 	// Second run: only the .sha256 files are fetched again.
 	before := len(m.Requests())
-	set, err = kubernetes.Download(context.Background(), nil, o, t.Logf)
+	set, err = kubernetes.Download(context.Background(), httpx.New(httpx.Options{}), o, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestDownloadWrongSHA256(t *testing.T) {
 	o := m.Options
 	o.CacheDir = t.TempDir()
 	m.WrongSHA256("bin/kubelet", true)
-	_, err := kubernetes.Download(context.Background(), nil, o, nil)
+	_, err := kubernetes.Download(context.Background(), httpx.New(httpx.Options{}), o, nil)
 	var ce *kubernetes.ChecksumError
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want a ChecksumError", err)
@@ -84,11 +85,11 @@ func TestDownloadWrongSHA256(t *testing.T) {
 	})
 	// A cached file with the right hash is not trusted against a wrong .sha256 either.
 	m.WrongSHA256("bin/kubelet", false)
-	if _, err := kubernetes.Download(context.Background(), nil, o, nil); err != nil {
+	if _, err := kubernetes.Download(context.Background(), httpx.New(httpx.Options{}), o, nil); err != nil {
 		t.Fatal(err)
 	}
 	m.WrongSHA256("bin/kubelet", true)
-	if _, err := kubernetes.Download(context.Background(), nil, o, nil); !errors.As(err, &ce) {
+	if _, err := kubernetes.Download(context.Background(), httpx.New(httpx.Options{}), o, nil); !errors.As(err, &ce) {
 		t.Fatalf("cached kubelet with a wrong published hash: err = %v", err)
 	}
 }

@@ -5,6 +5,7 @@ package release
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -43,6 +44,27 @@ func ValidateChannel(c string) error { return oneOf("channel", c, Channels) }
 // ValidateArch accepts amd64 and arm64.
 func ValidateArch(a string) error { return oneOf("arch", a, Arches) }
 
+// ParseArch is the --arch rule of every command: amd64 or arm64, also spelled as systemd and
+// uname do (x86-64, x86_64, aarch64); it returns the Go name the release server uses.
+func ParseArch(a string) (string, error) {
+	switch a {
+	case "amd64", "x86-64", "x86_64":
+		return "amd64", nil
+	case "arm64", "aarch64":
+		return "arm64", nil
+	}
+	return "", fmt.Errorf("unknown arch %q; valid: %s (use amd64 (x86-64) or arm64)", a, strings.Join(Arches, ", "))
+}
+
+// ValidateServer accepts an http(s) URL with a host, {channel} replaced by channel.
+func ValidateServer(server, channel string) error {
+	u, err := url.Parse(strings.ReplaceAll(server, "{channel}", channel))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("invalid --release-server %q: want an http(s) URL such as %s", server, DefaultServer)
+	}
+	return nil
+}
+
 // ValidateImage accepts qemu, qemu_uefi and openstack.
 func ValidateImage(i string) error { return oneOf("image", i, Images) }
 
@@ -71,13 +93,18 @@ type Release struct {
 	Version string // a number, or an alias before resolution
 }
 
-// Validate checks every field but the server.
+// Validate checks every field (an empty Server is DefaultServer).
 func (r Release) Validate() error {
 	if err := ValidateChannel(r.Channel); err != nil {
 		return err
 	}
 	if err := ValidateArch(r.Arch); err != nil {
 		return err
+	}
+	if r.Server != "" {
+		if err := ValidateServer(r.Server, r.Channel); err != nil {
+			return err
+		}
 	}
 	return ValidateVersion(r.Channel, r.Version)
 }

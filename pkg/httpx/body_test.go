@@ -1,4 +1,4 @@
-package fetch
+package httpx
 
 import (
 	"context"
@@ -21,10 +21,9 @@ func TestStalledBodyFails(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	c := NewClient(0)
-	c.StallTimeout = 200 * time.Millisecond
-	body := newResumableBody(context.Background(), c, srv.URL+"/img", 0)
-	if err := body.Open(); err != nil {
+	c := New(Options{StallTimeout: 200 * time.Millisecond})
+	body, err := c.Open(context.Background(), srv.URL+"/img", 0)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer body.Close()

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+// The flags release, fetch, build and sysext create share are defined here once (name, default,
+// help, environment and validation), so a value means the same on every command.
+
+// addReleaseFlags registers --channel, --version, --arch and --release-server into r.
+func addReleaseFlags(fs *pflag.FlagSet, r *release.Release) {
+	fs.StringVar(&r.Channel, "channel", "stable", "release channel: "+strings.Join(release.Channels, ", ")+" (env FLATCAR_CHANNEL)")
+	fs.StringVar(&r.Version, "version", release.Current, "release: current, a number such as 4230.2.3, or current-YYYY on lts (env FLATCAR_VERSION)")
+	addArchFlag(fs, &r.Arch)
+	fs.StringVar(&r.Server, "release-server", release.DefaultServer, "release server or mirror; {channel} is replaced by the channel, /<arch>-usr/<version>/<file> is appended")
+	AlsoFromEnv(fs, "channel", "FLATCAR_CHANNEL")
+	AlsoFromEnv(fs, "version", "FLATCAR_VERSION")
+}
+
+// validateRelease normalises --arch and checks the release flags (a usage error, exit 2).
+func validateRelease(r *release.Release) error {
+	if err := validateArch(&r.Arch); err != nil {
+		return err
+	}
+	return AsUsage(r.Validate())
+}
+
+func addArchFlag(fs *pflag.FlagSet, arch *string) {
+	fs.StringVar(arch, "arch", "amd64", "architecture: "+strings.Join(release.Arches, ", ")+" (x86-64, x86_64 and aarch64 are understood)")
+}
+
+func validateArch(arch *string) error {
+	a, err := release.ParseArch(*arch)
+	if err != nil {
+		return AsUsage(err)
+	}
+	*arch = a
+	return nil
+}
+
+// addNetworkFlags registers --retries, --stall-timeout and --download-timeout, the settings of
+// every download the command makes.
+func addNetworkFlags(fs *pflag.FlagSet, o *httpx.Options) {
+	fs.IntVar(&o.Retries, "retries", httpx.DefaultRetries, "further attempts after a transient network failure (backoff doubles from 0.5 s)")
+	fs.DurationVar(&o.StallTimeout, "stall-timeout", httpx.DefaultStallTimeout, "a download that receives nothing (headers or data) for this long is a failure; 0 is the default")
+	fs.DurationVar(&o.DownloadTimeout, "download-timeout", httpx.DefaultDownloadTimeout, "each download, retries and resumes included, must finish within this (a trickling server fails); 0 is the default")
+}
+
+// newClient validates the network flags and returns the command's HTTP client; retries are
+// reported on stderr unless quiet.
+func newClient(cmd *cobra.Command, o httpx.Options, quiet bool) (*httpx.Client, error) {
+	if err := o.Validate(); err != nil {
+		return nil, AsUsage(err)
+	}
+	o.Logf = func(f string, a ...any) {
+		if !quiet {
+			fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...)
+		}
+	}
+	return httpx.New(o), nil
+}
+
+// verifyFlags are --keyring and --insecure-skip-verify.
+type verifyFlags struct {
+	keyring  string
+	insecure bool
+}
+
+func addVerifyFlags(fs *pflag.FlagSet, v *verifyFlags) {
+	fs.StringVar(&v.keyring, "keyring", "", "OpenPGP public keyring (armored or binary) that replaces the embedded Flatcar key")
+	fs.BoolVar(&v.insecure, "insecure-skip-verify", false, "DANGEROUS: skip the OpenPGP and SHA512 checks of the release image (and the cache)")
+}
+
+// load reads the keyring (the embedded Flatcar key without --keyring); nil with
+// --insecure-skip-verify. A bad keyring is a usage error.
+func (v *verifyFlags) load() (*verify.Keyring, error) {
+	if v.insecure {
+		return nil, nil
+	}
+	var k *verify.Keyring
+	var err error
+	if v.keyring != "" {
+		k, err = verify.LoadKeyring(v.keyring)
+	} else {
+		k, err = verify.EmbeddedKeyring()
+	}
+	if err != nil {
+		return nil, AsUsage(fmt.Errorf("--keyring: %w", err))
+	}
+	return k, nil
+}
+
+func addCacheFlag(fs *pflag.FlagSet, dir *string) {
+	fs.StringVar(dir, "cache-dir", "", "download cache (default $XDG_CACHE_HOME/flatcar-capo)")
+}
+
+// fillCacheDir fills the default cache directory when --cache-dir is not given.
+func fillCacheDir(dir *string) error {
+	if *dir != "" {
+		return nil
+	}
+	d, err := fetch.DefaultCacheDir()
+	if err != nil {
+		return err
+	}
+	*dir = d
+	return nil
+}
+
+// addKubernetesFlags registers the versions and mirrors of the Kubernetes downloads (build and
+// sysext create); version is --kubernetes-version's default ("" makes it required).
+func addKubernetesFlags(fs *pflag.FlagSet, k *kubernetes.Options, version string) {
+	help := "Kubernetes release (with the v)"
+	if version == "" {
+		help = "Kubernetes release, e.g. " + kubernetes.DefaultVersion + " (required)"
+	}
+	fs.StringVar(&k.Kubernetes, "kubernetes-version", version, help)
+	AlsoFromEnv(fs, "kubernetes-version", "KUBERNETES_VERSION")
+	fs.StringVar(&k.Crictl, "crictl-version", kubernetes.DefaultCrictlVersion, "cri-tools release for crictl")
+	fs.StringVar(&k.CNI, "cni-version", kubernetes.DefaultCNIVersion, "containernetworking/plugins release")
+	fs.StringVar(&k.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "replaces "+kubernetes.DefaultMirror+": kubelet/kubeadm/kubectl are <mirror>/<version>/bin/linux/<arch>/<name>(.sha256)")
+	fs.StringVar(&k.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces "+kubernetes.DefaultGitHubMirror+" for the crictl and CNI plugin releases")
+}

@@ -1,0 +1,80 @@
+package httpx
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// GetSmall downloads a small file whole (version.txt, DIGESTS.asc, a .sha256), retrying
+// transient failures, within the stall timeout and the download deadline.
+func (c *Client) GetSmall(ctx context.Context, url string, max int64) ([]byte, error) {
+	ctx, cancel := c.withDeadline(ctx, url)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		b, err := c.getOnce(ctx, url, max)
+		if err != nil && ctx.Err() != nil {
+			return nil, ended(ctx, 0)
+		}
+		if err == nil || !transient(ctx, err) || attempt > c.o.Retries {
+			if err != nil && attempt > 1 {
+				err = fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+			}
+			return b, err
+		}
+		c.o.Logf("%v; retrying (%d/%d)", err, attempt, c.o.Retries)
+		if err := c.backoff(ctx, attempt); err != nil {
+			return nil, ended(ctx, 0)
+		}
+	}
+}
+
+func (c *Client) getOnce(ctx context.Context, url string, max int64) ([]byte, error) {
+	resp, err := c.request(ctx, http.MethodGet, url, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &StatusError{URL: url, Code: resp.StatusCode, Status: resp.Status}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("GET %s: larger than %d bytes, not the small file expected here", url, max)
+	}
+	return b, nil
+}
+
+// Probe asks whether url exists with a HEAD request (retried like any other); nil means it does.
+func (c *Client) Probe(ctx context.Context, url string) error {
+	ctx, cancel := c.withDeadline(ctx, url)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		err := c.headOnce(ctx, url)
+		if err != nil && ctx.Err() != nil {
+			return ended(ctx, 0)
+		}
+		if err == nil || !transient(ctx, err) || attempt > c.o.Retries {
+			return err
+		}
+		if err := c.backoff(ctx, attempt); err != nil {
+			return ended(ctx, 0)
+		}
+	}
+}
+
+func (c *Client) headOnce(ctx context.Context, url string) error {
+	resp, err := c.request(ctx, http.MethodHead, url, 0)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &StatusError{URL: url, Code: resp.StatusCode, Status: resp.Status}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+// Package httpx is the one HTTP client of flatcar-capo: every download (release files, the
+// Kubernetes binaries, --sysext URLs) goes through a Client, so dial, header and stall timeouts,
+// bounded retries with backoff, Range resume and a per-download deadline apply to all of them.
+// Other HTTP users (a registry client) take Transport() and get the same timeouts.
+package httpx
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Defaults of the network flags (--retries, --stall-timeout, --download-timeout): a mirror that
+// goes silent fails a CI job in a minute, and a trickling one within the deadline.
+const (
+	DefaultRetries         = 3
+	DefaultStallTimeout    = 60 * time.Second
+	DefaultDownloadTimeout = 30 * time.Minute
+	DefaultBackoff         = 500 * time.Millisecond
+	maxBackoff             = 30 * time.Second
+	dialTimeout            = 30 * time.Second
+)
+
+// Options are the network settings of one command.
+type Options struct {
+	Retries         int           // further attempts after a transient failure
+	StallTimeout    time.Duration // nothing received for this long (headers or body) is a failure
+	DownloadTimeout time.Duration // one download, retries and resumes included, must end within this
+	Backoff         time.Duration // first wait between attempts; doubled after each failure
+	UserAgent       string
+	Logf            func(format string, a ...any) // one line per retry
+}
+
+// Validate fills the defaults of unset fields and refuses values no download can work with.
+func (o *Options) Validate() error {
+	if o.Retries < 0 {
+		return fmt.Errorf("--retries must be 0 or more, not %d", o.Retries)
+	}
+	if o.StallTimeout < 0 || o.DownloadTimeout < 0 {
+		return fmt.Errorf("--stall-timeout and --download-timeout must be positive durations such as 30s or 10m, not %s and %s", o.StallTimeout, o.DownloadTimeout)
+	}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	if o.DownloadTimeout == 0 {
+		o.DownloadTimeout = DefaultDownloadTimeout
+	}
+	if o.Backoff == 0 {
+		o.Backoff = DefaultBackoff
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "flatcar-capo"
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return nil
+}
+
+// Client downloads with the Options' timeouts and retries.
+type Client struct {
+	o    Options
+	tr   http.RoundTripper
+	http *http.Client
+}
+
+// New returns a client for o (unset fields take the defaults). Callers validate user input
+// with o.Validate first; New treats what it cannot use as the default.
+func New(o Options) *Client {
+	if o.Validate() != nil {
+		o.Retries, o.StallTimeout, o.DownloadTimeout = DefaultRetries, DefaultStallTimeout, DefaultDownloadTimeout
+		o.Validate()
+	}
+	tr := NewTransport(o)
+	return &Client{o: o, tr: tr, http: &http.Client{Transport: tr}}
+}
+
+// Options are the client's settings, defaults filled.
+func (c *Client) Options() Options { return c.o }
+
+// Transport is the client's round tripper (dial, TLS, header and body-stall timeouts; no
+// retries: a registry client brings its own) for HTTP users other than the downloads here.
+func (c *Client) Transport() http.RoundTripper { return c.tr }
+
+// NewTransport returns a transport with o's timeouts: dialing and the TLS handshake are bounded,
+// the response headers must come within the stall timeout, and a body that delivers nothing for
+// the stall timeout fails its Read with a message saying so.
+func NewTransport(o Options) http.RoundTripper {
+	o.Validate()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	dial := min(dialTimeout, o.StallTimeout)
+	tr.DialContext = (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = dial
+	tr.ResponseHeaderTimeout = o.StallTimeout
+	return &stallTransport{base: tr, timeout: o.StallTimeout}
+}
+
+// backoff waits before attempt number n (1-based) or returns early when ctx ends.
+func (c *Client) backoff(ctx context.Context, n int) error {
+	d := min(c.o.Backoff<<(n-1), maxBackoff)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// withDeadline bounds one download of url by the download timeout; the context's cause names it.
+func (c *Client) withDeadline(ctx context.Context, url string) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, c.o.DownloadTimeout, &DeadlineError{URL: url, Timeout: c.o.DownloadTimeout})
+}
+
+// ended returns the error to stop with once ctx is done: the download's own deadline, or the
+// caller's cancellation as it is (Ctrl-C stays a cancellation, exit 130).
+func ended(ctx context.Context, got int64) error {
+	if de, ok := context.Cause(ctx).(*DeadlineError); ok {
+		e := *de
+		e.Got = got
+		return &e
+	}
+	return ctx.Err()
+}
+
+// request sends one GET; offset > 0 asks for the rest of the file with a Range header.
+func (c *Client) request(ctx context.Context, method, url string, offset int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("bad URL %q: %w", url, err)
+	}
+	req.Header.Set("User-Agent", c.o.UserAgent)
+	if offset > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", offset))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	return resp, nil
+}
