@@ -18,10 +18,10 @@ func init() { register(newBuildCommand) }
 
 func newBuildCommand() *cobra.Command {
 	var (
-		o                 build.Options
-		out               OutputFormat
-		vf                verifyFlags
-		diskSize          string
+		o        build.Options
+		out      OutputFormat
+		vf       verifyFlags
+		diskSize string
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
