@@ -22,12 +22,6 @@ var (
 	ErrCorrupt = errors.New("btrfs corrupt")
 )
 
-// Device is what WriteFile writes to; WriteAt may fail (read-only media).
-type Device interface {
-	io.ReaderAt
-	io.WriterAt
-}
-
 // DirEntry describes one file or directory.
 type DirEntry struct {
 	Name  string

@@ -3,6 +3,7 @@ package btrfs
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
 // blockWrite is one copy of one edited leaf, with the bytes it replaces for a roll-back.
@@ -14,7 +15,7 @@ type blockWrite struct {
 
 // commit encodes and re-validates every edited leaf, then writes each copy of each leaf. If a
 // write fails, the copies already written are put back as they were.
-func (w *writePlan) commit(dev Device) error {
+func (w *writePlan) commit(dev io.WriterAt) error {
 	fs := w.fs
 	var writes []blockWrite
 	for _, l := range w.leaves {
@@ -40,7 +41,7 @@ func (w *writePlan) commit(dev Device) error {
 		}
 		for _, p := range phys {
 			old := make([]byte, len(buf))
-			if err := readFull(dev, old, p); err != nil {
+			if err := readFull(fs.dev, old, p); err != nil {
 				return fmt.Errorf("reading %v at device offset %d before writing it: %w", l, p, err)
 			}
 			writes = append(writes, blockWrite{l.orig.logical, p, buf, old})
@@ -57,7 +58,7 @@ func (w *writePlan) commit(dev Device) error {
 
 // rollback restores the original bytes of blocks written so far; the last one may have failed
 // without writing anything, so only failures on the earlier ones are reported.
-func rollback(dev Device, done []blockWrite) error {
+func rollback(dev io.WriterAt, done []blockWrite) error {
 	var errs []error
 	for i := len(done) - 1; i >= 0; i-- {
 		if _, err := dev.WriteAt(done[i].old, done[i].phys); err != nil && i < len(done)-1 {

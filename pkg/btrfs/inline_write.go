@@ -3,6 +3,7 @@ package btrfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -30,14 +31,14 @@ func (fs *FS) MaxInline() int {
 // the compressed form fits; otherwise it is stored uncompressed. Every change is computed and
 // checked in memory first; anything that would need a new tree block, a leaf split or extent
 // tree changes returns an ErrUnsupported error before anything is written.
-func (fs *FS) WriteFile(dev Device, p string, data []byte) error {
+func (fs *FS) WriteFile(dev io.WriterAt, p string, data []byte) error {
 	if err := fs.writeFile(dev, p, data); err != nil {
 		return &os.PathError{Op: "write", Path: p, Err: err}
 	}
 	return nil
 }
 
-func (fs *FS) writeFile(dev Device, p string, data []byte) error {
+func (fs *FS) writeFile(dev io.WriterAt, p string, data []byte) error {
 	names := splitPath(p)
 	if len(names) == 0 {
 		return errors.New("is the root directory")

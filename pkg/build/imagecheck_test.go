@@ -3,7 +3,6 @@ package build_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io/fs"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // rootFS reads the ROOT partition of an image (raw or qcow2) with go-diskfs: what the image
@@ -31,17 +31,13 @@ func openRoot(t *testing.T, image string) (*rootFS, func()) {
 		img.Close()
 		t.Fatal(err)
 	}
-	fsys, err := ext4.Read(disk.Backend(readOnly{img.Section(p)}), p.Size, 0, 512)
+	fsys, err := ext4.Read(disk.Backend(vdisk.Protect(img.Section(p)), true), p.Size, 0, 512)
 	if err != nil {
 		img.Close()
 		t.Fatalf("reading ROOT of %s: %v", image, err)
 	}
 	return &rootFS{t: t, fs: fsys}, func() { img.Close() }
 }
-
-type readOnly struct{ *disk.Section }
-
-func (readOnly) WriteAt([]byte, int64) (int, error) { return 0, errors.New("read only") }
 
 // rel turns /etc/x into go-diskfs' io/fs-style etc/x.
 func rel(p string) string {

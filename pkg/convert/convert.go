@@ -15,6 +15,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Options tune a conversion.
@@ -99,12 +100,7 @@ func File(ctx context.Context, in, out string, opts Options) (Result, error) {
 		return res, err
 	}
 	defer img.Close()
-	var src qcow2.Source
-	if r := img.Qcow2(); r != nil {
-		src = r
-	} else if src, err = qcow2.NewRawSource(img.File()); err != nil {
-		return res, err
-	}
+	src := img.Disk
 	res.InputFormat, res.OutputFormat, res.Compressed = img.Format, format, opts.Compress
 	res.VirtualSize = src.Size()
 	if res.OutputBytes, res.DataBytes, err = Write(ctx, src, out, format, opts); err != nil {
@@ -116,7 +112,7 @@ func File(ctx context.Context, in, out string, opts Options) (Result, error) {
 
 // Write writes the virtual disk src to the file out in format, atomically. It returns the
 // length of the output and the bytes of source data it read.
-func Write(ctx context.Context, src qcow2.Source, out string, format disk.Format, opts Options) (outBytes, dataBytes int64, err error) {
+func Write(ctx context.Context, src vdisk.Disk, out string, format disk.Format, opts Options) (outBytes, dataBytes int64, err error) {
 	version, err := compatVersion(opts.Compat)
 	if err != nil {
 		return 0, 0, err

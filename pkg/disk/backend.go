@@ -7,24 +7,20 @@ import (
 	"time"
 
 	"github.com/diskfs/go-diskfs/backend"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
-// Device is a random-access byte range with a size: a partition or a whole image.
-type Device interface {
-	io.ReaderAt
-	io.WriterAt
-	Size() int64
-}
-
-// Backend adapts a Device (usually a partition Section) to go-diskfs's backend.Storage, so its
-// ext4 and FAT drivers read and write inside the partition only.
-func Backend(dev Device) backend.Storage {
-	return &deviceBackend{dev: dev, r: io.NewSectionReader(dev, 0, dev.Size())}
+// Backend adapts a virtual disk (usually a partition Section) to go-diskfs's backend.Storage, so
+// its ext4, FAT and squashfs drivers read (and, when writable, write) inside it only.
+func Backend(dev vdisk.Disk, writable bool) backend.Storage {
+	return &deviceBackend{dev: dev, r: io.NewSectionReader(dev, 0, dev.Size()), writable: writable}
 }
 
 type deviceBackend struct {
-	dev Device
-	r   *io.SectionReader
+	dev      vdisk.Disk
+	r        *io.SectionReader
+	writable bool
 }
 
 func (d *deviceBackend) Stat() (fs.FileInfo, error)                { return sizeInfo(d.dev.Size()), nil }
@@ -34,8 +30,13 @@ func (d *deviceBackend) WriteAt(p []byte, off int64) (int, error)  { return d.de
 func (d *deviceBackend) Seek(off int64, whence int) (int64, error) { return d.r.Seek(off, whence) }
 func (d *deviceBackend) Close() error                              { return nil }
 func (d *deviceBackend) Sys() (*os.File, error)                    { return nil, backend.ErrNotSuitable }
-func (d *deviceBackend) Writable() (backend.WritableFile, error)   { return d, nil }
 func (d *deviceBackend) Path() string                              { return "" }
+func (d *deviceBackend) Writable() (backend.WritableFile, error) {
+	if !d.writable {
+		return nil, backend.ErrIncorrectOpenMode
+	}
+	return d, nil
+}
 
 type sizeInfo int64
 

@@ -58,7 +58,7 @@ func TestReadGPTOfRealTable(t *testing.T) {
 	if _, err := img.FindPartition("USR-A"); err == nil {
 		t.Fatal("found a partition that does not exist")
 	}
-	mbr, _ := ReadMBR(img.Storage)
+	mbr, _ := ReadMBR(img.Disk)
 	if mbr.Kind != MBRProtective {
 		t.Fatalf("MBR kind %s, want protective", mbr.Kind)
 	}
@@ -70,11 +70,11 @@ func TestHybridMBRIsDetectedAndReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mbr, _ := ReadMBR(img.Storage)
+	mbr, _ := ReadMBR(img.Disk)
 	if mbr.Kind != MBRHybrid {
 		t.Fatalf("sgdisk -h made a %s MBR (types %v)", mbr.Kind, mbr.Types)
 	}
-	if err := WriteProtectiveMBR(img.Storage); err != nil {
+	if err := WriteProtectiveMBR(img.Disk); err != nil {
 		t.Fatal(err)
 	}
 	img.Close()
@@ -84,7 +84,7 @@ func TestHybridMBRIsDetectedAndReplaced(t *testing.T) {
 	}
 	img, _ = Open(path, false)
 	defer img.Close()
-	if mbr, _ = ReadMBR(img.Storage); mbr.Kind != MBRProtective {
+	if mbr, _ = ReadMBR(img.Disk); mbr.Kind != MBRProtective {
 		t.Fatalf("after rewrite: %s", mbr.Kind)
 	}
 }
@@ -144,4 +144,6 @@ func (m memStorage) ReadAt(p []byte, off int64) (int, error) {
 }
 func (m memStorage) WriteAt(p []byte, off int64) (int, error) { return 0, ErrReadOnly }
 func (m memStorage) Size() int64                              { return int64(len(m)) }
-func (m memStorage) Close() error                             { return nil }
+func (m memStorage) Extents(_ context.Context, fn func(off, n int64) error) error {
+	return fn(0, m.Size())
+}

@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Partition is one GPT entry.
@@ -39,7 +41,7 @@ var ErrNoGPT = errors.New("no GPT partition table")
 // primary is damaged; PrimaryGPTError tells). It is a small parser of our own, not go-diskfs'
 // partition/gpt: that one panics or reads tables that are not there on some corrupt headers
 // (TestGoDiskfsGPTEvidence, docs/architecture.md), and an image is untrusted input.
-func ReadGPT(s Storage) ([]Partition, error) {
+func ReadGPT(s vdisk.Disk) ([]Partition, error) {
 	parts, errPrimary := readGPTAt(s, 1)
 	if errPrimary == nil {
 		return parts, nil
@@ -54,7 +56,7 @@ func ReadGPT(s Storage) ([]Partition, error) {
 
 // PrimaryGPTError returns why the primary GPT header (LBA 1) cannot be used, or nil when it can;
 // when it is not nil and ReadGPT still succeeds, the table was recovered from the backup header.
-func PrimaryGPTError(s Storage) error {
+func PrimaryGPTError(s vdisk.Disk) error {
 	_, err := readHeader(s, 1)
 	return err
 }
@@ -79,7 +81,7 @@ func (h *gptHeader) seal() {
 }
 
 // readHeader reads and verifies the GPT header at lba and the partition array it points to.
-func readHeader(s Storage, lba int64) (*gptHeader, error) {
+func readHeader(s vdisk.Disk, lba int64) (*gptHeader, error) {
 	hdr := make([]byte, sectorSize)
 	if n, _ := s.ReadAt(hdr, lba*sectorSize); n < 92 {
 		return nil, fmt.Errorf("%w: image too small", ErrNoGPT)
@@ -117,7 +119,7 @@ func readHeader(s Storage, lba int64) (*gptHeader, error) {
 	return &gptHeader{raw: h, lba: lba, entries: arr, count: int(count), entrySize: int(entrySize)}, nil
 }
 
-func readGPTAt(s Storage, lba int64) ([]Partition, error) {
+func readGPTAt(s vdisk.Disk, lba int64) ([]Partition, error) {
 	h, err := readHeader(s, lba)
 	if err != nil {
 		return nil, err
@@ -164,34 +166,51 @@ func guidString(b []byte) string {
 		binary.LittleEndian.Uint32(b[0:]), binary.LittleEndian.Uint16(b[4:]), binary.LittleEndian.Uint16(b[6:]), b[8:10], b[10:16]))
 }
 
-// Partitions reads the image's GPT.
+// Partitions returns the image's GPT, parsed once per image.
 func (img *Image) Partitions() ([]Partition, error) {
-	parts, err := ReadGPT(img.Storage)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w; is this a Flatcar disk image?", img.Path, err)
+	if img.parts == nil && img.perr == nil {
+		img.parts, img.perr = ReadGPT(img.Disk)
+		if img.perr != nil {
+			img.perr = fmt.Errorf("%s: %w; is this a Flatcar disk image?", img.Path, img.perr)
+		} else if img.parts == nil {
+			img.parts = []Partition{}
+		}
 	}
-	return parts, nil
+	return img.parts, img.perr
 }
 
-// FindPartition finds a partition by its GPT name (Flatcar's layout changes sizes between
+// Find is the one lookup of a partition by its GPT name (Flatcar's layout changes sizes between
 // releases, so never by offset).
+func Find(parts []Partition, name string) (Partition, bool) {
+	for _, p := range parts {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Partition{}, false
+}
+
+// FindPartition finds a partition by its GPT name and checks it lies inside the image.
 func (img *Image) FindPartition(name string) (Partition, error) {
 	parts, err := img.Partitions()
 	if err != nil {
 		return Partition{}, err
 	}
-	var names []string
-	for _, p := range parts {
-		if p.Name == name {
-			if p.Start+p.Size > img.Size() {
-				return Partition{}, fmt.Errorf("%s: partition %d (%s) ends past the end of the image (truncated file?)", img.Path, p.Number, name)
-			}
-			return p, nil
+	p, ok := Find(parts, name)
+	if !ok {
+		var names []string
+		for _, p := range parts {
+			names = append(names, p.Name)
 		}
-		names = append(names, p.Name)
+		return Partition{}, fmt.Errorf("%s: the GPT has no partition named %q (found: %s); is this a Flatcar image?", img.Path, name, strings.Join(names, ", "))
 	}
-	return Partition{}, fmt.Errorf("%s: the GPT has no partition named %q (found: %s); is this a Flatcar image?", img.Path, name, strings.Join(names, ", "))
+	if p.Start+p.Size > img.Size() {
+		return Partition{}, fmt.Errorf("%s: partition %d (%s) ends past the end of the image (truncated file?)", img.Path, p.Number, name)
+	}
+	return p, nil
 }
 
 // Section returns partition p as a bounded read/write range.
-func (img *Image) Section(p Partition) *Section { return NewSection(img.Storage, p.Start, p.Size) }
+func (img *Image) Section(p Partition) *vdisk.Section {
+	return vdisk.NewSection(img.Disk, p.Start, p.Size)
+}

@@ -20,16 +20,17 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // diskfsPartitions reads s with go-diskfs and maps its entries onto disk.Partition.
-func diskfsPartitions(s disk.Device) (parts []disk.Partition, recovered bool, err error) {
+func diskfsPartitions(s vdisk.Disk) (parts []disk.Partition, recovered bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("go-diskfs panicked: %v", r)
 		}
 	}()
-	tbl, err := gpt.Read(disk.Backend(s), 512, 512)
+	tbl, err := gpt.Read(disk.Backend(s, true), 512, 512)
 	if err != nil {
 		return nil, false, err
 	}
@@ -68,7 +69,7 @@ func TestGoDiskfsReadsEveryFixtureLikeOurParser(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				theirs, recovered, err := diskfsPartitions(img.Storage)
+				theirs, recovered, err := diskfsPartitions(img.Disk)
 				img.Close()
 				if err != nil || recovered {
 					t.Fatalf("%s: go-diskfs: %v (recovered from backup: %t)", path, err, recovered)
@@ -109,16 +110,16 @@ func TestGoDiskfsRecoversFromBackupAndSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs, recovered, err := diskfsPartitions(img.Storage)
+	theirs, recovered, err := diskfsPartitions(img.Disk)
 	if err != nil || !recovered || !reflect.DeepEqual(ours, theirs) {
 		t.Fatalf("go-diskfs: err %v recovered %t\nours %+v\ntheirs %+v", err, recovered, ours, theirs)
 	}
-	if err := disk.PrimaryGPTError(img.Storage); err == nil || !strings.Contains(err.Error(), "no 'EFI PART' signature at LBA 1") {
+	if err := disk.PrimaryGPTError(img.Disk); err == nil || !strings.Contains(err.Error(), "no 'EFI PART' signature at LBA 1") {
 		t.Fatalf("PrimaryGPTError on a zeroed primary header: %v", err)
 	}
 	clean, _ := disk.Open(src, false)
 	defer clean.Close()
-	if err := disk.PrimaryGPTError(clean.Storage); err != nil {
+	if err := disk.PrimaryGPTError(clean.Disk); err != nil {
 		t.Fatalf("PrimaryGPTError on a clean image: %v", err)
 	}
 }
@@ -271,4 +272,7 @@ func TestGoDiskfsGPTEvidence(t *testing.T) {
 		}
 		t.Logf("%s: go-diskfs %s %+v", c.name, got, parts)
 	}
+}
+func (m memDevice) Extents(_ context.Context, fn func(off, n int64) error) error {
+	return fn(0, m.Size())
 }

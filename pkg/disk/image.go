@@ -3,32 +3,28 @@ package disk
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
-// Storage is what an image is read from and written to.
-type Storage interface {
-	io.ReaderAt
-	io.WriterAt
-	Size() int64
-	Close() error
-}
-
-// Image is an opened disk image.
+// Image is an opened disk image: its virtual disk (a raw file or a qcow2 image's) and its GPT,
+// read once.
 type Image struct {
 	Path     string
 	Format   Format
 	Writable bool
-	Storage
+	vdisk.Disk
+	f     *os.File
+	raw   *vdisk.File // nil for qcow2
+	parts []Partition
+	perr  error
 }
 
 // ErrReadOnly is returned by WriteAt on an image opened for reading only.
-var ErrReadOnly = errors.New("image opened read-only")
-
-// qcow2Opener is set by the qcow2 support (qcow2.go) to expose a qcow2 file as virtual-disk storage.
-var qcow2Opener func(f *os.File) (Storage, error)
+var ErrReadOnly = vdisk.ErrReadOnly
 
 // Open opens an image. writable opens a raw image for in-place edits; qcow2 images are read-only
 // (write a new image instead, see the convert package).
@@ -67,57 +63,51 @@ func Open(path string, writable bool) (*Image, error) {
 		}
 		return nil, fmt.Errorf("cannot read %s: %w", path, err)
 	}
-	img := &Image{Path: path, Format: format, Writable: writable}
+	img := &Image{Path: path, Format: format, Writable: writable, f: f}
 	switch format {
 	case FormatRaw:
-		img.Storage = &rawStorage{f: f, size: st.Size(), writable: writable}
+		if img.raw, err = vdisk.NewFile(f, writable); err != nil {
+			f.Close()
+			return nil, err
+		}
+		img.Disk = img.raw
 	case FormatQcow2:
 		if writable {
 			f.Close()
 			return nil, fmt.Errorf("%s is a qcow2 image and cannot be edited in place; write the result to a new file with --output-file OUT.qcow2 (or OUT.raw)", path)
 		}
-		if qcow2Opener == nil {
-			f.Close()
-			return nil, fmt.Errorf("%s is a qcow2 image; convert it to raw first with 'flatcar-capo convert %s OUT.raw'", path, path)
-		}
-		s, err := qcow2Opener(f)
+		r, err := qcow2.OpenFile(f)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		img.Storage = s
+		img.Disk = r
 	}
 	return img, nil
 }
 
-type rawStorage struct {
-	f        *os.File
-	size     int64
-	writable bool
-}
-
-func (r *rawStorage) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
-func (r *rawStorage) WriteAt(p []byte, off int64) (int, error) {
-	if !r.writable {
-		return 0, ErrReadOnly
+// Close closes the image (syncing a writable one first).
+func (img *Image) Close() error {
+	if img.raw != nil {
+		return img.raw.Close()
 	}
-	return r.f.WriteAt(p, off)
-}
-func (r *rawStorage) Size() int64 { return r.size }
-func (r *rawStorage) Close() error {
-	if r.writable {
-		if err := r.f.Sync(); err != nil {
-			r.f.Close()
-			return err
-		}
-	}
-	return r.f.Close()
+	return img.f.Close()
 }
 
 // File returns the underlying *os.File of a raw image (nil for other formats), for sparse copies.
 func (img *Image) File() *os.File {
-	if r, ok := img.Storage.(*rawStorage); ok {
-		return r.f
+	if img.raw != nil {
+		return img.f
 	}
 	return nil
+}
+
+// FromFile is an Image over an already open raw image file (a copy being written, say); the
+// caller keeps ownership of f and does not Close the Image.
+func FromFile(path string, f *os.File, writable bool) (*Image, error) {
+	raw, err := vdisk.NewFile(f, writable)
+	if err != nil {
+		return nil, err
+	}
+	return &Image{Path: path, Format: FormatRaw, Writable: writable, Disk: raw, f: f, raw: raw}, nil
 }

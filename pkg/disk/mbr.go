@@ -1,6 +1,10 @@
 package disk
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
+)
 
 // MBRKind tells what LBA 0 holds.
 type MBRKind string
@@ -20,7 +24,7 @@ type MBRInfo struct {
 
 // ReadMBR classifies LBA 0: a protective MBR has a single 0xEE entry; a hybrid MBR (Flatcar before
 // stable 4459.2.0) has 0xEE plus real entries such as the ESP, which newer Nova rejects.
-func ReadMBR(s Storage) (MBRInfo, error) {
+func ReadMBR(s vdisk.Disk) (MBRInfo, error) {
 	var info MBRInfo
 	if n, _ := s.ReadAt(info.raw[:], 0); n != 512 {
 		return info, fmt.Errorf("cannot read the MBR")
@@ -56,7 +60,7 @@ func ReadMBR(s Storage) (MBRInfo, error) {
 // WriteProtectiveMBR replaces the four MBR partition entries with the single 0xEE entry of a
 // standard protective MBR, keeping the boot code (GRUB's boot.img still loads core.img from the
 // BIOS-BOOT partition, as in Flatcar 4459.2.0).
-func WriteProtectiveMBR(s Storage) error {
+func WriteProtectiveMBR(s vdisk.Disk) error {
 	var mbr [512]byte
 	if n, _ := s.ReadAt(mbr[:], 0); n != 512 {
 		return fmt.Errorf("cannot read the MBR")

@@ -3,6 +3,8 @@ package disk
 import (
 	"errors"
 	"fmt"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // RelocateBackupGPT moves the backup GPT (header and partition array) of a raw image to the
@@ -16,14 +18,14 @@ func RelocateBackupGPT(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := relocateBackupGPT(img.Storage); err != nil {
+	if err := relocateBackupGPT(img.Disk); err != nil {
 		img.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return img.Close() // syncs
 }
 
-func relocateBackupGPT(s Storage) error {
+func relocateBackupGPT(s vdisk.Disk) error {
 	primary, err := readHeader(s, 1)
 	if err != nil {
 		return fmt.Errorf("cannot move the backup GPT: the primary GPT is not valid (%w); repair it first, e.g. with 'sgdisk -e'", err)
@@ -85,7 +87,7 @@ func relocateBackupGPT(s Storage) error {
 }
 
 // writeSector writes b at lba, padded with zeros to whole sectors.
-func writeSector(s Storage, lba int64, b []byte) error {
+func writeSector(s vdisk.Disk, lba int64, b []byte) error {
 	buf := make([]byte, (len(b)+sectorSize-1)/sectorSize*sectorSize)
 	copy(buf, b)
 	if _, err := s.WriteAt(buf, lba*sectorSize); err != nil {
@@ -102,23 +104,22 @@ func Grow(path string, size int64) error {
 		return err
 	}
 	defer img.Close()
-	raw, ok := img.Storage.(*rawStorage)
-	if !ok {
+	raw := img.raw
+	if raw == nil {
 		return fmt.Errorf("%s is not a raw image; only raw images can be grown", path)
 	}
 	switch {
 	case size%sectorSize != 0:
 		return fmt.Errorf("disk size %d is not a multiple of %d bytes", size, sectorSize)
-	case size < raw.size:
-		return fmt.Errorf("%s is %d bytes; shrinking it to %d would cut partitions (only growing is supported)", path, raw.size, size)
+	case size < raw.Size():
+		return fmt.Errorf("%s is %d bytes; shrinking it to %d would cut partitions (only growing is supported)", path, raw.Size(), size)
 	}
-	if err := raw.f.Truncate(size); err != nil {
+	old := raw.Size()
+	if err := raw.Truncate(size); err != nil {
 		return fmt.Errorf("cannot grow %s: %w", path, err)
 	}
-	old := raw.size
-	raw.size = size
 	if err := relocateBackupGPT(raw); err != nil {
-		raw.f.Truncate(old) // leave the image as it was
+		raw.Truncate(old) // leave the image as it was
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return img.Close()

@@ -74,11 +74,11 @@ func TestGrowMovesTheBackupGPT(t *testing.T) {
 			t.Fatalf("partitions changed:\nbefore %+v\nafter  %+v", before, after)
 		}
 		img, _ := disk.Open(path, false)
-		theirs, recovered, err := diskfsPartitions(img.Storage)
+		theirs, recovered, err := diskfsPartitions(img.Disk)
 		if err != nil || recovered || !reflect.DeepEqual(before, theirs) {
 			t.Fatalf("go-diskfs after Grow: %v recovered=%t %+v", err, recovered, theirs)
 		}
-		mbr, _ := disk.ReadMBR(img.Storage)
+		mbr, _ := disk.ReadMBR(img.Disk)
 		img.Close()
 		if want := map[bool]disk.MBRKind{false: disk.MBRProtective, true: disk.MBRHybrid}[hybrid]; mbr.Kind != want {
 			t.Fatalf("MBR is %s after Grow, want %s", mbr.Kind, want)

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // CopySparse copies src to an empty dst: a reflink where the filesystem can (btrfs, xfs: instant,
@@ -19,14 +19,13 @@ func CopySparse(ctx context.Context, dst, src *os.File) error {
 	if unix.IoctlFileClone(int(dst.Fd()), int(src.Fd())) == nil {
 		return nil
 	}
-	raw, err := qcow2.NewRawSource(src)
+	raw, err := vdisk.NewFile(src, false)
 	if err != nil {
 		return err
 	}
 	if err := dst.Truncate(raw.Size()); err != nil {
 		return fmt.Errorf("cannot size %s: %w", dst.Name(), err)
 	}
-	// One hole walk for the whole project: the one the qcow2 writer reads raw images with.
 	return raw.Extents(ctx, func(off, n int64) error { return copyRange(ctx, dst, src, off, n) })
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/fat32"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // firstBootFlag reports whether /flatcar/first_boot exists on the EFI-SYSTEM partition (GRUB
@@ -15,7 +16,7 @@ func firstBootFlag(img *disk.Image, parts []disk.Partition) *bool {
 		if p.Name != "EFI-SYSTEM" {
 			continue
 		}
-		b := disk.Backend(readOnly{img.Section(p)})
+		b := disk.Backend(vdisk.Protect(img.Section(p)), true)
 		var fsys filesystem.FileSystem
 		if f, err := fat32.Read(b, p.Size, 0, 512); err == nil {
 			fsys = f
@@ -36,8 +37,3 @@ func firstBootFlag(img *disk.Image, parts []disk.Partition) *bool {
 	}
 	return nil
 }
-
-// readOnly keeps the FAT drivers from writing (they may update access times).
-type readOnly struct{ *disk.Section }
-
-func (readOnly) WriteAt([]byte, int64) (int, error) { return 0, disk.ErrReadOnly }

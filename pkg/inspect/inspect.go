@@ -81,10 +81,10 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	for _, p := range parts {
 		r.Partitions = append(r.Partitions, PartitionInfo{Partition: p, Type: disk.TypeNames[p.TypeGUID]})
 	}
-	if err := disk.PrimaryGPTError(img.Storage); err != nil {
+	if err := disk.PrimaryGPTError(img.Disk); err != nil {
 		r.GPTPrimary = err.Error()
 	}
-	if r.MBR, err = disk.ReadMBR(img.Storage); err != nil {
+	if r.MBR, err = disk.ReadMBR(img.Disk); err != nil {
 		return nil, fmt.Errorf("%s: %w", img.Path, err)
 	}
 	if r.MBR.Types == nil {

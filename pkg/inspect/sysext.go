@@ -15,6 +15,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Extensions is what systemd-sysext finds in ROOT at boot: the images in its search paths
@@ -74,7 +75,7 @@ func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition) {
 	x := &r.Extensions
 	host := imageHost(img, parts)
 	x.Host = Host{ID: host.ID, VersionID: host.VersionID, SysextLevel: host.SysextLevel, Architecture: host.Architecture, Source: host.Source}
-	root, ok := findPartition(parts, "ROOT")
+	root, ok := disk.Find(parts, "ROOT")
 	if !ok {
 		x.Root = "missing"
 		return
@@ -269,18 +270,9 @@ func fsPath(p string) string {
 	return p
 }
 
-func findPartition(parts []disk.Partition, name string) (disk.Partition, bool) {
-	for _, p := range parts {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return disk.Partition{}, false
-}
-
 // openExt4 opens a partition's ext4 read-only; go-diskfs panics on some corrupt metadata.
 func openExt4(img *disk.Image, p disk.Partition) (fsys *ext4.FileSystem, err error) {
-	sec := readOnly{img.Section(p)}
+	sec := vdisk.Protect(img.Section(p))
 	if kind, _ := oem.DetectFilesystem(sec); kind != "ext4" {
 		return nil, fmt.Errorf("not ext4 (no ext4 superblock on partition %d)", p.Number)
 	}
@@ -289,7 +281,7 @@ func openExt4(img *disk.Image, p disk.Partition) (fsys *ext4.FileSystem, err err
 			fsys, err = nil, fmt.Errorf("unreadable ext4: %v", v)
 		}
 	}()
-	fsys, err = ext4.Read(disk.Backend(sec), p.Size, 0, 512)
+	fsys, err = ext4.Read(disk.Backend(sec, true), p.Size, 0, 512)
 	if err != nil {
 		return nil, fmt.Errorf("unreadable ext4: %v", err)
 	}
@@ -306,11 +298,11 @@ func imageHost(img *disk.Image, parts []disk.Partition) sysext.Host {
 		h.Source += ": " + why
 		return h
 	}
-	usr, ok := findPartition(parts, "USR-A")
+	usr, ok := disk.Find(parts, "USR-A")
 	if !ok {
 		return constants("no USR-A partition")
 	}
-	fsys, err := oem.OpenFilesystem(readOnly{img.Section(usr)})
+	fsys, err := oem.OpenFilesystem(vdisk.Protect(img.Section(usr)))
 	if err != nil {
 		return constants("USR-A is not readable (" + err.Error() + ")")
 	}
@@ -326,11 +318,11 @@ func imageHost(img *disk.Image, parts []disk.Partition) sysext.Host {
 }
 
 func espArch(img *disk.Image, parts []disk.Partition) string {
-	p, ok := findPartition(parts, "EFI-SYSTEM")
+	p, ok := disk.Find(parts, "EFI-SYSTEM")
 	if !ok {
 		return ""
 	}
-	b := disk.Backend(readOnly{img.Section(p)})
+	b := disk.Backend(vdisk.Protect(img.Section(p)), true)
 	var names []string
 	if f, err := fat32.Read(b, p.Size, 0, 512); err == nil {
 		names = fatNames(f.ReadDir)

@@ -5,15 +5,16 @@ import (
 	"fmt"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/btrfs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // btrfsFS is Flatcar's OEM filesystem since 2983.x, read and edited by pkg/btrfs in place.
 type btrfsFS struct {
-	dev Device
+	dev vdisk.Disk
 	fs  *btrfs.FS
 }
 
-func openBtrfs(dev Device) (Filesystem, error) {
+func openBtrfs(dev vdisk.Disk) (Filesystem, error) {
 	f, err := btrfs.Open(dev, dev.Size())
 	if err != nil {
 		return nil, err

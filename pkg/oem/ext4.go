@@ -11,14 +11,15 @@ import (
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // ext4FS goes through go-diskfs. Its writes are in place; O_TRUNC is ignored and Remove followed
 // by a re-create corrupts the filesystem, so a shorter file is written over and then truncated.
 type ext4FS struct{ fs *ext4.FileSystem }
 
-func openExt4(dev Device) (Filesystem, error) {
-	f, err := ext4.Read(disk.Backend(dev), dev.Size(), 0, 512)
+func openExt4(dev vdisk.Disk) (Filesystem, error) {
+	f, err := ext4.Read(disk.Backend(dev, true), dev.Size(), 0, 512)
 	if err != nil {
 		return nil, fmt.Errorf("the OEM partition's ext4 filesystem cannot be read (corrupt superblock or checksum?): %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Filesystem is the OEM partition's filesystem, whichever it is.
@@ -27,9 +27,6 @@ type Entry struct {
 	Size  int64  `json:"size"`
 }
 
-// Device is the partition the filesystem lives on.
-type Device = disk.Device
-
 // ErrUnknownFilesystem means the OEM partition holds neither btrfs nor ext4.
 var ErrUnknownFilesystem = errors.New("unknown filesystem")
 
@@ -47,7 +44,7 @@ func DetectFilesystem(dev io.ReaderAt) (string, error) {
 }
 
 // OpenFilesystem opens the filesystem on dev. A read-only dev makes WriteFile fail.
-func OpenFilesystem(dev Device) (Filesystem, error) {
+func OpenFilesystem(dev vdisk.Disk) (Filesystem, error) {
 	kind, err := DetectFilesystem(dev)
 	if err != nil {
 		return nil, fmt.Errorf("the OEM partition has an unknown filesystem (no btrfs or ext4 superblock); flatcar-capo supports Flatcar's btrfs OEM (2983.x and later) and ext4 OEM (older releases)")

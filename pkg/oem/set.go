@@ -69,7 +69,7 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 	res := SetResult{Image: img.Path}
 	var mbr disk.MBRInfo
 	if opts.ProtectiveMBR {
-		if mbr, err = disk.ReadMBR(img.Storage); err != nil {
+		if mbr, err = disk.ReadMBR(img.Disk); err != nil {
 			return res, fmt.Errorf("%s: %w", img.Path, err)
 		}
 	}
@@ -95,7 +95,7 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 		res.Changed = true
 	}
 	if opts.ProtectiveMBR && mbr.Kind == disk.MBRHybrid {
-		if err := disk.WriteProtectiveMBR(img.Storage); err != nil {
+		if err := disk.WriteProtectiveMBR(img.Disk); err != nil {
 			return res, fmt.Errorf("%s: writing the protective MBR: %w", img.Path, err)
 		}
 		res.MBRReplaced, res.Changed = true, true

@@ -11,6 +11,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Output says where SetFile writes. An empty Path edits the image in place.
@@ -71,8 +72,8 @@ func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (re
 		return SetResult{}, err
 	}
 	defer work.Abort()
-	if r := src.Qcow2(); r != nil {
-		err = qcow2.CopyToRaw(ctx, r, work.File, 0, nil)
+	if src.Format == disk.FormatQcow2 {
+		err = qcow2.CopyToRaw(ctx, src.Disk, work.File, 0, nil)
 	} else {
 		err = disk.CopySparse(ctx, work.File, src.File())
 	}
@@ -97,7 +98,7 @@ func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (re
 	if format == disk.FormatRaw {
 		return res, work.Commit(0o644)
 	}
-	rawSrc, err := qcow2.NewRawSource(work.File)
+	rawSrc, err := vdisk.NewFile(work.File, false)
 	if err != nil {
 		return res, err
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"sync"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 const holeBlock = 4096 // all-zero blocks of this size become holes in raw output
@@ -13,7 +15,7 @@ const holeBlock = 4096 // all-zero blocks of this size become holes in raw outpu
 // CopyToRaw writes the virtual disk of src to dst as a sparse raw image: only the source's data
 // extents are read (by a pool of workers, workers <= 0 means GOMAXPROCS), all-zero blocks are
 // skipped, and dst is truncated to the virtual size. dst is emptied first.
-func CopyToRaw(ctx context.Context, src Source, dst *os.File, workers int, progress Progress) error {
+func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, progress Progress) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -80,7 +82,7 @@ func CopyToRaw(ctx context.Context, src Source, dst *os.File, workers int, progr
 }
 
 // copyPiece reads len(buf) bytes at off and writes the blocks that are not all zero.
-func copyPiece(src Source, dst *os.File, buf []byte, off int64) error {
+func copyPiece(src vdisk.Disk, dst *os.File, buf []byte, off int64) error {
 	if err := readFull(src, buf, off); err != nil {
 		return err
 	}
@@ -98,7 +100,7 @@ func copyPiece(src Source, dst *os.File, buf []byte, off int64) error {
 	}
 	for i := 0; i < len(buf); {
 		n := min(len(buf)-i, holeBlock-int((off+int64(i))%holeBlock))
-		if isZero(buf[i : i+n]) {
+		if vdisk.IsZero(buf[i : i+n]) {
 			if err := flush(i); err != nil {
 				return err
 			}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // CopyToRaw skips the truncate on an empty output (ext4 would flush it on close) but must still
@@ -21,7 +23,7 @@ func TestCopyToRawEmptiesAnOldOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	src, err := NewRawSource(in)
+	src, err := vdisk.NewFile(in, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +60,8 @@ func (s *failingSource) ReadAt(p []byte, off int64) (int, error) {
 	s.readers.Wait()
 	return 0, errors.New("no space left on device")
 }
-func (s *failingSource) Size() int64 { return s.size }
+func (s *failingSource) Size() int64                        { return s.size }
+func (s *failingSource) WriteAt([]byte, int64) (int, error) { return 0, vdisk.ErrReadOnly }
 func (s *failingSource) Extents(ctx context.Context, fn func(off, n int64) error) error {
 	return fn(0, s.size)
 }

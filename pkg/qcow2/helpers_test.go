@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 const testDiskSize = 48<<20 + 3*512 // not a multiple of the cluster size
@@ -80,7 +81,7 @@ func writeQcow2(t testing.TB, raw, out string, opts Options) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	src, err := NewRawSource(in)
+	src, err := vdisk.NewFile(in, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Images this package writes put every table in front of the data, in this order:
@@ -15,7 +17,7 @@ import (
 type run struct{ vc, n int64 }
 
 // scanRuns turns the source's extents into cluster runs.
-func scanRuns(ctx context.Context, src Source, bits uint) (runs []run, clusters int64, err error) {
+func scanRuns(ctx context.Context, src vdisk.Disk, bits uint) (runs []run, clusters int64, err error) {
 	err = src.Extents(ctx, func(off, n int64) error {
 		first, last := off>>bits, (off+n-1)>>bits
 		if k := len(runs) - 1; k >= 0 && runs[k].vc+runs[k].n > first {

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/flate"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 const (
@@ -527,3 +529,6 @@ func (c *lru[V]) put(k int64, v V) {
 	c.keys = append(c.keys, k)
 	c.vals[k] = v
 }
+
+// WriteAt refuses: a qcow2 image is read only (write a new image instead).
+func (r *Reader) WriteAt([]byte, int64) (int, error) { return 0, vdisk.ErrReadOnly }

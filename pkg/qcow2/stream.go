@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Stream produces a qcow2 image of a source without a temporary file: the layout comes from the
@@ -14,7 +16,7 @@ import (
 // overlaps source data is stored (zeros included) and nothing is compressed.
 // Stream is an io.Reader, io.ReaderAt, io.Seeker and io.WriterTo; ReadAt is safe for concurrent use.
 type Stream struct {
-	src     Source
+	src     vdisk.Disk
 	meta    []byte
 	runs    []streamRun
 	cs      int64
@@ -28,7 +30,7 @@ type streamRun struct{ k, vc, n int64 }
 
 // NewStreamWriter prepares a qcow2 stream of the raw image file raw (read with SEEK_DATA/SEEK_HOLE).
 func NewStreamWriter(raw *os.File) (*Stream, error) {
-	src, err := NewRawSource(raw)
+	src, err := vdisk.NewFile(raw, false)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +38,7 @@ func NewStreamWriter(raw *os.File) (*Stream, error) {
 }
 
 // NewStream prepares a compat 1.1 qcow2 stream of src.
-func NewStream(ctx context.Context, src Source) (*Stream, error) {
+func NewStream(ctx context.Context, src vdisk.Disk) (*Stream, error) {
 	bits := uint(defaultClusterBits)
 	runs, clusters, err := scanRuns(ctx, src, bits)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/flate"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Options tune Write.
@@ -35,7 +37,7 @@ const (
 // Write writes src as a qcow2 image with 64 KiB clusters to dst. Holes of the source and
 // all-zero clusters are not stored. The source is read once, sequentially; with Compress the
 // clusters are deflated by a pool of workers and written in order.
-func Write(ctx context.Context, src Source, dst Target, opts Options) error {
+func Write(ctx context.Context, src vdisk.Disk, dst Target, opts Options) error {
 	if opts.Version == 0 {
 		opts.Version = 3
 	}
@@ -93,7 +95,7 @@ type job struct {
 
 // runPipeline reads the runs in order, classifies (and maybe compresses) clusters on the
 // workers, and hands the jobs to write in source order.
-func runPipeline(ctx context.Context, src Source, runs []run, opts Options, write func(*job) error) error {
+func runPipeline(ctx context.Context, src vdisk.Disk, runs []run, opts Options, write func(*job) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cs := int64(1) << defaultClusterBits
@@ -175,7 +177,7 @@ func runPipeline(ctx context.Context, src Source, runs []run, opts Options, writ
 }
 
 // readFull reads p at off, zero-filling past the end of the source.
-func readFull(src Source, p []byte, off int64) error {
+func readFull(src vdisk.Disk, p []byte, off int64) error {
 	n, err := src.ReadAt(p, off)
 	if n == len(p) {
 		return nil
@@ -196,7 +198,7 @@ func classify(j *job, cs int64, fw *flate.Writer) {
 	for i := range j.n {
 		c := j.in[int64(i)*cs : int64(i+1)*cs]
 		switch {
-		case isZero(c):
+		case vdisk.IsZero(c):
 			j.kinds[i] = storeZero
 		case fw == nil:
 			j.kinds[i] = storePlain

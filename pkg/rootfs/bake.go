@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // PartitionName is the GPT name of Flatcar's ROOT partition (number 9).
@@ -50,9 +50,9 @@ func Bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) 
 	if in.Format != disk.FormatRaw {
 		return nil, fmt.Errorf("%s is a %s image; the ROOT bake works on a raw image: convert it first with 'flatcar-capo convert %s OUT.raw'", src, in.Format, src)
 	}
-	part, err := in.FindPartition(PartitionName)
+	part, err := findRoot(in)
 	if err != nil {
-		return nil, fmt.Errorf("%w (the bake writes into partition 9, ROOT)", err)
+		return nil, err
 	}
 	pl, err := newPlan(src, in.Section(part), added, start)
 	if err != nil {
@@ -92,11 +92,7 @@ func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, err
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	part, err := rootPartition(fileStorage{f, st.Size()}, image)
+	part, err := rootPartition(f, image)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +105,11 @@ func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, err
 	if err := copyRangeSparse(ctx, aside, f, part.Start, part.Size); err != nil {
 		return nil, fmt.Errorf("copying the original ROOT aside: %w", err)
 	}
-	pl, err := newPlan(image, disk.NewSection(fileStorage{aside, part.Size}, 0, part.Size), added, start)
+	old, err := vdisk.NewFile(aside, false)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := newPlan(image, old, added, start)
 	if err != nil {
 		return nil, err
 	}
@@ -124,23 +124,21 @@ func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, err
 	return res, f.Close()
 }
 
-// rootPartition finds ROOT in the GPT of s.
-func rootPartition(s disk.Storage, name string) (disk.Partition, error) {
-	parts, err := disk.ReadGPT(s)
+// rootPartition finds ROOT in the GPT of the raw image file f.
+func rootPartition(f *os.File, name string) (disk.Partition, error) {
+	img, err := disk.FromFile(name, f, false)
 	if err != nil {
-		return disk.Partition{}, fmt.Errorf("%s: %w", name, err)
+		return disk.Partition{}, err
 	}
-	var names []string
-	for _, p := range parts {
-		if p.Name == PartitionName {
-			if p.Start+p.Size > s.Size() {
-				return disk.Partition{}, fmt.Errorf("%s: partition %d (ROOT) ends past the end of the image", name, p.Number)
-			}
-			return p, nil
-		}
-		names = append(names, p.Name)
+	return findRoot(img)
+}
+
+func findRoot(img *disk.Image) (disk.Partition, error) {
+	part, err := img.FindPartition(PartitionName)
+	if err != nil {
+		return part, fmt.Errorf("%w (the bake writes into partition 9, ROOT)", err)
 	}
-	return disk.Partition{}, fmt.Errorf("%s: the GPT has no partition named %q (found: %s); is this a Flatcar image? (the bake writes into partition 9, ROOT)", name, PartitionName, strings.Join(names, ", "))
+	return part, nil
 }
 
 // plan is everything read and decided before the first write.
@@ -155,8 +153,8 @@ type plan struct {
 }
 
 // newPlan reads the original ROOT (the partition's bytes, dev) and merges added into it.
-func newPlan(name string, dev disk.Device, added []Entry, now time.Time) (*plan, error) {
-	old, err := ext4.Read(disk.Backend(dev), dev.Size(), 0, 512)
+func newPlan(name string, dev vdisk.Disk, added []Entry, now time.Time) (*plan, error) {
+	old, err := ext4.Read(disk.Backend(dev, true), dev.Size(), 0, 512)
 	if err != nil {
 		return nil, fmt.Errorf("%s: partition 9 (ROOT) is not a readable ext4 filesystem (%v); is this a Flatcar image?", name, err)
 	}
@@ -186,12 +184,11 @@ func (pl *plan) fits(size int64) (int64, error) {
 
 // write makes the fresh ROOT in f's ROOT partition and verifies it by reading it back.
 func (pl *plan) write(ctx context.Context, f *os.File, name string) (*Result, error) {
-	st, err := f.Stat()
+	img, err := disk.FromFile(name, f, true)
 	if err != nil {
 		return nil, err
 	}
-	store := fileStorage{f, st.Size()}
-	part, err := rootPartition(store, name)
+	part, err := findRoot(img)
 	if err != nil {
 		return nil, err
 	}
@@ -202,10 +199,10 @@ func (pl *plan) write(ctx context.Context, f *os.File, name string) (*Result, er
 	if err := zeroRange(f, part.Start, part.Size); err != nil {
 		return nil, fmt.Errorf("clearing ROOT in %s: %w", name, err)
 	}
-	section := disk.NewSection(store, part.Start, part.Size)
+	section := img.Section(part)
 	// ROOT reads as zeros now: Create's zero inode tables need not be written (zeroskip.go).
-	zs := &zeroSkip{Device: section, on: true}
-	nfs, err := ext4.Create(disk.Backend(zs), part.Size, 0, 512, mkfsParams(pl.uuid))
+	zs := &zeroSkip{Disk: section, on: true}
+	nfs, err := ext4.Create(disk.Backend(zs, true), part.Size, 0, 512, mkfsParams(pl.uuid))
 	if err != nil {
 		return nil, fmt.Errorf("making the new ROOT filesystem: %w", err)
 	}
@@ -215,7 +212,7 @@ func (pl *plan) write(ctx context.Context, f *os.File, name string) (*Result, er
 		return nil, fmt.Errorf("writing the new ROOT: %w", err)
 	}
 	// Read back through a fresh reader, not the writer's state.
-	check, err := ext4.Read(disk.Backend(section), part.Size, 0, 512)
+	check, err := ext4.Read(disk.Backend(section, true), part.Size, 0, 512)
 	if err != nil {
 		return nil, fmt.Errorf("reading the new ROOT back: %w", err)
 	}
@@ -292,7 +289,7 @@ func kind(e Entry) string {
 
 // rootUUID keeps the original filesystem UUID (units or fstab may name it), read from the ext4
 // superblock (offset 1024, UUID at 0x68).
-func rootUUID(dev disk.Device) (*uuid.UUID, error) {
+func rootUUID(dev vdisk.Disk) (*uuid.UUID, error) {
 	sb := make([]byte, 1024)
 	if _, err := dev.ReadAt(sb, 1024); err != nil {
 		return nil, fmt.Errorf("reading the ROOT superblock: %w", err)
@@ -306,12 +303,3 @@ func rootUUID(dev disk.Device) (*uuid.UUID, error) {
 	}
 	return &u, nil
 }
-
-// fileStorage is the output file as disk.Storage (the section bounds every write to ROOT).
-type fileStorage struct {
-	*os.File
-	size int64
-}
-
-func (f fileStorage) Size() int64  { return f.size }
-func (f fileStorage) Close() error { return nil }

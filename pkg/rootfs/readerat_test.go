@@ -41,7 +41,7 @@ func TestReaderAtRandomReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := ext4.Read(disk.Backend(img.Section(p)), p.Size, 0, 512)
+	fsys, err := ext4.Read(disk.Backend(img.Section(p), true), p.Size, 0, 512)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package rootfs
 import (
 	"sort"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // zeroSkip passes writes to a device whose whole range reads as zeros (ROOT after zeroRange),
@@ -12,7 +12,7 @@ import (
 // keeps the image sparse and the bake fast. A zero write that overlaps anything written before
 // is passed through, so the device's content is exactly what it would be without skipping.
 type zeroSkip struct {
-	disk.Device
+	vdisk.Disk
 	on      bool
 	written []span // sorted, disjoint, merged
 	skipped int64
@@ -22,25 +22,16 @@ type span struct{ start, end int64 }
 
 func (z *zeroSkip) WriteAt(p []byte, off int64) (int, error) {
 	if !z.on {
-		return z.Device.WriteAt(p, off)
+		return z.Disk.WriteAt(p, off)
 	}
 	end := off + int64(len(p))
-	if allZero(p) && !z.overlaps(off, end) {
+	if vdisk.IsZero(p) && !z.overlaps(off, end) {
 		z.skipped += int64(len(p))
 		return len(p), nil
 	}
-	n, err := z.Device.WriteAt(p, off)
+	n, err := z.Disk.WriteAt(p, off)
 	z.add(off, off+int64(n))
 	return n, err
-}
-
-func allZero(p []byte) bool {
-	for _, b := range p {
-		if b != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // overlaps reports whether [start, end) touches a written span.

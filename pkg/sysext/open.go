@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/diskfs/go-diskfs/filesystem/squashfs"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Info is what a sysext file holds, as Open reads it.
@@ -85,7 +88,7 @@ func Read(r io.ReaderAt, size int64, label string) (info *Info, err error) {
 	info = &Info{Path: label, Size: size, Compression: sb.Compression, BlockSize: sb.BlockSize, Created: sb.MkfsTime, BytesUsed: int64(sb.BytesUsed),
 		ReleaseNames: []string{}, Releases: map[string]Release{}, src: r}
 	err = withRecover(func() error {
-		sq, err := squashfs.Read(readerBackend(r, size), int64(sb.BytesUsed), 0, int64(sb.BlockSize))
+		sq, err := squashfs.Read(disk.Backend(vdisk.ReadOnly(r, size), false), int64(sb.BytesUsed), 0, int64(sb.BlockSize))
 		if err != nil {
 			return err
 		}
@@ -204,7 +207,7 @@ func (info *Info) Verify() error {
 		src = f
 	}
 	err := withRecover(func() error {
-		sq, err := squashfs.Read(readerBackend(src, info.Size), info.Size, 0, int64(info.BlockSize))
+		sq, err := squashfs.Read(disk.Backend(vdisk.ReadOnly(src, info.Size), false), info.Size, 0, int64(info.BlockSize))
 		if err != nil {
 			return err
 		}

@@ -1,14 +1,13 @@
 package flatcardisk
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // sparseFile creates (or truncates) path as a sparse file of size bytes.
@@ -32,19 +31,18 @@ func copyInto(dst *os.File, off int64, src string) error {
 		return err
 	}
 	defer in.Close()
-	raw, err := qcow2.NewRawSource(in)
+	raw, err := vdisk.NewFile(in, false)
 	if err != nil {
 		return err
 	}
 	buf := make([]byte, 1<<20)
-	zero := make([]byte, len(buf))
 	return raw.Extents(context.Background(), func(data, n int64) error {
 		for p := data; p < data+n; {
 			c := min(int64(len(buf)), data+n-p)
 			if _, err := in.ReadAt(buf[:c], p); err != nil && err != io.EOF {
 				return err
 			}
-			if !bytes.Equal(buf[:c], zero[:c]) {
+			if !vdisk.IsZero(buf[:c]) {
 				if _, err := dst.WriteAt(buf[:c], off+p); err != nil {
 					return err
 				}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // BuildQcow2 returns the cached qcow2 of the guest (compressed, compat 0.10: as Flatcar
@@ -40,7 +41,7 @@ func BuildQcow2(ctx context.Context, opts Options) (string, error) {
 		return "", err
 	}
 	defer in.Close()
-	src, err := qcow2.NewRawSource(in)
+	src, err := vdisk.NewFile(in, false)
 	if err != nil {
 		return "", err
 	}

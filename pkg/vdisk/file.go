@@ -1,0 +1,104 @@
+package vdisk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// File is a raw image file as a Disk; its holes are found with SEEK_DATA/SEEK_HOLE.
+type File struct {
+	f        *os.File
+	size     int64
+	writable bool
+}
+
+// NewFile wraps an open raw image file (the caller keeps ownership of f unless it calls Close);
+// writable allows WriteAt.
+func NewFile(f *os.File, writable bool) (*File, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return &File{f: f, size: st.Size(), writable: writable}, nil
+}
+
+func (r *File) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
+func (r *File) WriteAt(p []byte, off int64) (int, error) {
+	if !r.writable {
+		return 0, ErrReadOnly
+	}
+	return r.f.WriteAt(p, off)
+}
+func (r *File) Size() int64 { return r.size }
+
+// OS is the underlying file (for reflinks and copy_file_range).
+func (r *File) OS() *os.File { return r.f }
+
+// Truncate changes the file's length (the new space is a hole).
+func (r *File) Truncate(size int64) error {
+	if err := r.f.Truncate(size); err != nil {
+		return err
+	}
+	r.size = size
+	return nil
+}
+
+// Close syncs a writable file, then closes it.
+func (r *File) Close() error {
+	if r.writable {
+		if err := r.f.Sync(); err != nil {
+			r.f.Close()
+			return err
+		}
+	}
+	return r.f.Close()
+}
+
+// Extents walks the file's data ranges; a file system without SEEK_DATA yields one range.
+func (r *File) Extents(ctx context.Context, fn func(off, n int64) error) error {
+	return DataRanges(ctx, r.f, 0, r.size, fn)
+}
+
+// DataRanges is the one sparse walker: it calls fn for each data range of f within [off, end),
+// clipped to it, as SEEK_DATA/SEEK_HOLE report them; where the file system has no SEEK_DATA the
+// whole range is one data range.
+func DataRanges(ctx context.Context, f *os.File, off, end int64, fn func(off, n int64) error) error {
+	fd := int(f.Fd())
+	for pos := off; pos < end; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			return nil
+		}
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
+			if pos == off {
+				return fn(off, end-off)
+			}
+			return fmt.Errorf("SEEK_DATA on %s stopped working: %w", f.Name(), err)
+		}
+		if err != nil {
+			return fmt.Errorf("finding data in %s: %w", f.Name(), err)
+		}
+		if start >= end {
+			return nil
+		}
+		stop, err := unix.Seek(fd, start, unix.SEEK_HOLE)
+		if err != nil {
+			return fmt.Errorf("finding holes in %s: %w", f.Name(), err)
+		}
+		stop = min(stop, end)
+		if stop > start {
+			if err := fn(start, stop-start); err != nil {
+				return err
+			}
+		}
+		pos = stop
+	}
+	return nil
+}
