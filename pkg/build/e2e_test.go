@@ -127,9 +127,9 @@ func TestBuildEndToEnd(t *testing.T) {
 	t.Run("DryRunBootsNothing", func(t *testing.T) {
 		out := filepath.Join(fx.dir, "dry")
 		r := fx.run(t, nil, "--dry-run", "--base", "openstack", "--output-dir", out).MustSucceed(t)
-		name := build.DefaultImageName(build.MethodPacker, fx.rel.Channel, fx.rel.Version, kubernetes.DefaultVersion)
-		for _, want := range []string{fx.rel.Version, kubernetes.DefaultVersion, name, "flatcar_production_openstack_image.img",
-			fx.mirror.File("bin/kubelet").URL, "accelerator", "source \"qemu\"", "KUBERNETES_VERSION=" + kubernetes.DefaultVersion} {
+		name := build.DefaultImageName(build.MethodPacker, fx.rel.Channel, fx.rel.Version, kubetest.Version)
+		for _, want := range []string{fx.rel.Version, kubetest.Version, name, "flatcar_production_openstack_image.img",
+			fx.mirror.File("bin/kubelet").URL, "accelerator", "source \"qemu\"", "KUBERNETES_VERSION=" + kubetest.Version} {
 			if !strings.Contains(r.Stdout, want) {
 				t.Fatalf("plan lacks %q:\n%s", want, r.Stdout)
 			}
@@ -215,7 +215,7 @@ func TestBuildEndToEnd(t *testing.T) {
 			t.Fatalf("upload -o json: %v\n%s", err, up.Stdout)
 		}
 		p := res[0].Properties
-		if p["os_version"] != fx.rel.Version || p["kubernetes_version"] != kubernetes.DefaultVersion || p["architecture"] != "x86_64" {
+		if p["os_version"] != fx.rel.Version || p["kubernetes_version"] != kubetest.Version || p["architecture"] != "x86_64" {
 			t.Fatalf("properties from the build record: %v", p)
 		}
 	})
@@ -245,7 +245,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		root, done := openRoot(t, osBase)
 		marker := string(root.read("/etc/provisioned-by-user"))
 		done()
-		if strings.TrimSpace(marker) != kubernetes.DefaultVersion {
+		if strings.TrimSpace(marker) != kubetest.Version {
 			t.Fatalf("--provision script's file: %q", marker)
 		}
 		ins := testutil.Run(t, "inspect", osBase, "--for", "openstack", "-o", "json")
@@ -282,7 +282,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		}
 		for cmd, want := range map[string]string{
 			"systemctl show kubeadm.service -p After":      "containerd.service",
-			"/opt/bin/kubeadm version":                     kubernetes.DefaultVersion,
+			"/opt/bin/kubeadm version":                     kubetest.Version,
 			"systemctl is-enabled kubelet.service":         "enabled",
 			"id " + ignition.DefaultUser + " || echo gone": "gone",
 			"cat /etc/machine-id":                          "",
@@ -354,7 +354,7 @@ func checkBuilt(t *testing.T, r testutil.Result, out string, fx *fixture) *build
 	}
 	artifact := qcows[0]
 	rec := readRecord(t, artifact)
-	if rec.FlatcarVersion != fx.rel.Version || rec.KubernetesVersion != kubernetes.DefaultVersion || rec.Arch != "amd64" ||
+	if rec.FlatcarVersion != fx.rel.Version || rec.KubernetesVersion != kubetest.Version || rec.Arch != "amd64" ||
 		rec.Method != build.MethodPacker || rec.Flavor != "baked" {
 		t.Fatalf("record %+v", rec)
 	}
@@ -389,7 +389,7 @@ func checkImage(t *testing.T, fx *fixture, image string) {
 			t.Errorf("/opt/bin/%s sha256 %s, want %s", b, got, want)
 		}
 	}
-	if got := string(root.read("/opt/bin/crictl")); got != string(kubetest.Script("crictl", kubernetes.DefaultCrictlVersion)) {
+	if got := string(root.read("/opt/bin/crictl")); got != string(kubetest.Script("crictl", kubetest.Crictl)) {
 		t.Errorf("/opt/bin/crictl is not the one from the tarball: %q", got)
 	}
 	for _, p := range kubetest.CNIPlugins {

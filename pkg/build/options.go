@@ -37,9 +37,11 @@ type Options struct {
 	OEM         string // --oem, default openstack
 	KeepUpdates bool   // do not mask update-engine/locksmithd
 
-	Kubernetes kubernetes.Options // versions, mirrors, arch (filled from Release.Arch)
-	Provision  []string           // user scripts run after ours (absolute paths)
-	Sysext     []string           // --sysext FILE|URL for the sysext method
+	Kubernetes kubernetes.Options // versions, mirrors, arch (filled from Release.Arch); exact after StepResolve
+	// KubernetesRequested is --kubernetes-version as given when it was stable or a minor.
+	KubernetesRequested string
+	Provision           []string // user scripts run after ours (absolute paths)
+	Sysext              []string // --sysext FILE|URL for the sysext method
 
 	// Packer method.
 	Packer, QEMUBinary, Accelerator string

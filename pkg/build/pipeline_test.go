@@ -74,12 +74,12 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 		t.Fatal(err)
 	}
 	artifact := ArtifactPath(o)
-	if filepath.Base(artifact) != "flatcar-stable-4459.2.0-kube-"+kubernetes.DefaultVersion+".qcow2" {
+	if filepath.Base(artifact) != "flatcar-stable-4459.2.0-kube-"+kubetest.Version+".qcow2" {
 		t.Fatalf("artifact %s", artifact)
 	}
 	// upload's reader sees the three keys.
 	br, err := glance.ReadBuildRecord(artifact)
-	if err != nil || br.FlatcarVersion != "4459.2.0" || br.KubernetesVersion != kubernetes.DefaultVersion || br.Arch != "amd64" {
+	if err != nil || br.FlatcarVersion != "4459.2.0" || br.KubernetesVersion != kubetest.Version || br.Arch != "amd64" {
 		t.Fatalf("upload's view of the record: %+v %v", br, err)
 	}
 	sum, _, _ := sha512File(artifact)
@@ -172,7 +172,7 @@ func TestPipelineNotReadyFailsWithoutArtifact(t *testing.T) {
 }
 
 func TestOptionsRejectBadValues(t *testing.T) {
-	for _, o := range []Options{{Method: "vmware"}, {Base: "azure"}, {DiskSize: 12345}, {CPUs: -1}, {Kubernetes: kubernetes.Options{Kubernetes: "1.33"}}} {
+	for _, o := range []Options{{Method: "vmware"}, {Base: "azure"}, {DiskSize: 12345}, {CPUs: -1}, {Kubernetes: kubernetes.Options{Kubernetes: "1.33.4"}}} {
 		if err := o.Validate(); err == nil {
 			t.Fatalf("%+v accepted", o)
 		}

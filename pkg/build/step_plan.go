@@ -12,20 +12,24 @@ import (
 
 // Plan is what --dry-run prints: everything resolved, nothing booted or written.
 type Plan struct {
-	Method            string            `json:"method"`
-	Channel           string            `json:"channel"`
-	FlatcarVersion    string            `json:"flatcarVersion"`
-	Arch              string            `json:"arch"`
-	Base              string            `json:"base"`
-	BaseURL           string            `json:"baseUrl,omitempty"`
-	BaseImage         string            `json:"baseImage,omitempty"`
-	OEM               string            `json:"oem"`
-	KubernetesVersion string            `json:"kubernetesVersion"`
-	Downloads         []kubernetes.File `json:"downloads"`
-	ImageName         string            `json:"imageName"`
-	Artifact          string            `json:"artifact"`
-	Clouds            []string          `json:"clouds,omitempty"`
-	Flavor            string            `json:"flavor"`
+	Method            string `json:"method"`
+	Channel           string `json:"channel"`
+	FlatcarVersion    string `json:"flatcarVersion"`
+	Arch              string `json:"arch"`
+	Base              string `json:"base"`
+	BaseURL           string `json:"baseUrl,omitempty"`
+	BaseImage         string `json:"baseImage,omitempty"`
+	OEM               string `json:"oem"`
+	KubernetesVersion string `json:"kubernetesVersion"`
+	// KubernetesRequested is the --kubernetes-version given (stable, 1.36) when it was resolved.
+	KubernetesRequested string            `json:"kubernetesRequested,omitempty"`
+	CrictlVersion       string            `json:"crictlVersion"`
+	CNIVersion          string            `json:"cniVersion"`
+	Downloads           []kubernetes.File `json:"downloads"`
+	ImageName           string            `json:"imageName"`
+	Artifact            string            `json:"artifact"`
+	Clouds              []string          `json:"clouds,omitempty"`
+	Flavor              string            `json:"flavor"`
 	// Method is the method's own plan (for packer: binary, version, accelerator, template, variables).
 	MethodPlan any `json:"methodPlan,omitempty"`
 }
@@ -47,7 +51,8 @@ func (*StepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	o, rec := options(state), record(state)
 	rel := state.Get(KeyRelease).(release.Release)
 	p := &Plan{Method: o.Method, Channel: rel.Channel, FlatcarVersion: rel.Version, Arch: rel.Arch, Base: o.Base,
-		OEM: o.OEM, KubernetesVersion: o.Kubernetes.Kubernetes, Downloads: o.Kubernetes.Files(), ImageName: o.ImageName,
+		OEM: o.OEM, KubernetesVersion: o.Kubernetes.Kubernetes, Downloads: o.Kubernetes.Files(),
+		KubernetesRequested: o.KubernetesRequested, CrictlVersion: o.Kubernetes.Crictl, CNIVersion: o.Kubernetes.CNI, ImageName: o.ImageName,
 		Artifact: ArtifactPath(o), Clouds: o.Clouds, Flavor: Flavor(o.Method)}
 	if !needsKubernetesDownloads(o) {
 		p.Downloads = []kubernetes.File{}

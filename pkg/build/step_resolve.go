@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -23,6 +27,10 @@ func (*StepResolve) Name() string { return "resolve" }
 func (s *StepResolve) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	rel := o.Release
+	if err := resolveKubernetes(ctx, o.client(), o); err != nil {
+		return halt(state, err)
+	}
+	rec.KubernetesVersion = o.Kubernetes.Kubernetes
 	switch {
 	case o.BaseImage != "" && release.IsAlias(rel.Version):
 		// A local image names no release; the user's --version does, else it is "local".
@@ -71,6 +79,30 @@ func (s *StepResolve) Cleanup(multistep.StateBag) {
 	if s.sysextDir != "" {
 		os.RemoveAll(s.sysextDir)
 	}
+}
+
+// resolveKubernetes makes --kubernetes-version exact. With --sysext (nothing downloaded, maybe
+// air-gapped) a stable or minor version is taken from the Kubernetes sysext's versioned file
+// name when it fits; otherwise the mirror's stable.txt / stable-1.NN.txt decides.
+func resolveKubernetes(ctx context.Context, c *httpx.Client, o *Options) error {
+	k := &o.Kubernetes
+	if !kubernetes.IsExact(k.Kubernetes) {
+		o.KubernetesRequested = k.Kubernetes
+	}
+	if !kubernetes.IsExact(k.Kubernetes) && !needsKubernetesDownloads(o) {
+		spec, err := kubernetes.ParseSpec(k.Kubernetes)
+		if err != nil {
+			return err
+		}
+		for _, s := range o.Sysext {
+			v := versionInName(path.Base(filepath.ToSlash(s)))
+			if v != "" && (spec.Minor == "" || strings.HasPrefix(v, "v"+spec.Minor+".")) {
+				k.Kubernetes = v
+				return k.Validate()
+			}
+		}
+	}
+	return k.Resolve(ctx, c)
 }
 
 // ArtifactPath is <output dir>/<image name>.qcow2.

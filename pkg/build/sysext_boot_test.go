@@ -43,7 +43,7 @@ func TestSysextBakedGuestBoots(t *testing.T) {
 		"--channel", rel.Channel, "--version", rel.Version, "--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out}
 	res := testutil.Run(t, append(args, mirror.Args()...)...).MustSucceed(t)
 	t.Logf("build --method sysext: %.1fs\n%s", time.Since(start).Seconds(), res.Stderr)
-	name := "flatcar-" + rel.Channel + "-" + rel.Version + "-kube-" + kubernetes.DefaultVersion + "-sysext"
+	name := "flatcar-" + rel.Channel + "-" + rel.Version + "-kube-" + kubetest.Version + "-sysext"
 
 	raw := filepath.Join(dir, "node.raw")
 	testutil.Run(t, "convert", filepath.Join(out, name+".qcow2"), raw).MustSucceed(t)
@@ -83,8 +83,8 @@ func TestSysextBakedGuestBoots(t *testing.T) {
 	checks := []struct{ cmd, want string }{
 		{"systemd-sysext list --no-pager", "kubernetes"},
 		{"cat /usr/lib/extension-release.d/extension-release.kubernetes", "ARCHITECTURE=x86-64"},
-		{"readlink /etc/extensions/kubernetes.raw", "/opt/extensions/kubernetes/kubernetes-" + kubernetes.DefaultVersion + "-x86-64.raw"},
-		{"/usr/bin/kubelet --version", "Kubernetes " + kubernetes.DefaultVersion},
+		{"readlink /etc/extensions/kubernetes.raw", "/opt/extensions/kubernetes/kubernetes-" + kubetest.Version + "-x86-64.raw"},
+		{"/usr/bin/kubelet --version", "Kubernetes " + kubetest.Version},
 		{"systemctl show kubelet.service -p LoadState --value", "loaded"},
 		{"systemctl show multi-user.target -p Upholds --value", "kubelet.service"},
 		{"systemctl show kubelet.service -p FragmentPath --value", "lib/systemd/system/kubelet.service"}, // /lib is usr/lib

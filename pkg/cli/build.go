@@ -45,13 +45,17 @@ command that chains the steps the other commands do one at a time:
   qcow2 + record    <output-dir>/<image name>.qcow2 and its .build.json (what 'upload' reads)
   upload            to each --cloud, named flatcar-<channel>-<version>-kube-<k8s> unless --image-name
 
+--kubernetes-version stable (the default) reads release/stable.txt of --kubernetes-mirror, a minor
+such as 1.36 reads release/stable-1.36.txt; the exact version found names the image and goes into
+the record, and a re-run that finds the same one reuses the artifact.
+
 One line per step with its time goes to stderr; the image name and the 'manifests' command to
 stdout (-o json: the build record). A re-run with the same inputs reuses the finished artifact
 (--force rebuilds). --dry-run prints the plan and boots nothing. Ctrl-C stops Packer and QEMU and
 removes temporary files and the half-built image (exit 130).
 
 Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --method packer.`,
-		Example: `  flatcar-capo build --channel stable --kubernetes-version ` + kubernetes.DefaultVersion + ` --cloud mycloud
+		Example: `  flatcar-capo build --channel stable --kubernetes-version 1.36 --cloud mycloud
   flatcar-capo build --base openstack --dry-run -o json
   flatcar-capo build --base-image flatcar_production_qemu_image.img --version 4459.2.0 --provision ./extra.sh`,
 		Args: ExactArgs(0),
@@ -189,7 +193,11 @@ func printPlan(w io.Writer, r *build.Record) error {
 		fmt.Fprintf(w, "  base image:  %s (%s)\n", p.BaseURL, p.Base)
 	}
 	fmt.Fprintf(w, "  oem:         %s\n", p.OEM)
-	fmt.Fprintf(w, "  kubernetes:  %s\n", p.KubernetesVersion)
+	k8s := p.KubernetesVersion
+	if p.KubernetesRequested != "" {
+		k8s += " (--kubernetes-version " + p.KubernetesRequested + ")"
+	}
+	fmt.Fprintf(w, "  kubernetes:  %s, crictl %s, CNI %s\n", k8s, p.CrictlVersion, p.CNIVersion)
 	for _, d := range p.Downloads {
 		fmt.Fprintf(w, "    %-16s %s (+ .sha256)\n", d.Name, d.URL)
 	}

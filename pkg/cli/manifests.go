@@ -9,6 +9,8 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 )
 
 func init() { register(newManifestsCommand) }
@@ -25,7 +27,7 @@ func newManifestsCommand() *cobra.Command {
 		sets                               []string
 		imageName, k8sVersion, clusterName string
 		capiAPI, outputFile                string
-		flavor, sysextURL                  string
+		flavor, sysextURL, k8sMirror       string
 	)
 	cmd := &cobra.Command{
 		Use:   "manifests",
@@ -91,8 +93,15 @@ against Nova's 64 KiB limit (reported on stderr, or in -o json).
 				}
 				values[capo.VarSysextURL] = strings.TrimRight(sysextURL, "/")
 			}
-			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.HasPrefix(v, "v") {
+			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.HasPrefix(v, "v") && kubernetes.IsExact("v"+v) {
 				values[capo.VarKubernetesVersion] = "v" + v // CAPI wants the v prefix
+			}
+			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.Contains(v, "${") {
+				exact, err := resolveKubernetesVersion(cmd.Context(), httpx.New(httpx.Options{Retries: 2}), k8sMirror, v)
+				if err != nil {
+					return err
+				}
+				values[capo.VarKubernetesVersion] = exact
 			}
 			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values})
 			if err != nil {
@@ -130,7 +139,8 @@ against Nova's 64 KiB limit (reported on stderr, or in -o json).
 	f := cmd.Flags()
 	f.StringArrayVar(&sets, "set", nil, "fill a template variable, VAR=value (repeatable), e.g. --set WORKER_MACHINE_COUNT=3")
 	f.StringVar(&imageName, "image-name", "", "Glance image name (sets "+capo.VarImageName+")")
-	f.StringVar(&k8sVersion, "kubernetes-version", "", "Kubernetes version, e.g. v1.33.4 (sets "+capo.VarKubernetesVersion+")")
+	f.StringVar(&k8sVersion, "kubernetes-version", "", "sets "+capo.VarKubernetesVersion+": an exact "+kubernetes.ExampleVersion+", or stable or a minor such as 1.36 resolved through --kubernetes-mirror")
+	f.StringVar(&k8sMirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where stable.txt and stable-1.NN.txt are read for --kubernetes-version stable or a minor")
 	f.StringVar(&clusterName, "cluster-name", "", "cluster name (sets "+capo.VarClusterName+")")
 	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta1, "CAPI API version of the documents: v1beta1, or v1beta2 for CAPI 1.11+")
 	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")

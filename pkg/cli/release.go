@@ -10,6 +10,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -51,12 +52,17 @@ type releaseReport struct {
 	DirURL           string             `json:"dirUrl"`
 	VersionTxt       string             `json:"versionTxtUrl"`
 	Artifacts        []release.Artifact `json:"artifacts"`
+	// With --kubernetes-version: what it resolves to and the downloads a build would make.
+	KubernetesRequested string            `json:"kubernetesRequested,omitempty"`
+	KubernetesVersion   string            `json:"kubernetesVersion,omitempty"`
+	KubernetesDownloads []kubernetes.File `json:"kubernetesDownloads,omitempty"`
 }
 
 func newReleaseCommand() *cobra.Command {
 	var (
 		out OutputFormat
 		rf  releaseFlags
+		ko  kubernetes.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "release",
@@ -72,6 +78,12 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 			if err != nil {
 				return err
 			}
+			if ko.Kubernetes != "" {
+				ko.Arch = rel.Arch
+				if err := ko.Validate(); err != nil {
+					return AsUsage(err)
+				}
+			}
 			c, err := newClient(cmd, rf.net, false)
 			if err != nil {
 				return err
@@ -85,6 +97,13 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 			for _, comp := range []string{release.CompressionNone, release.CompressionBzip2} {
 				r.Artifacts = append(r.Artifacts, resolved.Artifact(release.ImageFile(rf.image, comp)))
 			}
+			if ko.Kubernetes != "" {
+				r.KubernetesRequested = ko.Kubernetes
+				if err := ko.Resolve(cmd.Context(), c); err != nil {
+					return err
+				}
+				r.KubernetesVersion, r.KubernetesDownloads = ko.Kubernetes, ko.Files()
+			}
 			return Report(cmd, out, r, func(w io.Writer) error {
 				fmt.Fprintf(w, "Flatcar %s %s (%s; %s resolved to %s)\n", r.Channel, r.Version, r.Arch, r.RequestedVersion, r.Version)
 				fmt.Fprintf(w, "%-12s %s\n", "version.txt", r.VersionTxt)
@@ -92,11 +111,21 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 					fmt.Fprintf(w, "%s\n  image        %s\n  DIGESTS      %s\n  DIGESTS.asc  %s\n  sig          %s\n",
 						a.File, a.URL, a.DigestsURL, a.SignedDigests, a.SignatureURL)
 				}
+				if r.KubernetesVersion != "" {
+					fmt.Fprintf(w, "Kubernetes %s (%s resolved to %s)\n", r.KubernetesVersion, r.KubernetesRequested, r.KubernetesVersion)
+					for _, d := range r.KubernetesDownloads {
+						fmt.Fprintf(w, "  %-16s %s\n", d.Name, d.URL)
+					}
+				}
 				return nil
 			})
 		},
 	}
 	addReleaseImageFlags(cmd.Flags(), &rf)
+	addKubernetesVersionFlag(cmd.Flags(), &ko.Kubernetes, "")
+	cmd.Flags().Lookup("kubernetes-version").Usage = "also resolve this " + kubernetesVersionHelp
+	cmd.Flags().StringVar(&ko.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where --kubernetes-version's stable.txt / stable-1.NN.txt and the binaries are")
+	cmd.Flags().StringVar(&ko.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces https://github.com for crictl and the CNI plugins")
 	AddOutputFlag(cmd.Flags(), &out)
 	return cmd
 }

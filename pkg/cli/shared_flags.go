@@ -120,14 +120,10 @@ func fillCacheDir(dir *string) error {
 // addKubernetesFlags registers the versions and mirrors of the Kubernetes downloads (build and
 // sysext create); version is --kubernetes-version's default ("" makes it required).
 func addKubernetesFlags(fs *pflag.FlagSet, k *kubernetes.Options, version string) {
-	help := "Kubernetes release (with the v)"
-	if version == "" {
-		help = "Kubernetes release, e.g. " + kubernetes.DefaultVersion + " (required)"
-	}
-	fs.StringVar(&k.Kubernetes, "kubernetes-version", version, help)
+	addKubernetesVersionFlag(fs, &k.Kubernetes, version)
 	AlsoFromEnv(fs, "kubernetes-version", "KUBERNETES_VERSION")
-	fs.StringVar(&k.Crictl, "crictl-version", kubernetes.DefaultCrictlVersion, "cri-tools release for crictl")
-	fs.StringVar(&k.CNI, "cni-version", kubernetes.DefaultCNIVersion, "containernetworking/plugins release")
+	fs.StringVar(&k.Crictl, "crictl-version", "", "cri-tools release for crictl (default v<minor>.0 of the resolved Kubernetes, as image-builder)")
+	fs.StringVar(&k.CNI, "cni-version", "", "containernetworking/plugins release (default: one that fits the Kubernetes minor, "+kubernetes.DefaultCNIVersion+" for 1.33+)")
 	fs.StringVar(&k.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "replaces "+kubernetes.DefaultMirror+": kubelet/kubeadm/kubectl are <mirror>/<version>/bin/linux/<arch>/<name>(.sha256)")
 	fs.StringVar(&k.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces "+kubernetes.DefaultGitHubMirror+" for the crictl and CNI plugin releases")
 }

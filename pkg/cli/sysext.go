@@ -77,7 +77,7 @@ Install it on a Flatcar node (or let 'manifests --flavor sysext' do it at first 
 Offline: --binaries DIR uses files you downloaded yourself instead (kubelet, kubeadm, kubectl in
 DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 		Example: `  # The Kubernetes sysext for x86-64 Flatcar nodes
-  flatcar-capo sysext create --kubernetes-version v1.33.4
+  flatcar-capo sysext create --kubernetes-version stable
 
   # arm64, from local mirrors of dl.k8s.io and github.com, into a web server's directory
   flatcar-capo sysext create --kubernetes-version v1.33.4 --arch arm64 \
@@ -89,12 +89,12 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dl.Kubernetes == "" {
-				return Usagef("--kubernetes-version is required, e.g. --kubernetes-version %s", kubernetes.DefaultVersion)
+				return Usagef("--kubernetes-version is required, e.g. --kubernetes-version stable, 1.36 or %s", kubernetes.ExampleVersion)
 			}
 			if err := validateArch(&dl.Arch); err != nil {
 				return err
 			}
-			if err := dl.Validate(); err != nil {
+			if err := dl.Validate(); err != nil { // the version's form and the mirrors, before any lookup
 				return AsUsage(err)
 			}
 			arch, err := sysext.Arch(dl.Arch)
@@ -113,6 +113,14 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 			}
 			if cmd.Flags().Changed("compression-level") && (compression != "gzip" || level < 1 || level > 9) {
 				return Usagef("--compression-level is gzip's, 1 (fastest) to 9 (smallest); got %d with --compression %s", level, compression)
+			}
+			v, err := resolveKubernetesVersion(cmd.Context(), c, dl.Mirror, dl.Kubernetes)
+			if err != nil {
+				return err
+			}
+			dl.Kubernetes = v
+			if err := sysext.ValidVersion(dl.Kubernetes); err != nil {
+				return AsUsage(err)
 			}
 			if outFile == "" {
 				outFile, _ = sysext.KubernetesFileName(dl.Kubernetes, arch)

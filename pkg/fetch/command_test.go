@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
@@ -160,3 +162,29 @@ func TestFetchReconnectsWithinOneRun(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// release --kubernetes-version resolves stable and minors through the Kubernetes mirror's marker
+// files as build does, and lists the downloads a build would make.
+func TestReleaseResolvesKubernetesVersion(t *testing.T) {
+	w := newWorld(t)
+	m := kubetest.New(t, kubernetes.Options{})
+	m.SetMarker("stable-1.35.txt", []byte("v1.35.2\n"))
+	r := w.run(t, "release", "--kubernetes-version", "1.35", "--kubernetes-mirror", m.KubernetesMirror(), "-o", "json").MustSucceed(t)
+	var rep struct {
+		Version, KubernetesVersion, KubernetesRequested string
+		KubernetesDownloads                            []struct{ Name, URL string }
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Version != currentVersion || rep.KubernetesVersion != "v1.35.2" || rep.KubernetesRequested != "1.35" || len(rep.KubernetesDownloads) != 5 ||
+		!strings.Contains(rep.KubernetesDownloads[3].URL, "/v1.35.0/crictl-v1.35.0-linux-amd64.tar.gz") {
+		t.Fatalf("release json: %+v", rep)
+	}
+	r = w.run(t, "release", "--kubernetes-version", "stable", "--kubernetes-mirror", m.KubernetesMirror()).MustSucceed(t)
+	if !strings.Contains(r.Stdout, "Kubernetes "+kubetest.Version+" (stable resolved to "+kubetest.Version+")") {
+		t.Fatalf("release text:\n%s", r.Stdout)
+	}
+	w.run(t, "release", "--kubernetes-version", "1.99", "--kubernetes-mirror", m.KubernetesMirror()).MustFail(t, 1, m.KubernetesMirror()+"/stable-1.99.txt")
+	w.run(t, "release", "--kubernetes-version", "latest").MustFail(t, 2, "invalid --kubernetes-version")
+}

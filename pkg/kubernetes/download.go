@@ -48,6 +48,9 @@ func Download(ctx context.Context, client *httpx.Client, o Options, logf func(st
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	if !IsExact(o.Kubernetes) {
+		return nil, fmt.Errorf("kubernetes: version %q not resolved (call Options.Resolve first)", o.Kubernetes)
+	}
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}

@@ -40,7 +40,7 @@ func TestDownloadVerifiesAndCaches(t *testing.T) {
 		}
 	}
 	env, _ := os.ReadFile(filepath.Join(payload, "versions.env"))
-	if !strings.Contains(string(env), "KUBERNETES_VERSION="+kubernetes.DefaultVersion) {
+	if !strings.Contains(string(env), "KUBERNETES_VERSION="+kubetest.Version) {
 		t.Fatalf("versions.env: %s", env)
 	}
 	// Second run: only the .sha256 files are fetched again.

@@ -9,27 +9,31 @@ import (
 	"strings"
 )
 
-// Defaults: a recent stable patch of each, pinned so builds are reproducible.
+// Defaults. Kubernetes follows the mirror's release/stable.txt (the resolved version goes into
+// the image name and the record, so a build stays reproducible); crictl and CNI fit its minor.
 const (
-	DefaultVersion       = "v1.33.4"
-	DefaultCrictlVersion = "v1.33.0"
-	DefaultCNIVersion    = "v1.7.1"
-	DefaultMirror        = "https://dl.k8s.io/release"
-	DefaultGitHubMirror  = "https://github.com"
+	DefaultVersion    = Stable
+	DefaultCNIVersion = "v1.7.1"
+	// ExampleVersion is the exact version help texts show.
+	ExampleVersion      = "v1.36.1"
+	DefaultMirror       = "https://dl.k8s.io/release"
+	DefaultGitHubMirror = "https://github.com"
 )
 
 // Options name the versions and where to get them.
 type Options struct {
-	Kubernetes, Crictl, CNI string // versions with the leading v
-	Arch                    string // amd64 or arm64
-	Mirror                  string // replaces https://dl.k8s.io/release
-	GitHubMirror            string // replaces https://github.com (crictl, CNI)
-	CacheDir                string // <CacheDir>/kubernetes/...
+	Kubernetes, Crictl, CNI string // versions with the leading v; Kubernetes may be stable or 1.35 until Resolve
+	// Crictl and CNI default (when empty) to DefaultCrictlFor/DefaultCNIFor the resolved Kubernetes.
+	Arch         string // amd64 or arm64
+	Mirror       string // replaces https://dl.k8s.io/release
+	GitHubMirror string // replaces https://github.com (crictl, CNI)
+	CacheDir     string // <CacheDir>/kubernetes/...
 }
 
 var versionRe = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 
-// Validate fills defaults and checks the versions and mirrors.
+// Validate fills defaults and checks the versions and mirrors. A stable or minor Kubernetes
+// version passes (Resolve makes it exact); crictl and CNI defaults need the exact one.
 func (o *Options) Validate() error {
 	def := func(p *string, v string) {
 		if *p == "" {
@@ -37,15 +41,19 @@ func (o *Options) Validate() error {
 		}
 	}
 	def(&o.Kubernetes, DefaultVersion)
-	def(&o.Crictl, DefaultCrictlVersion)
-	def(&o.CNI, DefaultCNIVersion)
+	if _, err := ParseSpec(o.Kubernetes); err != nil {
+		return err
+	}
+	if IsExact(o.Kubernetes) {
+		def(&o.Crictl, DefaultCrictlFor(o.Kubernetes))
+		def(&o.CNI, DefaultCNIFor(o.Kubernetes))
+	}
 	def(&o.Mirror, DefaultMirror)
 	def(&o.GitHubMirror, DefaultGitHubMirror)
 	def(&o.Arch, "amd64")
-	for _, v := range []struct{ flag, val string }{{"kubernetes-version", o.Kubernetes}, {"crictl-version", o.Crictl}, {"cni-version", o.CNI}} {
-		if !versionRe.MatchString(v.val) {
-			return fmt.Errorf("invalid --%s %q: want a release tag with the v, e.g. %s", v.flag, v.val, map[string]string{
-				"kubernetes-version": DefaultVersion, "crictl-version": DefaultCrictlVersion, "cni-version": DefaultCNIVersion}[v.flag])
+	for _, v := range []struct{ flag, val, eg string }{{"crictl-version", o.Crictl, "v1.36.0"}, {"cni-version", o.CNI, DefaultCNIVersion}} {
+		if v.val != "" && !versionRe.MatchString(v.val) {
+			return fmt.Errorf("invalid --%s %q: want a release tag with the v, e.g. %s", v.flag, v.val, v.eg)
 		}
 	}
 	for _, m := range []struct{ flag, val string }{{"kubernetes-mirror", o.Mirror}, {"github-mirror", o.GitHubMirror}} {
@@ -72,7 +80,7 @@ type File struct {
 // SHA256URL is the published checksum of the file.
 func (f File) SHA256URL() string { return f.URL + ".sha256" }
 
-// Files are the five downloads for o, in payload order.
+// Files are the five downloads for o, in payload order (o resolved: exact versions).
 func (o *Options) Files() []File {
 	k := fmt.Sprintf("%s/%s/bin/linux/%s/", o.Mirror, o.Kubernetes, o.Arch)
 	return []File{

@@ -1,7 +1,8 @@
 // Package kubetest serves a Kubernetes download mirror on 127.0.0.1 for tests: small stand-in
 // executables (shell scripts) for kubeadm, kubelet (keeps running, as a daemon does) and
-// kubectl, crictl and CNI plugin tarballs, each with a correct .sha256, laid out like
-// dl.k8s.io/release and github.com releases so --kubernetes-mirror/--github-mirror point at it.
+// kubectl, crictl and CNI plugin tarballs, each with a correct .sha256, and the version marker
+// files release/stable.txt and release/stable-1.NN.txt, laid out like dl.k8s.io/release and
+// github.com releases so --kubernetes-mirror/--github-mirror point at it.
 package kubetest
 
 import (
@@ -31,7 +32,14 @@ type Mirror struct {
 	requests []string
 }
 
-// New starts a mirror for o's versions (defaults when empty), closed when the test ends.
+// Version is the Kubernetes version the mirror serves unless told otherwise; its stable.txt
+// names it, so a build with the default --kubernetes-version stable gets it.
+const Version = "v1.33.4"
+
+// Crictl is the crictl version that goes with Version by default.
+const Crictl = "v1.33.0"
+
+// New starts a mirror for o's versions (Version and its defaults when empty), closed when the test ends.
 func New(t testing.TB, o kubernetes.Options) *Mirror {
 	m := Start(o)
 	t.Cleanup(m.Close)
@@ -43,6 +51,9 @@ func Start(o kubernetes.Options) *Mirror {
 	m := &Mirror{files: map[string][]byte{}, wrong: map[string]bool{}}
 	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
 	o.Mirror, o.GitHubMirror = m.URL+"/release", m.URL
+	if o.Kubernetes == "" {
+		o.Kubernetes = Version
+	}
 	if err := o.Validate(); err != nil {
 		panic(err)
 	}
@@ -50,7 +61,36 @@ func Start(o kubernetes.Options) *Mirror {
 	for _, f := range o.Files() {
 		m.files[m.path(f)] = Content(o, f.Name)
 	}
+	_, minor, _ := kubernetes.MinorOf(o.Kubernetes)
+	m.files["/release/stable.txt"] = []byte(o.Kubernetes + "\n")
+	m.files[fmt.Sprintf("/release/stable-1.%d.txt", minor)] = []byte(o.Kubernetes + "\n")
 	return m
+}
+
+// AddVersion serves the files of another Kubernetes version (crictl and CNI fitting it) too.
+func (m *Mirror) AddVersion(v string) kubernetes.Options {
+	o := m.Options
+	o.Kubernetes, o.Crictl, o.CNI = v, "", ""
+	if err := o.Validate(); err != nil {
+		panic(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range o.Files() {
+		m.files[m.path(f)] = Content(o, f.Name)
+	}
+	return o
+}
+
+// SetMarker serves content as release/NAME (stable.txt, stable-1.35.txt); nil removes it.
+func (m *Mirror) SetMarker(name string, content []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if content == nil {
+		delete(m.files, "/release/"+name)
+		return
+	}
+	m.files["/release/"+name] = content
 }
 
 // KubernetesMirror is the --kubernetes-mirror value.
