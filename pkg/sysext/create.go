@@ -2,21 +2,17 @@ package sysext
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/diskfs/go-diskfs/backend/file"
-	"github.com/diskfs/go-diskfs/filesystem/squashfs"
-	"golang.org/x/sys/unix"
+	"github.com/flatcar-capo/flatcar-capo/pkg/squashfs"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 )
@@ -29,9 +25,8 @@ type Spec struct {
 	Release      Release
 	ReleaseOrder []string
 	Files        []File
-	// Compression is "gzip" (default) or "zstd"; both are read by Flatcar's kernel. Through
-	// go-diskfs, zstd is the slowest (it starts a new encoder for every 128 KiB block): on 204 MiB
-	// of Go binaries gzip level 1 took 8 s, level 6 32 s, zstd 54 s, for 51%, 48% and 48%.
+	// Compression is "gzip" (default) or "zstd" (level 3); both are read by Flatcar's kernel.
+	// pkg/squashfs compresses the data blocks on every core (scripts/bench/sysext-create.sh).
 	Compression string
 	// CompressionLevel is gzip's level, 1 (fastest) to 9; 0 means DefaultGzipLevel.
 	CompressionLevel int
@@ -93,31 +88,23 @@ func Create(ctx context.Context, spec Spec, out string) (*Info, error) {
 		return nil, err
 	}
 	defer tmp.Abort()
-	sq, err := squashfs.Create(file.New(tmp.File, false), 0, 0, 0)
+	w, err := squashfs.NewWriter(tmp.File, squashfs.Options{Compression: comp.name, Level: comp.level, ModTime: mtime})
 	if err != nil {
-		return nil, fmt.Errorf("creating the squashfs writer: %w", err)
-	}
-	// go-diskfs forgets its workspace once finalized, so remove it ourselves.
-	ws := sq.Workspace()
-	defer os.RemoveAll(ws)
-	if err := stage(ctx, ws, spec, mtime); err != nil {
 		return nil, err
 	}
-	if err := finalize(ctx, sq, comp); err != nil {
+	if err := stage(ctx, w, spec); err != nil {
+		w.Abort()
 		return nil, err
 	}
-	if err := setMkfsTime(tmp.File, mtime); err != nil {
-		return nil, err
-	}
-	if err := padTo4K(tmp.File); err != nil {
-		return nil, err
+	if _, _, err := w.Close(); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", out, err)
 	}
 	if err := tmp.Sync(); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", out, err)
 	}
 	info, err := Open(tmp.Name())
 	if err != nil {
-		return nil, fmt.Errorf("the image just written does not read back (a go-diskfs writer bug?): %w", err)
+		return nil, fmt.Errorf("the image just written does not read back (a squashfs writer bug?): %w", err)
 	}
 	if err := info.Validate(spec.Name); err != nil {
 		return nil, err
@@ -129,24 +116,31 @@ func Create(ctx context.Context, spec Spec, out string) (*Info, error) {
 	return info, nil
 }
 
-func compressor(name string, level int) (squashfs.Compressor, error) {
+type compression struct {
+	name  string
+	level int
+}
+
+// zstdLevel is zstd's default level, which mksquashfs and go-diskfs' writer also used.
+const zstdLevel = 3
+
+func compressor(name string, level int) (compression, error) {
 	switch name {
 	case "zstd":
 		if level != 0 {
-			return nil, fmt.Errorf("zstd takes no compression level here (go-diskfs' zstd writer always uses its default); levels are for gzip")
+			return compression{}, fmt.Errorf("zstd takes no compression level here (it always uses level %d); levels are for gzip", zstdLevel)
 		}
-		return &squashfs.CompressorZstd{}, nil
+		return compression{"zstd", zstdLevel}, nil
 	case "", "gzip":
 		if level == 0 {
 			level = DefaultGzipLevel
 		}
 		if level < 1 || level > 9 {
-			return nil, fmt.Errorf("gzip compression level %d: use 1 (fastest) to 9 (smallest)", level)
+			return compression{}, fmt.Errorf("gzip compression level %d: use 1 (fastest) to 9 (smallest)", level)
 		}
-		// go-diskfs leaves data uncompressed unless the level is set.
-		return &squashfs.CompressorGzip{CompressionLevel: uint32(level)}, nil
+		return compression{"gzip", level}, nil
 	}
-	return nil, fmt.Errorf("compression %q is not supported: use gzip or zstd (go-diskfs' xz and lz4 images are rejected by the kernel)", name)
+	return compression{}, fmt.Errorf("compression %q is not supported: use gzip or zstd (both read by Flatcar's kernel)", name)
 }
 
 func (s Spec) check() error {
@@ -195,74 +189,4 @@ func (s Spec) modTime() (time.Time, error) {
 		return time.Unix(sec, 0), nil
 	}
 	return time.Now().Truncate(time.Second), nil
-}
-
-// finalize runs go-diskfs' Finalize, turning its panics (seen on xattrs) into errors, and
-// gives up waiting when ctx is cancelled (the caller then removes the temp file).
-func finalize(ctx context.Context, sq *squashfs.FileSystem, comp squashfs.Compressor) error {
-	root := uint32(0)
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Errorf("go-diskfs squashfs writer failed: %v", r)
-			}
-		}()
-		done <- sq.Finalize(squashfs.FinalizeOptions{Compression: comp, FileUID: &root, FileGID: &root})
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("writing the squashfs image: %w", err)
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// setMkfsTime replaces go-diskfs' time.Now() in the superblock so that the same inputs and
-// SOURCE_DATE_EPOCH give the same bytes.
-func setMkfsTime(f *os.File, t time.Time) error {
-	var b [4]byte
-	binary.LittleEndian.PutUint32(b[:], uint32(t.Unix()))
-	if _, err := f.WriteAt(b[:], 8); err != nil {
-		return fmt.Errorf("setting the squashfs creation time: %w", err)
-	}
-	return nil
-}
-
-// padTo4K pads the image to a multiple of 4 KiB as mksquashfs does: go-diskfs does not, and a
-// loop device (how systemd-sysext mounts an image) ends at the last whole 512-byte sector, so
-// an unpadded image's tail is cut off and the kernel refuses to mount it.
-func padTo4K(f *os.File) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if rem := fi.Size() % 4096; rem != 0 {
-		if err := f.Truncate(fi.Size() + 4096 - rem); err != nil {
-			return fmt.Errorf("padding the squashfs image: %w", err)
-		}
-	}
-	return nil
-}
-
-// clearXattrs removes extended attributes that the staging filesystem may have added (SELinux
-// labels, for example): go-diskfs panics on them, and a sysext should carry none.
-func clearXattrs(p string) error {
-	buf := make([]byte, 4096)
-	n, err := unix.Llistxattr(p, buf)
-	if err != nil || n == 0 {
-		if errors.Is(err, unix.ENOTSUP) {
-			return nil
-		}
-		return err
-	}
-	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
-		if err := unix.Lremovexattr(p, name); err != nil {
-			return fmt.Errorf("removing xattr %s from the staged %s: %w", name, filepath.Base(p), err)
-		}
-	}
-	return nil
 }

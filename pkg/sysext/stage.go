@@ -10,16 +10,16 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
-	"sort"
 	"strings"
-	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/squashfs"
 )
 
-// stage fills the go-diskfs workspace ws with spec's files: every entry written by us, so its
-// owner (forced to root at Finalize), mode, mtime and lack of xattrs are under our control.
-func stage(ctx context.Context, ws string, spec Spec, mtime time.Time) error {
-	st := stager{ws: ws, dirs: map[string]bool{}}
+// stage writes spec's files into the squashfs writer, in the order given (which is the data's
+// order in the image), then the extension-release. Every entry is root-owned, with the mode
+// given and w's mtime; parent directories are 0755.
+func stage(ctx context.Context, w *squashfs.Writer, spec Spec) error {
+	st := stager{w: w, ctx: ctx}
 	for _, f := range spec.Files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -29,16 +29,12 @@ func stage(ctx context.Context, ws string, spec Spec, mtime time.Time) error {
 		}
 	}
 	rel := spec.Release.Format(spec.ReleaseOrder...)
-	if err := st.write(ReleasePath(spec.Name), 0o644, strings.NewReader(string(rel))); err != nil {
-		return err
-	}
-	return st.finish(mtime)
+	return st.write(ReleasePath(spec.Name), 0o644, strings.NewReader(string(rel)))
 }
 
 type stager struct {
-	ws    string
-	dirs  map[string]bool
-	files []string
+	w   *squashfs.Writer
+	ctx context.Context
 }
 
 func (s *stager) add(f File) error {
@@ -125,70 +121,18 @@ func (s *stager) addArchive(f File, p string) error {
 }
 
 func (s *stager) write(p string, mode fs.FileMode, r io.Reader) error {
-	if err := s.mkdirs(path.Dir(p)); err != nil {
-		return err
-	}
-	dst := filepath.Join(s.ws, filepath.FromSlash(p))
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%s is given twice", p)
-		}
-		return fmt.Errorf("staging %s: %w", p, err)
-	}
-	_, err = io.Copy(out, r)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(dst, mode)
-	}
-	if err != nil {
-		return fmt.Errorf("staging %s: %w", p, err)
-	}
-	s.files = append(s.files, dst)
-	return nil
+	return s.w.Create(p, mode, ctxReader{s.ctx, r})
 }
 
-func (s *stager) mkdirs(dir string) error {
-	if dir == "." || s.dirs[dir] {
-		return nil
-	}
-	if err := s.mkdirs(path.Dir(dir)); err != nil {
-		return err
-	}
-	p := filepath.Join(s.ws, filepath.FromSlash(dir))
-	if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("staging %s/: %w", dir, err)
-	}
-	if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s is both a file and a directory in the sysext", dir)
-	}
-	s.dirs[dir] = true
-	return nil
+// ctxReader stops a long copy when the build is interrupted.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
 }
 
-// finish sets modes, mtimes and (no) xattrs on every staged entry, deepest first so that
-// setting a child's time does not change its parent's afterwards.
-func (s *stager) finish(mtime time.Time) error {
-	dirs := make([]string, 0, len(s.dirs)+1)
-	for d := range s.dirs {
-		dirs = append(dirs, filepath.Join(s.ws, filepath.FromSlash(d)))
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
 	}
-	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
-	dirs = append(dirs, s.ws)
-	for _, p := range append(append([]string{}, s.files...), dirs...) {
-		if err := clearXattrs(p); err != nil {
-			return fmt.Errorf("staging for the squashfs: %w", err)
-		}
-		if err := os.Chtimes(p, mtime, mtime); err != nil {
-			return err
-		}
-	}
-	for _, d := range dirs {
-		if err := os.Chmod(d, 0o755); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.r.Read(p)
 }

@@ -1,0 +1,116 @@
+package squashfs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+)
+
+// The kernel's squashfs driver, through a loop device as systemd-sysext mounts an image, sees
+// what the source tree holds: every entry's mode, owner, size, mtime, link count, content and
+// symlink target, each directory's ".." (its parent inode field) naming its parent's inode,
+// and lookups by name in a directory with an index.
+func TestKernelReadsImage(t *testing.T) {
+	testutil.RequireRoot(t, "loop-mounting squashfs images with the kernel's driver")
+	testutil.RequireTools(t, "mount", "umount")
+	src := tree(t)
+	for _, comp := range []string{"gzip", "zstd"} {
+		t.Run(comp, func(t *testing.T) {
+			img := filepath.Join(t.TempDir(), "img.sqfs")
+			writeTree(t, src, img, Options{Compression: comp, Level: 1, ModTime: epoch})
+			mnt := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "squashfs", "-o", "loop,ro", img, mnt).CombinedOutput(); err != nil {
+				t.Fatalf("mount: %v\n%s", err, out)
+			}
+			defer exec.Command("umount", mnt).Run()
+			n := 0
+			err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				rel, _ := filepath.Rel(src, p)
+				m := filepath.Join(mnt, rel)
+				want, _ := os.Lstat(p)
+				got, err := os.Lstat(m)
+				if err != nil {
+					t.Errorf("%s: %v", rel, err)
+					return nil
+				}
+				n++
+				st := got.Sys().(*syscall.Stat_t)
+				wantLinks := uint64(1)
+				if d.IsDir() {
+					wantLinks = want.Sys().(*syscall.Stat_t).Nlink // 2 + subdirectories on ext4/tmpfs too
+				}
+				if got.Mode() != want.Mode() || st.Uid != 0 || st.Gid != 0 || got.ModTime().Unix() != epoch.Unix() || st.Nlink != wantLinks ||
+					(!d.IsDir() && got.Size() != want.Size()) {
+					t.Errorf("%s: mode %v uid %d gid %d mtime %v nlink %d size %d; want mode %v nlink %d size %d",
+						rel, got.Mode(), st.Uid, st.Gid, got.ModTime(), st.Nlink, got.Size(), want.Mode(), wantLinks, want.Size())
+				}
+				switch {
+				case d.IsDir():
+					parent := filepath.Dir(m)
+					if rel == "." {
+						return nil
+					}
+					pst, _ := os.Lstat(parent)
+					if dotdot := dotdotIno(t, m); dotdot != pst.Sys().(*syscall.Stat_t).Ino {
+						t.Errorf("%s: .. is inode %d, the parent is %d", rel, dotdot, pst.Sys().(*syscall.Stat_t).Ino)
+					}
+				case d.Type()&fs.ModeSymlink != 0:
+					a, _ := os.Readlink(p)
+					b, _ := os.Readlink(m)
+					if a != b {
+						t.Errorf("%s -> %q, want %q", rel, b, a)
+					}
+				default:
+					a, _ := os.ReadFile(p)
+					b, err := os.ReadFile(m)
+					if err != nil || !bytes.Equal(a, b) {
+						t.Errorf("%s: content differs (%v)", rel, err)
+					}
+				}
+				return nil
+			})
+			if err != nil || n < 300 {
+				t.Fatalf("walked %d entries: %v", n, err)
+			}
+		})
+	}
+}
+
+// dotdotIno reads a directory's ".." entry as the kernel lists it (getdents64), which is the
+// inode's parent field, not the path's parent.
+func dotdotIno(t *testing.T, dir string) uint64 {
+	t.Helper()
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, 1<<16)
+	n, err := syscall.Getdents(fd, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := buf[:n]; len(b) >= 19; {
+		ino, reclen := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint16(b[16:])
+		name := b[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if string(name) == ".." {
+			return ino
+		}
+		b = b[reclen:]
+	}
+	t.Fatalf("%s: no .. entry", dir)
+	return 0
+}
