@@ -14,7 +14,7 @@ import (
 // half-built artifact; the error names the method's log when there is one.
 func Run(ctx context.Context, o *Options) (*Record, error) {
 	if err := o.Validate(); err != nil {
-		return nil, usageError{err}
+		return nil, err
 	}
 	state := new(multistep.BasicStateBag)
 	state.Put(KeyOptions, o)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
@@ -90,8 +91,11 @@ func (o *Options) client() *httpx.Client {
 	return o.http
 }
 
-// Validate checks what can be checked before anything is downloaded.
-func (o *Options) Validate() error {
+// Validate checks what can be checked before anything is downloaded and fills the defaults; its
+// errors wrap errs.ErrInvalid.
+func (o *Options) Validate() error { return errs.Invalid(o.validate()) }
+
+func (o *Options) validate() error {
 	if o.Method == "" {
 		o.Method = MethodPacker
 	}

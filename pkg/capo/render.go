@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // CAPI API versions a template can be rendered for.
@@ -62,8 +64,14 @@ func Template(capiAPI string) ([]byte, error) {
 // Render fills the template and validates the result: every document decodes strictly into
 // its upstream Go type, every additionalConfig translates to valid Ignition 2.3, and every
 // estimated user-data stays under Nova's limit. Unset variables are validated with sample
-// values of the right shape.
+// values of the right shape. Every error is about the caller's values or choice of template, so
+// it wraps errs.ErrInvalid.
 func Render(opts RenderOptions) (*Rendered, error) {
+	r, err := render(opts)
+	return r, errs.Invalid(err)
+}
+
+func render(opts RenderOptions) (*Rendered, error) {
 	tmpl, err := FlavorTemplate(opts.Flavor, opts.CAPIAPI)
 	if err != nil {
 		return nil, err

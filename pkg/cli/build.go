@@ -67,9 +67,6 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 			o.Log = cmd.ErrOrStderr()
 			rec, err := build.Run(cmd.Context(), &o)
 			if err != nil {
-				if isBuildUsage(err) {
-					return AsUsage(err)
-				}
 				return err
 			}
 			return Report(cmd, out, rec, func(w io.Writer) error { return printBuild(w, rec) })
@@ -110,7 +107,7 @@ func checkBuildFlags(o *build.Options, vf verifyFlags, diskSize string) error {
 		return err
 	}
 	if _, err := glance.ParseOnExists(o.OnExists); err != nil {
-		return Usagef("invalid --on-exists: %v", err)
+		return err
 	}
 	if diskSize != "" {
 		n, err := parseSize(diskSize)
@@ -127,7 +124,7 @@ func checkBuildFlags(o *build.Options, vf verifyFlags, diskSize string) error {
 		o.Provision[i] = abs
 	}
 	if err := o.Validate(); err != nil {
-		return AsUsage(err)
+		return err
 	}
 	o.InsecureSkipVerify = vf.insecure
 	var err error
@@ -159,8 +156,6 @@ func parseSize(s string) (int64, error) {
 	}
 	return v * mult, nil
 }
-
-func isBuildUsage(err error) bool { return build.IsUsage(err) || glance.IsConfigError(err) }
 
 func printBuild(w io.Writer, r *build.Record) error {
 	if r.DryRun != nil {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -50,9 +49,6 @@ OUT is written to a temporary file next to it and renamed into place when comple
 				}
 			}
 			res, err := convert.File(cmd.Context(), args[0], args[1], opts)
-			if errors.Is(err, convert.ErrUsage) {
-				return AsUsage(err)
-			}
 			if err != nil {
 				return err
 			}

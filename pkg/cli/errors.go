@@ -1,49 +1,40 @@
 package cli
 
 import (
-	"fmt"
+	"context"
+	"errors"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
-// codedError carries the exit code a failure should produce.
-type codedError struct {
-	code int
-	err  error
-}
+// Usagef reports a usage error or an invalid flag value: it wraps errs.ErrInvalid, exit code 2.
+func Usagef(format string, a ...any) error { return errs.Invalidf(format, a...) }
 
-func (e *codedError) Error() string { return e.err.Error() }
-func (e *codedError) Unwrap() error { return e.err }
-
-// Usagef reports a usage error or an invalid flag value: exit code 2.
-func Usagef(format string, a ...any) error {
-	return &codedError{code: ExitUsage, err: fmt.Errorf(format, a...)}
-}
-
-// AsUsage marks an existing error (for example a validation error from a package) as exit code 2.
-func AsUsage(err error) error {
-	if err == nil {
-		return nil
+// exitCode is the one mapping of errors to exit codes: interrupted, the caller's input wrong
+// (errs.ErrInvalid, wrapped by every package), or a failure.
+func exitCode(ctx context.Context, err error) int {
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.Is(err, errs.ErrInvalid):
+		return ExitUsage
+	default:
+		return ExitFailure
 	}
-	return &codedError{code: ExitUsage, err: err}
 }
 
-// WithExitCode makes err exit with code; for reports such as inspect's NOT READY verdict.
-func WithExitCode(code int, err error) error {
-	return &codedError{code: code, err: err}
-}
-
-// cobra's own argument and command errors carry no type; recognise them by their text.
-func isCobraUsageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag",
-		"accepts ", "requires at least", "requires at most", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
+// argsAreUsage makes every command's argument check an errs.ErrInvalid error, cobra's own
+// validators included (the completion commands' NoArgs), so no error is recognised by its text.
+func argsAreUsage(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
 	}
-	return false
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error { return errs.Invalid(check(cmd, args)) }
+	}
 }
 
 // ExactArgs is cobra.ExactArgs with a message that names the missing arguments and exit code 2.

@@ -42,7 +42,7 @@ docs/inspect-json.md and kept stable.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if target != "" {
 				if err := oem.ValidateID(target, true); err != nil {
-					return AsUsage(err)
+					return err
 				}
 			}
 			img, err := disk.Open(args[0], false)
@@ -58,7 +58,7 @@ docs/inspect-json.md and kept stable.`,
 				return err
 			}
 			if r.Verdict == inspect.NotReady {
-				return WithExitCode(ExitFailure, fmt.Errorf("%s is NOT READY for %s", r.Image, r.Target))
+				return fmt.Errorf("%s is NOT READY for %s", r.Image, r.Target)
 			}
 			return nil
 		},

@@ -23,7 +23,7 @@ func addKubernetesVersionFlag(f *pflag.FlagSet, p *string, def string) {
 // resolveKubernetesVersion makes v exact through mirror's marker files; bad forms are usage errors.
 func resolveKubernetesVersion(ctx context.Context, c *httpx.Client, mirror, v string) (string, error) {
 	if _, err := kubernetes.ParseSpec(v); err != nil {
-		return "", AsUsage(err)
+		return "", err
 	}
 	if kubernetes.IsExact(v) {
 		return v, nil

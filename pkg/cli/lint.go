@@ -65,9 +65,6 @@ in docs/lint-rules.md.`,
 			if cloud != "" {
 				c, err := glance.Connect(cmd.Context(), cloud)
 				if err != nil {
-					if glance.IsConfigError(err) {
-						return AsUsage(err)
-					}
 					return err
 				}
 				opts.Images = func(ctx context.Context, name string, tags []string) (int, error) {
@@ -82,7 +79,7 @@ in docs/lint-rules.md.`,
 				return err
 			}
 			if rep.Errors > 0 {
-				return WithExitCode(ExitFailure, fmt.Errorf("%d error-level finding(s) in %d document(s)", rep.Errors, rep.Documents))
+				return fmt.Errorf("%d error-level finding(s) in %d document(s)", rep.Errors, rep.Documents)
 			}
 			return nil
 		},

@@ -105,7 +105,7 @@ against Nova's 64 KiB limit (reported on stderr, or in -o json).
 			}
 			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values})
 			if err != nil {
-				return AsUsage(err)
+				return err
 			}
 			rep := manifestsReport{Rendered: r}
 			if outputFile != "" {

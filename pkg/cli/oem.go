@@ -65,9 +65,6 @@ second time.`,
 			}
 			output.Format = disk.Format(to)
 			res, err := oem.SetFile(cmd.Context(), args[0], output, opts)
-			if oem.IsUsage(err) {
-				return AsUsage(err)
-			}
 			if err != nil {
 				return err
 			}

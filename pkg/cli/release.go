@@ -35,10 +35,10 @@ func (r *releaseFlags) validate(cmd *cobra.Command) (release.Release, error) {
 		return r.rel, err
 	}
 	if err := release.ValidateImage(r.image); err != nil {
-		return r.rel, AsUsage(err)
+		return r.rel, err
 	}
 	if err := r.net.Validate(); err != nil {
-		return r.rel, AsUsage(err)
+		return r.rel, err
 	}
 	return r.rel, nil
 }
@@ -81,7 +81,7 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 			if ko.Kubernetes != "" {
 				ko.Arch = rel.Arch
 				if err := ko.Validate(); err != nil {
-					return AsUsage(err)
+					return err
 				}
 			}
 			c, err := newClient(cmd, rf.net, false)

@@ -4,7 +4,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -85,6 +84,7 @@ comma-separated list, like FLATCAR_CAPO_CLOUD=east,west, or one value). Exit cod
 	root.AddCommand(subs...)
 	root.InitDefaultCompletionCmd() // cobra adds it only when executing; the walk below needs it now
 	rejectUnknownSubcommands(root)
+	argsAreUsage(root)
 	documentEnv(root)
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		return applyEnvDefaults(c)
@@ -116,20 +116,6 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "Error: %v\n", err)
 	return code
-}
-
-func exitCode(ctx context.Context, err error) int {
-	var ce *codedError
-	switch {
-	case ctx.Err() != nil || errors.Is(err, context.Canceled):
-		return ExitInterrupted
-	case errors.As(err, &ce):
-		return ce.code
-	case isCobraUsageError(err):
-		return ExitUsage
-	default:
-		return ExitFailure
-	}
 }
 
 // gracePeriod is how long a cancelled command may take to clean up (remove temp files, stop

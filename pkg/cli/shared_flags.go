@@ -32,7 +32,7 @@ func validateRelease(r *release.Release) error {
 	if err := validateArch(&r.Arch); err != nil {
 		return err
 	}
-	return AsUsage(r.Validate())
+	return r.Validate()
 }
 
 func addArchFlag(fs *pflag.FlagSet, arch *string) {
@@ -42,7 +42,7 @@ func addArchFlag(fs *pflag.FlagSet, arch *string) {
 func validateArch(arch *string) error {
 	a, err := release.ParseArch(*arch)
 	if err != nil {
-		return AsUsage(err)
+		return err
 	}
 	*arch = a
 	return nil
@@ -60,7 +60,7 @@ func addNetworkFlags(fs *pflag.FlagSet, o *httpx.Options) {
 // reported on stderr unless quiet.
 func newClient(cmd *cobra.Command, o httpx.Options, quiet bool) (*httpx.Client, error) {
 	if err := o.Validate(); err != nil {
-		return nil, AsUsage(err)
+		return nil, err
 	}
 	o.Logf = func(f string, a ...any) {
 		if !quiet {
@@ -95,7 +95,7 @@ func (v *verifyFlags) load() (*verify.Keyring, error) {
 		k, err = verify.EmbeddedKeyring()
 	}
 	if err != nil {
-		return nil, AsUsage(fmt.Errorf("--keyring: %w", err))
+		return nil, fmt.Errorf("--keyring: %w", err)
 	}
 	return k, nil
 }

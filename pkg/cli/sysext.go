@@ -95,11 +95,11 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 				return err
 			}
 			if err := dl.Validate(); err != nil { // the version's form and the mirrors, before any lookup
-				return AsUsage(err)
+				return err
 			}
 			arch, err := sysext.Arch(dl.Arch)
 			if err != nil {
-				return AsUsage(err)
+				return err
 			}
 			c, err := newClient(cmd, net, false)
 			if err != nil {
@@ -120,7 +120,7 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 			}
 			dl.Kubernetes = v
 			if err := sysext.ValidVersion(dl.Kubernetes); err != nil {
-				return AsUsage(err)
+				return err
 			}
 			if outFile == "" {
 				outFile, _ = sysext.KubernetesFileName(dl.Kubernetes, arch)
@@ -240,11 +240,11 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if name != "" {
 				if err := sysext.ValidName(name); err != nil {
-					return AsUsage(err)
+					return err
 				}
 			}
 			if _, err := sysext.Arch(arch); err != nil {
-				return AsUsage(err)
+				return err
 			}
 			host := sysext.FlatcarHost(arch)
 			if osRelease != "" {
@@ -264,7 +264,7 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
 				return err
 			}
 			if !r.WouldMerge {
-				return WithExitCode(ExitFailure, fmt.Errorf("%s would not be merged as %s.raw: %s", args[0], r.Name, r.Reason))
+				return fmt.Errorf("%s would not be merged as %s.raw: %s", args[0], r.Name, r.Reason)
 			}
 			return nil
 		},

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -59,7 +58,7 @@ Prints the image ID, one line per cloud.`,
 			}
 			mode, err := glance.ParseOnExists(onExists)
 			if err != nil {
-				return Usagef("invalid --on-exists: %v", err)
+				return err
 			}
 			switch visibility {
 			case "", "private", "shared", "community", "public":
@@ -69,20 +68,16 @@ Prints the image ID, one line per cloud.`,
 			file := args[0]
 			req := &glance.Request{Name: name, Visibility: visibility, OnExists: mode, Wait: wait}
 			if err := req.SetFile(file, disk.Format(diskFormat)); err != nil {
-				var refused *disk.UnsupportedFormatError
-				if !errors.As(err, &refused) && (errors.Is(err, glance.ErrNotDiskImage) || glance.IsConfigError(err)) {
-					return AsUsage(err)
-				}
 				return err // a compressed or foreign image is a failure (exit 1), like in every command
 			}
 			record, err := glance.ReadBuildRecord(file)
 			if err != nil {
-				return AsUsage(err)
+				return err
 			}
 			meta, err := glance.BuildMetadata(glance.MetadataInput{FlatcarVersion: flatcarV, KubernetesVersion: kubeV,
 				Properties: props, Tags: tag, Record: record})
 			if err != nil {
-				return AsUsage(err)
+				return err
 			}
 			stderr := cmd.ErrOrStderr()
 			pmode := progress.Auto
@@ -105,9 +100,6 @@ Prints the image ID, one line per cloud.`,
 				}); err != nil {
 					return err
 				}
-			}
-			if glance.IsConfigError(uerr) {
-				return AsUsage(uerr)
 			}
 			return uerr
 		},

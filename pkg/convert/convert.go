@@ -13,6 +13,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
@@ -44,9 +45,6 @@ type Result struct {
 	Seconds      float64     `json:"seconds"`
 }
 
-// ErrUsage is wrapped by errors about the arguments (unknown format, OUT equal to IN).
-var ErrUsage = errors.New("invalid arguments")
-
 // OutputFormat returns the format to write: to when given, else from out's extension
 // (.qcow2 -> qcow2, .raw and .bin -> raw). .img is ambiguous (Flatcar's .img files are qcow2).
 func OutputFormat(out string, to disk.Format) (disk.Format, error) {
@@ -55,7 +53,7 @@ func OutputFormat(out string, to disk.Format) (disk.Format, error) {
 		return to, nil
 	case "":
 	default:
-		return "", fmt.Errorf("%w: unknown output format %q: use qcow2 or raw", ErrUsage, to)
+		return "", errs.Invalidf("unknown output format %q: use qcow2 or raw", to)
 	}
 	switch strings.ToLower(filepath.Ext(out)) {
 	case ".qcow2":
@@ -63,7 +61,7 @@ func OutputFormat(out string, to disk.Format) (disk.Format, error) {
 	case ".raw", ".bin":
 		return disk.FormatRaw, nil
 	}
-	return "", fmt.Errorf("%w: cannot tell the output format from the name %s; give --to qcow2 or --to raw (Flatcar's .img files are qcow2)", ErrUsage, out)
+	return "", errs.Invalidf("cannot tell the output format from the name %s; give --to qcow2 or --to raw (Flatcar's .img files are qcow2)", out)
 }
 
 func compatVersion(compat string) (uint32, error) {
@@ -73,7 +71,7 @@ func compatVersion(compat string) (uint32, error) {
 	case "0.10", "v2":
 		return 2, nil
 	}
-	return 0, fmt.Errorf("%w: unknown qcow2 compat level %q: use 1.1 or 0.10", ErrUsage, compat)
+	return 0, errs.Invalidf("unknown qcow2 compat level %q: use 1.1 or 0.10", compat)
 }
 
 // File converts the image in to the file out, detecting in's format from its header.
@@ -88,12 +86,12 @@ func File(ctx context.Context, in, out string, opts Options) (Result, error) {
 		return res, err
 	}
 	if opts.Compress && format != disk.FormatQcow2 {
-		return res, fmt.Errorf("%w: --compress needs qcow2 output, %s is %s", ErrUsage, out, format)
+		return res, errs.Invalidf("--compress needs qcow2 output, %s is %s", out, format)
 	}
 	if same, err := sameFile(in, out); err != nil {
 		return res, err
 	} else if same {
-		return res, fmt.Errorf("%w: the output %s is the input itself; write to another file", ErrUsage, out)
+		return res, errs.Invalidf("the output %s is the input itself; write to another file", out)
 	}
 	img, err := disk.Open(in, false)
 	if err != nil {
@@ -138,7 +136,7 @@ func Write(ctx context.Context, src vdisk.Disk, out string, format disk.Format, 
 	case disk.FormatRaw:
 		err = qcow2.CopyToRaw(ctx, src, f.File, opts.Workers, prog)
 	default:
-		err = fmt.Errorf("%w: unknown output format %q", ErrUsage, format)
+		err = errs.Invalidf("unknown output format %q", format)
 	}
 	if err != nil {
 		return 0, 0, err

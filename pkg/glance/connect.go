@@ -20,24 +20,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
-
-// configError is a problem with what the user asked for (unknown cloud, no clouds.yaml, no
-// credentials at all): the command maps it to the usage exit code.
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-
-func configErrorf(format string, a ...any) error { return &configError{fmt.Sprintf(format, a...)} }
-
-// IsConfigError tells whether err is a mistake in the cloud configuration or its choice.
-func IsConfigError(err error) bool {
-	if verdict, ok := allConfigErrors(err); ok {
-		return verdict
-	}
-	var ce *configError
-	return errors.As(err, &ce)
-}
 
 // Cloud is an authenticated connection to one cloud's image service in one region.
 type Cloud struct {
@@ -185,9 +170,9 @@ func findCloudsYAML(name string) (string, error) {
 				names = append(names, n)
 			}
 			sort.Strings(names)
-			return "", configErrorf("cloud %q is not defined in %s (it defines: %s)", name, p, strings.Join(names, ", "))
+			return "", errs.Invalidf("cloud %q is not defined in %s (it defines: %s)", name, p, strings.Join(names, ", "))
 		}
 		return p, nil
 	}
-	return "", configErrorf("cloud %q was asked for, but no clouds.yaml was found (looked at %s); set OS_CLIENT_CONFIG_FILE or use OS_* variables", name, strings.Join(candidates, ", "))
+	return "", errs.Invalidf("cloud %q was asked for, but no clouds.yaml was found (looked at %s); set OS_CLIENT_CONFIG_FILE or use OS_* variables", name, strings.Join(candidates, ", "))
 }

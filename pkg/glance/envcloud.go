@@ -6,6 +6,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // envCloudYAML turns the OS_* variables of an openrc file into a one-cloud clouds.yaml document,
@@ -42,7 +44,7 @@ func envCloudYAML() (string, error) {
 		TrustID:                     env("OS_TRUST_ID"),
 	}
 	if auth.AuthURL == "" {
-		return "", configErrorf("no cloud given: pass --cloud NAME (an entry of clouds.yaml), set OS_CLOUD, or source an openrc file that sets OS_AUTH_URL and the credentials")
+		return "", errs.Invalidf("no cloud given: pass --cloud NAME (an entry of clouds.yaml), set OS_CLOUD, or source an openrc file that sets OS_AUTH_URL and the credentials")
 	}
 	cloud := clouds.Cloud{
 		AuthInfo:   &auth,

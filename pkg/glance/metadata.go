@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // ToolTag is set on every image this tool creates; it marks leftovers that are safe to delete.
@@ -26,7 +28,8 @@ type BuildRecord struct {
 // BuildRecordPath is where the build record of image lives.
 func BuildRecordPath(image string) string { return image + ".build.json" }
 
-// ReadBuildRecord reads the build record next to image; a missing one is an empty record.
+// ReadBuildRecord reads the build record next to image; a missing one is an empty record, an
+// unreadable or broken one wraps errs.ErrInvalid (it comes with the caller's image).
 func ReadBuildRecord(image string) (BuildRecord, error) {
 	var r BuildRecord
 	data, err := os.ReadFile(BuildRecordPath(image))
@@ -34,10 +37,10 @@ func ReadBuildRecord(image string) (BuildRecord, error) {
 		return r, nil
 	}
 	if err != nil {
-		return r, err
+		return r, errs.Invalid(err)
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
-		return r, fmt.Errorf("%s is not a valid build record: %w", BuildRecordPath(image), err)
+		return r, errs.Invalidf("%s is not a valid build record: %w", BuildRecordPath(image), err)
 	}
 	return r, nil
 }
@@ -58,7 +61,7 @@ type MetadataInput struct {
 }
 
 // BuildMetadata returns the default Flatcar/CAPO properties and tags, overridden by the user's
-// --property values, or an error naming the first invalid property or tag.
+// --property values, or an error (errs.ErrInvalid) naming the first invalid property or tag.
 func BuildMetadata(in MetadataInput) (Metadata, error) {
 	arch, err := glanceArch(in.Record.Arch)
 	if err != nil {
@@ -84,16 +87,16 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 	for _, kv := range in.Properties {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return Metadata{}, fmt.Errorf("invalid --property %q: want KEY=VALUE", kv)
+			return Metadata{}, errs.Invalidf("invalid --property %q: want KEY=VALUE", kv)
 		}
 		if err := validProperty(k, v); err != nil {
-			return Metadata{}, fmt.Errorf("invalid --property %q: %w", kv, err)
+			return Metadata{}, errs.Invalidf("invalid --property %q: %w", kv, err)
 		}
 		p[k] = v
 	}
 	for _, t := range in.Tags {
 		if t == "" || len(t) > 255 || strings.ContainsAny(t, "/,") {
-			return Metadata{}, fmt.Errorf("invalid --tag %q: a tag has 1-255 characters and no '/' or ','", t)
+			return Metadata{}, errs.Invalidf("invalid --tag %q: a tag has 1-255 characters and no '/' or ','", t)
 		}
 		tags = append(tags, t)
 	}
@@ -138,7 +141,7 @@ func glanceArch(a string) (string, error) {
 	case "arm64", "aarch64":
 		return "aarch64", nil
 	}
-	return "", fmt.Errorf("unknown architecture %q in the build record: want amd64 or arm64", a)
+	return "", errs.Invalidf("unknown architecture %q in the build record: want amd64 or arm64", a)
 }
 
 func first(vs ...string) string {

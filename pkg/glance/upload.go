@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 )
 
@@ -33,7 +34,7 @@ func ParseOnExists(s string) (OnExists, error) {
 	case Reuse, Replace, Fail:
 		return o, nil
 	}
-	return "", fmt.Errorf("must be reuse, replace or fail, not %q", s)
+	return "", errs.Invalidf("invalid --on-exists: must be reuse, replace or fail, not %q", s)
 }
 
 // Request is one image to upload; the same Request may go to several clouds at once.

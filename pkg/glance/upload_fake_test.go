@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 )
 
@@ -135,11 +136,11 @@ func TestFakeUploadAllClouds(t *testing.T) {
 	fakeCloudsYAML(t, a, b, c)
 	req, _ := fakeRequest(t, "flatcar", 6, glance.Reuse)
 	res, err := uploadFake(t, req, "fake0", "fake1", "fake2")
-	var errs glance.CloudErrors
-	if !errors.As(err, &errs) || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "fake1/RegionOne: ") || !strings.Contains(errs[0].Error(), "hash mismatch") {
+	var cloudErrs glance.CloudErrors
+	if !errors.As(err, &cloudErrs) || len(cloudErrs) != 1 || !strings.HasPrefix(cloudErrs[0].Error(), "fake1/RegionOne: ") || !strings.Contains(cloudErrs[0].Error(), "hash mismatch") {
 		t.Fatalf("err %v", err)
 	}
-	if glance.IsConfigError(err) {
+	if errors.Is(err, errs.ErrInvalid) {
 		t.Fatal("a hash mismatch is not a config error")
 	}
 	if len(res) != 2 || res[0].Cloud != "fake0" || res[1].Cloud != "fake2" || res[0].Checksum != res[1].Checksum {

@@ -8,16 +8,21 @@ import (
 	"sync"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 )
 
 // SetFile points req at the image file and the disk format to send it as: "" keeps the file's
 // own format (from its header), qcow2 streams a raw file as qcow2 on the way (no temporary
-// file), raw refuses a qcow2 file. A wrong diskFormat is a config error (IsConfigError); a file
-// that is no disk image wraps ErrNotDiskImage.
+// file), raw refuses a qcow2 file. A wrong diskFormat, or a file that is no disk image (ErrNotDiskImage),
+// wraps errs.ErrInvalid; a disk image in a format we do not upload (compressed, VHD) does not.
 func (r *Request) SetFile(file string, diskFormat disk.Format) error {
 	format, size, err := DetectFileFormat(file)
 	if err != nil {
+		var refused *disk.UnsupportedFormatError
+		if errors.Is(err, ErrNotDiskImage) && !errors.As(err, &refused) {
+			err = errs.Invalid(err)
+		}
 		return err
 	}
 	var open Opener
@@ -29,16 +34,16 @@ func (r *Request) SetFile(file string, diskFormat disk.Format) error {
 		}
 		format = disk.FormatQcow2
 	case diskFormat == disk.FormatRaw:
-		return configErrorf("--disk-format raw: %s is qcow2; convert it first (flatcar-capo convert)", file)
+		return errs.Invalidf("--disk-format raw: %s is qcow2; convert it first (flatcar-capo convert)", file)
 	default:
-		return configErrorf("invalid --disk-format %q: must be qcow2 or raw", diskFormat)
+		return errs.Invalidf("invalid --disk-format %q: must be qcow2 or raw", diskFormat)
 	}
 	r.File, r.Open, r.Format, r.Size = file, open, format, size
 	return nil
 }
 
 // CloudErrors are the failures of an upload to several clouds, one per failed cloud, in the
-// order the clouds were given. IsConfigError is true only when every one is a config error.
+// order the clouds were given. They wrap errs.ErrInvalid only when every one does.
 type CloudErrors []error
 
 func (e CloudErrors) Error() string {
@@ -49,7 +54,31 @@ func (e CloudErrors) Error() string {
 	return strings.Join(msgs, "\n")
 }
 
-func (e CloudErrors) Unwrap() []error { return e }
+// Unwrap gives errors.Is and errors.As every cloud's error. The upload is the caller's mistake
+// (errs.ErrInvalid, exit 2) only when every cloud failed on its configuration; when one failed
+// on the work, the others' configuration errors are still reported but not marked.
+func (e CloudErrors) Unwrap() []error {
+	all := len(e) > 0
+	for _, err := range e {
+		all = all && errors.Is(err, errs.ErrInvalid)
+	}
+	if all {
+		return e
+	}
+	out := make([]error, len(e))
+	for i, err := range e {
+		out[i] = err
+		if errors.Is(err, errs.ErrInvalid) {
+			out[i] = unmarked{err.Error()}
+		}
+	}
+	return out
+}
+
+// unmarked is an error's message without its chain.
+type unmarked struct{ msg string }
+
+func (e unmarked) Error() string { return e.msg }
 
 // UploadAll uploads req to every cloud concurrently ("" is OS_CLOUD, then the OS_* variables).
 // It returns the results of the clouds that succeeded, in the given order, and a CloudErrors
@@ -105,18 +134,4 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 		return results, nil
 	}
 	return results, errs
-}
-
-// allConfigErrors is IsConfigError for CloudErrors: every cloud failed on its configuration.
-func allConfigErrors(err error) (verdict, ok bool) {
-	var multi CloudErrors
-	if !errors.As(err, &multi) {
-		return false, false
-	}
-	for _, e := range multi {
-		if !IsConfigError(e) {
-			return false, true
-		}
-	}
-	return len(multi) > 0, true
 }

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // Defaults of the network flags (--retries, --stall-timeout, --download-timeout): a mirror that
@@ -33,13 +35,14 @@ type Options struct {
 	Logf            func(format string, a ...any) // one line per retry
 }
 
-// Validate fills the defaults of unset fields and refuses values no download can work with.
+// Validate fills the defaults of unset fields and refuses values no download can work with
+// (errs.ErrInvalid).
 func (o *Options) Validate() error {
 	if o.Retries < 0 {
-		return fmt.Errorf("--retries must be 0 or more, not %d", o.Retries)
+		return errs.Invalidf("--retries must be 0 or more, not %d", o.Retries)
 	}
 	if o.StallTimeout < 0 || o.DownloadTimeout < 0 {
-		return fmt.Errorf("--stall-timeout and --download-timeout must be positive durations such as 30s or 10m, not %s and %s", o.StallTimeout, o.DownloadTimeout)
+		return errs.Invalidf("--stall-timeout and --download-timeout must be positive durations such as 30s or 10m, not %s and %s", o.StallTimeout, o.DownloadTimeout)
 	}
 	if o.StallTimeout == 0 {
 		o.StallTimeout = DefaultStallTimeout

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // Defaults. Kubernetes follows the mirror's release/stable.txt (the resolved version goes into
@@ -53,18 +55,18 @@ func (o *Options) Validate() error {
 	def(&o.Arch, "amd64")
 	for _, v := range []struct{ flag, val, eg string }{{"crictl-version", o.Crictl, "v1.36.0"}, {"cni-version", o.CNI, DefaultCNIVersion}} {
 		if v.val != "" && !versionRe.MatchString(v.val) {
-			return fmt.Errorf("invalid --%s %q: want a release tag with the v, e.g. %s", v.flag, v.val, v.eg)
+			return errs.Invalidf("invalid --%s %q: want a release tag with the v, e.g. %s", v.flag, v.val, v.eg)
 		}
 	}
 	for _, m := range []struct{ flag, val string }{{"kubernetes-mirror", o.Mirror}, {"github-mirror", o.GitHubMirror}} {
 		if !strings.HasPrefix(m.val, "http://") && !strings.HasPrefix(m.val, "https://") {
-			return fmt.Errorf("invalid --%s %q: want an http(s) URL", m.flag, m.val)
+			return errs.Invalidf("invalid --%s %q: want an http(s) URL", m.flag, m.val)
 		}
 	}
 	switch o.Arch {
 	case "amd64", "arm64":
 	default:
-		return fmt.Errorf("invalid arch %q for Kubernetes downloads: amd64 or arm64", o.Arch)
+		return errs.Invalidf("invalid arch %q for Kubernetes downloads: amd64 or arm64", o.Arch)
 	}
 	o.Mirror = strings.TrimRight(o.Mirror, "/")
 	o.GitHubMirror = strings.TrimRight(o.GitHubMirror, "/")

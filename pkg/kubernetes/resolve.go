@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 )
 
@@ -38,7 +39,7 @@ func ParseSpec(s string) (Spec, error) {
 	if exactRe.MatchString("v" + s) {
 		eg = "v" + s // the usual slip: the tag without its v
 	}
-	return Spec{}, fmt.Errorf("invalid --kubernetes-version %q: want stable, a minor such as 1.35 (its latest patch), or an exact release tag with the v, e.g. %s", s, eg)
+	return Spec{}, errs.Invalidf("invalid --kubernetes-version %q: want stable, a minor such as 1.35 (its latest patch), or an exact release tag with the v, e.g. %s", s, eg)
 }
 
 // IsExact reports whether s names one release (no marker file to read).

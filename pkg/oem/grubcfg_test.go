@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 const qemuGrubCfg = "# Flatcar GRUB settings\n\nset oem_id=\"qemu\"\nset linux_append=\"flatcar.autologin\"\n"
@@ -63,8 +65,7 @@ func TestPlanAppendsWhenLastAssignmentIsInsideABlock(t *testing.T) {
 
 func TestValidationRejectsGrubScriptInjection(t *testing.T) {
 	for _, id := range []string{`open"stack`, "open$stack", `open\stack`, "open;stack", "open\nstack", "OpenStack", "-x", ""} {
-		var ve *ValidationError
-		if err := ValidateID(id, true); !errors.As(err, &ve) {
+		if err := ValidateID(id, true); !errors.Is(err, errs.ErrInvalid) {
 			t.Errorf("id %q accepted", id)
 		}
 	}

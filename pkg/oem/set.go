@@ -19,7 +19,7 @@ type SetOptions struct {
 	ProtectiveMBR  bool // replace a hybrid MBR with a protective one
 }
 
-// Validate checks every value; a failure is a *ValidationError (usage error, exit 2).
+// Validate checks every value; a failure wraps errs.ErrInvalid (usage error, exit 2).
 func (o SetOptions) Validate() ([]string, error) {
 	if err := ValidateID(o.ID, o.AllowUnknownID); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
@@ -20,13 +21,6 @@ type Output struct {
 	// Format of Path: "" takes it from Path's extension (.qcow2, .raw, .bin), else the input's.
 	Format   disk.Format
 	Compress bool // deflate the clusters of a qcow2 output
-}
-
-// IsUsage tells whether a SetFile error is about the arguments (exit code 2) rather than the
-// image: a rejected value, an output that is the input, a format that cannot be written.
-func IsUsage(err error) bool {
-	var v *ValidationError
-	return errors.As(err, &v) || errors.Is(err, convert.ErrUsage)
 }
 
 // SetFile applies opts to the image file image: in place when out.Path is empty, else into a
@@ -48,7 +42,7 @@ func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (re
 		return setInPlace(ctx, image, opts)
 	}
 	if same, _ := sameFile(image, out.Path); same {
-		return SetResult{}, invalid("--output-file %s is IMAGE itself; omit --output-file to edit in place", out.Path)
+		return SetResult{}, errs.Invalidf("--output-file %s is IMAGE itself; omit --output-file to edit in place", out.Path)
 	}
 	src, err := disk.Open(image, false)
 	if err != nil {
@@ -63,7 +57,7 @@ func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (re
 		format = src.Format // an ambiguous name (.img) keeps the input's format
 	}
 	if out.Compress && format != disk.FormatQcow2 {
-		return SetResult{}, invalid("--compress needs qcow2 output; %s will be %s", out.Path, format)
+		return SetResult{}, errs.Invalidf("--compress needs qcow2 output; %s will be %s", out.Path, format)
 	}
 	// The edit happens on a sparse raw work copy next to the output; it becomes the output
 	// (raw) or is streamed into it (qcow2), and never lingers after a failure.

@@ -1,10 +1,11 @@
 package oem
 
 import (
-	"fmt"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // The OEM grub.cfg is sourced by GRUB and its values sit inside GRUB-script double quotes, so a
@@ -26,18 +27,11 @@ var KnownIDs = []string{
 	"vmware",
 }
 
-// ValidationError is a rejected value; the CLI maps it to exit code 2.
-type ValidationError struct{ msg string }
-
-func (e *ValidationError) Error() string { return e.msg }
-
-func invalid(format string, a ...any) error { return &ValidationError{msg: fmt.Sprintf(format, a...)} }
-
 // ValidateID checks an OEM id. Unknown ids are refused unless allowUnknown, since a typo leaves a
 // node whose initrd finds no platform and ignores its user-data.
 func ValidateID(id string, allowUnknown bool) error {
 	if !idPattern.MatchString(id) || len(id) > 64 {
-		return invalid("invalid OEM id %q: an id is lowercase letters, digits, '-' and '_' (pattern [a-z0-9][a-z0-9_-]*), e.g. --id openstack", id)
+		return errs.Invalidf("invalid OEM id %q: an id is lowercase letters, digits, '-' and '_' (pattern [a-z0-9][a-z0-9_-]*), e.g. --id openstack", id)
 	}
 	if allowUnknown {
 		return nil
@@ -46,21 +40,21 @@ func ValidateID(id string, allowUnknown bool) error {
 	if i < len(KnownIDs) && KnownIDs[i] == id {
 		return nil
 	}
-	return invalid("unknown OEM id %q; Flatcar's OEM ids are: %s (use --allow-unknown-id for a platform this list lacks)", id, strings.Join(KnownIDs, ", "))
+	return errs.Invalidf("unknown OEM id %q; Flatcar's OEM ids are: %s (use --allow-unknown-id for a platform this list lacks)", id, strings.Join(KnownIDs, ", "))
 }
 
 // ParseKernelArgs splits space-separated kernel arguments and checks each word.
 func ParseKernelArgs(s string) ([]string, error) {
 	if len(s) > maxValueLength {
-		return nil, invalid("kernel arguments are longer than %d bytes", maxValueLength)
+		return nil, errs.Invalidf("kernel arguments are longer than %d bytes", maxValueLength)
 	}
 	if strings.ContainsAny(s, "\n\r\t") {
-		return nil, invalid("invalid kernel arguments %q: newlines and tabs are not allowed (separate arguments with spaces)", s)
+		return nil, errs.Invalidf("invalid kernel arguments %q: newlines and tabs are not allowed (separate arguments with spaces)", s)
 	}
 	words := strings.Fields(s)
 	for _, w := range words {
 		if !kernelArgWord.MatchString(w) {
-			return nil, invalid("invalid kernel argument %q: arguments may only contain letters, digits and . _ , : / = + @ - (no quotes, $, \\, ; or other GRUB script syntax)", w)
+			return nil, errs.Invalidf("invalid kernel argument %q: arguments may only contain letters, digits and . _ , : / = + @ - (no quotes, $, \\, ; or other GRUB script syntax)", w)
 		}
 	}
 	return words, nil

@@ -4,10 +4,11 @@
 package release
 
 import (
-	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // Channels, Arches and Images are the accepted values, in the order help texts list them.
@@ -35,7 +36,7 @@ func oneOf(what, v string, valid []string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("unknown %s %q; valid: %s", what, v, strings.Join(valid, ", "))
+	return errs.Invalidf("unknown %s %q; valid: %s", what, v, strings.Join(valid, ", "))
 }
 
 // ValidateChannel accepts stable, beta, alpha and lts.
@@ -53,14 +54,14 @@ func ParseArch(a string) (string, error) {
 	case "arm64", "aarch64":
 		return "arm64", nil
 	}
-	return "", fmt.Errorf("unknown arch %q; valid: %s (use amd64 (x86-64) or arm64)", a, strings.Join(Arches, ", "))
+	return "", errs.Invalidf("unknown arch %q; valid: %s (use amd64 (x86-64) or arm64)", a, strings.Join(Arches, ", "))
 }
 
 // ValidateServer accepts an http(s) URL with a host, {channel} replaced by channel.
 func ValidateServer(server, channel string) error {
 	u, err := url.Parse(strings.ReplaceAll(server, "{channel}", channel))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("invalid --release-server %q: want an http(s) URL such as %s", server, DefaultServer)
+		return errs.Invalidf("invalid --release-server %q: want an http(s) URL such as %s", server, DefaultServer)
 	}
 	return nil
 }
@@ -77,9 +78,9 @@ func ValidateVersion(channel, v string) error {
 		if channel == "lts" {
 			return nil
 		}
-		return fmt.Errorf("version %q exists only on the lts channel, not on %s", v, channel)
+		return errs.Invalidf("version %q exists only on the lts channel, not on %s", v, channel)
 	}
-	return fmt.Errorf("invalid version %q; use current, a release number such as 4230.2.3, or current-YYYY on lts", v)
+	return errs.Invalidf("invalid version %q; use current, a release number such as 4230.2.3, or current-YYYY on lts", v)
 }
 
 // IsAlias reports whether v names a moving release (current, current-YYYY) rather than a number.

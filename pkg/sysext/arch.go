@@ -1,8 +1,9 @@
 package sysext
 
 import (
-	"fmt"
 	"runtime"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // Architectures Flatcar is built for, in systemd's spelling (ARCHITECTURE= in
@@ -23,7 +24,7 @@ func Arch(a string) (string, error) {
 	case "arm64", "aarch64":
 		return "arm64", nil
 	}
-	return "", fmt.Errorf("unknown architecture %q: use amd64 (x86-64) or arm64", a)
+	return "", errs.Invalidf("unknown architecture %q: use amd64 (x86-64) or arm64", a)
 }
 
 // GoArch returns the Go/Kubernetes name (amd64, arm64) of a systemd architecture name.

@@ -15,6 +15,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/squashfs"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // Spec describes a sysext to write.
@@ -59,7 +60,7 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 // ValidName checks a sysext NAME (the file name in /etc/extensions without .raw).
 func ValidName(name string) error {
 	if !namePattern.MatchString(name) || strings.Contains(name, "..") {
-		return fmt.Errorf("invalid sysext name %q: use letters, digits, '.', '_' and '-' (e.g. kubernetes)", name)
+		return errs.Invalidf("invalid sysext name %q: use letters, digits, '.', '_' and '-' (e.g. kubernetes)", name)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // The Kubernetes sysext's conventional name and places (Flatcar's sysext-bakery, CAPO).
@@ -52,7 +54,7 @@ var versionPattern = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]
 // ValidVersion checks a Kubernetes version as the release server spells it (v1.33.4).
 func ValidVersion(v string) error {
 	if !versionPattern.MatchString(v) {
-		return fmt.Errorf("invalid Kubernetes version %q: use the release tag, e.g. v1.33.4", v)
+		return errs.Invalidf("invalid Kubernetes version %q: use the release tag, e.g. v1.33.4", v)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/keys"
 )
 
@@ -28,20 +29,21 @@ func EmbeddedKeyring() (*Keyring, error) {
 }
 
 // LoadKeyring reads an armored or binary public keyring from path; it replaces the embedded key.
+// Its errors wrap errs.ErrInvalid: the file is the caller's input.
 func LoadKeyring(path string) (*Keyring, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read keyring: %w", err)
+		return nil, errs.Invalidf("cannot read keyring: %w", err)
 	}
 	el, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(b))
 	if err != nil {
 		el, err = openpgp.ReadKeyRing(bytes.NewReader(b))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("keyring %s is neither an armored nor a binary OpenPGP public key: %w", path, err)
+		return nil, errs.Invalidf("keyring %s is neither an armored nor a binary OpenPGP public key: %w", path, err)
 	}
 	if len(el) == 0 {
-		return nil, fmt.Errorf("keyring %s holds no key", path)
+		return nil, errs.Invalidf("keyring %s holds no key", path)
 	}
 	return &Keyring{Entities: el, Source: "keyring " + path}, nil
 }
