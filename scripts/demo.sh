@@ -87,7 +87,7 @@ build() { # NAME ARGS...: one build, its progress indented, its record in $out/N
 field() { jq -r "$1" "$out/$2.json"; }
 
 build packer --packer "$packer"
-build sysext --method sysext
+build sysext --method sysext --no-preload-images # no registry in the demo (yet): see README, air-gapped nodes
 
 step "Both builds, side by side"
 printf '    %-8s %-10s %-9s %-8s %-46s %s\n' method built-in this-run reused "Glance image (cloud demo)" artifact

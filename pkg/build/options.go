@@ -41,8 +41,9 @@ type Options struct {
 	Kubernetes kubernetes.Options // versions, mirrors, arch (filled from Release.Arch); exact after StepResolve
 	// KubernetesRequested is --kubernetes-version as given when it was stable or a minor.
 	KubernetesRequested string
-	Provision           []string // user scripts run after ours (absolute paths)
-	Sysext              []string // --sysext FILE|URL for the sysext method
+	Provision           []string     // user scripts run after ours (absolute paths)
+	Sysext              []string     // --sysext FILE|URL for the sysext method
+	Images              ImageOptions // container images preloaded, containerd settings
 
 	// Packer method.
 	Packer, QEMUBinary, Accelerator string
@@ -147,5 +148,8 @@ func (o *Options) validate() error {
 		return err
 	}
 	o.Kubernetes.Arch = o.Release.Arch
+	if err := o.Images.validate(o.Method); err != nil {
+		return err
+	}
 	return o.Kubernetes.Validate()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 )
 
 // Record is <artifact>.build.json. Its first three keys are glance.BuildRecord's, so
@@ -25,17 +26,18 @@ type Record struct {
 	Flavor    string `json:"flavor"`
 	Manifests string `json:"manifestsCommand"`
 
-	Inputs    Inputs       `json:"inputs"`
-	InputsKey string       `json:"inputsKey"` // sha256 of Inputs: a re-run with the same key reuses
-	Tools     Tools        `json:"tools"`
-	Base      BaseImage    `json:"base"`
-	Downloads []Download   `json:"downloads"`
-	Artifacts []Artifact   `json:"artifacts"`
-	Glance    []GlanceInfo `json:"glance,omitempty"`
-	Steps     []StepTiming `json:"steps"`
-	Seconds   float64      `json:"seconds"` // the run's wall time up to writing the record
-	Reused    bool         `json:"reused"`
-	DryRun    *Plan        `json:"plan,omitempty"`
+	Inputs    Inputs             `json:"inputs"`
+	InputsKey string             `json:"inputsKey"` // sha256 of Inputs: a re-run with the same key reuses
+	Tools     Tools              `json:"tools"`
+	Base      BaseImage          `json:"base"`
+	Downloads []Download         `json:"downloads"`
+	Artifacts []Artifact         `json:"artifacts"`
+	Images    []images.ListEntry `json:"images,omitempty"` // preloaded, with their digests
+	Glance    []GlanceInfo       `json:"glance,omitempty"`
+	Steps     []StepTiming       `json:"steps"`
+	Seconds   float64            `json:"seconds"` // the run's wall time up to writing the record
+	Reused    bool               `json:"reused"`
+	DryRun    *Plan              `json:"plan,omitempty"`
 }
 
 // Inputs is everything that decides the artifact's content.
@@ -57,6 +59,7 @@ type Inputs struct {
 	Sysext           []string `json:"sysext,omitempty"`    // sha512:FILE|URL of each --sysext (its content)
 	KeepUpdates      bool     `json:"keepUpdates"`
 	DiskSize         int64    `json:"diskSize,omitempty"`
+	Images           []string `json:"images,omitempty"` // preload and containerd settings
 }
 
 // Key is the sha256 of the canonical JSON of the inputs.

@@ -3,9 +3,12 @@ package build
 import (
 	"context"
 	"fmt"
+	"io"
+	"io/fs"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 )
 
@@ -29,6 +32,11 @@ func (*StepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 	if err != nil {
 		return halt(state, err)
 	}
+	imgEntries, err := imageEntries(ctx, state)
+	if err != nil {
+		return halt(state, err)
+	}
+	entries = append(entries, imgEntries...)
 	// The work copy is this build's own: bake in place (no second copy of the image); a failure
 	// fails the build, whose directory is removed.
 	work := getString(state, KeyWork)
@@ -44,3 +52,32 @@ func (*StepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 }
 
 func (*StepBakeRoot) Cleanup(multistep.StateBag) {}
+
+// imageEntries are the preloaded images' archive and the node's containerd settings and
+// import unit (StepImages planned them).
+func imageEntries(ctx context.Context, state multistep.StateBag) ([]rootfs.Entry, error) {
+	plan, ok := state.Get(KeyImages).(*ImagesPlan)
+	if !ok {
+		return nil, nil
+	}
+	var size int64
+	var out []rootfs.Entry
+	if plan.Archive != nil {
+		a := plan.Archive
+		size = a.Size
+		out = append(out, rootfs.Entry{Path: images.ArchiveFile, Mode: 0o600, Size: a.Size,
+			Open: func() (io.ReadCloser, error) { return a.Reader(ctx), nil }})
+	}
+	files, err := plan.Node.Files(size)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if f.Mode&fs.ModeSymlink != 0 {
+			out = append(out, rootfs.Symlink(f.Path, string(f.Content)))
+			continue
+		}
+		out = append(out, rootfs.Bytes(f.Path, f.Mode, f.Content))
+	}
+	return out, nil
+}

@@ -26,7 +26,7 @@ import (
 // FILE|URL, each checked as systemd-sysext would), then bake them into a fresh ROOT. No VM.
 func init() {
 	RegisterMethod(MethodSysext, func(*Options) []multistep.Step {
-		return []multistep.Step{&StepSysext{}, &StepBakeRoot{}}
+		return []multistep.Step{&StepSysext{}, &StepImages{}, &StepBakeRoot{}}
 	})
 	RegisterPlanner(MethodSysext, planSysext)
 }

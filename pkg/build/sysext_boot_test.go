@@ -39,7 +39,7 @@ func TestSysextBakedGuestBoots(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	start := time.Now()
 	// --base qemu --oem openstack: the stand-in's openstack image is retargeted the same way.
-	args := []string{"build", "--method", "sysext", "--base", "qemu", "--release-server", rel.ReleaseServer, "--keyring", rel.Keyring,
+	args := []string{"build", "--method", "sysext", "--no-preload-images", "--base", "qemu", "--release-server", rel.ReleaseServer, "--keyring", rel.Keyring,
 		"--channel", rel.Channel, "--version", rel.Version, "--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out}
 	res := testutil.Run(t, append(args, mirror.Args()...)...).MustSucceed(t)
 	t.Logf("build --method sysext: %.1fs\n%s", time.Since(start).Seconds(), res.Stderr)

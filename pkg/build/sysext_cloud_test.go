@@ -31,7 +31,7 @@ func TestBuildSysextCloud(t *testing.T) {
 	mirror := kubetest.New(t, kubernetes.Options{})
 	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
 	out := filepath.Join(dir, "out")
-	args := []string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0",
+	args := []string{"build", "--method", "sysext", "--no-preload-images", "--base-image", base, "--version", "4459.2.0",
 		"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out, "--cloud", "local"}
 	testutil.RunCmd(t, testutil.Cmd{Args: append(args, mirror.Args()...), Env: []string{"OS_CLIENT_CONFIG_FILE=" + clouds}}).MustSucceed(t)
 

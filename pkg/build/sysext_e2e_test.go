@@ -34,7 +34,7 @@ func TestBuildSysextCLI(t *testing.T) {
 	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
 	dir := t.TempDir()
 	args := func(out string, extra ...string) []string {
-		a := []string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0",
+		a := []string{"build", "--method", "sysext", "--no-preload-images", "--base-image", base, "--version", "4459.2.0",
 			"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out}
 		return append(append(a, mirror.Args()...), extra...)
 	}

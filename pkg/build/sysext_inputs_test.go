@@ -26,7 +26,7 @@ func TestBuildSysextPrebuiltAirGapped(t *testing.T) {
 	testutil.Run(t, append([]string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--output-file", prebuilt}, mirror.Args()...)...).MustSucceed(t)
 
 	out := filepath.Join(dir, "out")
-	args := []string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0", "--sysext", prebuilt,
+	args := []string{"build", "--method", "sysext", "--no-preload-images", "--base-image", base, "--version", "4459.2.0", "--sysext", prebuilt,
 		"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out,
 		"--kubernetes-mirror", "http://127.0.0.1:9/release", "--github-mirror", "http://127.0.0.1:9"}
 	artifact := filepath.Join(out, "flatcar-stable-4459.2.0-kube-v1.33.4-sysext.qcow2")
@@ -89,7 +89,7 @@ func TestBuildSysextPrebuiltAirGapped(t *testing.T) {
 		srv := httptest.NewServer(http.FileServer(http.Dir(served)))
 		defer srv.Close()
 		out := filepath.Join(dir, "url")
-		args := []string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0",
+		args := []string{"build", "--method", "sysext", "--no-preload-images", "--base-image", base, "--version", "4459.2.0",
 			"--sysext", srv.URL + "/" + sysextFile, "--output-dir", out,
 			"--kubernetes-mirror", "http://127.0.0.1:9/release", "--github-mirror", "http://127.0.0.1:9"}
 		artifact := filepath.Join(out, "flatcar-stable-4459.2.0-kube-v1.33.4-sysext.qcow2")

@@ -93,6 +93,7 @@ func printInspect(w io.Writer, r *inspect.Report) error {
 	fmt.Fprintf(w, "First boot: %s\n", fb)
 	fmt.Fprintf(w, "config.ign: %s\n", map[bool]string{true: "present (overrides user-data!)", false: "absent"}[r.ConfigIgn])
 	printExtensions(w, r.Extensions)
+	printContainerd(w, r.Containerd)
 	fmt.Fprintf(w, "Verdict for %s: %s\n", r.Target, r.Verdict)
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "  %-7s %s\n", f.Level+":", f.Message)
@@ -121,5 +122,33 @@ func printExtensions(w io.Writer, x inspect.Extensions) {
 		if !s.Linked {
 			fmt.Fprintf(w, "  stored, not linked: %s (%s)\n", s.Path, progress.Bytes(s.Size))
 		}
+	}
+}
+
+// printContainerd shows the preloaded images and the containerd settings (pkg/inspect/images.go).
+func printContainerd(w io.Writer, c inspect.Containerd) {
+	if len(c.Images) == 0 && len(c.DropIns) == 0 && len(c.Registries) == 0 {
+		fmt.Fprintln(w, "Containerd: no preloaded images, no settings in ROOT")
+		return
+	}
+	archive := "imported (archive gone)"
+	if c.Archive != "" {
+		archive = fmt.Sprintf("%s (%s)", c.Archive, progress.Bytes(c.ArchiveBytes))
+	}
+	fmt.Fprintf(w, "Containerd: %d preloaded images, %s, import unit %s\n", len(c.Images), archive, map[bool]string{true: "enabled", false: "missing"}[c.ImportUnit])
+	for _, im := range c.Images {
+		fmt.Fprintf(w, "  %s  %s  %s  %s\n", im.Name, im.Digest, im.Platform, progress.Bytes(im.Size))
+	}
+	for _, m := range c.Missing {
+		fmt.Fprintf(w, "  MISSING (kubeadm %s needs it): %s\n", c.Kubernetes, m)
+	}
+	for _, d := range c.DropIns {
+		fmt.Fprintf(w, "  drop-in: %s\n", d)
+	}
+	if c.SandboxImage != "" || c.ConfigPath != "" {
+		fmt.Fprintf(w, "  sandbox image: %s; registry config_path: %s\n", c.SandboxImage, c.ConfigPath)
+	}
+	for _, h := range c.Registries {
+		fmt.Fprintf(w, "  registry %s: server %s, mirrors %v, CA %v\n", h.Registry, h.Server, h.Mirrors, h.CA)
 	}
 }

@@ -6,6 +6,7 @@ package httpx
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -90,9 +91,16 @@ func (c *Client) Transport() http.RoundTripper { return c.tr }
 // NewTransport returns a transport with o's timeouts: dialing and the TLS handshake are bounded,
 // the response headers must come within the stall timeout, and a body that delivers nothing for
 // the stall timeout fails its Read with a message saying so.
-func NewTransport(o Options) http.RoundTripper {
+func NewTransport(o Options) http.RoundTripper { return NewTransportTLS(o, nil) }
+
+// NewTransportTLS is NewTransport with a TLS configuration (a registry's private CA); nil keeps
+// the default.
+func NewTransportTLS(o Options, cfg *tls.Config) http.RoundTripper {
 	o.Validate()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg != nil {
+		tr.TLSClientConfig = cfg
+	}
 	dial := min(dialTimeout, o.StallTimeout)
 	tr.DialContext = (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = dial

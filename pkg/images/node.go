@@ -36,8 +36,10 @@ type File struct {
 // Node is what a node needs besides the archive: the containerd settings and, with images,
 // the import unit and its ordering before kubelet and kubeadm.
 type Node struct {
-	Images     []Image // preloaded (may be empty: settings only)
-	Sandbox    string  // kubeadm's pause ("" keeps containerd's default)
+	Images     []Image  // preloaded (may be empty: settings only)
+	Kubeadm    []string // containerd names of what kubeadm listed (inspect checks they are preloaded)
+	Kubernetes string   // the version kubeadm listed them for
+	Sandbox    string   // kubeadm's pause ("" keeps containerd's default)
 	Registries []string
 	Mirrors    Mirrors
 	CAFile     string
@@ -56,9 +58,11 @@ type ListEntry struct {
 
 // List is images.json: what the image carries, for inspect and the import script.
 type List struct {
-	Archive string      `json:"archive"`
-	Size    int64       `json:"archiveBytes"`
-	Images  []ListEntry `json:"images"`
+	Kubernetes string      `json:"kubernetesVersion"`
+	Kubeadm    []string    `json:"kubeadm"` // what kubeadm listed for it
+	Archive    string      `json:"archive"`
+	Size       int64       `json:"archiveBytes"`
+	Images     []ListEntry `json:"images"`
 }
 
 // Files returns the node's files (archiveSize is the archive's bytes, 0 without images).
@@ -135,7 +139,10 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 	if len(n.Images) == 0 {
 		return out, nil
 	}
-	list := List{Archive: "/" + ArchiveFile, Size: archiveSize}
+	list := List{Kubernetes: n.Kubernetes, Kubeadm: n.Kubeadm, Archive: "/" + ArchiveFile, Size: archiveSize}
+	if list.Kubeadm == nil {
+		list.Kubeadm = []string{}
+	}
 	for _, im := range n.Images {
 		list.Images = append(list.Images, ListEntry{Name: im.Name, Digest: im.Digest, Platform: im.Platform, Size: im.Size})
 	}

@@ -68,31 +68,30 @@ type Options struct {
 	CacheDir string // blobs under <CacheDir>/images/blobs/sha256
 	Mirrors  Mirrors
 	CAFile   string // --registry-ca: PEM, added to the system roots
-	// Transport is the base HTTP transport (the project's timeouts); cloned, never modified.
-	Transport *http.Transport
+	// Transport makes the HTTP transport (the project's timeouts, httpx.NewTransportTLS) with the
+	// TLS settings given; nil: Go's default transport.
+	Transport func(*tls.Config) http.RoundTripper
 	Jobs      int // parallel blob downloads (default 4)
 	Logf      func(format string, a ...any)
 }
 
-// transport returns the base transport with the CA added.
-func (o *Options) transport() (*http.Transport, error) {
-	var tr *http.Transport
+// transport returns the transport with the CA added to the system roots.
+func (o *Options) transport() (http.RoundTripper, error) {
+	var cfg *tls.Config
+	if o.CAFile != "" {
+		pool, err := LoadCA(o.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg = &tls.Config{RootCAs: pool}
+	}
 	if o.Transport != nil {
-		tr = o.Transport.Clone()
-	} else {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
+		return o.Transport(cfg), nil
 	}
-	if o.CAFile == "" {
-		return tr, nil
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg != nil {
+		tr.TLSClientConfig = cfg
 	}
-	pool, err := LoadCA(o.CAFile)
-	if err != nil {
-		return nil, err
-	}
-	if tr.TLSClientConfig == nil {
-		tr.TLSClientConfig = &tls.Config{}
-	}
-	tr.TLSClientConfig.RootCAs = pool
 	return tr, nil
 }
 

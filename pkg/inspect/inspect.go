@@ -43,6 +43,7 @@ type Report struct {
 	FirstBoot  *bool           `json:"firstBoot"` // nil when the ESP could not be read
 	ConfigIgn  bool            `json:"configIgn"`
 	Extensions Extensions      `json:"extensions"` // sysexts in ROOT (sysext.go)
+	Containerd Containerd      `json:"containerd"` // preloaded images, containerd settings (images.go)
 	Target     string          `json:"target"`
 	Verdict    string          `json:"verdict"`
 	Findings   []Finding       `json:"findings"`
@@ -65,7 +66,7 @@ type Finding struct {
 // list, never null (docs/inspect-json.md).
 func newReport(path string) *Report {
 	return &Report{Image: path, Partitions: []PartitionInfo{}, MBR: disk.MBRInfo{Types: []string{}},
-		Sysext: []oem.Entry{}, Markers: []string{}, Findings: []Finding{}, Extensions: newExtensions()}
+		Sysext: []oem.Entry{}, Markers: []string{}, Findings: []Finding{}, Extensions: newExtensions(), Containerd: newContainerd()}
 }
 
 // Inspect reads img and judges it for target ("" = the image's own effective oem_id).
@@ -103,6 +104,11 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	}
 	r.FirstBoot = firstBootFlag(img, parts)
 	r.readExtensions(img, parts)
+	if root, ok := disk.Find(parts, "ROOT"); ok {
+		if fsys, err := openExt4(img, root); err == nil {
+			r.readContainerd(fsys)
+		}
+	}
 	r.Target = target
 	if r.Target == "" {
 		r.Target = state.Settings.OEMID

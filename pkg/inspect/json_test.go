@@ -44,6 +44,10 @@ var reportShape = shape{
 		"links": list{shape{"path": str, "name": str, "kind": str, "target": str, "resolved": str, "size": num,
 			"checked": boolean, "extensionRelease": strMap, "wouldMerge": boolean, "reason": str}},
 		"stored": list{shape{"path": str, "size": num, "linked": boolean}}},
+	"containerd": shape{"images": list{shape{"name": str, "digest": str, "platform": str, "size": num, "inArchive": boolean}},
+		"archive": str, "archiveBytes": num, "importUnit": boolean, "kubernetesVersion": str, "kubeadm": list{str}, "missing": list{str},
+		"dropIns": list{str}, "sandboxImage": str, "configPath": str,
+		"registries": list{shape{"registry": str, "server": str, "mirrors": list{str}, "ca": boolean}}},
 }
 
 // checkShape reports every documented field that is missing, null where a list or value is
@@ -131,7 +135,7 @@ func TestDocumentedFields(t *testing.T) {
 	}
 	for _, code := range []string{"oem-id-missing", "oem-id-mismatch", "config-ign-leftover", "oem-sysext-missing",
 		"first-boot-missing", "autologin", "hybrid-mbr", "oem-release-differs", "sysext-differs",
-		"sysext-link-dangling", "sysext-name-mismatch", "sysext-incompatible"} {
+		"sysext-link-dangling", "sysext-name-mismatch", "sysext-incompatible", "images-missing"} {
 		if !strings.Contains(section, "`"+code+"`") {
 			t.Errorf("finding code %s is not documented", code)
 		}

@@ -27,6 +27,7 @@ var rules = []rule{
 	ruleOEMReleaseDiffers,
 	ruleMarkerDiffers,
 	ruleSysextLinks,
+	ruleImages,
 }
 
 // judge applies the rules and sets the verdict: NOT READY on any error, WARNING on any warning.

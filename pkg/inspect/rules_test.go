@@ -97,6 +97,11 @@ func TestVerdictRules(t *testing.T) {
 			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/kubernetes.raw", Checked: true, problem: "sysext-incompatible",
 				Reason: "SYSEXT_LEVEL=2.0, but the host has SYSEXT_LEVEL=1.0"}}
 		}, NotReady, []finding{{LevelInfo, "oem-release-differs"}, {LevelError, "sysext-incompatible"}}, []string{"SYSEXT_LEVEL=2.0", "USR-A"}},
+		{"images-missing", func(r *Report) {
+			r.Containerd.Kubernetes = "v1.33.4"
+			r.Containerd.Kubeadm = []string{"registry.k8s.io/pause:3.10", "registry.k8s.io/etcd:3.5.21-0"}
+			r.Containerd.Missing = []string{"registry.k8s.io/etcd:3.5.21-0"}
+		}, Warning, []finding{{LevelInfo, "oem-release-differs"}, {LevelWarning, "images-missing"}}, []string{"v1.33.4", "registry.k8s.io/etcd:3.5.21-0", "--no-preload-images"}},
 		{"sysext merges: no finding", func(r *Report) {
 			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/kubernetes.raw", Checked: true, WouldMerge: true}}
 		}, Ready, []finding{{LevelInfo, "oem-release-differs"}}, nil},

@@ -250,3 +250,40 @@ func (info *Info) Entry(p string) (Entry, bool) {
 	}
 	return Entry{}, false
 }
+
+// ReadFile returns the content of the regular file p (e.g. usr/bin/kubeadm) of the sysext image
+// at image, at most max bytes (the build reads kubeadm from a --sysext to list its images).
+func ReadFile(image, p string, max int64) (data []byte, err error) {
+	info, err := Open(image)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := info.Entry(p)
+	if !ok || !e.perm.IsRegular() {
+		return nil, fmt.Errorf("%s has no file %s", image, p)
+	}
+	if e.Size > max {
+		return nil, fmt.Errorf("%s: %s is larger than %d bytes", image, p, max)
+	}
+	f, err := os.Open(image)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sb, err := readSuperblock(f, info.Size)
+	if err != nil {
+		return nil, err
+	}
+	err = withRecover(func() error {
+		sq, err := squashfs.Read(disk.Backend(vdisk.ReadOnly(f, info.Size), false), int64(sb.BytesUsed), 0, int64(sb.BlockSize))
+		if err != nil {
+			return err
+		}
+		data, err = readAll(sq, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading %s: %w", image, p, err)
+	}
+	return data, nil
+}

@@ -93,7 +93,7 @@ for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/ok" >/dev/null 2>&1 && b
 
 out=$work/out
 args=(build --method sysext --base-image "$img" --version "$ver" --cache-dir "$work/cache" --output-dir "$out"
-  --kubernetes-mirror "http://127.0.0.1:$port/release" --github-mirror "http://127.0.0.1:$port" --force)
+  --kubernetes-mirror "http://127.0.0.1:$port/release" --github-mirror "http://127.0.0.1:$port" --force --no-preload-images)
 "$bin" "${args[@]}" >/dev/null 2>"$work/first.log" || { cat "$work/first.log"; exit 1; } # fills the download cache
 sync
 /usr/bin/time -o "$work/time" -f '%e %M %U %S' "$bin" "${args[@]}" >/dev/null 2>"$work/run.log" ||

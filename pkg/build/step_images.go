@@ -1,0 +1,113 @@
+package build
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
+)
+
+// KeyImages is the preload (*ImagesPlan), set by StepImages.
+const KeyImages = "images"
+
+// ImagesPlan is what StepImages pulled and what the node gets.
+type ImagesPlan struct {
+	Pulled  *images.Result
+	Archive *images.Archive // nil without images
+	Node    images.Node
+}
+
+// StepImages lists kubeadm's images with the verified kubeadm binary itself (plus --image and
+// --images-file), pulls them for the image's platform into the cache (digests verified) and
+// plans the node's files: the archive, the import unit, the containerd settings.
+type StepImages struct{}
+
+func (*StepImages) Name() string { return "images" }
+
+func (*StepImages) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o, rec := options(state), record(state)
+	io := &o.Images
+	plan := &ImagesPlan{Node: images.Node{Mirrors: io.mirrors, CAFile: io.CAFile, HTTPProxy: io.HTTPProxy, HTTPSProxy: io.HTTPSProxy, NoProxy: io.NoProxy}}
+	state.Put(KeyImages, plan)
+	if !io.Preload(o.Method) {
+		note(state, "preloading off (--no-preload-images): containerd settings only")
+		return multistep.ActionContinue
+	}
+	kubeadm, err := kubeadmBinary(state, o)
+	if err != nil {
+		return halt(state, err)
+	}
+	list, err := images.KubeadmList(ctx, kubeadm, o.Kubernetes.Kubernetes, io.Repository)
+	if err != nil {
+		return halt(state, err)
+	}
+	refs, err := images.ParseRefs(append(list, io.extra...))
+	if err != nil {
+		return halt(state, err)
+	}
+	cache := o.CacheDir
+	if cache == "" {
+		cache = filepath.Join(getString(state, KeyWorkDir), "cache")
+	}
+	res, err := images.Pull(ctx, refs, images.Options{Arch: o.Release.Arch, CacheDir: cache, Mirrors: io.mirrors, CAFile: io.CAFile,
+		Transport: func(cfg *tls.Config) http.RoundTripper { return httpx.NewTransportTLS(o.client().Options(), cfg) }, Logf: func(f string, a ...any) { fmt.Fprintf(o.Log, "  "+f+"\n", a...) }})
+	if err != nil {
+		return halt(state, err)
+	}
+	plan.Pulled = res
+	if plan.Archive, err = images.NewArchive(cache, res.Images); err != nil {
+		return halt(state, err)
+	}
+	plan.Node.Images, plan.Node.Sandbox, plan.Node.Registries = res.Images, images.Pause(refs), images.Registries(refs)
+	plan.Node.Kubernetes = o.Kubernetes.Kubernetes
+	for _, r := range refs[:len(list)] {
+		plan.Node.Kubeadm = append(plan.Node.Kubeadm, r.Name)
+	}
+	rec.Images = rec.Images[:0]
+	for _, im := range res.Images {
+		rec.Images = append(rec.Images, images.ListEntry{Name: im.Name, Digest: im.Digest, Platform: im.Platform, Size: im.Size})
+	}
+	note(state, "%d images for linux/%s (%d from kubeadm %s), %.1f MiB; %d blobs fetched (%.1f MiB), %d from the cache",
+		len(res.Images), o.Release.Arch, len(list), o.Kubernetes.Kubernetes, float64(plan.Archive.Size)/(1<<20),
+		res.Fetched, float64(res.Transferred)/(1<<20), res.Cached)
+	return multistep.ActionContinue
+}
+
+func (*StepImages) Cleanup(multistep.StateBag) {}
+
+// kubeadmBinary is the verified kubeadm: the download, or the one in the --sysext Kubernetes
+// sysext (copied out into the build directory).
+func kubeadmBinary(state multistep.StateBag, o *Options) (string, error) {
+	if set, ok := state.Get(KeyK8s).(*kubernetes.Set); ok {
+		for _, f := range set.Files {
+			if f.Name == "bin/kubeadm" {
+				return f.Path, nil
+			}
+		}
+	}
+	exts, _ := state.Get(KeySysexts).([]Sysext)
+	for _, x := range exts {
+		if x.Name != sysext.KubernetesName {
+			continue
+		}
+		data, err := sysext.ReadFile(x.Path, "usr/bin/kubeadm", 1<<30)
+		if err != nil {
+			return "", fmt.Errorf("listing kubeadm's images: %w (pass --no-preload-images to build without preloaded images)", err)
+		}
+		p := filepath.Join(getString(state, KeyWorkDir), "kubeadm")
+		if err := os.WriteFile(p, data, 0o700); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("no verified kubeadm to list its images with")
+}

@@ -1,0 +1,292 @@
+package build_test
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/build"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs/rootfstest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
+)
+
+// TestBuildSysextPreloadsImages: `build --method sysext` lists kubeadm's images with the stand-in
+// kubeadm itself, pulls them (plus --image) from a real registry (TLS from a test CA, htpasswd
+// login from the docker config) through --registry-mirror, and bakes into ROOT the OCI archive
+// under kubeadm's names, the import unit ordered before kubelet and kubeadm, and the containerd
+// settings; the record lists every image with its digest; a --force rebuild fetches nothing.
+// Then the bad inputs, each refused with its fix and no artifact left.
+func TestBuildSysextPreloadsImages(t *testing.T) {
+	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs", "e2fsck", "debugfs", "docker-registry")
+	mirror := kubetest.New(t, kubernetes.Options{})
+	reg := registrytest.Start(t)
+	ctx := context.Background()
+	pushed, err := reg.PushKubeadm(ctx, kubetest.KubeadmImages("v1.33.4", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := reg.Host + "/cni/plugin:v1"
+	cni, _ := registrytest.Image{Arch: "amd64", Files: map[string][]byte{"cni": []byte("cni")}}.Build()
+	cniDigest, err := reg.Push(ctx, extra, cni)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
+	dir := t.TempDir()
+	env := []string{"DOCKER_CONFIG=" + reg.DockerConfig}
+	args := func(out string, extra ...string) []string {
+		a := []string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0",
+			"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out,
+			"--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile,
+			"--https-proxy", "http://proxy.example:3128", "--no-proxy", "10.0.0.0/8,.cluster.local"}
+		return append(append(a, mirror.Args()...), extra...)
+	}
+	out := filepath.Join(dir, "out")
+	res := testutil.RunCmd(t, testutil.Cmd{Args: args(out, "--image", extra), Env: env}).MustSucceed(t)
+	if strings.Contains(res.Combined(), registrytest.Password) {
+		t.Fatal("the output shows the registry password")
+	}
+	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
+	qcow2 := filepath.Join(out, name+".qcow2")
+	rec, err := build.ReadRecord(qcow2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{extra: cniDigest.String()}
+	for n, d := range pushed.Digest {
+		want[n] = d
+	}
+	if len(rec.Images) != 8 {
+		t.Fatalf("record lists %d images, want 8: %+v", len(rec.Images), rec.Images)
+	}
+	for _, im := range rec.Images {
+		if want[im.Name] != im.Digest || im.Platform != "linux/amd64" || im.Size <= 0 {
+			t.Errorf("record image %+v, pushed digest %s", im, want[im.Name])
+		}
+	}
+	raw, _ := json.Marshal(rec)
+	if strings.Contains(string(raw), registrytest.Password) {
+		t.Error("the record holds the registry password")
+	}
+
+	rawImg := filepath.Join(t.TempDir(), "out.raw")
+	testutil.Run(t, "convert", qcow2, rawImg).MustSucceed(t)
+	root := rootfstest.ExtractRoot(t, rawImg)
+	rootfstest.Fsck(t, root, "of the ROOT with preloaded images")
+	dump := func(p string) string {
+		t.Helper()
+		f := filepath.Join(t.TempDir(), "f")
+		rootfstest.Run(t, "debugfs", "-R", "dump /"+p+" "+f, root)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatalf("/%s: %v", p, err)
+		}
+		return string(b)
+	}
+	// The archive: kubeadm's names, the digests pushed, every blob once.
+	archive := filepath.Join(t.TempDir(), "images.tar")
+	rootfstest.Run(t, "debugfs", "-R", "dump /"+images.ArchiveFile+" "+archive, root)
+	names := archiveNames(t, archive)
+	for n, d := range want {
+		if names[n] != d {
+			t.Errorf("archive names %s -> %q, want %s", n, names[n], d)
+		}
+	}
+	unit := dump(images.ImportUnit)
+	for _, w := range []string{"Before=kubelet.service kubeadm.service", "After=containerd.service", "ExecStart=/" + images.ImportScript} {
+		if !strings.Contains(unit, w) {
+			t.Errorf("import unit lacks %q:\n%s", w, unit)
+		}
+	}
+	if got := rootfstest.Stat(t, root, "/"+images.ImportWants); got.Type != "symlink" || got.LinkTarget != "/"+images.ImportUnit {
+		t.Errorf("%s: %+v", images.ImportWants, got)
+	}
+	for _, u := range []string{"kubelet", "kubeadm"} {
+		d := dump("etc/systemd/system/" + u + ".service.d/05-flatcar-capo-images.conf")
+		if !strings.Contains(d, "After="+images.ImportUnitName) || !strings.Contains(d, "Wants="+images.ImportUnitName) {
+			t.Errorf("%s drop-in: %s", u, d)
+		}
+	}
+	for _, u := range []string{"containerd", "kubelet"} {
+		if p := dump("etc/systemd/system/" + u + ".service.d/10-flatcar-capo-proxy.conf"); !strings.Contains(p, `"HTTPS_PROXY=http://proxy.example:3128"`) || !strings.Contains(p, `"NO_PROXY=10.0.0.0/8,.cluster.local"`) {
+			t.Errorf("%s proxy drop-in: %s", u, p)
+		}
+	}
+	script := dump(images.ImportScript)
+	for _, w := range []string{"ctr -n k8s.io images import", images.PinnedLabel, `rm -f "$archive"`} {
+		if !strings.Contains(script, w) {
+			t.Errorf("import script lacks %q", w)
+		}
+	}
+	if st := rootfstest.Stat(t, root, "/"+images.ImportScript); st.Mode != 0o755 {
+		t.Errorf("import script mode %o", st.Mode)
+	}
+	hosts := dump(images.CertsDir + "/registry.k8s.io/hosts.toml")
+	for _, w := range []string{`server = "https://registry.k8s.io"`, `[host."https://` + reg.Host + `"]`, `capabilities = ["pull", "resolve"]`, `ca = "/etc/containerd/certs.d/registry.k8s.io/ca.crt"`} {
+		if !strings.Contains(hosts, w) {
+			t.Errorf("hosts.toml lacks %q:\n%s", w, hosts)
+		}
+	}
+	ca, _ := os.ReadFile(reg.CAFile)
+	if dump(images.CertsDir+"/registry.k8s.io/ca.crt") != string(ca) || dump(images.TrustStoreCA) != string(ca) {
+		t.Error("the CA is not in certs.d and the trust store")
+	}
+	conf := dump(images.ConfDropIn)
+	for _, w := range []string{`sandbox_image = "registry.k8s.io/pause:` + kubetest.PauseTag + `"`, `config_path = "/etc/containerd/certs.d"`, "SystemdCgroup = true", "version = 2"} {
+		if !strings.Contains(conf, w) {
+			t.Errorf("containerd drop-in lacks %q:\n%s", w, conf)
+		}
+	}
+
+	// inspect lists them (name, digest, platform, size) with the settings, from the image alone.
+	ins := testutil.Run(t, "inspect", rawImg, "--for", "openstack", "-o", "json").MustSucceed(t)
+	var rep struct {
+		Verdict    string
+		Containerd struct {
+			Images []struct {
+				Name, Digest, Platform string
+				Size                   int64
+				InArchive              bool
+			}
+			Kubeadm, Missing []string
+			SandboxImage     string
+			Registries       []struct {
+				Registry string
+				Mirrors  []string
+				CA       bool
+			}
+			ImportUnit bool
+		}
+	}
+	if err := json.Unmarshal([]byte(ins.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Containerd
+	if len(c.Images) != 8 || len(c.Kubeadm) != 7 || len(c.Missing) != 0 || !c.ImportUnit || c.SandboxImage != "registry.k8s.io/pause:"+kubetest.PauseTag {
+		t.Errorf("inspect containerd: %+v", c)
+	}
+	for _, im := range c.Images {
+		if want[im.Name] != im.Digest || !im.InArchive || im.Platform != "linux/amd64" || im.Size <= 0 {
+			t.Errorf("inspect image %+v", im)
+		}
+	}
+	if len(c.Registries) != 2 || c.Registries[1].Registry != "registry.k8s.io" || len(c.Registries[1].Mirrors) != 1 || !c.Registries[1].CA {
+		t.Errorf("inspect registries: %+v", c.Registries)
+	}
+	text := testutil.Run(t, "inspect", rawImg, "--for", "openstack").MustSucceed(t)
+	if !strings.Contains(text.Stdout, "Containerd: 8 preloaded images") || !strings.Contains(text.Stdout, pushed.Digest[pushed.Index]) {
+		t.Errorf("inspect text:\n%s", text.Stdout)
+	}
+
+	t.Run("a forced rebuild fetches nothing", func(t *testing.T) {
+		res := testutil.RunCmd(t, testutil.Cmd{Args: args(out, "--image", extra, "--force"), Env: env}).MustSucceed(t)
+		if !strings.Contains(res.Stderr, "0 blobs fetched (0.0 MiB), ") {
+			t.Errorf("warm rebuild fetched blobs:\n%s", res.Stderr)
+		}
+	})
+
+	t.Run("bad input", func(t *testing.T) {
+		noArtifact := func(t *testing.T, out string) {
+			t.Helper()
+			if left, _ := filepath.Glob(filepath.Join(out, "*")); len(left) != 0 {
+				t.Errorf("a refused build left %v", left)
+			}
+		}
+		o := filepath.Join(dir, "bad1")
+		testutil.RunCmd(t, testutil.Cmd{Args: args(o, "--image", reg.Host+"/cni/plugin:v9"), Env: env}).MustFail(t, 1, reg.Host+"/cni/plugin:v9", "no such image")
+		noArtifact(t, o)
+		o = filepath.Join(dir, "bad2")
+		wrong := reg.DockerConfigWith(t, registrytest.User, "not-the-"+registrytest.Password)
+		r := testutil.RunCmd(t, testutil.Cmd{Args: args(o, "--force"), Env: []string{"DOCKER_CONFIG=" + wrong}}).MustFail(t, 1, "registry "+reg.Host+" refused the credentials")
+		if strings.Contains(r.Combined(), "not-the-") {
+			t.Error("the wrong password is shown")
+		}
+		noArtifact(t, o)
+		o = filepath.Join(dir, "bad3")
+		a := args(o, "--image", reg.Host+"/other:v1")
+		for i := range a {
+			if a[i] == reg.CAFile {
+				a[i-1], a[i] = "--keep-updates", "--keep-updates"
+			}
+		}
+		testutil.RunCmd(t, testutil.Cmd{Args: a, Env: env}).MustFail(t, 1, "not trusted", "--registry-ca")
+		noArtifact(t, o)
+		testutil.RunCmd(t, testutil.Cmd{Args: args(filepath.Join(dir, "bad4"), "--registry-mirror", "registry.k8s.io"), Env: env}).MustFail(t, 2, "REGISTRY=URL")
+		testutil.RunCmd(t, testutil.Cmd{Args: args(filepath.Join(dir, "bad5"), "--image", "Bad Ref"), Env: env}).MustFail(t, 2, "invalid image reference")
+		testutil.RunCmd(t, testutil.Cmd{Args: args(filepath.Join(dir, "bad6"), "--registry-ca", "/etc/hostname"), Env: env}).MustFail(t, 2, "no PEM certificate")
+	})
+
+	t.Run("disk full while writing images", func(t *testing.T) {
+		testutil.RequireRoot(t, "mounts a small tmpfs as the image cache")
+		full := t.TempDir()
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", full).CombinedOutput(); err != nil {
+			t.Fatalf("mount tmpfs: %v %s", err, out)
+		}
+		defer exec.Command("umount", full).Run()
+		o := filepath.Join(dir, "full")
+		a := args(o, "--force")
+		for i := range a {
+			if a[i] == filepath.Join(dir, "cache") {
+				a[i] = full
+			}
+		}
+		testutil.RunCmd(t, testutil.Cmd{Args: a, Env: env}).MustFail(t, 1, "no space left on device", "image cache")
+		noArtifactIn(t, o)
+	})
+}
+
+func noArtifactIn(t *testing.T, out string) {
+	t.Helper()
+	if left, _ := filepath.Glob(filepath.Join(out, "*")); len(left) != 0 {
+		t.Errorf("a refused build left %v", left)
+	}
+}
+
+// archiveNames reads an OCI archive's index.json: containerd name -> digest.
+func archiveNames(t *testing.T, p string) map[string]string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	out := map[string]string{}
+	blobs := map[string]bool{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if blobs[h.Name] {
+			t.Errorf("%s twice in the archive", h.Name)
+		}
+		blobs[h.Name] = true
+		if h.Name == "index.json" {
+			var idx v1.IndexManifest
+			if err := json.NewDecoder(tr).Decode(&idx); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range idx.Manifests {
+				out[m.Annotations[images.AnnotationImageName]] = m.Digest.String()
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,21 @@
+package cli
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/build"
+)
+
+// addImageFlags are build's container-image preload and containerd settings flags.
+func addImageFlags(f *pflag.FlagSet, io *build.ImageOptions) {
+	f.BoolVar(&io.NoPreload, "no-preload-images", false, "--method sysext: do not preload kubeadm's container images (containerd settings are still written)")
+	f.StringArrayVar(&io.Refs, "image", nil, "--method sysext: preload this image too, e.g. a CNI's or the cloud-controller-manager's (repeatable)")
+	f.StringVar(&io.File, "images-file", "", "--method sysext: preload the images listed in FILE (one ref per line, # comments)")
+	f.StringVar(&io.Repository, "image-repository", "", "kubeadm's --image-repository: its images are listed and preloaded under this repository")
+	f.StringArrayVar(&io.Mirrors, "registry-mirror", nil, "pull from, and point the node's containerd at, a mirror: REGISTRY=URL or *=URL (repeatable)")
+	f.StringVar(&io.CAFile, "registry-ca", "", "PEM CA that signed the registries' or mirrors' certificates (trusted here and on the node)")
+	f.StringVar(&io.HTTPProxy, "http-proxy", "", "HTTP_PROXY for the node's containerd and kubelet")
+	f.StringVar(&io.HTTPSProxy, "https-proxy", "", "HTTPS_PROXY for the node's containerd and kubelet")
+	f.StringVar(&io.NoProxy, "no-proxy", "", "NO_PROXY for the node's containerd and kubelet")
+	EnvList(f, "image") // FLATCAR_CAPO_IMAGE=a,b (refs have no commas)
+}

@@ -1,0 +1,194 @@
+package inspect
+
+import (
+	"archive/tar"
+	"encoding/json"
+	"io"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/diskfs/go-diskfs/filesystem/ext4"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
+)
+
+// Containerd is the node's container images and containerd settings found in ROOT: the images
+// a build preloaded (images.json, checked against the archive's own index.json), the conf.d
+// drop-ins and the certs.d registry hosts. Nothing from the image is executed.
+type Containerd struct {
+	Images       []PreloadedImage `json:"images"`
+	Archive      string           `json:"archive"` // the archive's path, "" when absent (imported on first boot)
+	ArchiveBytes int64            `json:"archiveBytes"`
+	ImportUnit   bool             `json:"importUnit"` // the import unit is enabled
+	Kubernetes   string           `json:"kubernetesVersion"`
+	Kubeadm      []string         `json:"kubeadm"` // what kubeadm listed for that version at build time
+	Missing      []string         `json:"missing"` // of those, not in the archive
+	DropIns      []string         `json:"dropIns"` // /etc/containerd/conf.d/*.toml
+	SandboxImage string           `json:"sandboxImage"`
+	ConfigPath   string           `json:"configPath"` // CRI registry config_path
+	Registries   []RegistryHosts  `json:"registries"`
+}
+
+// PreloadedImage is one image in the archive.
+type PreloadedImage struct {
+	Name      string `json:"name"`
+	Digest    string `json:"digest"`
+	Platform  string `json:"platform"`
+	Size      int64  `json:"size"`
+	InArchive bool   `json:"inArchive"`
+}
+
+// RegistryHosts is one certs.d/<registry>/hosts.toml.
+type RegistryHosts struct {
+	Registry string   `json:"registry"` // _default for every registry
+	Server   string   `json:"server"`
+	Mirrors  []string `json:"mirrors"`
+	CA       bool     `json:"ca"`
+}
+
+func newContainerd() Containerd {
+	return Containerd{Images: []PreloadedImage{}, Kubeadm: []string{}, Missing: []string{}, DropIns: []string{}, Registries: []RegistryHosts{}}
+}
+
+var (
+	reServer  = regexp.MustCompile(`(?m)^\s*server\s*=\s*"([^"]*)"`)
+	reHost    = regexp.MustCompile(`(?m)^\s*\[host\."([^"]*)"\]`)
+	reCA      = regexp.MustCompile(`(?m)^\s*ca\s*=`)
+	reSandbox = regexp.MustCompile(`(?m)^\s*sandbox_image\s*=\s*"([^"]*)"`)
+	reCfgPath = regexp.MustCompile(`(?m)^\s*config_path\s*=\s*"([^"]*)"`)
+)
+
+// readContainerd fills r.Containerd from ROOT (fsys may be nil: ROOT unreadable).
+func (r *Report) readContainerd(fsys *ext4.FileSystem) {
+	c := &r.Containerd
+	if fsys == nil {
+		return
+	}
+	if ents, err := readDir(fsys, "/etc/containerd/conf.d"); err == nil {
+		for _, e := range ents {
+			if e.kind != "file" || !strings.HasSuffix(e.name, ".toml") {
+				continue
+			}
+			p := "/etc/containerd/conf.d/" + e.name
+			c.DropIns = append(c.DropIns, p)
+			data := readSmall(fsys, p)
+			if m := reSandbox.FindAllStringSubmatch(data, -1); m != nil {
+				c.SandboxImage = m[len(m)-1][1] // later drop-ins win
+			}
+			if m := reCfgPath.FindAllStringSubmatch(data, -1); m != nil {
+				c.ConfigPath = m[len(m)-1][1]
+			}
+		}
+	}
+	certs := "/" + images.CertsDir
+	if ents, err := readDir(fsys, certs); err == nil {
+		for _, e := range ents {
+			if e.kind != "directory" {
+				continue
+			}
+			data := readSmall(fsys, path.Join(certs, e.name, "hosts.toml"))
+			if data == "" {
+				continue
+			}
+			h := RegistryHosts{Registry: e.name, Mirrors: []string{}, CA: reCA.MatchString(data)}
+			if m := reServer.FindStringSubmatch(data); m != nil {
+				h.Server = m[1]
+			}
+			for _, m := range reHost.FindAllStringSubmatch(data, -1) {
+				h.Mirrors = append(h.Mirrors, m[1])
+			}
+			c.Registries = append(c.Registries, h)
+		}
+	}
+	if k, err := entryKind(fsys, "/"+images.ImportWants); err == nil && k == "symlink" {
+		c.ImportUnit = true
+	}
+	var list images.List
+	if data := readSmall(fsys, "/"+images.ListFile); data == "" || json.Unmarshal([]byte(data), &list) != nil {
+		return
+	}
+	c.Kubernetes = list.Kubernetes
+	if list.Kubeadm != nil {
+		c.Kubeadm = list.Kubeadm
+	}
+	inArchive := map[string]string{}
+	if k, err := entryKind(fsys, "/"+images.ArchiveFile); err == nil && k == "file" {
+		c.Archive = "/" + images.ArchiveFile
+		inArchive, c.ArchiveBytes = archiveIndex(fsys, c.Archive)
+	}
+	for _, im := range list.Images {
+		d, ok := inArchive[im.Name]
+		c.Images = append(c.Images, PreloadedImage{Name: im.Name, Digest: im.Digest, Platform: im.Platform, Size: im.Size, InArchive: ok && d == im.Digest})
+	}
+	if c.Archive != "" {
+		for _, k := range c.Kubeadm {
+			if _, ok := inArchive[k]; !ok {
+				c.Missing = append(c.Missing, k)
+			}
+		}
+	}
+	sort.Strings(c.Missing)
+}
+
+// archiveIndex reads the OCI archive's index.json (among its first entries): name -> digest.
+func archiveIndex(fsys *ext4.FileSystem, p string) (map[string]string, int64) {
+	out := map[string]string{}
+	ra, size, err := rootfs.ReaderAt(fsys, fsPath(p))
+	if err != nil {
+		return out, 0
+	}
+	tr := tar.NewReader(io.NewSectionReader(ra, 0, size))
+	for i := 0; i < 4; i++ {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		if h.Name != "index.json" || h.Size > 4<<20 {
+			continue
+		}
+		var idx struct {
+			Manifests []struct {
+				Digest      string            `json:"digest"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"manifests"`
+		}
+		if json.NewDecoder(tr).Decode(&idx) == nil {
+			for _, m := range idx.Manifests {
+				if n := m.Annotations[images.AnnotationImageName]; n != "" {
+					out[n] = m.Digest
+				}
+			}
+		}
+		break
+	}
+	return out, size
+}
+
+// readSmall returns a file of at most 1 MiB, "" when it is missing or larger.
+func readSmall(fsys *ext4.FileSystem, p string) string {
+	if k, err := entryKind(fsys, p); err != nil || k != "file" {
+		return ""
+	}
+	ra, size, err := rootfs.ReaderAt(fsys, fsPath(p))
+	if err != nil || size > 1<<20 {
+		return ""
+	}
+	b := make([]byte, size)
+	if _, err := ra.ReadAt(b, 0); err != nil && err != io.EOF {
+		return ""
+	}
+	return string(b)
+}
+
+// Rules: a kubeadm image missing from the archive makes kubeadm pull it at join time, which an
+// air-gapped node cannot.
+func ruleImages(r *Report) {
+	c := r.Containerd
+	if len(c.Missing) > 0 {
+		r.add(LevelWarning, "images-missing", "kubeadm %s needs %s, not among the preloaded images: a node without registry access cannot pull them; fix: build again without --no-preload-images (or add them with --image)",
+			c.Kubernetes, strings.Join(c.Missing, ", "))
+	}
+}
