@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
@@ -300,6 +301,12 @@ func (f *fetcher) download(ctx context.Context, entry *cacheEntry, comp, file st
 			return nil, fmt.Errorf("%w; it matches its signed digest, so the file on the server is damaged", de)
 		}
 		if err != nil && got == "" {
+			var we *writeError
+			if errors.Is(err, syscall.ENOSPC) && errors.As(err, &we) && we.Path == entry.Partial {
+				// The partial download filled the cache's disk: keeping it for a resume would keep it full.
+				os.Remove(entry.Partial)
+				return nil, fmt.Errorf("%w (the partial download was removed; free space or choose another --cache-dir)", err)
+			}
 			if kept := entry.partialSize(); interrupt.IsCancel(err) && kept > 0 {
 				return nil, interrupt.Left(err, fmt.Sprintf("%s: the %d bytes received so far, kept so that the same command resumes the download (the output file was not written)", entry.Partial, kept))
 			}
