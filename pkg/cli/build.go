@@ -60,11 +60,11 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
   flatcar-capo build --base-image flatcar_production_qemu_image.img --version 4459.2.0 --provision ./extra.sh`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ToolVersion = Version
+			o.Log = cmd.ErrOrStderr()
 			if err := checkBuildFlags(&o, vf, diskSize); err != nil {
 				return err
 			}
-			o.ToolVersion = Version
-			o.Log = cmd.ErrOrStderr()
 			rec, err := build.Run(cmd.Context(), &o)
 			if err != nil {
 				return err

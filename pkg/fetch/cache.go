@@ -1,11 +1,14 @@
 package fetch
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
@@ -28,14 +31,18 @@ func DefaultCacheDir() (string, error) {
 //     trusted on its own (a swapped keyring or a damaged file means a new download);
 //   - <file>.partial holds the bytes of an interrupted download, never trusted: the next fetch
 //     re-hashes them as the prefix of the stream and asks the server only for the rest;
-//   - <file>.lock serialises fetches of the same artifact.
+//   - <file>.lock is held shared while a verified file is read and exclusive while it is
+//     downloaded, replaced or removed: readers run side by side, a second run waits (bounded)
+//     for a download instead of failing.
 //
 // Versions are unique across channels, so the channel is not part of the key.
 type cacheEntry struct {
 	File, Partial, Digests string
-	lock                   *os.File
+	lockFile               *os.File
+	dir, file              string
 }
 
+// openCache opens the entry's lock file; lock takes the lock.
 func openCache(root string, r release.Release, file string) (*cacheEntry, error) {
 	dir := filepath.Join(root, release.Board(r.Arch), r.Version)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -46,17 +53,44 @@ func openCache(root string, r release.Release, file string) (*cacheEntry, error)
 	if err != nil {
 		return nil, fmt.Errorf("cannot use the cache (choose another with --cache-dir): %w", err)
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another flatcar-capo is downloading %s into %s; wait for it to finish", file, dir)
-		}
-		return nil, fmt.Errorf("cannot lock %s.lock: %w", base, err)
-	}
-	return &cacheEntry{File: base, Partial: base + ".partial", Digests: base + release.SignedDigestsSuffix, lock: lock}, nil
+	return &cacheEntry{File: base, Partial: base + ".partial", Digests: base + release.SignedDigestsSuffix, lockFile: lock, dir: dir, file: file}, nil
 }
 
-func (e *cacheEntry) Close() { e.lock.Close() }
+// lockPoll is how often a waiting run tries the lock again.
+const lockPoll = 200 * time.Millisecond
+
+// lock takes the entry's lock, shared (syscall.LOCK_SH) or exclusive (LOCK_EX). When another
+// run holds it in the way, it says so on log once and waits, at most wait (a download's
+// deadline: longer means the other run is stuck) or until ctx ends.
+func (e *cacheEntry) lock(ctx context.Context, how int, wait time.Duration, log io.Writer) error {
+	start := time.Now()
+	for said := false; ; {
+		err := syscall.Flock(int(e.lockFile.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("cannot lock %s.lock: %w", e.File, err)
+		}
+		if !said {
+			fmt.Fprintf(log, "another flatcar-capo is downloading or reading %s in %s; waiting for it (at most %s)\n", e.file, e.dir, wait)
+			said = true
+		}
+		if time.Since(start) >= wait {
+			return fmt.Errorf("another flatcar-capo has held %s.lock for %s (the --download-timeout) and is still downloading or reading it: "+
+				"it may be stuck; stop it, or use another --cache-dir", e.File, wait.Round(time.Second))
+		}
+		t := time.NewTimer(min(lockPoll, wait-time.Since(start)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (e *cacheEntry) Close() { e.lockFile.Close() }
 
 // hit reports whether a verified download and its signed DIGESTS are stored.
 func (e *cacheEntry) hit() bool {

@@ -202,22 +202,38 @@ func (f *fetcher) artifact(ctx context.Context, comp string) (*Result, error) {
 		return nil, err
 	}
 	defer entry.Close()
-	if entry.hit() {
-		res, err := f.fromCache(entry, comp, file)
-		if err == nil {
-			return res, nil
+	// Read a verified entry under a shared lock (other runs read it too); anything that writes
+	// the entry takes the exclusive lock and looks again, since the run it waited for may have
+	// stored the file meanwhile.
+	wait := f.c.Options().DownloadTimeout
+	if err := entry.lock(ctx, syscall.LOCK_SH, wait, f.o.Log); err != nil {
+		return nil, err
+	}
+	for exclusive := false; ; exclusive = true {
+		if entry.hit() {
+			res, err := f.fromCache(entry, comp, file)
+			if err == nil {
+				return res, nil
+			}
+			var we *writeError
+			if errors.As(err, &we) {
+				return nil, err
+			}
+			if err := f.restartOutput(); err != nil {
+				return nil, err
+			}
+			if exclusive {
+				f.logf("cached %s is no longer valid (%v); downloading it again", entry.File, err)
+				entry.discard()
+			}
 		}
-		var we *writeError
-		if errors.As(err, &we) {
-			return nil, err
+		if exclusive {
+			return f.download(ctx, entry, comp, file)
 		}
-		f.logf("cached %s is no longer valid (%v); downloading it again", entry.File, err)
-		entry.discard()
-		if err := f.restartOutput(); err != nil {
+		if err := entry.lock(ctx, syscall.LOCK_EX, wait, f.o.Log); err != nil {
 			return nil, err
 		}
 	}
-	return f.download(ctx, entry, comp, file)
 }
 
 // verifiedDigest checks the clear-signed DIGESTS and returns the SHA512 it lists for file.
@@ -362,7 +378,7 @@ func (f *fetcher) downloadOnce(ctx context.Context, entry *cacheEntry, url, file
 	got, n, err := stream(io.TeeReader(src, bar), comp == release.CompressionBzip2, pathWriter{f.out, f.o.OutputFile})
 	bar.Finish()
 	if err != nil && got == "" {
-		if errors.As(err, new(*httpx.DroppedError)) {
+		if errors.As(err, new(*httpx.DroppedError)) || errors.As(err, new(*httpx.DeadlineError)) {
 			err = fmt.Errorf("%w; the %d bytes received are kept in %s: run the same command again to resume", err, body.Offset, entry.Partial)
 		}
 		return "", n, err

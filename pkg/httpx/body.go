@@ -53,7 +53,11 @@ func (b *Body) failed(err error) error {
 	if b.failures > b.c.o.Retries {
 		return &DroppedError{URL: b.URL, Got: b.Offset, Total: b.Total, Attempts: b.failures, Err: err}
 	}
-	b.c.o.Logf("%s: %v at byte %d; retrying from there (%d/%d)", b.URL, err, b.Offset, b.failures, b.c.o.Retries)
+	msg := err.Error()
+	if !strings.Contains(msg, b.URL) {
+		msg = b.URL + ": " + msg
+	}
+	b.c.o.Logf("%s (at byte %d); retrying from there (%d/%d)", msg, b.Offset, b.failures, b.c.o.Retries)
 	if err := b.c.backoff(b.ctx, b.failures); err != nil {
 		return ended(b.ctx, b.Offset)
 	}

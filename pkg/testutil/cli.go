@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var (
@@ -75,6 +76,9 @@ type Cmd struct {
 	Stdin string
 	// Prefix runs the binary under another program, e.g. setpriv to drop privileges.
 	Prefix []string
+	// Timeout kills the run after this long and fails the test (0: no limit), so a hang is a
+	// failure that names the command rather than a stuck test binary.
+	Timeout time.Duration
 }
 
 // Run runs flatcar-capo with args and returns its result; it never fails the test by itself.
@@ -96,6 +100,15 @@ func RunCmd(t testing.TB, c Cmd) Result {
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if c.Timeout > 0 {
+		timer := time.AfterFunc(c.Timeout, func() { cmd.Process.Kill() })
+		start := time.Now()
+		defer func() {
+			if !timer.Stop() {
+				t.Fatalf("flatcar-capo %v did not finish within %s (killed; it hangs)\nstdout:\n%s\nstderr:\n%s", c.Args, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
+			}
+		}()
+	}
 	err := cmd.Run()
 	res := Result{Stdout: stdout.String(), Stderr: stderr.String()}
 	var ee *exec.ExitError
