@@ -140,7 +140,7 @@ func TestStalledDownloadsFailWithinStallTimeout(t *testing.T) {
 	t.Run("build --dry-run", func(t *testing.T) {
 		w := newFaultWorld(t)
 		w.srv.Stall("/version.txt", 20)
-		r, took := w.run(t, "build", "--dry-run", "--release-server", w.srv.URL+"/{channel}", "--cache-dir", w.cache)
+		r, took := w.run(t, append([]string{"build", "--dry-run", "--release-server", w.srv.URL + "/{channel}"}, w.mirrorArgs()...)...)
 		mustFailFast(t, r, took, w.srv.URL+"/stable/amd64-usr/current/version.txt")
 	})
 }
@@ -180,7 +180,7 @@ func TestDownloadsRetry503(t *testing.T) {
 	t.Run("build --dry-run", func(t *testing.T) {
 		w := newFaultWorld(t)
 		w.srv.Fail("/version.txt", http.StatusServiceUnavailable, 2)
-		r, _ := w.run(t, "build", "--dry-run", "--release-server", w.srv.URL+"/{channel}", "--cache-dir", w.cache)
+		r, _ := w.run(t, append([]string{"build", "--dry-run", "--release-server", w.srv.URL + "/{channel}"}, w.mirrorArgs()...)...)
 		r.MustSucceed(t)
 	})
 }
@@ -199,7 +199,7 @@ func TestTrickleHitsDownloadTimeout(t *testing.T) {
 			return []string{"release", "--release-server", w.srv.URL + "/{channel}"}
 		}, func(w *faultWorld) string { return w.srv.URL + "/stable/amd64-usr/current/version.txt" }},
 		{"build --dry-run", "/version.txt", func(w *faultWorld) []string {
-			return []string{"build", "--dry-run", "--release-server", w.srv.URL + "/{channel}", "--cache-dir", w.cache}
+			return append([]string{"build", "--dry-run", "--release-server", w.srv.URL + "/{channel}"}, w.mirrorArgs()...)
 		}, func(w *faultWorld) string { return w.srv.URL + "/stable/amd64-usr/current/version.txt" }},
 		{"sysext create", "/kubelet", func(w *faultWorld) []string {
 			return append([]string{"sysext", "create", "--output-file", filepath.Join(w.dir, "k8s.raw")}, w.mirrorArgs()...)
