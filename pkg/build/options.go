@@ -50,6 +50,10 @@ type Options struct {
 	CPUs, MemoryMiB                 int
 	DiskSize                        int64 // bytes; 0 keeps the base image's size
 
+	// Compress writes the qcow2 artifact with deflated clusters (in parallel, as convert
+	// --compress): smaller to upload over a slow link, slower to write.
+	Compress bool
+
 	OutputDir string // default ./output/<image name>
 	ImageName string // default flatcar-<channel>-<version>-kube-<k8s>[-sysext]
 

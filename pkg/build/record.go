@@ -60,6 +60,7 @@ type Inputs struct {
 	KeepUpdates      bool     `json:"keepUpdates"`
 	DiskSize         int64    `json:"diskSize,omitempty"`
 	Images           []string `json:"images,omitempty"` // preload and containerd settings
+	Compressed       bool     `json:"compressed,omitempty"` // --compress (omitted when off: older keys stay)
 }
 
 // Key is the sha256 of the canonical JSON of the inputs.

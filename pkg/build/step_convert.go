@@ -11,7 +11,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
-// StepConvert writes the qcow2 artifact (as `flatcar-capo convert` does, atomically). Until the
+// StepConvert writes the qcow2 artifact (as `flatcar-capo convert` does, atomically; with
+// --compress as convert --compress). Until the
 // record is written the artifact counts as half-built: a failure or Ctrl-C removes it.
 type StepConvert struct{ wrote string }
 
@@ -23,7 +24,7 @@ const KeyRecorded = "recorded"
 func (s *StepConvert) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	artifact := getString(state, KeyArtifact)
 	os.Remove(artifact + ".build.json") // the old record no longer describes what is built now
-	res, err := convert.File(ctx, getString(state, KeyRaw), artifact, convert.Options{To: disk.FormatQcow2})
+	res, err := convert.File(ctx, getString(state, KeyRaw), artifact, convert.Options{To: disk.FormatQcow2, Compress: options(state).Compress})
 	if err != nil {
 		return halt(state, err)
 	}

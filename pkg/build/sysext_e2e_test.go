@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,6 +62,28 @@ func TestBuildSysextCLI(t *testing.T) {
 		out2 := filepath.Join(dir, "url")
 		testutil.Run(t, args(out2, "--sysext", srv.URL+"/"+sysextFile, "--keep-updates")...).MustSucceed(t)
 		checkSysextImage(t, filepath.Join(out2, name+".qcow2"), made, true)
+	})
+
+	t.Run("compressed qcow2 with --compress", func(t *testing.T) {
+		testutil.RequireTool(t, "qemu-img")
+		out := filepath.Join(dir, "compressed")
+		testutil.Run(t, args(out, "--compress")...).MustSucceed(t)
+		img := filepath.Join(out, name+".qcow2")
+		checkSysextImage(t, img, filepath.Join(out, sysextFile), false) // made again: its own mtime
+		plain, _ := os.Stat(filepath.Join(out1, name+".qcow2"))
+		small, _ := os.Stat(img)
+		if small.Size() >= plain.Size()*3/4 {
+			t.Errorf("--compress wrote %d bytes, the plain artifact is %d", small.Size(), plain.Size())
+		}
+		// qemu-img's own count of compressed clusters: the artifact is what convert -c writes.
+		b, err := exec.Command("qemu-img", "check", img).CombinedOutput()
+		check := string(b)
+		if err != nil || !strings.Contains(check, "compressed clusters") || strings.Contains(check, " 0.00% compressed clusters") {
+			t.Errorf("qemu-img check of the --compress artifact:\n%s", check)
+		}
+		if rec, err := build.ReadRecord(img); err != nil || !rec.Inputs.Compressed {
+			t.Errorf("record inputs.compressed: %+v %v", rec, err)
+		}
 	})
 
 	t.Run("dry run plans the bake and writes nothing", func(t *testing.T) {

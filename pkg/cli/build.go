@@ -86,6 +86,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	f.StringArrayVar(&o.Sysext, "sysext", nil, "--method sysext: a prebuilt Kubernetes sysext FILE or URL instead of making one (repeatable)")
 	f.BoolVar(&o.KeepUpdates, "keep-updates", false, "do not mask update-engine and locksmithd")
 	addImageFlags(f, &o.Images)
+	f.BoolVar(&o.Compress, "compress", false, "write a compressed qcow2 (deflated in parallel; smaller upload, slower build)")
 	f.StringVar(&o.Packer, "packer", "", "packer binary (default: packer on PATH)")
 	f.StringVar(&o.QEMUBinary, "qemu-binary", "", "qemu-system-* binary (default: qemu-system-<arch> on PATH)")
 	f.StringVar(&o.Accelerator, "accelerator", "", "kvm or tcg (default: kvm when usable, else tcg with a warning)")
