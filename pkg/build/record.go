@@ -59,7 +59,7 @@ type Inputs struct {
 	Sysext           []string `json:"sysext,omitempty"`    // sha512:FILE|URL of each --sysext (its content)
 	KeepUpdates      bool     `json:"keepUpdates"`
 	DiskSize         int64    `json:"diskSize,omitempty"`
-	Images           []string `json:"images,omitempty"` // preload and containerd settings
+	Images           []string `json:"images,omitempty"`     // preload and containerd settings
 	Compressed       bool     `json:"compressed,omitempty"` // --compress (omitted when off: older keys stay)
 }
 
