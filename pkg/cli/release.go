@@ -78,11 +78,13 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 			if err != nil {
 				return err
 			}
-			if ko.Kubernetes != "" {
-				ko.Arch = rel.Arch
+			ko.Arch = rel.Arch
+			if k := ko; ko.Kubernetes != "" {
 				if err := ko.Validate(); err != nil {
 					return err
 				}
+			} else if err := k.Validate(); err != nil { // the mirrors, also when unused
+				return err
 			}
 			c, err := newClient(cmd, rf.net, false)
 			if err != nil {

@@ -54,7 +54,7 @@ func ParseArch(a string) (string, error) {
 	case "arm64", "aarch64":
 		return "arm64", nil
 	}
-	return "", errs.Invalidf("unknown arch %q; valid: %s (use amd64 (x86-64) or arm64)", a, strings.Join(Arches, ", "))
+	return "", errs.Invalidf("invalid --arch: unknown arch %q; valid: %s (use amd64 (x86-64) or arm64)", a, strings.Join(Arches, ", "))
 }
 
 // ValidateServer accepts an http(s) URL with a host, {channel} replaced by channel.
@@ -97,17 +97,20 @@ type Release struct {
 // Validate checks every field (an empty Server is DefaultServer).
 func (r Release) Validate() error {
 	if err := ValidateChannel(r.Channel); err != nil {
-		return err
+		return errs.Invalidf("invalid --channel: %w", err)
 	}
 	if err := ValidateArch(r.Arch); err != nil {
-		return err
+		return errs.Invalidf("invalid --arch: %w", err)
 	}
 	if r.Server != "" {
 		if err := ValidateServer(r.Server, r.Channel); err != nil {
 			return err
 		}
 	}
-	return ValidateVersion(r.Channel, r.Version)
+	if err := ValidateVersion(r.Channel, r.Version); err != nil {
+		return errs.Invalidf("invalid --version: %w", err)
+	}
+	return nil
 }
 
 // Board is the release server's directory for an architecture (amd64 -> amd64-usr); the lts server
