@@ -172,7 +172,7 @@ func TestReleaseResolvesKubernetesVersion(t *testing.T) {
 	r := w.run(t, "release", "--kubernetes-version", "1.35", "--kubernetes-mirror", m.KubernetesMirror(), "-o", "json").MustSucceed(t)
 	var rep struct {
 		Version, KubernetesVersion, KubernetesRequested string
-		KubernetesDownloads                            []struct{ Name, URL string }
+		KubernetesDownloads                             []struct{ Name, URL string }
 	}
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatal(err)
