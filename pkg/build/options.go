@@ -11,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
@@ -59,6 +60,10 @@ type Options struct {
 
 	Clouds   []string // upload to each; none: no upload
 	OnExists string   // reuse|replace|fail
+	// Glance metadata and format, as upload's flags: extra --property KEY=VALUE and --tag, the
+	// --visibility, and --disk-format raw to stream the qcow2's disk as raw.
+	Properties, Tags       []string
+	Visibility, DiskFormat string
 
 	Force  bool // rebuild even when a matching artifact exists
 	DryRun bool // print the plan, boot nothing
@@ -117,8 +122,23 @@ func (o *Options) validate() error {
 			o.Base = "openstack"
 		}
 	case "qemu", "openstack":
+	case "qemu_uefi":
+		if o.Method != MethodSysext {
+			return fmt.Errorf("--base qemu_uefi needs --method sysext (the packer method boots its build VM with BIOS); or use --base qemu")
+		}
 	default:
-		return fmt.Errorf("invalid --base %q: must be qemu or openstack (the values of fetch --image)", o.Base)
+		return fmt.Errorf("invalid --base %q: must be qemu, openstack or (--method sysext) qemu_uefi (the values of fetch --image)", o.Base)
+	}
+	if err := glance.ValidVisibility(o.Visibility); err != nil {
+		return err
+	}
+	switch o.DiskFormat {
+	case "", "qcow2", "raw":
+	default:
+		return fmt.Errorf("invalid --disk-format %q: qcow2 (default) or raw (for Ceph-backed Glance)", o.DiskFormat)
+	}
+	if _, err := glance.BuildMetadata(glance.MetadataInput{Properties: o.Properties, Tags: o.Tags, Record: glance.BuildRecord{Arch: "amd64"}}); err != nil {
+		return err
 	}
 	if o.OEM == "" {
 		o.OEM = DefaultOEM

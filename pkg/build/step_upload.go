@@ -34,12 +34,16 @@ func (*StepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if err != nil {
 		return halt(state, err)
 	}
-	meta, err := glance.BuildMetadata(glance.MetadataInput{Record: br})
-	if err != nil {
+	req := &glance.Request{Name: o.ImageName, Visibility: o.Visibility, OnExists: mode, Wait: 30 * time.Minute, Log: o.Log}
+	format := disk.FormatQcow2
+	if o.DiskFormat == "raw" {
+		format = disk.FormatRaw
+	}
+	if err := req.SetFile(artifact, format); err != nil {
 		return halt(state, err)
 	}
-	req := &glance.Request{Name: o.ImageName, Metadata: meta, OnExists: mode, Wait: 30 * time.Minute, Log: o.Log}
-	if err := req.SetFile(artifact, disk.FormatQcow2); err != nil {
+	req.Metadata, err = glance.BuildMetadata(glance.MetadataInput{Record: br, Properties: o.Properties, Tags: o.Tags, VirtualSize: req.VirtualSize})
+	if err != nil {
 		return halt(state, err)
 	}
 	results, err := glance.UploadAll(ctx, o.Clouds, req)

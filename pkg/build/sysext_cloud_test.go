@@ -2,10 +2,14 @@ package build_test
 
 import (
 	"context"
+	"crypto/sha512"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,7 +37,9 @@ func TestBuildSysextCloud(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	args := []string{"build", "--method", "sysext", "--no-preload-images", "--base-image", base, "--version", "4459.2.0",
 		"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out, "--cloud", "local"}
-	testutil.RunCmd(t, testutil.Cmd{Args: append(args, mirror.Args()...), Env: []string{"OS_CLIENT_CONFIG_FILE=" + clouds}}).MustSucceed(t)
+	args = append(args, mirror.Args()...)
+	testutil.RunCmd(t, testutil.Cmd{Args: append(args, "--property", "team=capi", "--tag", "team-a", "--visibility", "shared"),
+		Env: []string{"OS_CLIENT_CONFIG_FILE=" + clouds}}).MustSucceed(t)
 
 	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
 	rec, err := build.ReadRecord(filepath.Join(out, name+".qcow2"))
@@ -63,6 +69,37 @@ func TestBuildSysextCloud(t *testing.T) {
 	}
 	if want == "" || fmt.Sprint(img.Properties["os_hash_value"]) != want {
 		t.Errorf("Glance os_hash_value %v, record sha512 %q", img.Properties["os_hash_value"], want)
+	}
+	// Operators' metadata: min_disk from the 600 MiB virtual size, min_ram, os_distro, the flags.
+	if img.MinDiskGigabytes != 1 || img.MinRAMMegabytes != glance.DefaultMinRAMMiB || img.Properties["os_distro"] != "flatcar" ||
+		img.Properties["team"] != "capi" || !slices.Contains(img.Tags, "team-a") || img.Visibility != images.ImageVisibilityShared {
+		t.Errorf("Glance metadata: min_disk %d min_ram %d properties %v tags %v visibility %s",
+			img.MinDiskGigabytes, img.MinRAMMegabytes, img.Properties, img.Tags, img.Visibility)
+	}
+	if _, ok := img.Properties["hw_firmware_type"]; ok {
+		t.Errorf("an amd64 BIOS-capable image got hw_firmware_type %v", img.Properties["hw_firmware_type"])
+	}
+
+	// --disk-format raw (Ceph-backed Glance): the artifact is reused, its disk streamed as raw.
+	testutil.RunCmd(t, testutil.Cmd{Args: append(args, "--disk-format", "raw", "--on-exists", "replace"),
+		Env: []string{"OS_CLIENT_CONFIG_FILE=" + clouds}}).MustSucceed(t)
+	rec, err = build.ReadRecord(filepath.Join(out, name+".qcow2"))
+	if err != nil || !rec.Reused || len(rec.Glance) != 1 {
+		t.Fatalf("raw re-run: reused %v glance %+v %v", rec != nil && rec.Reused, rec, err)
+	}
+	raw, err := images.Get(ctx, c.Image, rec.Glance[0].ID).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, closer, err := glance.Qcow2AsRaw(filepath.Join(out, name+".qcow2"))()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	h := sha512.New()
+	io.Copy(h, io.NewSectionReader(ra, 0, 600<<20))
+	if raw.DiskFormat != "raw" || raw.SizeBytes != 600<<20 || fmt.Sprint(raw.Properties["os_hash_value"]) != hex.EncodeToString(h.Sum(nil)) || raw.MinDiskGigabytes != 1 {
+		t.Errorf("raw upload: format %s size %d min_disk %d os_hash_value %v", raw.DiskFormat, raw.SizeBytes, raw.MinDiskGigabytes, raw.Properties["os_hash_value"])
 	}
 }
 

@@ -23,7 +23,8 @@ func newUploadCommand() *cobra.Command {
 		cloudNames, props, tag []string
 		wait                   time.Duration
 		flatcarV, kubeV        string
-		diskFormat             string
+		diskFormat, firmware   string
+		minDisk, minRAM        int
 	)
 	cmd := &cobra.Command{
 		Use:   "upload IMAGE --name NAME",
@@ -38,7 +39,9 @@ upload to several clouds or regions at once.
 
 The image gets container_format=bare, the disk_format of the file, the properties os_distro=flatcar,
 os_type=linux, hw_qemu_guest_agent=yes, architecture, os_version and kubernetes_version, the tags
-flatcar-capo and kube-<version>; --property overrides. Versions and architecture default to the build
+flatcar-capo and kube-<version>; --property overrides. min_disk is the virtual size in GiB, rounded
+up (Nova then refuses a too-small flavor or root volume by name), min_ram 2048 MiB (kubeadm's
+minimum); hw_firmware_type=uefi for images that boot only with UEFI (arm64, qemu_uefi). Versions and architecture default to the build
 record IMAGE.build.json ({"flatcarVersion", "kubernetesVersion", "arch"}) when it exists.
 
 The file is streamed with its length known (--disk-format qcow2 turns a raw IMAGE into qcow2 on the
@@ -60,10 +63,8 @@ Prints the image ID, one line per cloud.`,
 			if err != nil {
 				return err
 			}
-			switch visibility {
-			case "", "private", "shared", "community", "public":
-			default:
-				return Usagef("invalid --visibility %q: must be private, shared, community or public", visibility)
+			if err := glance.ValidVisibility(visibility); err != nil {
+				return err
 			}
 			file := args[0]
 			req := &glance.Request{Name: name, Visibility: visibility, OnExists: mode, Wait: wait}
@@ -75,7 +76,7 @@ Prints the image ID, one line per cloud.`,
 				return err
 			}
 			meta, err := glance.BuildMetadata(glance.MetadataInput{FlatcarVersion: flatcarV, KubernetesVersion: kubeV,
-				Properties: props, Tags: tag, Record: record})
+				Properties: props, Tags: tag, Record: record, VirtualSize: req.VirtualSize, MinDiskGiB: minDisk, MinRAMMiB: minRAM, Firmware: firmware})
 			if err != nil {
 				return err
 			}
@@ -112,7 +113,10 @@ Prints the image ID, one line per cloud.`,
 	f.StringVar(&visibility, "visibility", "", "private, shared, community or public (default: Glance's)")
 	f.StringVar(&onExists, "on-exists", string(glance.Reuse), "when the name exists: reuse, replace or fail")
 	f.DurationVar(&wait, "wait", 30*time.Minute, "how long to wait for the image to become active")
-	f.StringVar(&diskFormat, "disk-format", "", "qcow2 streams a raw IMAGE as qcow2 on the fly (default: the file's own format)")
+	f.StringVar(&diskFormat, "disk-format", "", "qcow2 streams a raw IMAGE as qcow2, raw streams a qcow2 IMAGE's disk as raw (Ceph-backed Glance), on the fly (default: the file's own format)")
+	f.IntVar(&minDisk, "min-disk", 0, "min_disk in GiB (default: the virtual size, rounded up; smaller is refused)")
+	f.IntVar(&minRAM, "min-ram", glance.DefaultMinRAMMiB, "min_ram in MiB")
+	f.StringVar(&firmware, "firmware", "", "uefi sets hw_firmware_type=uefi, bios leaves it out (default: uefi for arm64 and qemu_uefi images)")
 	f.StringVar(&flatcarV, "flatcar-version", "", "os_version property (default: from IMAGE.build.json)")
 	f.StringVar(&kubeV, "kubernetes-version", "", "kubernetes_version property and kube-<v> tag (default: from IMAGE.build.json)")
 	AddOutputFlag(f, &out)

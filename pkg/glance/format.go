@@ -90,3 +90,33 @@ func RawAsQcow2(path string) (Opener, int64, error) {
 		return s, f, nil
 	}, size, nil
 }
+
+// qcow2VirtualSize reads the virtual size from a qcow2's header.
+func qcow2VirtualSize(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r, err := qcow2.OpenFile(f)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return r.Size(), nil
+}
+
+// Qcow2AsRaw opens the virtual disk of a qcow2 image: the bytes of the raw image it holds.
+func Qcow2AsRaw(path string) Opener {
+	return func() (io.ReaderAt, io.Closer, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := qcow2.OpenFile(f)
+		if err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return r, f, nil
+	}
+}

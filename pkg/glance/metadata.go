@@ -23,6 +23,19 @@ type BuildRecord struct {
 	FlatcarVersion    string `json:"flatcarVersion,omitempty"`
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	Arch              string `json:"arch,omitempty"` // amd64|arm64 (or x86_64|aarch64)
+	// The base image build started from: qemu_uefi boots only with UEFI.
+	Inputs struct {
+		Base string `json:"base,omitempty"`
+	} `json:"inputs,omitempty"`
+	Base struct {
+		File string `json:"file,omitempty"`
+	} `json:"base,omitempty"`
+}
+
+// UEFIOnly reports whether the recorded image boots only with UEFI firmware: every arm64
+// Flatcar image, and the qemu_uefi one.
+func (r BuildRecord) UEFIOnly() bool {
+	return r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")
 }
 
 // BuildRecordPath is where the build record of image lives.
@@ -49,7 +62,15 @@ func ReadBuildRecord(image string) (BuildRecord, error) {
 type Metadata struct {
 	Properties map[string]string
 	Tags       []string
+	MinDiskGiB int // Nova refuses a flavor or root volume smaller than this
+	MinRAMMiB  int
 }
+
+// DefaultMinRAMMiB is min_ram: kubeadm's preflight refuses nodes with less than 1700 MB.
+const DefaultMinRAMMiB = 2048
+
+// MinDiskGiB is min_disk for an image of virtual size bytes: whole GiB, rounded up.
+func MinDiskGiB(virtualSize int64) int { return int((virtualSize + 1<<30 - 1) >> 30) }
 
 // MetadataInput is what decides the metadata: flags first, then the build record.
 type MetadataInput struct {
@@ -58,6 +79,10 @@ type MetadataInput struct {
 	Properties        []string // k=v, applied last
 	Tags              []string
 	Record            BuildRecord
+	VirtualSize       int64  // bytes of the disk the guest sees: min_disk
+	MinDiskGiB        int    // --min-disk; at least the virtual size
+	MinRAMMiB         int    // --min-ram; 0 is DefaultMinRAMMiB
+	Firmware          string // --firmware uefi|bios; "" decides from the record
 }
 
 // BuildMetadata returns the default Flatcar/CAPO properties and tags, overridden by the user's
@@ -100,8 +125,42 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 		}
 		tags = append(tags, t)
 	}
+	switch in.Firmware {
+	case "uefi":
+		p["hw_firmware_type"] = "uefi"
+	case "bios":
+	case "":
+		if in.Record.UEFIOnly() || arch == "aarch64" {
+			p["hw_firmware_type"] = "uefi" // Nova would boot it with BIOS, and it would not start
+		}
+	default:
+		return Metadata{}, errs.Invalidf("invalid --firmware %q: uefi or bios", in.Firmware)
+	}
+	m := Metadata{Tags: dedup(tags), MinDiskGiB: MinDiskGiB(in.VirtualSize), MinRAMMiB: in.MinRAMMiB}
+	if in.MinDiskGiB < 0 || in.MinRAMMiB < 0 {
+		return Metadata{}, errs.Invalidf("--min-disk and --min-ram must not be negative")
+	}
+	if in.MinDiskGiB > 0 {
+		if in.MinDiskGiB < m.MinDiskGiB {
+			return Metadata{}, errs.Invalidf("--min-disk %d is below the image's virtual size (%d GiB): Nova could not write it to such a disk", in.MinDiskGiB, m.MinDiskGiB)
+		}
+		m.MinDiskGiB = in.MinDiskGiB
+	}
+	if m.MinRAMMiB == 0 {
+		m.MinRAMMiB = DefaultMinRAMMiB
+	}
 	sort.Strings(tags)
-	return Metadata{Properties: p, Tags: dedup(tags)}, nil
+	m.Tags, m.Properties = dedup(tags), p
+	return m, nil
+}
+
+// ValidVisibility accepts Glance's visibilities ("" leaves Glance's default).
+func ValidVisibility(v string) error {
+	switch v {
+	case "", "private", "shared", "community", "public":
+		return nil
+	}
+	return errs.Invalidf("invalid --visibility %q: must be private, shared, community or public", v)
 }
 
 // Glance owns these attributes (or refuses them as properties); setting one is a mistake.

@@ -24,7 +24,8 @@ func TestBuildMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"os_distro": "flatcar-custom", "os_type": "linux", "hw_qemu_guest_agent": "yes",
-		"architecture": "aarch64", "os_version": "4459.2.0", "kubernetes_version": "v1.33.1", "hw_rng_model": "virtio", "note": "a=b"}
+		"architecture": "aarch64", "os_version": "4459.2.0", "kubernetes_version": "v1.33.1", "hw_rng_model": "virtio", "note": "a=b",
+		"hw_firmware_type": "uefi"} // arm64 boots only with UEFI
 	for k, v := range want {
 		if m.Properties[k] != v {
 			t.Errorf("%s = %q, want %q", k, m.Properties[k], v)
@@ -116,4 +117,30 @@ func FuzzDetectFileFormat(f *testing.F) {
 			t.Fatalf("format %q size %d for %d bytes", format, size, len(data))
 		}
 	})
+}
+
+// min_disk is whole GiB rounded up; UEFI-only images (arm64, qemu_uefi) get hw_firmware_type.
+func TestMetadataMinDiskAndFirmware(t *testing.T) {
+	for size, want := range map[int64]int{600 << 20: 1, 1 << 30: 1, 1<<30 + 512: 2, 8<<30 + 1: 9} {
+		if got := glance.MinDiskGiB(size); got != want {
+			t.Errorf("MinDiskGiB(%d) = %d, want %d", size, got, want)
+		}
+	}
+	var uefi glance.BuildRecord
+	uefi.Arch, uefi.Inputs.Base = "amd64", "qemu_uefi"
+	for _, tc := range []struct {
+		rec  glance.BuildRecord
+		want bool
+	}{{glance.BuildRecord{Arch: "amd64"}, false}, {glance.BuildRecord{Arch: "arm64"}, true}, {uefi, true}} {
+		m, err := glance.BuildMetadata(glance.MetadataInput{Record: tc.rec, VirtualSize: 9 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (m.Properties["hw_firmware_type"] == "uefi") != tc.want || m.MinDiskGiB != 9 || m.MinRAMMiB != glance.DefaultMinRAMMiB || m.Properties["os_distro"] != "flatcar" {
+			t.Errorf("%+v: %+v", tc.rec, m)
+		}
+	}
+	if _, err := glance.BuildMetadata(glance.MetadataInput{Record: glance.BuildRecord{Arch: "amd64"}, VirtualSize: 9 << 30, MinDiskGiB: 8}); err == nil {
+		t.Error("--min-disk below the virtual size accepted")
+	}
 }

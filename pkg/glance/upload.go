@@ -42,14 +42,16 @@ type Request struct {
 	File string
 	// Open opens the bytes to send when they are not the file as it is (a raw file streamed as
 	// qcow2); Format and Size then describe those bytes.
-	Open       Opener
-	Format     disk.Format
-	Size       int64
-	Name       string
-	Metadata   Metadata
-	Visibility string // empty: Glance's default
-	OnExists   OnExists
-	Wait       time.Duration // how long to wait for the image to become active
+	Open   Opener
+	Format disk.Format
+	Size   int64
+	// VirtualSize is the size of the disk the guest sees (min_disk is made from it).
+	VirtualSize int64
+	Name        string
+	Metadata    Metadata
+	Visibility  string // empty: Glance's default
+	OnExists    OnExists
+	Wait        time.Duration // how long to wait for the image to become active
 	// Log receives one-line notes (leftovers removed, retries, warnings).
 	Log io.Writer
 	// Progress, when set, returns a writer that counts the bytes of one transfer.
@@ -85,6 +87,8 @@ type Result struct {
 	HashAlgo   string            `json:"hashAlgo"`
 	Size       int64             `json:"size"`
 	DiskFormat string            `json:"diskFormat"`
+	MinDisk    int               `json:"minDiskGiB"`
+	MinRAM     int               `json:"minRamMiB"`
 	Status     string            `json:"status"`
 	Properties map[string]string `json:"properties"`
 	Tags       []string          `json:"tags"`
@@ -260,6 +264,8 @@ func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image,
 		DiskFormat:      string(req.Format),
 		Tags:            req.Metadata.Tags,
 		Properties:      req.Metadata.Properties,
+		MinDisk:         req.Metadata.MinDiskGiB,
+		MinRAM:          req.Metadata.MinRAMMiB,
 	}
 	if req.Visibility != "" {
 		v := images.ImageVisibility(req.Visibility)
@@ -416,6 +422,7 @@ func fillResult(res *Result, img *images.Image) {
 	res.Status = string(img.Status)
 	res.Size = img.SizeBytes
 	res.DiskFormat = img.DiskFormat
+	res.MinDisk, res.MinRAM = img.MinDiskGigabytes, img.MinRAMMegabytes
 	res.HashAlgo, res.Checksum = imageHash(*img)
 	res.Tags = append([]string{}, img.Tags...)
 	sort.Strings(res.Tags)

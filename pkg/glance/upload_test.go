@@ -56,6 +56,10 @@ type imageShow struct {
 	ContainerFormat string         `json:"container_format"`
 	Tags            []string       `json:"tags"`
 	Properties      map[string]any `json:"properties"`
+	MinDisk         int            `json:"min_disk"`
+	MinRAM          int            `json:"min_ram"`
+	Size            int64          `json:"size"`
+	Visibility      string         `json:"visibility"`
 }
 
 // openstackShow asks the real openstack CLI, as a user would check the result.
@@ -82,20 +86,25 @@ func TestUploadQcow2AndRaw(t *testing.T) {
 	raw := rawImage(t, dir, 2, 16<<20)
 	// The raw image carries a build record, as the build command writes it.
 	os.WriteFile(glance.BuildRecordPath(raw), []byte(`{"flatcarVersion":"4459.2.0","kubernetesVersion":"v1.33.1","arch":"arm64"}`), 0o644)
+	x86 := rawImage(t, t.TempDir(), 4, 2<<20)
 	cases := []struct {
-		file, format string
-		args         []string
-		props        map[string]string
-		tags         []string
+		file, format    string
+		args            []string
+		props           map[string]string
+		tags            []string
+		minDisk, minRAM int
+		uefi            bool
 	}{
 		{qcow, "qcow2", []string{"--flatcar-version", "4230.2.3", "--kubernetes-version", "1.32.4", "--property", "os_type=linux", "--property", "hw_disk_bus=scsi", "--tag", "team-a"},
 			map[string]string{"os_distro": "flatcar", "os_type": "linux", "hw_qemu_guest_agent": "yes", "architecture": "x86_64",
 				"os_version": "4230.2.3", "kubernetes_version": "v1.32.4", "hw_disk_bus": "scsi"},
-			[]string{"flatcar-capo", "kube-v1.32.4", "team-a"}},
-		{raw, "raw", []string{"--property", "hw_qemu_guest_agent=no"},
+			[]string{"flatcar-capo", "kube-v1.32.4", "team-a"}, 1, glance.DefaultMinRAMMiB, false},
+		// arm64 Flatcar boots only with UEFI: hw_firmware_type=uefi from the record's arch.
+		{raw, "raw", []string{"--property", "hw_qemu_guest_agent=no", "--min-ram", "4096"},
 			map[string]string{"os_distro": "flatcar", "hw_qemu_guest_agent": "no", "architecture": "aarch64",
-				"os_version": "4459.2.0", "kubernetes_version": "v1.33.1"},
-			[]string{"flatcar-capo", "kube-v1.33.1"}},
+				"os_version": "4459.2.0", "kubernetes_version": "v1.33.1", "hw_firmware_type": "uefi"},
+			[]string{"flatcar-capo", "kube-v1.33.1"}, 1, 4096, true},
+		{x86, "raw", []string{"--firmware", "uefi", "--min-disk", "3"}, map[string]string{"hw_firmware_type": "uefi"}, []string{"flatcar-capo"}, 3, glance.DefaultMinRAMMiB, true},
 	}
 	for _, c := range cases {
 		t.Run(c.format, func(t *testing.T) {
@@ -113,6 +122,12 @@ func TestUploadQcow2AndRaw(t *testing.T) {
 				if show.Properties[k] != v {
 					t.Errorf("property %s = %v, want %s", k, show.Properties[k], v)
 				}
+			}
+			if _, set := show.Properties["hw_firmware_type"]; set != c.uefi {
+				t.Errorf("hw_firmware_type %v, want it set: %v", show.Properties["hw_firmware_type"], c.uefi)
+			}
+			if show.MinDisk != c.minDisk || show.MinRAM != c.minRAM || res[0].MinDisk != c.minDisk {
+				t.Errorf("min_disk %d (reported %d) min_ram %d, want %d and %d", show.MinDisk, res[0].MinDisk, show.MinRAM, c.minDisk, c.minRAM)
 			}
 			slices.Sort(show.Tags)
 			if !slices.Equal(show.Tags, c.tags) {
@@ -238,5 +253,14 @@ func TestRawStreamedAsQcow2(t *testing.T) {
 	if again := decodeResults(t, r)[0]; again.Action != "reused" || again.ID != res.ID {
 		t.Fatalf("second run: %+v", again)
 	}
-	upload(t, nil, saved, "--name", name, "--cloud", "local", "--disk-format", "raw").MustFail(t, 2, "convert it first")
+	// --disk-format raw streams the qcow2's disk back as raw: Glance's sha512 is the raw file's.
+	rawName := uniqueName(t) + "-raw"
+	res = decodeResults(t, upload(t, nil, saved, "--name", rawName, "--cloud", "local", "--disk-format", "raw", "-o", "json").MustSucceed(t))[0]
+	show = openstackShow(t, "local", res.ID)
+	rawSize, _ := os.Stat(raw)
+	if show.DiskFormat != "raw" || show.Size != rawSize.Size() || show.Properties["os_hash_value"] != sha512File(t, raw) || show.MinDisk != 1 {
+		t.Errorf("raw from qcow2: format %s size %d (raw file %d) min_disk %d sha512 %v, want the raw file's %s",
+			show.DiskFormat, show.Size, rawSize.Size(), show.MinDisk, show.Properties["os_hash_value"], sha512File(t, raw))
+	}
+	upload(t, nil, saved, "--name", rawName, "--cloud", "local", "--firmware", "efi").MustFail(t, 2, "--firmware")
 }

@@ -25,6 +25,12 @@ func (r *Request) SetFile(file string, diskFormat disk.Format) error {
 		}
 		return err
 	}
+	virtual := size
+	if format == disk.FormatQcow2 {
+		if virtual, err = qcow2VirtualSize(file); err != nil {
+			return err
+		}
+	}
 	var open Opener
 	switch {
 	case diskFormat == "" || diskFormat == format:
@@ -34,11 +40,13 @@ func (r *Request) SetFile(file string, diskFormat disk.Format) error {
 		}
 		format = disk.FormatQcow2
 	case diskFormat == disk.FormatRaw:
-		return errs.Invalidf("--disk-format raw: %s is qcow2; convert it first (flatcar-capo convert)", file)
+		// Ceph-backed Glance wants raw: the qcow2's virtual disk is streamed (holes read as
+		// zeros), its length known up front, no temporary file.
+		open, size, format = Qcow2AsRaw(file), virtual, disk.FormatRaw
 	default:
 		return errs.Invalidf("invalid --disk-format %q: must be qcow2 or raw", diskFormat)
 	}
-	r.File, r.Open, r.Format, r.Size = file, open, format, size
+	r.File, r.Open, r.Format, r.Size, r.VirtualSize = file, open, format, size, virtual
 	return nil
 }
 
