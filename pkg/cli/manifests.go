@@ -29,6 +29,7 @@ func newManifestsCommand() *cobra.Command {
 		capiAPI, outputFile                string
 		flavor, sysextURL, k8sMirror       string
 	)
+	var netOpts httpx.Options
 	cmd := &cobra.Command{
 		Use:   "manifests",
 		Short: "Render a CAPO cluster template for Flatcar nodes (clusterctl-compatible)",
@@ -97,7 +98,11 @@ against Nova's 64 KiB limit (reported on stderr, or in -o json).
 				values[capo.VarKubernetesVersion] = "v" + v // CAPI wants the v prefix
 			}
 			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.Contains(v, "${") {
-				exact, err := resolveKubernetesVersion(cmd.Context(), httpx.New(httpx.Options{Retries: 2}), k8sMirror, v)
+				c, err := newClient(cmd, netOpts, false)
+				if err != nil {
+					return err
+				}
+				exact, err := resolveKubernetesVersion(cmd.Context(), c, k8sMirror, v)
 				if err != nil {
 					return err
 				}
@@ -141,6 +146,7 @@ against Nova's 64 KiB limit (reported on stderr, or in -o json).
 	f.StringVar(&imageName, "image-name", "", "Glance image name (sets "+capo.VarImageName+")")
 	f.StringVar(&k8sVersion, "kubernetes-version", "", "sets "+capo.VarKubernetesVersion+": an exact "+kubernetes.ExampleVersion+", or stable or a minor such as 1.36 resolved through --kubernetes-mirror")
 	f.StringVar(&k8sMirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where stable.txt and stable-1.NN.txt are read for --kubernetes-version stable or a minor")
+	addNetworkFlags(f, &netOpts) // for the marker files of stable or a minor
 	f.StringVar(&clusterName, "cluster-name", "", "cluster name (sets "+capo.VarClusterName+")")
 	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta1, "CAPI API version of the documents: v1beta1, or v1beta2 for CAPI 1.11+")
 	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
