@@ -16,6 +16,7 @@ import (
 
 // Network settings for the fault tests, through the environment as a CI job would set them (an
 // old binary without these flags ignores them, and then hangs: the test kills it and fails).
+// Two retries ride out the two 503s; a stall gives up after its third attempt.
 var faultEnv = []string{"FLATCAR_CAPO_STALL_TIMEOUT=1s", "FLATCAR_CAPO_RETRIES=2"}
 
 // faultBound is how long a failing download may take with faultEnv: three attempts of a 1 s

@@ -230,6 +230,9 @@ func (f *fetcher) artifact(ctx context.Context, comp string) (*Result, error) {
 		if exclusive {
 			return f.download(ctx, entry, comp, file)
 		}
+		// Drop the shared lock first: two runs that both hold it and both want to write must
+		// not wait for each other.
+		syscall.Flock(int(entry.lockFile.Fd()), syscall.LOCK_UN)
 		if err := entry.lock(ctx, syscall.LOCK_EX, wait, f.o.Log); err != nil {
 			return nil, err
 		}
