@@ -1,7 +1,6 @@
 package qcow2
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,8 +8,6 @@ import (
 	"io"
 	"os"
 	"sync"
-
-	"github.com/klauspost/compress/flate"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
@@ -418,15 +415,12 @@ func (r *Reader) inflate(m mapping, out []byte) error {
 
 // inflateFrom decodes the compressed bytes src of the cluster stored at host into out.
 func (r *Reader) inflateFrom(src []byte, host int64, out []byte) error {
-	br := bytes.NewReader(src)
-	fr, _ := inflaters.Get().(io.ReadCloser)
-	if fr == nil {
-		fr = flate.NewReader(br)
-	} else {
-		fr.(flate.Resetter).Reset(br, nil)
+	f, _ := inflaters.Get().(*inflater)
+	if f == nil {
+		f = new(inflater)
 	}
-	defer inflaters.Put(fr)
-	if _, err := io.ReadFull(fr, out); err != nil {
+	defer inflaters.Put(f)
+	if err := f.inflateCluster(out, src); err != nil {
 		return corrupt("compressed cluster at %#x does not decode to a full cluster: %v", host, err)
 	}
 	return nil
