@@ -2,7 +2,10 @@ package build
 
 import (
 	"context"
+	"crypto/sha512"
+	"encoding/hex"
 	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
@@ -18,15 +21,27 @@ type StepConvert struct{ wrote string }
 
 func (*StepConvert) Name() string { return "qcow2" }
 
+// KeyArtifactSHA512 is the artifact's size and sha512 as the qcow2 step wrote it (Artifact).
+const KeyArtifactSHA512 = "artifactSHA512"
+
 // KeyRecorded is set once the build record is on disk (bool).
 const KeyRecorded = "recorded"
 
 func (s *StepConvert) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	artifact := getString(state, KeyArtifact)
 	os.Remove(artifact + ".build.json") // the old record no longer describes what is built now
-	res, err := convert.File(ctx, getString(state, KeyRaw), artifact, convert.Options{To: disk.FormatQcow2, Compress: options(state).Compress})
+	compress := options(state).Compress
+	h := sha512.New()
+	opts := convert.Options{To: disk.FormatQcow2, Compress: compress}
+	if !compress {
+		opts.Hash = h // the record's sha512, computed while writing (compressed: read again)
+	}
+	res, err := convert.File(ctx, getString(state, KeyRaw), artifact, opts)
 	if err != nil {
 		return halt(state, err)
+	}
+	if !compress {
+		state.Put(KeyArtifactSHA512, Artifact{File: filepath.Base(artifact), Bytes: res.OutputBytes, SHA512: hex.EncodeToString(h.Sum(nil))})
 	}
 	s.wrote = artifact
 	note(state, "%s (%s from %s of data)", artifact, progress.Bytes(res.OutputBytes), progress.Bytes(res.DataBytes))

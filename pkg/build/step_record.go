@@ -38,11 +38,15 @@ func (*StepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 		rec.Seconds = time.Since(start).Seconds() // this run's wall time so far; the record is written now
 	}
 	if !Reused(state) {
-		sum, n, err := sha512File(artifact)
-		if err != nil {
-			return halt(state, err)
+		a, ok := state.Get(KeyArtifactSHA512).(Artifact)
+		if !ok { // the qcow2 step hashes what it writes, except compressed output
+			sum, n, err := sha512File(artifact)
+			if err != nil {
+				return halt(state, err)
+			}
+			a = Artifact{File: filepath.Base(artifact), Bytes: n, SHA512: sum}
 		}
-		rec.Artifacts = append(rec.Artifacts[:0], Artifact{File: filepath.Base(artifact), Bytes: n, SHA512: sum})
+		rec.Artifacts = append(rec.Artifacts[:0], a)
 		for _, extra := range extraArtifacts(state) {
 			s, n, err := sha512File(extra)
 			if err != nil {

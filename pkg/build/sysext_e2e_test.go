@@ -148,6 +148,10 @@ func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (roo
 	if rec.Method != build.MethodSysext || rec.Flavor != "sysext-baked" || rec.KubernetesVersion != "v1.33.4" {
 		t.Errorf("record: method %q flavor %q kubernetes %q", rec.Method, rec.Flavor, rec.KubernetesVersion)
 	}
+	// the qcow2 step's sha512 (computed while writing) is the artifact's
+	if len(rec.Artifacts) == 0 || rec.Artifacts[0].SHA512 != sha512Hex(t, qcow2) {
+		t.Errorf("record's artifact sha512 %+v is not that of %s", rec.Artifacts, qcow2)
+	}
 	wantSum := sha512Hex(t, sysext)
 	found := false
 	for _, a := range rec.Artifacts {

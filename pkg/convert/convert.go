@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,9 @@ type Options struct {
 	Sync bool
 	// NewProgress, when set, makes a reporter for the given label and total bytes of data.
 	NewProgress func(label string, total int64) progress.Reporter
+	// Hash, on uncompressed qcow2 output, is given the output's bytes in order as they are
+	// written (see qcow2.Options.Hash): the caller's digest of the file without a second read.
+	Hash io.Writer
 }
 
 // Result describes a finished conversion.
@@ -132,7 +136,7 @@ func Write(ctx context.Context, src vdisk.Disk, out string, format disk.Format, 
 	f.NoSync = !opts.Sync
 	switch format {
 	case disk.FormatQcow2:
-		err = qcow2.Write(ctx, src, f.File, qcow2.Options{Compress: opts.Compress, Version: version, Workers: opts.Workers, Progress: prog})
+		err = qcow2.Write(ctx, src, f.File, qcow2.Options{Compress: opts.Compress, Version: version, Workers: opts.Workers, Progress: prog, Hash: opts.Hash})
 	case disk.FormatRaw:
 		err = qcow2.CopyToRaw(ctx, src, f.File, opts.Workers, prog)
 	default:

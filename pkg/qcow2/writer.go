@@ -19,6 +19,11 @@ type Options struct {
 	Version  uint32   // 3 (compat 1.1, the default) or 2 (compat 0.10)
 	Workers  int      // parallel workers; default GOMAXPROCS
 	Progress Progress // told the bytes of source data processed
+	// Hash, when set on uncompressed output, is given every byte of the file in file order as
+	// it is written, so a caller gets the file's digest without reading it again. The layout
+	// is then planned from the source's extents alone (their all-zero clusters are stored, not
+	// dropped), which puts the tables first and writes the file front to back once.
+	Hash io.Writer
 }
 
 // Target is what Write writes to: an empty file.
@@ -53,6 +58,9 @@ func Write(ctx context.Context, src vdisk.Disk, dst Target, opts Options) error 
 		return err
 	}
 	l := planLayout(src.Size(), bits, opts.Version, runs, clusters)
+	if opts.Hash != nil && !opts.Compress {
+		return writeInOrder(ctx, src, dst, opts, l, runs)
+	}
 	w := &dataWriter{l: l, out: &seqWriter{w: dst}, next: l.dataOff / l.cs}
 	if err := runPipeline(ctx, src, runs, opts, w.write); err != nil {
 		return err
@@ -323,6 +331,44 @@ func (s *seqWriter) flush() error {
 	s.buf = s.buf[:0]
 	if err != nil {
 		return fmt.Errorf("qcow2: writing data: %w", err)
+	}
+	return nil
+}
+
+// writeInOrder writes the tables, then every cluster of the runs in order, hashing as it goes.
+func writeInOrder(ctx context.Context, src vdisk.Disk, dst Target, opts Options, l *layout, runs []run) error {
+	cs := l.cs
+	host := l.dataOff / cs
+	for _, r := range runs {
+		for vc := r.vc; vc < r.vc+r.n; vc++ {
+			l.setL2(vc, uint64(host*cs)|flagCopied)
+			if err := l.incRef(host, host); err != nil {
+				return err
+			}
+			host++
+		}
+	}
+	meta, err := l.metadata()
+	if err != nil {
+		return err
+	}
+	off := int64(0)
+	put := func(p []byte) error {
+		opts.Hash.Write(p)
+		if _, err := dst.WriteAt(p, off); err != nil {
+			return fmt.Errorf("qcow2: writing data: %w", err)
+		}
+		off += int64(len(p))
+		return nil
+	}
+	if err := put(meta); err != nil {
+		return err
+	}
+	if err := runPipeline(ctx, src, runs, opts, func(j *job) error { return put(j.in[:int64(j.n)*cs]) }); err != nil {
+		return err
+	}
+	if off != host*cs {
+		return fmt.Errorf("qcow2: internal error: wrote %d bytes, planned %d", off, host*cs)
 	}
 	return nil
 }
