@@ -1,39 +1,38 @@
 package inspect
 
 import (
-	"github.com/diskfs/go-diskfs/filesystem"
-	"github.com/diskfs/go-diskfs/filesystem/fat16"
-	"github.com/diskfs/go-diskfs/filesystem/fat32"
-
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
+// openESP reads the EFI-SYSTEM partition's FAT read-only (the drivers may update access times);
+// nil when there is none or it cannot be read (then ESPError says why).
+func (r *Report) openESP(img *disk.Image, parts []disk.Partition) *disk.FS {
+	p, ok := disk.Find(parts, "EFI-SYSTEM")
+	if !ok {
+		return nil
+	}
+	fsys, err := disk.OpenFAT(vdisk.Protect(img.Section(p)), disk.PartitionName(p))
+	if err != nil {
+		r.ESPError = err.Error()
+		return nil
+	}
+	return fsys
+}
+
 // firstBootFlag reports whether /flatcar/first_boot exists on the EFI-SYSTEM partition (GRUB
 // then adds flatcar.first_boot=detected and Ignition runs); nil when the ESP cannot be read.
-func firstBootFlag(img *disk.Image, parts []disk.Partition) *bool {
-	for _, p := range parts {
-		if p.Name != "EFI-SYSTEM" {
-			continue
-		}
-		b := disk.Backend(vdisk.Protect(img.Section(p)), true)
-		var fsys filesystem.FileSystem
-		if f, err := fat32.Read(b, p.Size, 0, 512); err == nil {
-			fsys = f
-		} else if f, err := fat16.Read(b, p.Size, 0, 512); err == nil {
-			fsys = f
-		} else {
-			return nil
-		}
-		found := false
-		if infos, err := fsys.ReadDir("flatcar"); err == nil { // go-diskfs takes io/fs-style paths
-			for _, fi := range infos {
-				if fi.Name() == "first_boot" {
-					found = true
-				}
+func firstBootFlag(esp *disk.FS) *bool {
+	if esp == nil {
+		return nil
+	}
+	found := false
+	if infos, err := esp.ReadDir("flatcar"); err == nil {
+		for _, fi := range infos {
+			if fi.Name() == "first_boot" {
+				found = true
 			}
 		}
-		return &found
 	}
-	return nil
+	return &found
 }

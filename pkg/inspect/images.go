@@ -9,10 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/diskfs/go-diskfs/filesystem/ext4"
-
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
-	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 )
 
 // Containerd is the node's container images and containerd settings found in ROOT: the images
@@ -62,7 +60,7 @@ var (
 )
 
 // readContainerd fills r.Containerd from ROOT (fsys may be nil: ROOT unreadable).
-func (r *Report) readContainerd(fsys *ext4.FileSystem) {
+func (r *Report) readContainerd(fsys *disk.FS) {
 	c := &r.Containerd
 	if fsys == nil {
 		return
@@ -134,9 +132,9 @@ func (r *Report) readContainerd(fsys *ext4.FileSystem) {
 }
 
 // archiveIndex reads the OCI archive's index.json (among its first entries): name -> digest.
-func archiveIndex(fsys *ext4.FileSystem, p string) (map[string]string, int64) {
+func archiveIndex(fsys *disk.FS, p string) (map[string]string, int64) {
 	out := map[string]string{}
-	ra, size, err := rootfs.ReaderAt(fsys, fsPath(p))
+	ra, size, err := fsys.ReaderAt(p)
 	if err != nil {
 		return out, 0
 	}
@@ -168,11 +166,11 @@ func archiveIndex(fsys *ext4.FileSystem, p string) (map[string]string, int64) {
 }
 
 // readSmall returns a file of at most 1 MiB, "" when it is missing or larger.
-func readSmall(fsys *ext4.FileSystem, p string) string {
+func readSmall(fsys *disk.FS, p string) string {
 	if k, err := entryKind(fsys, p); err != nil || k != "file" {
 		return ""
 	}
-	ra, size, err := rootfs.ReaderAt(fsys, fsPath(p))
+	ra, size, err := fsys.ReaderAt(p)
 	if err != nil || size > 1<<20 {
 		return ""
 	}

@@ -41,6 +41,7 @@ type Report struct {
 	SysextDir  bool            `json:"-"`         // the OEM partition has /sysext (Flatcar with OEM sysexts)
 	GPTPrimary string          `json:"-"`         // why the primary GPT header is unusable ("" = fine; the table came from the backup)
 	FirstBoot  *bool           `json:"firstBoot"` // nil when the ESP could not be read
+	ESPError   string          `json:"-"`         // why the EFI-SYSTEM partition could not be read ("" = fine or absent)
 	ConfigIgn  bool            `json:"configIgn"`
 	Extensions Extensions      `json:"extensions"` // sysexts in ROOT (sysext.go)
 	Containerd Containerd      `json:"containerd"` // preloaded images, containerd settings (images.go)
@@ -102,8 +103,9 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	if _, err := fsys.ReadFile("/config.ign"); err == nil {
 		r.ConfigIgn = true
 	}
-	r.FirstBoot = firstBootFlag(img, parts)
-	r.readExtensions(img, parts)
+	esp := r.openESP(img, parts)
+	r.FirstBoot = firstBootFlag(esp)
+	r.readExtensions(img, parts, esp)
 	if root, ok := disk.Find(parts, "ROOT"); ok {
 		if fsys, err := openExt4(img, root); err == nil {
 			r.readContainerd(fsys)

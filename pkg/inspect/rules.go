@@ -21,6 +21,7 @@ var rules = []rule{
 	ruleConfigIgn,
 	ruleOEMSysextMissing,
 	ruleFirstBoot,
+	ruleESPUnreadable,
 	ruleAutologin,
 	ruleHybridMBR,
 	ruleGPTFromBackup,
@@ -110,6 +111,13 @@ func (r *Report) hasOEMSysext(id string) bool {
 func ruleFirstBoot(r *Report) {
 	if r.FirstBoot != nil && !*r.FirstBoot {
 		r.add(LevelWarning, "first-boot-missing", "/flatcar/first_boot is missing on the ESP: Ignition will not run on the first boot of this image")
+	}
+}
+
+// An EFI system partition that cannot be read (corrupt, crafted) will not boot under UEFI.
+func ruleESPUnreadable(r *Report) {
+	if r.ESPError != "" {
+		r.add(LevelWarning, "esp-unreadable", "the EFI system partition cannot be read (%s): UEFI firmware may not boot this image and /flatcar/first_boot cannot be checked; start again from a release image", r.ESPError)
 	}
 }
 

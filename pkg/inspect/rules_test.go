@@ -41,6 +41,10 @@ func TestVerdictRules(t *testing.T) {
 		{"retargeted qemu image", func(r *Report) {}, Ready,
 			[]finding{{LevelInfo, "oem-release-differs"}}, []string{"harmless"}},
 		{"own platform", func(r *Report) { r.OEM.Settings.OEMID, r.Target = "qemu", "qemu" }, Ready, nil, nil},
+		{"esp-unreadable", func(r *Report) {
+			r.OEM.Settings.OEMID, r.Target, r.FirstBoot = "qemu", "qemu", nil
+			r.ESPError = "partition 1 (EFI-SYSTEM): no readable FAT filesystem"
+		}, Warning, []finding{{LevelWarning, "esp-unreadable"}}, []string{"partition 1 (EFI-SYSTEM)", "release image"}},
 		{"oem-id-missing", func(r *Report) { r.OEM.Settings.OEMID = "" }, NotReady,
 			[]finding{{LevelError, "oem-id-missing"}, {LevelInfo, "oem-release-differs"}}, []string{"flatcar-capo oem set flatcar.img --id openstack"}},
 		{"oem-id-mismatch", func(r *Report) { r.OEM.Settings.OEMID = "qemu" }, NotReady,

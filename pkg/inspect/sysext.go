@@ -7,13 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/diskfs/go-diskfs/filesystem/ext4"
-	"github.com/diskfs/go-diskfs/filesystem/fat16"
-	"github.com/diskfs/go-diskfs/filesystem/fat32"
-
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
-	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
@@ -71,9 +66,9 @@ func newExtensions() Extensions {
 
 // readExtensions fills r.Extensions from the ROOT partition and judges every search-path entry
 // against the image's own os-release (USR-A) or, failing that, Flatcar's constants.
-func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition) {
+func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition, esp *disk.FS) {
 	x := &r.Extensions
-	host := imageHost(img, parts)
+	host := imageHost(img, parts, esp)
 	x.Host = Host{ID: host.ID, VersionID: host.VersionID, SysextLevel: host.SysextLevel, Architecture: host.Architecture, Source: host.Source}
 	root, ok := disk.Find(parts, "ROOT")
 	if !ok {
@@ -102,7 +97,7 @@ func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition) {
 	x.Stored = storedExtensions(fsys, x.Links)
 }
 
-func judgeLink(fsys *ext4.FileSystem, p, name, kind string, host sysext.Host) ExtensionLink {
+func judgeLink(fsys *disk.FS, p, name, kind string, host sysext.Host) ExtensionLink {
 	l := ExtensionLink{Path: p, Name: name, Kind: kind, ExtensionRelease: map[string]string{}}
 	if kind == "directory" {
 		l.Reason = "a directory extension; not checked"
@@ -129,8 +124,7 @@ func judgeLink(fsys *ext4.FileSystem, p, name, kind string, host sysext.Host) Ex
 		l.problem, l.Reason = "sysext-link-dangling", resolved+" is not a regular file in ROOT"
 		return l
 	}
-	// Block-aligned reads: go-diskfs' ext4 File.Read panics on some unaligned ones.
-	ra, size, err := rootfs.ReaderAt(fsys, fsPath(resolved))
+	ra, size, err := fsys.ReaderAt(resolved)
 	if err != nil {
 		l.problem, l.Reason = "sysext-link-dangling", fmt.Sprintf("%s cannot be opened: %v", resolved, err)
 		return l
@@ -156,10 +150,10 @@ func judgeLink(fsys *ext4.FileSystem, p, name, kind string, host sysext.Host) Ex
 
 // resolveLink follows p's symlink chain inside ROOT (at most 8 hops, as a sanity bound) and
 // returns the first target as written and the final absolute path, or why it dangles.
-func resolveLink(fsys *ext4.FileSystem, p string) (first, final string, err error) {
+func resolveLink(fsys *disk.FS, p string) (first, final string, err error) {
 	cur := p
 	for hop := 0; hop < 8; hop++ {
-		target, err := fsys.ReadLink(fsPath(cur))
+		target, err := fsys.ReadLink(cur)
 		if err != nil {
 			return first, "", fmt.Errorf("%s: cannot read the link: %v", cur, err)
 		}
@@ -186,7 +180,7 @@ func resolveLink(fsys *ext4.FileSystem, p string) (first, final string, err erro
 }
 
 // storedExtensions lists /opt/extensions/*.raw and /opt/extensions/*/*.raw.
-func storedExtensions(fsys *ext4.FileSystem, links []ExtensionLink) []StoredExtension {
+func storedExtensions(fsys *disk.FS, links []ExtensionLink) []StoredExtension {
 	linked := map[string]bool{}
 	for _, l := range links {
 		linked[l.Resolved] = true
@@ -217,8 +211,8 @@ type dirEntry struct {
 	size       int64
 }
 
-func readDir(fsys *ext4.FileSystem, dir string) ([]dirEntry, error) {
-	ents, err := fsys.ReadDir(fsPath(dir))
+func readDir(fsys *disk.FS, dir string) ([]dirEntry, error) {
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +242,7 @@ func readDir(fsys *ext4.FileSystem, dir string) ([]dirEntry, error) {
 
 // entryKind looks p up in its parent directory (go-diskfs' Stat of a missing path is not a
 // reliable fs.ErrNotExist).
-func entryKind(fsys *ext4.FileSystem, p string) (string, error) {
+func entryKind(fsys *disk.FS, p string) (string, error) {
 	ents, err := readDir(fsys, path.Dir(p))
 	if err != nil {
 		return "", err
@@ -261,38 +255,20 @@ func entryKind(fsys *ext4.FileSystem, p string) (string, error) {
 	return "", os.ErrNotExist
 }
 
-// fsPath turns /etc/extensions into go-diskfs' io/fs-style etc/extensions.
-func fsPath(p string) string {
-	p = strings.TrimPrefix(path.Clean("/"+p), "/")
-	if p == "" {
-		return "."
-	}
-	return p
-}
-
-// openExt4 opens a partition's ext4 read-only; go-diskfs panics on some corrupt metadata.
-func openExt4(img *disk.Image, p disk.Partition) (fsys *ext4.FileSystem, err error) {
+// openExt4 opens a partition's ext4 read-only.
+func openExt4(img *disk.Image, p disk.Partition) (*disk.FS, error) {
 	sec := vdisk.Protect(img.Section(p))
 	if kind, _ := oem.DetectFilesystem(sec); kind != "ext4" {
 		return nil, fmt.Errorf("not ext4 (no ext4 superblock on partition %d)", p.Number)
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			fsys, err = nil, fmt.Errorf("unreadable ext4: %v", v)
-		}
-	}()
-	fsys, err = ext4.Read(disk.Backend(sec, true), p.Size, 0, 512)
-	if err != nil {
-		return nil, fmt.Errorf("unreadable ext4: %v", err)
-	}
-	return fsys, nil
+	return disk.OpenExt4(sec, disk.PartitionName(p))
 }
 
 // imageHost is the image's own os-release from USR-A (/usr/lib/os-release is lib/os-release
 // there) when it can be read, else Flatcar's constants; the architecture comes from the ESP's
 // removable-media loader name (bootx64.efi / bootaa64.efi).
-func imageHost(img *disk.Image, parts []disk.Partition) sysext.Host {
-	arch := espArch(img, parts)
+func imageHost(img *disk.Image, parts []disk.Partition, esp *disk.FS) sysext.Host {
+	arch := espArch(esp)
 	constants := func(why string) sysext.Host {
 		h := sysext.FlatcarHost(arch)
 		h.Source += ": " + why
@@ -302,7 +278,7 @@ func imageHost(img *disk.Image, parts []disk.Partition) sysext.Host {
 	if !ok {
 		return constants("no USR-A partition")
 	}
-	fsys, err := oem.OpenFilesystem(vdisk.Protect(img.Section(usr)))
+	fsys, err := oem.OpenFilesystem(vdisk.Protect(img.Section(usr)), disk.PartitionName(usr))
 	if err != nil {
 		return constants("USR-A is not readable (" + err.Error() + ")")
 	}
@@ -317,40 +293,26 @@ func imageHost(img *disk.Image, parts []disk.Partition) sysext.Host {
 	return h
 }
 
-func espArch(img *disk.Image, parts []disk.Partition) string {
-	p, ok := disk.Find(parts, "EFI-SYSTEM")
-	if !ok {
+func espArch(esp *disk.FS) string {
+	if esp == nil {
 		return ""
 	}
-	b := disk.Backend(vdisk.Protect(img.Section(p)), true)
-	var names []string
-	if f, err := fat32.Read(b, p.Size, 0, 512); err == nil {
-		names = fatNames(f.ReadDir)
-	} else if f, err := fat16.Read(b, p.Size, 0, 512); err == nil {
-		names = fatNames(f.ReadDir)
-	}
-	for _, n := range names {
-		switch strings.ToLower(n) {
-		case "bootx64.efi":
-			return "x86-64"
-		case "bootaa64.efi":
-			return "arm64"
+	for _, dir := range []string{"EFI/boot", "EFI/BOOT", "efi/boot"} {
+		ents, err := esp.ReadDir(dir)
+		if err != nil {
+			continue
 		}
+		for _, e := range ents {
+			switch strings.ToLower(e.Name()) {
+			case "bootx64.efi":
+				return "x86-64"
+			case "bootaa64.efi":
+				return "arm64"
+			}
+		}
+		return ""
 	}
 	return ""
-}
-
-func fatNames[E interface{ Name() string }](readDir func(string) ([]E, error)) []string {
-	for _, dir := range []string{"EFI/boot", "EFI/BOOT", "efi/boot"} {
-		if ents, err := readDir(dir); err == nil {
-			names := make([]string, len(ents))
-			for i, e := range ents {
-				names[i] = e.Name()
-			}
-			return names
-		}
-	}
-	return nil
 }
 
 // Rules: a search-path entry that would not be merged leaves the node without what it carries

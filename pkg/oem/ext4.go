@@ -9,33 +9,24 @@ import (
 	"path"
 	"strings"
 
-	"github.com/diskfs/go-diskfs/filesystem/ext4"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
-// ext4FS goes through go-diskfs. Its writes are in place; O_TRUNC is ignored and Remove followed
-// by a re-create corrupts the filesystem, so a shorter file is written over and then truncated.
-type ext4FS struct{ fs *ext4.FileSystem }
+// ext4FS goes through go-diskfs (disk.FS). Its writes are in place; O_TRUNC is ignored and Remove
+// followed by a re-create corrupts the filesystem, so a shorter file is written over and then
+// truncated.
+type ext4FS struct{ fs *disk.FS }
 
-func openExt4(dev vdisk.Disk) (Filesystem, error) {
-	f, err := ext4.Read(disk.Backend(dev, true), dev.Size(), 0, 512)
+func openExt4(dev vdisk.Disk, name string) (Filesystem, error) {
+	f, err := disk.OpenExt4(dev, name)
 	if err != nil {
-		return nil, fmt.Errorf("the OEM partition's ext4 filesystem cannot be read (corrupt superblock or checksum?): %v", err)
+		return nil, fmt.Errorf("the ext4 filesystem cannot be read (corrupt superblock or checksum?): %v", err)
 	}
 	return &ext4FS{fs: f}, nil
 }
 
 func (e *ext4FS) Type() string { return "ext4" }
-
-// fsPath turns "/grub.cfg" into go-diskfs's io/fs-style "grub.cfg" ("." for the root).
-func fsPath(name string) string {
-	p := strings.TrimPrefix(path.Clean("/"+name), "/")
-	if p == "" {
-		return "."
-	}
-	return p
-}
 
 func (e *ext4FS) ReadFile(name string) ([]byte, error) {
 	if ok, err := e.exists(name); err != nil || !ok {
@@ -44,7 +35,7 @@ func (e *ext4FS) ReadFile(name string) ([]byte, error) {
 		}
 		return nil, err
 	}
-	f, err := e.fs.OpenFile(fsPath(name), os.O_RDONLY)
+	f, err := e.fs.OpenFile(name, os.O_RDONLY)
 	if err != nil {
 		return nil, fmt.Errorf("ext4: %s: %v", name, err)
 	}
@@ -78,7 +69,7 @@ func (e *ext4FS) WriteFile(name string, data []byte) error {
 	if !ok {
 		flag |= os.O_CREATE
 	}
-	f, err := e.fs.OpenFile(fsPath(name), flag)
+	f, err := e.fs.OpenFile(name, flag)
 	if err != nil {
 		return fmt.Errorf("ext4: cannot open %s for writing: %v", name, err)
 	}
@@ -89,11 +80,11 @@ func (e *ext4FS) WriteFile(name string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("ext4: closing %s: %v", name, err)
 	}
-	return e.fs.Truncate(fsPath(name), int64(len(data)))
+	return e.fs.Truncate(name, int64(len(data)))
 }
 
 func (e *ext4FS) ReadDir(name string) ([]Entry, error) {
-	infos, err := e.fs.ReadDir(fsPath(name))
+	infos, err := e.fs.ReadDir(name)
 	if err != nil {
 		if strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "does not exist") {
 			return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)

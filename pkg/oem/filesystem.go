@@ -43,8 +43,9 @@ func DetectFilesystem(dev io.ReaderAt) (string, error) {
 	return "", ErrUnknownFilesystem
 }
 
-// OpenFilesystem opens the filesystem on dev. A read-only dev makes WriteFile fail.
-func OpenFilesystem(dev vdisk.Disk) (Filesystem, error) {
+// OpenFilesystem opens the filesystem on dev, which name names in errors ("partition 6 (OEM)").
+// A read-only dev makes WriteFile fail.
+func OpenFilesystem(dev vdisk.Disk, name string) (Filesystem, error) {
 	kind, err := DetectFilesystem(dev)
 	if err != nil {
 		return nil, fmt.Errorf("the OEM partition has an unknown filesystem (no btrfs or ext4 superblock); flatcar-capo supports Flatcar's btrfs OEM (2983.x and later) and ext4 OEM (older releases)")
@@ -53,6 +54,6 @@ func OpenFilesystem(dev vdisk.Disk) (Filesystem, error) {
 	case "btrfs":
 		return openBtrfs(dev)
 	default:
-		return openExt4(dev)
+		return openExt4(dev, name)
 	}
 }

@@ -29,7 +29,7 @@ func Partition(img *disk.Image) (disk.Partition, Filesystem, error) {
 	if err != nil {
 		return p, nil, err
 	}
-	fsys, err := OpenFilesystem(img.Section(p))
+	fsys, err := OpenFilesystem(img.Section(p), disk.PartitionName(p))
 	if err != nil {
 		return p, nil, fmt.Errorf("%s: OEM partition (%d): %w", img.Path, p.Number, err)
 	}

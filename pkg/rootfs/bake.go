@@ -9,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/diskfs/go-diskfs/filesystem/ext4"
 	"github.com/google/uuid"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
@@ -54,7 +53,7 @@ func Bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	pl, err := newPlan(src, in.Section(part), added, start)
+	pl, err := newPlan(src, in.Section(part), disk.PartitionName(part), added, start)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +108,7 @@ func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	pl, err := newPlan(image, old, added, start)
+	pl, err := newPlan(image, old, disk.PartitionName(part), added, start)
 	if err != nil {
 		return nil, err
 	}
@@ -152,9 +151,10 @@ type plan struct {
 	uuid     *uuid.UUID
 }
 
-// newPlan reads the original ROOT (the partition's bytes, dev) and merges added into it.
-func newPlan(name string, dev vdisk.Disk, added []Entry, now time.Time) (*plan, error) {
-	old, err := ext4.Read(disk.Backend(dev, true), dev.Size(), 0, 512)
+// newPlan reads the original ROOT (the partition's bytes, dev, which part names in errors) and
+// merges added into it.
+func newPlan(name string, dev vdisk.Disk, part string, added []Entry, now time.Time) (*plan, error) {
+	old, err := disk.OpenExt4(dev, part)
 	if err != nil {
 		return nil, fmt.Errorf("%s: partition 9 (ROOT) is not a readable ext4 filesystem (%v); is this a Flatcar image?", name, err)
 	}
@@ -202,7 +202,7 @@ func (pl *plan) write(ctx context.Context, f *os.File, name string) (*Result, er
 	section := img.Section(part)
 	// ROOT reads as zeros now: Create's zero inode tables need not be written (zeroskip.go).
 	zs := &zeroSkip{Disk: section, on: true}
-	nfs, err := ext4.Create(disk.Backend(zs, true), part.Size, 0, 512, mkfsParams(pl.uuid))
+	nfs, err := disk.CreateExt4(zs, disk.PartitionName(part), mkfsParams(pl.uuid))
 	if err != nil {
 		return nil, fmt.Errorf("making the new ROOT filesystem: %w", err)
 	}
@@ -212,7 +212,7 @@ func (pl *plan) write(ctx context.Context, f *os.File, name string) (*Result, er
 		return nil, fmt.Errorf("writing the new ROOT: %w", err)
 	}
 	// Read back through a fresh reader, not the writer's state.
-	check, err := ext4.Read(disk.Backend(section, true), part.Size, 0, 512)
+	check, err := disk.OpenExt4(section, disk.PartitionName(part))
 	if err != nil {
 		return nil, fmt.Errorf("reading the new ROOT back: %w", err)
 	}

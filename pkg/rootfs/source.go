@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 )
 
 // UncarriableError names every entry of the original ROOT that a fresh filesystem cannot
@@ -39,7 +41,7 @@ func plural(n int, one, many string) string {
 
 // readTree lists the original ROOT (everything but the root directory itself, whose metadata is
 // returned separately), parents before children. Regular files are opened lazily from old.
-func readTree(old *ext4.FileSystem) (root Entry, entries []Entry, err error) {
+func readTree(old *disk.FS) (root Entry, entries []Entry, err error) {
 	var problems []string
 	root, rootProblems, err := statEntry(old, ".")
 	if err != nil {
@@ -85,7 +87,7 @@ func readTree(old *ext4.FileSystem) (root Entry, entries []Entry, err error) {
 }
 
 // statEntry reads one entry's metadata and says why it cannot be carried, if it cannot.
-func statEntry(old *ext4.FileSystem, p string) (Entry, []string, error) {
+func statEntry(old *disk.FS, p string) (Entry, []string, error) {
 	shown := "/" + p
 	if p == "." {
 		shown = "/"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/diskfs/go-diskfs/filesystem/ext4"
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 )
 
 // chunk is the write size for file content: go-diskfs copies each Write, so this bounds memory.
@@ -38,7 +38,7 @@ func baseOf(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
 // names first so directories grow compactly, then file contents, then ownership, modes and
 // times, directories last and deepest first so writing into them does not change them again.
 // It returns the sha256 of each regular file's content as written.
-func populate(ctx context.Context, nfs *ext4.FileSystem, root Entry, entries []Entry) (map[string][sha256.Size]byte, error) {
+func populate(ctx context.Context, nfs *disk.FS, root Entry, entries []Entry) (map[string][sha256.Size]byte, error) {
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -95,7 +95,7 @@ func populate(ctx context.Context, nfs *ext4.FileSystem, root Entry, entries []E
 	return sums, setMeta(nfs, root)
 }
 
-func writeContent(ctx context.Context, nfs *ext4.FileSystem, e Entry, buf []byte) (sum [sha256.Size]byte, err error) {
+func writeContent(ctx context.Context, nfs *disk.FS, e Entry, buf []byte) (sum [sha256.Size]byte, err error) {
 	src, err := e.Open()
 	if err != nil {
 		return sum, err
@@ -143,7 +143,7 @@ func writeContent(ctx context.Context, nfs *ext4.FileSystem, e Entry, buf []byte
 
 // setMeta sets mode, owner and times; a symlink's owner was set when it was made, and its mode
 // is always 0777 (go-diskfs's Chmod and Chown would follow it).
-func setMeta(nfs *ext4.FileSystem, e Entry) error {
+func setMeta(nfs *disk.FS, e Entry) error {
 	p := fsPath(e.Path)
 	if !e.IsSymlink() {
 		if err := nfs.Chmod(p, e.Mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
@@ -163,7 +163,7 @@ func setMeta(nfs *ext4.FileSystem, e Entry) error {
 // verify reads the new filesystem back and compares every entry with what was meant: type,
 // mode, owner, mtime (seconds), size, symlink target and content hash. It is the proof, at run
 // time, that go-diskfs wrote what it was asked to.
-func verify(nfs *ext4.FileSystem, root Entry, entries []Entry, sums map[string][sha256.Size]byte) error {
+func verify(nfs *disk.FS, root Entry, entries []Entry, sums map[string][sha256.Size]byte) error {
 	want := map[string]Entry{}
 	for _, e := range entries {
 		want[e.Path] = e
@@ -215,7 +215,7 @@ func verify(nfs *ext4.FileSystem, root Entry, entries []Entry, sums map[string][
 	return nil
 }
 
-func verifyEntry(nfs *ext4.FileSystem, e Entry, sums map[string][sha256.Size]byte) error {
+func verifyEntry(nfs *disk.FS, e Entry, sums map[string][sha256.Size]byte) error {
 	got, _, err := statEntry(nfs, fsPath(e.Path))
 	if err != nil {
 		return err
@@ -256,7 +256,7 @@ func verifyEntry(nfs *ext4.FileSystem, e Entry, sums map[string][sha256.Size]byt
 	return nil
 }
 
-func hashFile(nfs *ext4.FileSystem, p string) (sum [sha256.Size]byte, err error) {
+func hashFile(nfs *disk.FS, p string) (sum [sha256.Size]byte, err error) {
 	f, err := nfs.OpenFile(p, os.O_RDONLY)
 	if err != nil {
 		return sum, fmt.Errorf("verifying /%s: %w", p, err)

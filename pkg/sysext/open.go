@@ -13,7 +13,6 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/squashfs"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Info is what a sysext file holds, as Open reads it.
@@ -87,8 +86,8 @@ func Read(r io.ReaderAt, size int64, label string) (info *Info, err error) {
 	}
 	info = &Info{Path: label, Size: size, Compression: sb.Compression, BlockSize: sb.BlockSize, Created: sb.MkfsTime, BytesUsed: int64(sb.BytesUsed),
 		ReleaseNames: []string{}, Releases: map[string]Release{}, src: r}
-	err = withRecover(func() error {
-		sq, err := squashfs.Read(disk.Backend(vdisk.ReadOnly(r, size), false), int64(sb.BytesUsed), 0, int64(sb.BlockSize))
+	err = func() error {
+		sq, err := disk.OpenSquashfs(r, int64(sb.BytesUsed), int64(sb.BlockSize), "")
 		if err != nil {
 			return err
 		}
@@ -96,24 +95,14 @@ func Read(r io.ReaderAt, size int64, label string) (info *Info, err error) {
 			return err
 		}
 		return info.readReleases(sq)
-	})
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("%s: corrupt squashfs image: %w", label, err)
 	}
 	return info, nil
 }
 
-// withRecover runs fn, turning a panic in go-diskfs (index out of range on corrupt tables) into an error.
-func withRecover(fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("the squashfs reader failed: %v", r)
-		}
-	}()
-	return fn()
-}
-
-func (info *Info) walk(sq *squashfs.FileSystem, dir string) error {
+func (info *Info) walk(sq *disk.FS, dir string) error {
 	entries, err := sq.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("listing /%s: %w", strings.TrimPrefix(dir, "."), err)
@@ -149,7 +138,7 @@ func (info *Info) walk(sq *squashfs.FileSystem, dir string) error {
 	return nil
 }
 
-func (info *Info) readReleases(sq *squashfs.FileSystem) error {
+func (info *Info) readReleases(sq *disk.FS) error {
 	const dir = "usr/lib/extension-release.d/"
 	for _, e := range info.Files {
 		switch {
@@ -162,7 +151,7 @@ func (info *Info) readReleases(sq *squashfs.FileSystem) error {
 				info.setReleaseError(name, "not a regular file of at most 64 KiB")
 				continue
 			}
-			data, err := readAll(sq, e.Path)
+			data, err := sq.ReadFile(e.Path)
 			if err != nil {
 				return fmt.Errorf("reading %s: %w", e.Path, err)
 			}
@@ -185,15 +174,6 @@ func (info *Info) setReleaseError(name, msg string) {
 	info.ReleaseErrors[name] = msg
 }
 
-func readAll(sq *squashfs.FileSystem, p string) ([]byte, error) {
-	f, err := sq.OpenFile(p, os.O_RDONLY)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
-}
-
 // Verify decompresses every regular file's data, so a corrupt data block is found before the
 // image is used; Open reads metadata only.
 func (info *Info) Verify() error {
@@ -206,8 +186,8 @@ func (info *Info) Verify() error {
 		defer f.Close()
 		src = f
 	}
-	err := withRecover(func() error {
-		sq, err := squashfs.Read(disk.Backend(vdisk.ReadOnly(src, info.Size), false), info.Size, 0, int64(info.BlockSize))
+	err := func() error {
+		sq, err := disk.OpenSquashfs(src, info.Size, int64(info.BlockSize), "")
 		if err != nil {
 			return err
 		}
@@ -225,14 +205,14 @@ func (info *Info) Verify() error {
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return fmt.Errorf("%s: corrupt squashfs data: %w", info.Path, err)
 	}
 	return nil
 }
 
-func copyFile(sq *squashfs.FileSystem, p string, buf []byte) (int64, error) {
+func copyFile(sq *disk.FS, p string, buf []byte) (int64, error) {
 	f, err := sq.OpenFile(p, os.O_RDONLY)
 	if err != nil {
 		return 0, err
@@ -274,14 +254,10 @@ func ReadFile(image, p string, max int64) (data []byte, err error) {
 	if err != nil {
 		return nil, err
 	}
-	err = withRecover(func() error {
-		sq, err := squashfs.Read(disk.Backend(vdisk.ReadOnly(f, info.Size), false), int64(sb.BytesUsed), 0, int64(sb.BlockSize))
-		if err != nil {
-			return err
-		}
-		data, err = readAll(sq, p)
-		return err
-	})
+	sq, err := disk.OpenSquashfs(f, int64(sb.BytesUsed), int64(sb.BlockSize), "")
+	if err == nil {
+		data, err = sq.ReadFile(p)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading %s: %w", image, p, err)
 	}

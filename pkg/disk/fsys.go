@@ -1,0 +1,352 @@
+package disk
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/diskfs/go-diskfs/filesystem"
+	"github.com/diskfs/go-diskfs/filesystem/ext4"
+	"github.com/diskfs/go-diskfs/filesystem/fat16"
+	"github.com/diskfs/go-diskfs/filesystem/fat32"
+	"github.com/diskfs/go-diskfs/filesystem/squashfs"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
+)
+
+// FS is the one way into go-diskfs' ext4, FAT and squashfs drivers. Those panic on some corrupt
+// metadata (index out of range, division by zero) and allocate whatever a crafted superblock
+// asks for, and an image is untrusted input: every method here runs behind recover, and
+// OpenExt4 checks the superblock's sizes first, so a crafted image is an error naming Name
+// ("partition 6 (OEM)", a file's path), never a crash. Paths are absolute or relative
+// ("/grub.cfg", "etc/x", "."), as the callers write them; go-diskfs gets its io/fs form.
+type FS struct {
+	Name string
+	kind string // "ext4", "FAT", "squashfs"
+	fs   filesystem.FileSystem
+}
+
+// PartitionName is how errors name partition p: "partition 6 (OEM)".
+func PartitionName(p Partition) string { return fmt.Sprintf("partition %d (%s)", p.Number, p.Name) }
+
+// guard turns a go-diskfs panic into *err.
+func (f *FS) guard(err *error) {
+	if v := recover(); v != nil {
+		*err = f.corrupt(v)
+	}
+}
+
+func (f *FS) corrupt(v any) error {
+	err := fmt.Errorf("corrupt %s filesystem (the %s reader failed: %v)", f.kind, f.kind, v)
+	if f.Name != "" {
+		err = fmt.Errorf("%s: %w", f.Name, err)
+	}
+	return err
+}
+
+// open runs a go-diskfs Read or Create behind recover.
+func open(name, kind string, read func() (filesystem.FileSystem, error)) (f *FS, err error) {
+	f = &FS{Name: name, kind: kind}
+	defer f.guard(&err)
+	if f.fs, err = read(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// OpenExt4 reads the ext4 filesystem on dev (writes go to dev, which may refuse them).
+func OpenExt4(dev vdisk.Disk, name string) (*FS, error) {
+	if err := checkExt4(dev); err != nil {
+		return nil, fmt.Errorf("%s: corrupt ext4 filesystem: %w", name, err)
+	}
+	f, err := open(name, "ext4", func() (filesystem.FileSystem, error) {
+		return ext4.Read(Backend(dev, true), dev.Size(), 0, 512)
+	})
+	if err != nil && !strings.HasPrefix(err.Error(), name+":") {
+		err = fmt.Errorf("%s: unreadable ext4 filesystem: %v", name, err)
+	}
+	return f, err
+}
+
+// CreateExt4 makes a fresh ext4 filesystem on dev.
+func CreateExt4(dev vdisk.Disk, name string, p *ext4.Params) (*FS, error) {
+	return open(name, "ext4", func() (filesystem.FileSystem, error) {
+		return ext4.Create(Backend(dev, true), dev.Size(), 0, 512, p)
+	})
+}
+
+// OpenFAT reads the FAT32 or FAT16 filesystem on dev (an EFI system partition); dev should be
+// read-only unless the caller writes, as the drivers may update access times.
+func OpenFAT(dev vdisk.Disk, name string) (*FS, error) {
+	if err := checkFAT(dev); err != nil {
+		return nil, fmt.Errorf("%s: no readable FAT filesystem: %w", name, err)
+	}
+	b := Backend(dev, true)
+	f, err := open(name, "FAT", func() (filesystem.FileSystem, error) { return fat32.Read(b, dev.Size(), 0, 512) })
+	if err == nil {
+		return f, nil
+	}
+	f, err16 := open(name, "FAT", func() (filesystem.FileSystem, error) { return fat16.Read(b, dev.Size(), 0, 512) })
+	if err16 == nil {
+		return f, nil
+	}
+	return nil, fmt.Errorf("%s: no readable FAT filesystem (FAT32: %v; FAT16: %v)", name, err, err16)
+}
+
+// OpenSquashfs reads the squashfs image of size bytes in r (a sysext, possibly inside another
+// filesystem), read-only. Callers check the superblock first (pkg/sysext does) and may leave
+// name empty when they name the image themselves.
+func OpenSquashfs(r io.ReaderAt, size, blockSize int64, name string) (*FS, error) {
+	return open(name, "squashfs", func() (filesystem.FileSystem, error) {
+		return squashfs.Read(Backend(vdisk.ReadOnly(r, size), false), size, 0, blockSize)
+	})
+}
+
+// checkExt4 bounds what go-diskfs' Read allocates from the superblock: a crafted block count or
+// group size makes it allocate terabytes (a fatal error recover cannot catch) or divide by zero.
+func checkExt4(dev vdisk.Disk) error {
+	sb := make([]byte, 1024)
+	if n, _ := dev.ReadAt(sb, 1024); n < len(sb) {
+		return fmt.Errorf("the superblock cannot be read")
+	}
+	le := binary.LittleEndian
+	if le.Uint16(sb[0x38:]) != 0xEF53 {
+		return fmt.Errorf("no ext4 superblock")
+	}
+	logBlock := le.Uint32(sb[0x18:])
+	if logBlock > 6 {
+		return fmt.Errorf("block size 2^(10+%d) is out of range", logBlock)
+	}
+	blockSize := uint64(1024) << logBlock
+	blocks := uint64(le.Uint32(sb[0x4:]))
+	if le.Uint32(sb[0x60:])&0x80 != 0 { // INCOMPAT_64BIT
+		blocks |= uint64(le.Uint32(sb[0x150:])) << 32
+	}
+	perGroup, inodesPerGroup := uint64(le.Uint32(sb[0x20:])), le.Uint32(sb[0x28:])
+	switch {
+	case blocks == 0 || blocks > uint64(dev.Size())/blockSize:
+		return fmt.Errorf("%d blocks of %d bytes do not fit the %d bytes it is on", blocks, blockSize, dev.Size())
+	case perGroup == 0 || perGroup > 8*blockSize:
+		return fmt.Errorf("%d blocks per group is out of range", perGroup)
+	case inodesPerGroup == 0 || uint64(inodesPerGroup) > 8*blockSize:
+		return fmt.Errorf("%d inodes per group is out of range", inodesPerGroup)
+	}
+	return nil
+}
+
+// checkFAT bounds what go-diskfs' FAT drivers allocate and walk from the boot sector: a crafted
+// FAT size makes them read (and loop over) hundreds of GiB.
+func checkFAT(dev vdisk.Disk) error {
+	var bs [512]byte
+	if n, _ := dev.ReadAt(bs[:], 0); n < len(bs) {
+		return fmt.Errorf("the boot sector cannot be read")
+	}
+	le := binary.LittleEndian
+	sector := uint64(le.Uint16(bs[0x0b:]))
+	reserved, fats := uint64(le.Uint16(bs[0x0e:])), uint64(bs[0x10])
+	fatSize := uint64(le.Uint16(bs[0x16:]))
+	if fatSize == 0 {
+		fatSize = uint64(le.Uint32(bs[0x24:]))
+	}
+	switch {
+	case sector != 512 && sector != 1024 && sector != 2048 && sector != 4096:
+		return fmt.Errorf("%d bytes per sector is not a FAT sector size", sector)
+	case bs[0x0d] == 0 || bs[0x0d]&(bs[0x0d]-1) != 0:
+		return fmt.Errorf("%d sectors per cluster is not a power of two", bs[0x0d])
+	case fats == 0 || fatSize == 0 || (reserved+fats*fatSize)*sector > uint64(dev.Size()):
+		return fmt.Errorf("%d reserved sectors and %d FATs of %d sectors do not fit the %d bytes it is on", reserved, fats, fatSize, dev.Size())
+	}
+	return nil
+}
+
+// fsPath turns "/etc/x" or "etc/x" into go-diskfs' io/fs-style "etc/x" ("." for the root).
+func fsPath(name string) string {
+	p := strings.TrimPrefix(path.Clean("/"+name), "/")
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func (f *FS) ext4() (*ext4.FileSystem, error) {
+	e, ok := f.fs.(*ext4.FileSystem)
+	if !ok {
+		return nil, fmt.Errorf("%s: not an ext4 filesystem", f.Name)
+	}
+	return e, nil
+}
+
+// Label is the filesystem label.
+func (f *FS) Label() (label string) {
+	defer func() { recover() }()
+	return f.fs.Label()
+}
+
+func (f *FS) ReadDir(name string) (ents []fs.DirEntry, err error) {
+	defer f.guard(&err)
+	return f.fs.ReadDir(fsPath(name))
+}
+
+func (f *FS) Stat(name string) (fi fs.FileInfo, err error) {
+	defer f.guard(&err)
+	return f.fs.Stat(fsPath(name))
+}
+
+// OpenFile opens a file; its reads and writes are guarded too.
+func (f *FS) OpenFile(name string, flag int) (file io.ReadWriteCloser, err error) {
+	defer f.guard(&err)
+	h, err := f.fs.OpenFile(fsPath(name), flag)
+	if err != nil {
+		return nil, err
+	}
+	return &guardedFile{f: h, fs: f}, nil
+}
+
+// ReadFile reads a whole file.
+func (f *FS) ReadFile(name string) (data []byte, err error) {
+	h, err := f.OpenFile(name, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	return io.ReadAll(h)
+}
+
+func (f *FS) Mkdir(name string) (err error) {
+	defer f.guard(&err)
+	return f.fs.Mkdir(fsPath(name))
+}
+
+func (f *FS) Symlink(target, name string) (err error) {
+	defer f.guard(&err)
+	return f.fs.Symlink(target, fsPath(name))
+}
+
+func (f *FS) Chmod(name string, mode os.FileMode) (err error) {
+	defer f.guard(&err)
+	return f.fs.Chmod(fsPath(name), mode)
+}
+
+func (f *FS) Chown(name string, uid, gid int) (err error) {
+	defer f.guard(&err)
+	return f.fs.Chown(fsPath(name), uid, gid)
+}
+
+func (f *FS) Chtimes(name string, ctime, atime, mtime time.Time) (err error) {
+	defer f.guard(&err)
+	return f.fs.Chtimes(fsPath(name), ctime, atime, mtime)
+}
+
+// ReadLink returns a symlink's target (ext4).
+func (f *FS) ReadLink(name string) (target string, err error) {
+	defer f.guard(&err)
+	e, err := f.ext4()
+	if err != nil {
+		return "", err
+	}
+	return e.ReadLink(fsPath(name))
+}
+
+// GetXattr returns a file's extended attributes (ext4).
+func (f *FS) GetXattr(name string) (x map[string][]byte, err error) {
+	defer f.guard(&err)
+	e, err := f.ext4()
+	if err != nil {
+		return nil, err
+	}
+	return e.GetXattr(fsPath(name))
+}
+
+// Truncate sets a file's length (ext4; its OpenFile ignores O_TRUNC).
+func (f *FS) Truncate(name string, size int64) (err error) {
+	defer f.guard(&err)
+	e, err := f.ext4()
+	if err != nil {
+		return err
+	}
+	return e.Truncate(fsPath(name), size)
+}
+
+type guardedFile struct {
+	f  filesystem.File
+	fs *FS
+}
+
+func (g *guardedFile) Read(p []byte) (n int, err error) {
+	defer g.fs.guard(&err)
+	return g.f.Read(p)
+}
+
+func (g *guardedFile) Write(p []byte) (n int, err error) {
+	defer g.fs.guard(&err)
+	return g.f.Write(p)
+}
+
+func (g *guardedFile) Seek(off int64, whence int) (n int64, err error) {
+	defer g.fs.guard(&err)
+	return g.f.Seek(off, whence)
+}
+
+func (g *guardedFile) Close() (err error) {
+	defer g.fs.guard(&err)
+	return g.f.Close()
+}
+
+// ReaderAt opens a regular file for random access. go-diskfs v1.9.4's ext4 File.Read panics
+// (negative makeslice) when a read starts inside the first block after the end of an extent,
+// other than at that block's start: it skips only extents ending before that block. Reads
+// through this ReaderAt always start on a 4 KiB boundary (the block is read whole and trimmed),
+// which that code handles, so a squashfs inside ROOT can be read in place.
+func (f *FS) ReaderAt(name string) (io.ReaderAt, int64, error) {
+	fi, err := f.Stat(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("/%s is not a regular file", fsPath(name))
+	}
+	h, err := f.OpenFile(name, os.O_RDONLY)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &alignedReader{rs: h.(io.ReadSeeker), size: fi.Size()}, fi.Size(), nil
+}
+
+const alignBlock = 4096
+
+type alignedReader struct {
+	mu   sync.Mutex
+	rs   io.ReadSeeker
+	size int64
+}
+
+func (a *alignedReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("negative offset %d", off)
+	}
+	if off >= a.size {
+		return 0, io.EOF
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	start := off / alignBlock * alignBlock
+	end := min(off+int64(len(p)), a.size)
+	if _, err := a.rs.Seek(start, io.SeekStart); err != nil {
+		return 0, err
+	}
+	buf := make([]byte, end-start)
+	if _, err := io.ReadFull(a.rs, buf); err != nil {
+		return 0, err
+	}
+	n := copy(p, buf[off-start:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
