@@ -35,7 +35,7 @@ func (r *releaseFlags) validate(cmd *cobra.Command) (release.Release, error) {
 		return r.rel, err
 	}
 	if err := release.ValidateImage(r.image); err != nil {
-		return r.rel, err
+		return r.rel, Usagef("invalid --image: %w", err)
 	}
 	if err := r.net.Validate(); err != nil {
 		return r.rel, err
