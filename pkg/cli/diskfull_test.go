@@ -120,7 +120,7 @@ func TestDiskFull(t *testing.T) {
 			path: func(string) string { return out("k.raw") }},
 		{name: "build --method sysext", inputs: []string{qcow, prebuilt},
 			args: func(string) []string {
-				return []string{"build", "--method", "sysext", "--base-image", qcow, "--version", "4459.2.0", "--kubernetes-version", "v1.33.4", "--sysext", prebuilt,
+				return []string{"build", "--method", "sysext", "--base-image", qcow, "--version", "4459.2.0", "--kubernetes-version", "v1.33.4", "--sysext", prebuilt, "--no-preload-images",
 					"--cache-dir", filepath.Join(work, "build-cache"), "--output-dir", out("build"),
 					"--kubernetes-mirror", "http://127.0.0.1:9/release", "--github-mirror", "http://127.0.0.1:9"}
 			},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sort"
 	"strings"
 	"unicode/utf16"
 
@@ -37,14 +38,20 @@ const sectorSize = 512
 // ErrNoGPT means the image has no (valid) GUID partition table.
 var ErrNoGPT = errors.New("no GPT partition table")
 
+// ErrInvalidLayout means a checksum-valid GPT whose partitions overlap or lie outside its usable
+// range: writing one partition would overwrite another (or the table), so every command refuses it.
+var ErrInvalidLayout = errors.New("invalid GPT layout")
+
 // ReadGPT parses the primary GPT (falling back to the backup at the end of the image when the
 // primary is damaged; PrimaryGPTError tells). It is a small parser of our own, not go-diskfs'
 // partition/gpt: that one panics or reads tables that are not there on some corrupt headers
 // (TestGoDiskfsGPTEvidence, docs/architecture.md), and an image is untrusted input.
 func ReadGPT(s vdisk.Disk) ([]Partition, error) {
 	parts, errPrimary := readGPTAt(s, 1)
-	if errPrimary == nil {
-		return parts, nil
+	if errPrimary == nil || errors.Is(errPrimary, ErrInvalidLayout) {
+		// A table whose checksums hold but whose partitions overlap was written that way: the
+		// backup says the same, and falling back to it would hide a crafted image.
+		return parts, errPrimary
 	}
 	if last := s.Size()/sectorSize - 1; last > 1 {
 		if parts, err := readGPTAt(s, last); err == nil {
@@ -145,7 +152,37 @@ func readGPTAt(s vdisk.Disk, lba int64) ([]Partition, error) {
 			Size:     int64(last-first+1) * sectorSize,
 		})
 	}
+	if err := checkLayout(parts, int64(h.u64(40)), int64(h.u64(48))); err != nil {
+		return nil, err
+	}
 	return parts, nil
+}
+
+// checkLayout refuses partitions outside the usable LBAs [firstUsable, lastUsable] of the header
+// and partitions that share a sector.
+func checkLayout(parts []Partition, firstUsable, lastUsable int64) error {
+	lbas := func(p Partition) (int64, int64) { return p.Start / sectorSize, (p.Start+p.Size)/sectorSize - 1 }
+	desc := func(p Partition) string {
+		first, last := lbas(p)
+		return fmt.Sprintf("partition %d (%s, LBA %d-%d)", p.Number, p.Name, first, last)
+	}
+	for _, p := range parts {
+		if first, last := lbas(p); first < firstUsable || last > lastUsable {
+			return fmt.Errorf("%w: %s lies outside the usable LBA range %d-%d of the GPT (over the partition table); a damaged or crafted image", ErrInvalidLayout, desc(p), firstUsable, lastUsable)
+		}
+	}
+	byStart := append([]Partition{}, parts...)
+	sort.SliceStable(byStart, func(i, j int) bool { return byStart[i].Start < byStart[j].Start })
+	var reach Partition // of those before p, the one that ends last
+	for i, p := range byStart {
+		if i > 0 && p.Start < reach.Start+reach.Size {
+			return fmt.Errorf("%w: %s overlaps %s, so writing one would overwrite the other; a damaged or crafted image", ErrInvalidLayout, desc(reach), desc(p))
+		}
+		if i == 0 || p.Start+p.Size > reach.Start+reach.Size {
+			reach = p
+		}
+	}
+	return nil
 }
 
 func decodeName(b []byte) string {
@@ -170,7 +207,9 @@ func guidString(b []byte) string {
 func (img *Image) Partitions() ([]Partition, error) {
 	if img.parts == nil && img.perr == nil {
 		img.parts, img.perr = ReadGPT(img.Disk)
-		if img.perr != nil {
+		if errors.Is(img.perr, ErrInvalidLayout) {
+			img.perr = fmt.Errorf("%s: %w", img.Path, img.perr)
+		} else if img.perr != nil {
 			img.perr = fmt.Errorf("%s: %w; is this a Flatcar disk image?", img.Path, img.perr)
 		} else if img.parts == nil {
 			img.parts = []Partition{}

@@ -167,6 +167,8 @@ func FuzzGPTReadersAgree(f *testing.F) {
 	copy(seed[520:], []byte{0, 0, 1, 0, 92, 0, 0, 0})
 	binary.LittleEndian.PutUint64(seed[512+24:], 1)
 	binary.LittleEndian.PutUint64(seed[512+32:], 67)
+	binary.LittleEndian.PutUint64(seed[512+40:], 34) // usable LBAs 34-60: the entry must lie inside them
+	binary.LittleEndian.PutUint64(seed[512+48:], 60)
 	binary.LittleEndian.PutUint64(seed[512+72:], 2)
 	binary.LittleEndian.PutUint32(seed[512+80:], 128)
 	binary.LittleEndian.PutUint32(seed[512+84:], 128)
