@@ -1,7 +1,8 @@
-// Package packerfiles holds the Packer template and the provisioning scripts that run in the
-// build VM. They are plain files in the repository (reviewable, runnable by hand) and embedded
-// here, so the flatcar-capo binary carries them; pkg/packer materialises and renders them.
-package packerfiles
+// Package packer holds the Packer template and the provisioning scripts that run in the build
+// VM. They are plain files in the repository (reviewable, runnable by hand) and embedded here,
+// so the flatcar-capo binary carries them; pkg/packer (which imports this as packerfiles)
+// materialises and renders them.
+package packer
 
 import "embed"
 

@@ -15,10 +15,7 @@ import (
 // step, download excluded). Run with -benchtime 1x.
 func BenchmarkBuildStandin(b *testing.B) {
 	fx := newFixture(b)
-	methods := []string{build.MethodPacker}
-	if build.HasMethod(build.MethodSysext) {
-		methods = append(methods, build.MethodSysext)
-	}
+	methods := []string{build.MethodPacker, build.MethodSysext}
 	for i := 0; i < b.N; i++ {
 		for _, m := range methods {
 			out := filepath.Join(fx.dir, "bench-"+m)

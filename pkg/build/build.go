@@ -22,9 +22,9 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	state.Put(KeyRecord, rec)
 	var steps []multistep.Step
 	if o.DryRun {
-		steps = []multistep.Step{&StepResolve{}, &StepPlan{}}
+		steps = []multistep.Step{&stepResolve{}, &stepPlan{}}
 	} else {
-		steps = Steps(o)
+		steps = allSteps(o)
 	}
 	runner := &multistep.BasicRunner{Steps: timeSteps(o, rec, steps)}
 	start := time.Now()
@@ -43,9 +43,6 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	return rec, nil
 }
 
-// KeyStart is when the build started (time.Time): the record's seconds count from it.
-const KeyStart = "start"
-
 // withLog makes the error name the method's full log where it is now: the build directory is
 // gone, so a log a step named there was moved next to the artifact (KeyLogMoved).
 func withLog(state multistep.StateBag, err error) error {
@@ -55,9 +52,6 @@ func withLog(state multistep.StateBag, err error) error {
 	}
 	return &logError{err: err, log: log, moved: getString(state, KeyLogMoved)}
 }
-
-// KeyLogMoved is the log's path inside the removed build directory (string), if it was moved.
-const KeyLogMoved = "logMoved"
 
 type logError struct {
 	err        error
@@ -98,9 +92,6 @@ func timeSteps(o *Options, rec *Record, steps []multistep.Step) []multistep.Step
 	}
 	return out
 }
-
-// KeyNote is what a step says about its result on its progress line (string, reset per step).
-const KeyNote = "note"
 
 func (t *timed) name() string {
 	if n, ok := t.step.(namedStep); ok {

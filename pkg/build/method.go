@@ -6,83 +6,70 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
-// A Method returns the steps that turn the work copy (KeyWork) into a raw image with
-// Kubernetes installed (KeyRaw). They run between the common steps:
+// A Method is how Kubernetes gets into the image: its steps turn the work copy (KeyWork) into
+// a raw image with Kubernetes installed (KeyRaw), between the common steps:
 //
 //	resolve, reuse, tools, workdir, kubernetes, fetch, work copy | method steps | OEM, inspect, qcow2, record, upload
-type Method func(o *Options) []multistep.Step
+type Method interface {
+	// Steps are the method's own steps.
+	Steps() []multistep.Step
+	// Preflight checks the method's external tools right after resolving, so a missing packer
+	// or QEMU fails in seconds with its install hint, not after the download. It may leave
+	// what it found in state for the method's steps, and returns the progress line.
+	Preflight(ctx context.Context, o *Options, state multistep.StateBag) (string, error)
+	// Plan adds the method's part to a dry run's plan.
+	Plan(ctx context.Context, o *Options, p *Plan) error
+}
 
-var methods = map[string]Method{}
+// methods are the values of --method.
+var methods = map[string]Method{MethodPacker: packerMethod{}, MethodSysext: sysextMethod{}}
 
-// RegisterMethod makes --method name available; method files call it from init.
-func RegisterMethod(name string, m Method) { methods[name] = m }
+// noTools is the Preflight of a method that needs no external tool.
+type noTools struct{}
 
-func init() { RegisterMethod(MethodPacker, packerSteps) }
-
-// packerSteps boot the work copy under Packer with a per-build user and provision it.
-func packerSteps(o *Options) []multistep.Step {
-	return []multistep.Step{
-		&StepVMConfig{},
-		&StepPayload{},
-		&StepPacker{},
-		&StepGrowDisk{},
-	}
+func (noTools) Preflight(context.Context, *Options, multistep.StateBag) (string, error) {
+	return "no external tools needed", nil
 }
 
 // preSteps are the common steps before the method's.
 func preSteps() []multistep.Step {
 	return []multistep.Step{
-		&StepResolve{},
-		&StepReuse{},
-		&StepPreflight{},
-		&StepWorkDir{},
-		&StepKubernetes{},
-		&StepFetch{},
-		&StepWorkCopy{},
+		&stepResolve{},
+		&stepReuse{},
+		&stepPreflight{},
+		&stepWorkDir{},
+		&stepKubernetes{},
+		&stepFetch{},
+		&stepWorkCopy{},
 	}
 }
 
 // postSteps are the common steps after the method's.
 func postSteps() []multistep.Step {
 	return []multistep.Step{
-		&StepOEM{},
-		&StepInspect{},
-		&StepConvert{},
-		&StepRecord{},
-		&StepUpload{},
+		&stepOEM{},
+		&stepInspect{},
+		&stepConvert{},
+		&stepRecord{},
+		&stepUpload{},
 	}
 }
 
-// Steps is the whole list for o.Method.
-func Steps(o *Options) []multistep.Step {
+// allSteps is the whole list for o.Method.
+func allSteps(o *Options) []multistep.Step {
 	steps := preSteps()
-	steps = append(steps, methods[o.Method](o)...)
+	steps = append(steps, methods[o.Method].Steps()...)
 	return append(steps, postSteps()...)
 }
 
-// A Preflight checks a method's tools before anything is downloaded (for packer: packer, its
-// QEMU plugin, qemu-system-*, the accelerator) and returns a line for the progress output.
-type Preflight func(ctx context.Context, o *Options) (string, error)
+// stepPreflight runs the method's tool check.
+type stepPreflight struct{}
 
-var preflights = map[string]Preflight{}
+func (*stepPreflight) Name() string { return "tools" }
 
-// RegisterPreflight sets the tool check of a method.
-func RegisterPreflight(method string, p Preflight) { preflights[method] = p }
-
-// StepPreflight runs the method's tool check right after resolving, so a missing packer or QEMU
-// fails in seconds with its install hint, not after the download.
-type StepPreflight struct{}
-
-func (*StepPreflight) Name() string { return "tools" }
-
-func (*StepPreflight) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepPreflight) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
-	p := preflights[o.Method]
-	if p == nil {
-		note(state, "no external tools needed")
-		return multistep.ActionContinue
-	}
-	line, err := p(ctx, o)
+	line, err := methods[o.Method].Preflight(ctx, o, state)
 	if err != nil {
 		return halt(state, err)
 	}
@@ -90,7 +77,4 @@ func (*StepPreflight) Run(ctx context.Context, state multistep.StateBag) multist
 	return multistep.ActionContinue
 }
 
-func (*StepPreflight) Cleanup(multistep.StateBag) {}
-
-// HasMethod reports whether --method name is available.
-func HasMethod(name string) bool { _, ok := methods[name]; return ok }
+func (*stepPreflight) Cleanup(multistep.StateBag) {}

@@ -39,7 +39,7 @@ type Options struct {
 	OEM         string // --oem, default openstack
 	KeepUpdates bool   // do not mask update-engine/locksmithd
 
-	Kubernetes kubernetes.Options // versions, mirrors, arch (filled from Release.Arch); exact after StepResolve
+	Kubernetes kubernetes.Options // versions, mirrors, arch (filled from Release.Arch); exact after stepResolve
 	// KubernetesRequested is --kubernetes-version as given when it was stable or a minor.
 	KubernetesRequested string
 	Provision           []string     // user scripts run after ours (absolute paths)
@@ -110,9 +110,6 @@ func (o *Options) validate() error {
 		o.Method = MethodPacker
 	}
 	if _, ok := methods[o.Method]; !ok {
-		if o.Method == MethodSysext {
-			return fmt.Errorf("--method %s is not available in this build of flatcar-capo", o.Method)
-		}
 		return fmt.Errorf("invalid --method %q: must be %s or %s", o.Method, MethodPacker, MethodSysext)
 	}
 	switch o.Base {

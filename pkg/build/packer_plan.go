@@ -12,19 +12,26 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
 )
 
-func init() {
-	RegisterPlanner(MethodPacker, planPacker)
-	RegisterPreflight(MethodPacker, func(ctx context.Context, o *Options) (string, error) {
-		pi, err := packerPlan(ctx, o)
-		if err != nil {
-			return "", err
-		}
-		s := fmt.Sprintf("packer %s (%s), %s, accelerator %s", pi.PackerVersion, pi.Packer, pi.QEMUBinary, pi.Accelerator)
-		if pi.AcceleratorNote != "" {
-			s += "; " + pi.AcceleratorNote
-		}
-		return s, nil
-	})
+// packerMethod boots the work copy under Packer with a per-build user and provisions it.
+type packerMethod struct{}
+
+func (packerMethod) Steps() []multistep.Step {
+	return []multistep.Step{&stepVMConfig{}, &stepPayload{}, &stepPacker{}, &stepGrowDisk{}}
+}
+
+// Preflight probes packer, its QEMU plugin, QEMU and the accelerator once; the packer step
+// builds with what it found (KeyPackerTools).
+func (packerMethod) Preflight(ctx context.Context, o *Options, state multistep.StateBag) (string, error) {
+	t, err := packer.Probe(ctx, packer.Config{Packer: o.Packer, QEMUBinary: o.QEMUBinary, Accelerator: o.Accelerator})
+	if err != nil {
+		return "", err
+	}
+	state.Put(KeyPackerTools, t)
+	s := fmt.Sprintf("packer %s (%s), %s, accelerator %s", t.PackerVersion, t.Packer, t.QEMUBinary, t.Accelerator)
+	if t.AcceleratorNote != "" {
+		s += "; " + t.AcceleratorNote
+	}
+	return s, nil
 }
 
 // PackerPlan is the packer method's part of a dry run.
@@ -52,7 +59,7 @@ func (p PackerPlan) Lines() []string {
 	return l
 }
 
-func planPacker(ctx context.Context, o *Options, p *Plan) error {
+func (packerMethod) Plan(ctx context.Context, o *Options, p *Plan) error {
 	pi, err := packerPlan(ctx, o)
 	if err != nil {
 		return err

@@ -52,9 +52,13 @@ func (s *fakeStep) Cleanup(multistep.StateBag) {}
 
 var fake = &fakeStep{runs: new(int)}
 
-func init() {
-	RegisterMethod("fake", func(*Options) []multistep.Step { return []multistep.Step{fake} })
-}
+// fakeMethod is the test's --method fake.
+type fakeMethod struct{ noTools }
+
+func (fakeMethod) Steps() []multistep.Step                     { return []multistep.Step{fake} }
+func (fakeMethod) Plan(context.Context, *Options, *Plan) error { return nil }
+
+func init() { methods["fake"] = fakeMethod{} }
 
 func testOptions(t testing.TB, base string) *Options {
 	m := kubetest.New(t, kubernetes.Options{})

@@ -12,14 +12,14 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 )
 
-// StepBakeRoot writes the sysexts, their /etc/extensions links, the kubeadm.service drop-in and
+// stepBakeRoot writes the sysexts, their /etc/extensions links, the kubeadm.service drop-in and
 // (unless --keep-updates) the update-engine/locksmithd masks into a fresh ROOT filesystem that
 // carries the work copy's ROOT (pkg/rootfs: no mount, no root, verified by reading it back).
-type StepBakeRoot struct{}
+type stepBakeRoot struct{}
 
-func (*StepBakeRoot) Name() string { return "bake ROOT" }
+func (*stepBakeRoot) Name() string { return "bake ROOT" }
 
-func (*StepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
 	exts, _ := state.Get(KeySysexts).([]Sysext)
 	layout := rootfs.Layout{KeepUpdates: o.KeepUpdates}
@@ -51,10 +51,10 @@ func (*StepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 	return multistep.ActionContinue
 }
 
-func (*StepBakeRoot) Cleanup(multistep.StateBag) {}
+func (*stepBakeRoot) Cleanup(multistep.StateBag) {}
 
 // imageEntries are the preloaded images' archive and the node's containerd settings and
-// import unit (StepImages planned them).
+// import unit (stepImages planned them).
 func imageEntries(ctx context.Context, state multistep.StateBag) ([]rootfs.Entry, error) {
 	plan, ok := state.Get(KeyImages).(*ImagesPlan)
 	if !ok {

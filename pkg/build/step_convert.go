@@ -14,20 +14,14 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
-// StepConvert writes the qcow2 artifact (as `flatcar-capo convert` does, atomically; with
+// stepConvert writes the qcow2 artifact (as `flatcar-capo convert` does, atomically; with
 // --compress as convert --compress). Until the
 // record is written the artifact counts as half-built: a failure or Ctrl-C removes it.
-type StepConvert struct{ wrote string }
+type stepConvert struct{ wrote string }
 
-func (*StepConvert) Name() string { return "qcow2" }
+func (*stepConvert) Name() string { return "qcow2" }
 
-// KeyArtifactSHA512 is the artifact's size and sha512 as the qcow2 step wrote it (Artifact).
-const KeyArtifactSHA512 = "artifactSHA512"
-
-// KeyRecorded is set once the build record is on disk (bool).
-const KeyRecorded = "recorded"
-
-func (s *StepConvert) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (s *stepConvert) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	artifact := getString(state, KeyArtifact)
 	os.Remove(artifact + ".build.json") // the old record no longer describes what is built now
 	compress := options(state).Compress
@@ -48,7 +42,7 @@ func (s *StepConvert) Run(ctx context.Context, state multistep.StateBag) multist
 	return multistep.ActionContinue
 }
 
-func (s *StepConvert) Cleanup(state multistep.StateBag) {
+func (s *stepConvert) Cleanup(state multistep.StateBag) {
 	if s.wrote == "" {
 		return
 	}

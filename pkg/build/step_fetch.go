@@ -13,13 +13,13 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
-// StepFetch gets the base image exactly as `flatcar-capo fetch` does (verified, cached; the
+// stepFetch gets the base image exactly as `flatcar-capo fetch` does (verified, cached; the
 // cache is never modified) into the build directory, or takes --base-image as it is.
-type StepFetch struct{}
+type stepFetch struct{}
 
-func (*StepFetch) Name() string { return "fetch" }
+func (*stepFetch) Name() string { return "fetch" }
 
-func (*StepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	if o.BaseImage != "" {
 		abs, err := filepath.Abs(o.BaseImage)
@@ -57,4 +57,4 @@ func (*StepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	return multistep.ActionContinue
 }
 
-func (*StepFetch) Cleanup(multistep.StateBag) {}
+func (*stepFetch) Cleanup(multistep.StateBag) {}

@@ -11,14 +11,14 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
-// StepGrowDisk finishes --disk-size: Packer grew the raw disk, which leaves the backup GPT
+// stepGrowDisk finishes --disk-size: Packer grew the raw disk, which leaves the backup GPT
 // header where the old end was; it is moved to the new end (as `sgdisk -e` does), so the GPT is
 // valid and Flatcar's first boot can grow ROOT into the new space.
-type StepGrowDisk struct{}
+type stepGrowDisk struct{}
 
-func (*StepGrowDisk) Name() string { return "disk size" }
+func (*stepGrowDisk) Name() string { return "disk size" }
 
-func (*StepGrowDisk) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepGrowDisk) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
 	if o.DiskSize == 0 {
 		note(state, "kept the base image's size (no --disk-size)")
@@ -42,4 +42,4 @@ func (*StepGrowDisk) Run(ctx context.Context, state multistep.StateBag) multiste
 	return multistep.ActionContinue
 }
 
-func (*StepGrowDisk) Cleanup(multistep.StateBag) {}
+func (*stepGrowDisk) Cleanup(multistep.StateBag) {}

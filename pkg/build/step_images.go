@@ -16,24 +16,21 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
-// KeyImages is the preload (*ImagesPlan), set by StepImages.
-const KeyImages = "images"
-
-// ImagesPlan is what StepImages pulled and what the node gets.
+// ImagesPlan is what stepImages pulled and what the node gets.
 type ImagesPlan struct {
 	Pulled  *images.Result
 	Archive *images.Archive // nil without images
 	Node    images.Node
 }
 
-// StepImages lists kubeadm's images with the verified kubeadm binary itself (plus --image and
+// stepImages lists kubeadm's images with the verified kubeadm binary itself (plus --image and
 // --images-file), pulls them for the image's platform into the cache (digests verified) and
 // plans the node's files: the archive, the import unit, the containerd settings.
-type StepImages struct{}
+type stepImages struct{}
 
-func (*StepImages) Name() string { return "images" }
+func (*stepImages) Name() string { return "images" }
 
-func (*StepImages) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	io := &o.Images
 	plan := &ImagesPlan{Node: images.Node{Mirrors: io.mirrors, CAFile: io.CAFile, HTTPProxy: io.HTTPProxy, HTTPSProxy: io.HTTPSProxy, NoProxy: io.NoProxy}}
@@ -82,7 +79,7 @@ func (*StepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 	return multistep.ActionContinue
 }
 
-func (*StepImages) Cleanup(multistep.StateBag) {}
+func (*stepImages) Cleanup(multistep.StateBag) {}
 
 // kubeadmBinary is the verified kubeadm: the download, or the one in the --sysext Kubernetes
 // sysext (copied out into the build directory).

@@ -11,13 +11,13 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/inspect"
 )
 
-// StepInspect judges the output image for --oem as `inspect IMAGE --for OEM` does; NOT READY
+// stepInspect judges the output image for --oem as `inspect IMAGE --for OEM` does; NOT READY
 // fails the build with the findings.
-type StepInspect struct{}
+type stepInspect struct{}
 
-func (*StepInspect) Name() string { return "inspect" }
+func (*stepInspect) Name() string { return "inspect" }
 
-func (*StepInspect) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepInspect) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
 	img, err := disk.Open(getString(state, KeyRaw), false)
 	if err != nil {
@@ -44,4 +44,4 @@ func (*StepInspect) Run(ctx context.Context, state multistep.StateBag) multistep
 	return multistep.ActionContinue
 }
 
-func (*StepInspect) Cleanup(multistep.StateBag) {}
+func (*stepInspect) Cleanup(multistep.StateBag) {}

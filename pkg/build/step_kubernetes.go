@@ -10,13 +10,13 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 )
 
-// StepKubernetes downloads kubeadm, kubelet, kubectl, crictl and the CNI plugins on the host and
+// stepKubernetes downloads kubeadm, kubelet, kubectl, crictl and the CNI plugins on the host and
 // checks each against its .sha256 before any VM boots; a mismatch stops the build here.
-type StepKubernetes struct{}
+type stepKubernetes struct{}
 
-func (*StepKubernetes) Name() string { return "kubernetes" }
+func (*stepKubernetes) Name() string { return "kubernetes" }
 
-func (*StepKubernetes) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	if !needsKubernetesDownloads(o) {
 		note(state, "skipped: --sysext gives the Kubernetes sysext, nothing to download")
@@ -47,10 +47,10 @@ func (*StepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 	return multistep.ActionContinue
 }
 
-func (*StepKubernetes) Cleanup(multistep.StateBag) {}
+func (*stepKubernetes) Cleanup(multistep.StateBag) {}
 
 // needsKubernetesDownloads is false for the sysext method with --sysext: the Kubernetes sysext
-// is among them (StepSysext refuses otherwise), so an air-gapped site needs no mirror.
+// is among them (stepSysext refuses otherwise), so an air-gapped site needs no mirror.
 func needsKubernetesDownloads(o *Options) bool {
 	return o.Method != MethodSysext || len(o.Sysext) == 0
 }

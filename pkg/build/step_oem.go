@@ -9,13 +9,13 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
 )
 
-// StepOEM sets --oem (flatcar.oem.id) in the output image's OEM grub.cfg and removes
+// stepOEM sets --oem (flatcar.oem.id) in the output image's OEM grub.cfg and removes
 // flatcar.autologin, in place, with oem.SetFile: the call `oem set IMAGE --id` makes.
-type StepOEM struct{}
+type stepOEM struct{}
 
-func (*StepOEM) Name() string { return "oem" }
+func (*stepOEM) Name() string { return "oem" }
 
-func (*StepOEM) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepOEM) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
 	raw := getString(state, KeyRaw)
 	if raw == "" {
@@ -29,4 +29,4 @@ func (*StepOEM) Run(ctx context.Context, state multistep.StateBag) multistep.Ste
 	return multistep.ActionContinue
 }
 
-func (*StepOEM) Cleanup(multistep.StateBag) {}
+func (*stepOEM) Cleanup(multistep.StateBag) {}

@@ -14,15 +14,15 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
 )
 
-// StepPacker boots the work copy under Packer + QEMU, provisions it with the payload and
+// stepPacker boots the work copy under Packer + QEMU, provisions it with the payload and
 // sysprep, and leaves the raw result as KeyRaw. Packer's ui lines are passed on condensed; its
 // full log stays in the build directory and is named in every failure. Cancelling ctx sends
 // packer SIGTERM and pkg/packer kills any QEMU left.
-type StepPacker struct{}
+type stepPacker struct{}
 
-func (*StepPacker) Name() string { return "packer" }
+func (*stepPacker) Name() string { return "packer" }
 
-func (*StepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	cfg := packerConfig(o, state)
 	if path, err := packerPath(o.Packer); err == nil {
@@ -48,7 +48,7 @@ func (*StepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.
 	return multistep.ActionContinue
 }
 
-func (*StepPacker) Cleanup(multistep.StateBag) {}
+func (*stepPacker) Cleanup(multistep.StateBag) {}
 
 // stopGrace is how long packer may take to stop after SIGTERM before its group is killed.
 const stopGrace = 6 * time.Second
@@ -73,7 +73,9 @@ func packerConfig(o *Options, state multistep.StateBag) packer.Config {
 	if o.KeepUpdates {
 		vars["KEEP_UPDATES"] = "1"
 	}
+	tools, _ := state.Get(KeyPackerTools).(*packer.Tools)
 	return packer.Config{
+		Tools:  tools,
 		Packer: o.Packer, QEMUBinary: o.QEMUBinary, Accelerator: o.Accelerator,
 		CPUs: o.CPUs, MemoryMiB: o.MemoryMiB, DiskSize: o.DiskSize,
 		BaseImage: getString(state, KeyWork),

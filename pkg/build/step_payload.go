@@ -11,13 +11,13 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 )
 
-// StepPayload lays the verified downloads out for the guest (bin/kubeadm bin/kubelet
+// stepPayload lays the verified downloads out for the guest (bin/kubeadm bin/kubelet
 // bin/kubectl crictl.tar.gz cni-plugins.tgz versions.env), so the VM needs no network.
-type StepPayload struct{}
+type stepPayload struct{}
 
-func (*StepPayload) Name() string { return "payload" }
+func (*stepPayload) Name() string { return "payload" }
 
-func (*StepPayload) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepPayload) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	set := state.Get(KeyK8s).(*kubernetes.Set)
 	dir := filepath.Join(getString(state, KeyWorkDir), "payload")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -31,4 +31,4 @@ func (*StepPayload) Run(ctx context.Context, state multistep.StateBag) multistep
 	return multistep.ActionContinue
 }
 
-func (*StepPayload) Cleanup(multistep.StateBag) {}
+func (*stepPayload) Cleanup(multistep.StateBag) {}

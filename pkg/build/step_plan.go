@@ -34,20 +34,12 @@ type Plan struct {
 	MethodPlan any `json:"methodPlan,omitempty"`
 }
 
-// A Planner adds the method's part to a dry run's plan; register it with RegisterPlanner.
-type Planner func(ctx context.Context, o *Options, p *Plan) error
+// stepPlan fills the record's plan for --dry-run and stops.
+type stepPlan struct{}
 
-var planners = map[string]Planner{}
+func (*stepPlan) Name() string { return "plan" }
 
-// RegisterPlanner sets the dry-run planner of a method.
-func RegisterPlanner(method string, p Planner) { planners[method] = p }
-
-// StepPlan fills the record's plan for --dry-run and stops.
-type StepPlan struct{}
-
-func (*StepPlan) Name() string { return "plan" }
-
-func (*StepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	rel := state.Get(KeyRelease).(release.Release)
 	p := &Plan{Method: o.Method, Channel: rel.Channel, FlatcarVersion: rel.Version, Arch: rel.Arch, Base: o.Base,
@@ -62,11 +54,9 @@ func (*StepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	} else {
 		p.BaseURL = rec.Base.URL
 	}
-	if pl := planners[o.Method]; pl != nil {
-		if err := pl(ctx, o, p); err != nil {
-			rec.DryRun = p
-			return halt(state, err)
-		}
+	if err := methods[o.Method].Plan(ctx, o, p); err != nil {
+		rec.DryRun = p
+		return halt(state, err)
 	}
 	rec.DryRun = p
 	rec.Flavor = Flavor(o.Method)
@@ -75,4 +65,4 @@ func (*StepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	return multistep.ActionContinue
 }
 
-func (*StepPlan) Cleanup(multistep.StateBag) {}
+func (*stepPlan) Cleanup(multistep.StateBag) {}

@@ -22,14 +22,14 @@ func ManifestsCommand(method, imageName, k8s string) string {
 	return fmt.Sprintf("flatcar-capo manifests --flavor %s --image-name %s --kubernetes-version %s", Flavor(method), imageName, k8s)
 }
 
-// StepRecord hashes every artifact (sha512) and writes <artifact>.build.json; from then on the
+// stepRecord hashes every artifact (sha512) and writes <artifact>.build.json; from then on the
 // artifact is finished and a re-run with the same inputs reuses it.
-type StepRecord struct{}
+type stepRecord struct{}
 
-func (*StepRecord) Name() string      { return "record" }
-func (*StepRecord) RunsOnReuse() bool { return true }
+func (*stepRecord) Name() string      { return "record" }
+func (*stepRecord) RunsOnReuse() bool { return true }
 
-func (*StepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	artifact := getString(state, KeyArtifact)
 	rec.Flavor = Flavor(o.Method)
@@ -63,11 +63,7 @@ func (*StepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 	return multistep.ActionContinue
 }
 
-func (*StepRecord) Cleanup(multistep.StateBag) {}
-
-// KeyExtraArtifacts lists further files a method leaves next to the artifact ([]string), such
-// as the sysext method's .raw; the record carries their sha512 too.
-const KeyExtraArtifacts = "extraArtifacts"
+func (*stepRecord) Cleanup(multistep.StateBag) {}
 
 func extraArtifacts(state multistep.StateBag) []string {
 	l, _ := state.Get(KeyExtraArtifacts).([]string)

@@ -16,15 +16,15 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
-// StepResolve turns the channel/version into a release number (version.txt for aliases), then
+// stepResolve turns the channel/version into a release number (version.txt for aliases), then
 // fixes the image name, the output directory, the artifact path and the inputs key.
-type StepResolve struct {
+type stepResolve struct {
 	sysextDir string // --sysext downloads, removed by Cleanup
 }
 
-func (*StepResolve) Name() string { return "resolve" }
+func (*stepResolve) Name() string { return "resolve" }
 
-func (s *StepResolve) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	rel := o.Release
 	if err := resolveKubernetes(ctx, o.client(), o); err != nil {
@@ -75,7 +75,7 @@ func (s *StepResolve) Run(ctx context.Context, state multistep.StateBag) multist
 	return multistep.ActionContinue
 }
 
-func (s *StepResolve) Cleanup(multistep.StateBag) {
+func (s *stepResolve) Cleanup(multistep.StateBag) {
 	if s.sysextDir != "" {
 		os.RemoveAll(s.sysextDir)
 	}

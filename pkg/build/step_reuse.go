@@ -7,13 +7,13 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
-// StepReuse keeps a finished artifact whose record has the same inputs and whose sha512 still
+// stepReuse keeps a finished artifact whose record has the same inputs and whose sha512 still
 // matches the record; the later steps then only upload and rewrite the record. --force skips it.
-type StepReuse struct{}
+type stepReuse struct{}
 
-func (*StepReuse) Name() string { return "reuse" }
+func (*stepReuse) Name() string { return "reuse" }
 
-func (*StepReuse) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	artifact := getString(state, KeyArtifact)
 	if o.Force {
@@ -46,4 +46,4 @@ func (*StepReuse) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	return multistep.ActionContinue
 }
 
-func (*StepReuse) Cleanup(multistep.StateBag) {}
+func (*stepReuse) Cleanup(multistep.StateBag) {}

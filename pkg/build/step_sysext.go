@@ -24,15 +24,11 @@ import (
 
 // The sysext method: get the sysexts (made from the verified Kubernetes downloads, or --sysext
 // FILE|URL, each checked as systemd-sysext would), then bake them into a fresh ROOT. No VM.
-func init() {
-	RegisterMethod(MethodSysext, func(*Options) []multistep.Step {
-		return []multistep.Step{&StepSysext{}, &StepImages{}, &StepBakeRoot{}}
-	})
-	RegisterPlanner(MethodSysext, planSysext)
-}
+type sysextMethod struct{ noTools }
 
-// KeySysexts is the sysexts to bake ([]Sysext), set by StepSysext.
-const KeySysexts = "sysexts"
+func (sysextMethod) Steps() []multistep.Step {
+	return []multistep.Step{&stepSysext{}, &stepImages{}, &stepBakeRoot{}}
+}
 
 // Sysext is one sysext a build bakes into the image.
 type Sysext struct {
@@ -44,15 +40,15 @@ type Sysext struct {
 	Bytes    int64  `json:"bytes"`
 }
 
-// StepSysext makes the Kubernetes sysext from the sha256-verified release binaries, or takes the
+// stepSysext makes the Kubernetes sysext from the sha256-verified release binaries, or takes the
 // --sysext images (downloading URLs), checks each with sysext.Check (extension-release named
 // like its link, no os-release, Flatcar would merge it, every file readable), and copies it
 // next to the artifact so the record carries its sha512.
-type StepSysext struct{}
+type stepSysext struct{}
 
-func (*StepSysext) Name() string { return "sysext" }
+func (*stepSysext) Name() string { return "sysext" }
 
-func (*StepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
 	work := getString(state, KeyWorkDir)
 	var exts []Sysext
@@ -79,7 +75,7 @@ func (*StepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.
 }
 
 // Cleanup removes the copies next to the artifact when the build did not finish.
-func (*StepSysext) Cleanup(state multistep.StateBag) {
+func (*stepSysext) Cleanup(state multistep.StateBag) {
 	_, halted := state.GetOk(multistep.StateHalted)
 	_, cancelled := state.GetOk(multistep.StateCancelled)
 	if !halted && !cancelled {
@@ -265,7 +261,7 @@ func (p SysextPlan) Lines() []string {
 	return l
 }
 
-func planSysext(ctx context.Context, o *Options, p *Plan) error {
+func (sysextMethod) Plan(ctx context.Context, o *Options, p *Plan) error {
 	name, err := sysext.KubernetesFileName(o.Kubernetes.Kubernetes, o.Release.Arch)
 	if err != nil {
 		return err

@@ -12,14 +12,14 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 )
 
-// StepUpload uploads the artifact to every --cloud with the metadata `upload` derives from the
+// stepUpload uploads the artifact to every --cloud with the metadata `upload` derives from the
 // build record, then adds the Glance IDs to the record.
-type StepUpload struct{}
+type stepUpload struct{}
 
-func (*StepUpload) Name() string      { return "upload" }
-func (*StepUpload) RunsOnReuse() bool { return true }
+func (*stepUpload) Name() string      { return "upload" }
+func (*stepUpload) RunsOnReuse() bool { return true }
 
-func (*StepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	if len(o.Clouds) == 0 {
 		note(state, "no --cloud: not uploaded")
@@ -65,4 +65,4 @@ func (*StepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 	return multistep.ActionContinue
 }
 
-func (*StepUpload) Cleanup(multistep.StateBag) {}
+func (*stepUpload) Cleanup(multistep.StateBag) {}

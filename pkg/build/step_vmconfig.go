@@ -12,14 +12,14 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/ignition"
 )
 
-// StepVMConfig makes the build VM's Ignition config for a build user with a fresh ed25519 key
+// stepVMConfig makes the build VM's Ignition config for a build user with a fresh ed25519 key
 // (0600, in the build directory only, deleted with it). A qemu base reads it through QEMU
 // fw_cfg; an openstack base from a config-2 drive this step writes.
-type StepVMConfig struct{}
+type stepVMConfig struct{}
 
-func (*StepVMConfig) Name() string { return "vm config" }
+func (*stepVMConfig) Name() string { return "vm config" }
 
-func (*StepVMConfig) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepVMConfig) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	dir := filepath.Join(getString(state, KeyWorkDir), "vm")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -53,4 +53,4 @@ func (*StepVMConfig) Run(ctx context.Context, state multistep.StateBag) multiste
 	return multistep.ActionContinue
 }
 
-func (*StepVMConfig) Cleanup(multistep.StateBag) {}
+func (*stepVMConfig) Cleanup(multistep.StateBag) {}

@@ -13,14 +13,14 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
-// StepWorkCopy makes the sparse raw work copy the method changes; the base image is only read.
+// stepWorkCopy makes the sparse raw work copy the method changes; the base image is only read.
 // A qcow2 base goes through convert.File (as `flatcar-capo convert` does), a raw one through
 // disk.CopySparse (reflink where the filesystem can).
-type StepWorkCopy struct{}
+type stepWorkCopy struct{}
 
-func (*StepWorkCopy) Name() string { return "work copy" }
+func (*stepWorkCopy) Name() string { return "work copy" }
 
-func (*StepWorkCopy) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (*stepWorkCopy) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	base := getString(state, KeyBase)
 	dir := getString(state, KeyWorkDir)
 	work := filepath.Join(dir, "work.raw")
@@ -63,4 +63,4 @@ func copyRaw(ctx context.Context, src *os.File, dst string) error {
 	return out.Close()
 }
 
-func (*StepWorkCopy) Cleanup(multistep.StateBag) {}
+func (*stepWorkCopy) Cleanup(multistep.StateBag) {}

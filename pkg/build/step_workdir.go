@@ -9,18 +9,18 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
-// StepWorkDir makes the private build directory (0700) inside the output directory, so the
+// stepWorkDir makes the private build directory (0700) inside the output directory, so the
 // finished image is renamed, not copied, into place. Cleanup removes it with everything in it
 // (work copy, SSH key, Ignition, payload); after a failure the method's log is first moved
 // next to the artifact as <image>.log so the error can name it.
-type StepWorkDir struct {
+type stepWorkDir struct {
 	dir        string
 	createdOut bool
 }
 
-func (*StepWorkDir) Name() string { return "workdir" }
+func (*stepWorkDir) Name() string { return "workdir" }
 
-func (s *StepWorkDir) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (s *stepWorkDir) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
 	if _, err := os.Stat(o.OutputDir); os.IsNotExist(err) {
 		s.createdOut = true
@@ -38,7 +38,7 @@ func (s *StepWorkDir) Run(ctx context.Context, state multistep.StateBag) multist
 	return multistep.ActionContinue
 }
 
-func (s *StepWorkDir) Cleanup(state multistep.StateBag) {
+func (s *stepWorkDir) Cleanup(state multistep.StateBag) {
 	if s.dir == "" {
 		return
 	}

@@ -6,10 +6,6 @@ import (
 	"os"
 )
 
-// KeySysextFiles maps each --sysext URL to its download (map[string]string): URLs are fetched
-// before the reuse check, so reuse is keyed on what they serve now, and StepSysext takes these.
-const KeySysextFiles = "sysextFiles"
-
 // sysextInputs names each --sysext by its content, "<sha512>:<FILE|URL>": a changed file at the
 // same path, or a URL serving new content, is another input and rebuilds. URLs are downloaded
 // into dir (made when needed; "" for a dry run, which keeps the URLs as given).
@@ -42,7 +38,7 @@ func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) (
 }
 
 // sysextDownloadDir makes the private directory for --sysext downloads once.
-func (s *StepResolve) sysextDownloadDir() (string, error) {
+func (s *stepResolve) sysextDownloadDir() (string, error) {
 	if s.sysextDir == "" {
 		d, err := os.MkdirTemp("", "flatcar-capo-sysext-")
 		if err != nil {

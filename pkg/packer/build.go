@@ -10,63 +10,92 @@ import (
 	"strings"
 )
 
-// PlanInfo is what a build would do, for --dry-run.
-type PlanInfo struct {
-	Packer          string   `json:"packer"`
-	PackerVersion   string   `json:"packerVersion"`
-	PluginPath      string   `json:"packerPluginPath,omitempty"`
-	QEMUBinary      string   `json:"qemuBinary"`
-	Accelerator     string   `json:"accelerator"`
-	AcceleratorNote string   `json:"acceleratorNote,omitempty"`
-	Template        string   `json:"template"`
-	Env             []string `json:"env"`  // packer's environment (added to ours)
-	Vars            []string `json:"vars"` // the provisioning scripts' environment
-	Config          Config   `json:"-"`
+// Tools are what a build runs: packer (path, version, plugin directory), QEMU and the
+// accelerator. Probe finds them; a Config that carries them is not probed again.
+type Tools struct {
+	Packer          string `json:"packer"`
+	PackerVersion   string `json:"packerVersion"`
+	PluginPath      string `json:"packerPluginPath,omitempty"`
+	QEMUBinary      string `json:"qemuBinary"`
+	Accelerator     string `json:"accelerator"`
+	AcceleratorNote string `json:"acceleratorNote,omitempty"`
 	driver          Driver
 	version         Version
 }
 
-// Plan resolves packer (path, version, QEMU plugin), QEMU and the accelerator, and renders the
-// template. It boots nothing and writes nothing (the accelerator probe starts QEMU without a
-// machine).
+// PlanInfo is what a build would do, for --dry-run.
+type PlanInfo struct {
+	Tools
+	Template string   `json:"template"`
+	Env      []string `json:"env"`  // packer's environment (added to ours)
+	Vars     []string `json:"vars"` // the provisioning scripts' environment
+	Config   Config   `json:"-"`
+}
+
+// queryEnv is the environment of packer's queries: no PACKER_LOG_PATH, as the build directory
+// need not exist yet.
+func queryEnv(pluginPath string) []string {
+	env := []string{"CHECKPOINT_DISABLE=1", "PACKER_LOG=", "PACKER_NO_COLOR=1"}
+	if pluginPath != "" {
+		env = append(env, "PACKER_PLUGIN_PATH="+pluginPath)
+	}
+	return env
+}
+
+// Probe resolves packer (path, version, QEMU plugin), QEMU and the accelerator from cfg's
+// Packer, Driver, QEMUBinary and Accelerator. It boots nothing and writes nothing (the
+// accelerator probe starts QEMU without a machine).
+func Probe(ctx context.Context, cfg Config) (*Tools, error) {
+	d := cfg.Driver
+	if d == nil {
+		p, err := findPacker(cfg.Packer)
+		if err != nil {
+			return nil, err
+		}
+		d = &ExecDriver{Packer: p}
+	}
+	t := &Tools{Packer: d.Path(), PluginPath: pluginPathEnv(d.Path()), driver: d}
+	query := queryEnv(t.PluginPath)
+	var err error
+	if t.version, err = packerVersion(ctx, d, query); err != nil {
+		return nil, err
+	}
+	t.PackerVersion = t.version.String()
+	if err := t.version.Supported(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMissingPacker, err)
+	}
+	if err := checkQEMUPlugin(ctx, d, t.version, query, t.PluginPath); err != nil {
+		return nil, err
+	}
+	if t.QEMUBinary, err = findQEMU(cfg.QEMUBinary); err != nil {
+		return nil, err
+	}
+	t.Accelerator, t.AcceleratorNote = chooseAccelerator(ctx, t.QEMUBinary, cfg.Accelerator)
+	return t, nil
+}
+
+// Plan checks cfg, probes its tools unless cfg.Tools has them, and renders the template. It
+// boots nothing and writes nothing.
 func Plan(ctx context.Context, cfg Config) (PlanInfo, error) {
 	cfg, err := cfg.check()
 	if err != nil {
 		return PlanInfo{}, err
 	}
-	d := cfg.Driver
-	if d == nil {
-		p, err := findPacker(cfg.Packer)
-		if err != nil {
+	t := cfg.Tools
+	if t == nil {
+		if t, err = Probe(ctx, cfg); err != nil {
 			return PlanInfo{}, err
 		}
-		d = &ExecDriver{Packer: p}
 	}
-	pi := PlanInfo{Packer: d.Path(), PluginPath: pluginPathEnv(d.Path()), driver: d}
-	// Queries get no PACKER_LOG_PATH: the build directory need not exist yet.
-	query := []string{"CHECKPOINT_DISABLE=1", "PACKER_LOG=", "PACKER_NO_COLOR=1"}
-	if pi.PluginPath != "" {
-		query = append(query, "PACKER_PLUGIN_PATH="+pi.PluginPath)
+	pi := PlanInfo{Tools: *t}
+	if cfg.Driver != nil {
+		pi.driver = cfg.Driver // the caller's (its stop grace), for the packer the probe found
 	}
-	pi.Env = append(query[:len(query):len(query)],
+	pi.Env = append(queryEnv(pi.PluginPath),
 		"PACKER_LOG=1",
 		"PACKER_LOG_PATH="+filepath.Join(cfg.WorkDir, "packer.log"),
 		"PACKER_CACHE_DIR="+filepath.Join(cfg.WorkDir, "packer_cache"),
 	)
-	if pi.version, err = packerVersion(ctx, d, query); err != nil {
-		return pi, err
-	}
-	pi.PackerVersion = pi.version.String()
-	if err := pi.version.Supported(); err != nil {
-		return pi, fmt.Errorf("%w: %v", ErrMissingPacker, err)
-	}
-	if err := checkQEMUPlugin(ctx, d, pi.version, query, pi.PluginPath); err != nil {
-		return pi, err
-	}
-	if pi.QEMUBinary, err = findQEMU(cfg.QEMUBinary); err != nil {
-		return pi, err
-	}
-	pi.Accelerator, pi.AcceleratorNote = chooseAccelerator(ctx, pi.QEMUBinary, cfg.Accelerator)
 	if pi.Template, err = render(cfg, pi.version, pi.Accelerator, pi.QEMUBinary); err != nil {
 		return pi, err
 	}

@@ -32,6 +32,7 @@ type Config struct {
 
 	SSHTimeout time.Duration // 0 = 20 min (QEMU TCG on a busy machine is slow)
 	Driver     Driver        // nil = ExecDriver on Packer
+	Tools      *Tools        // what Probe found; nil = probe (packer version, plugin, QEMU, accelerator)
 }
 
 // Result is a finished build.
