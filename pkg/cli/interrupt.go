@@ -10,19 +10,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 )
 
-// interruptNoteAnnotation holds what a command leaves behind when Ctrl-C stops it, for
-// commands whose errors do not say it themselves (an *interrupt.Error does, and wins).
-const interruptNoteAnnotation = "flatcar-capo/interrupted"
-
-// OnInterrupt records what cmd leaves behind when interrupted, for the report on exit 130.
-func OnInterrupt(cmd *cobra.Command, note string) {
-	if cmd.Annotations == nil {
-		cmd.Annotations = map[string]string{}
-	}
-	cmd.Annotations[interruptNoteAnnotation] = note
-}
-
-// interruptNotes are the notes of the commands that say nothing more specific; every note is
+// interruptNotes say what a command leaves behind when Ctrl-C stops it, for the commands whose
+// errors do not say it themselves (an *interrupt.Error does, and wins); every note is
 // true whenever the command is stopped (outputs go through pkg/atomicfile or nothing is written).
 var interruptNotes = map[string]string{
 	"convert":   "nothing was left: OUT was not written (its temporary file was removed) and IN is untouched",
@@ -58,10 +47,7 @@ func reportInterrupted(w io.Writer, cmd *cobra.Command, err error) {
 	default:
 		note := ""
 		if cmd != nil {
-			note = cmd.Annotations[interruptNoteAnnotation]
-			if note == "" {
-				note = interruptNotes[cmd.Name()]
-			}
+			note = interruptNotes[cmd.Name()]
 		}
 		if note == "" {
 			note = "it did not say what it left behind; check its output paths"

@@ -65,7 +65,7 @@ func TestBakeCarriesRootAndAddsSysext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Layout{Extensions: []Extension{ext}, KubernetesVersion: "v1.33.4", SysupdateURL: "http://127.0.0.1:1/ext"}
+	l := Layout{Extensions: []Extension{ext}}
 	added, err := l.Entries()
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestBakeCarriesRootAndAddsSysext(t *testing.T) {
 
 	root := extractRoot(t, dst)
 	fsck(t, root, "of the baked ROOT")
-	checkBaked(t, srcRoot, root, sysext, true)
+	checkBaked(t, srcRoot, root, sysext)
 	sb := run(t, "dumpe2fs", "-h", root)
 	srcSB := run(t, "dumpe2fs", "-h", srcRoot)
 	for _, want := range []string{"Filesystem volume name:   ROOT", "Block size:               4096", "Inode size:	          256", line(srcSB, "Filesystem UUID:")} {
@@ -122,7 +122,7 @@ func line(text, prefix string) string {
 }
 
 // checkBaked compares the baked ROOT with the source ROOT and the added files, through debugfs.
-func checkBaked(t *testing.T, srcRoot, root, sysext string, sysupdate bool) {
+func checkBaked(t *testing.T, srcRoot, root, sysext string) {
 	for _, p := range []string{"/etc/hostname", "/bin/suid", "/var/empty-file", "/var/lib/data.bin",
 		"/home/core", "/home/core/.ssh", "/var/rel-link", "/var/abs-link", "/var/long-link",
 		"/var/lib/many/file-with-a-longish-name-599", "/lost+found", "/"} {
@@ -170,13 +170,6 @@ func checkBaked(t *testing.T, srcRoot, root, sysext string, sysupdate bool) {
 	if b, _ := os.ReadFile(dump); string(b) != KubeadmDropInContent {
 		t.Errorf("kubeadm drop-in: %q", b)
 	}
-	if !sysupdate {
-		return
-	}
-	run(t, "debugfs", "-R", "dump /etc/sysupdate.kubernetes.d/kubernetes.conf "+dump, root)
-	if b, _ := os.ReadFile(dump); !strings.Contains(string(b), "Path=http://127.0.0.1:1/ext/\nMatchPattern=kubernetes-v1.33.@v-%a.raw") {
-		t.Errorf("sysupdate config: %s", b)
-	}
 }
 
 // TestBakeInPlace: the build's variant (no image copy) gives the same ROOT, and a refusal
@@ -199,7 +192,7 @@ func TestBakeInPlace(t *testing.T) {
 	}
 	root := extractRoot(t, img)
 	fsck(t, root, "of the ROOT baked in place")
-	checkBaked(t, srcRoot, root, sysext, false)
+	checkBaked(t, srcRoot, root, sysext)
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(img), ".rootfs-*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}

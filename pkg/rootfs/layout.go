@@ -12,7 +12,6 @@ import (
 const (
 	ExtensionsStore = "opt/extensions"                                       // storage only, not a search path
 	ExtensionsDir   = "etc/extensions"                                       // where systemd-sysext looks
-	SysupdateDir    = "etc/sysupdate.kubernetes.d"                           // systemd-sysupdate transfer configs
 	KubeadmDropIn   = "etc/systemd/system/kubeadm.service.d/10-flatcar.conf" // kubeadm after containerd
 	systemdUnitDir  = "etc/systemd/system"
 )
@@ -44,14 +43,10 @@ type Extension struct {
 type Layout struct {
 	Extensions  []Extension
 	KeepUpdates bool // do not mask update-engine and locksmithd
-	// KubernetesVersion and SysupdateURL, when both set, add systemd-sysupdate configs that fetch
-	// newer patch releases of the same minor from SysupdateURL (Flatcar's extension server layout).
-	KubernetesVersion string
-	SysupdateURL      string
 }
 
 // Entries returns the added ROOT entries: each sysext and its link, the kubeadm.service drop-in,
-// the update masks and the optional sysupdate configs.
+// and the update masks.
 func (l Layout) Entries() ([]Entry, error) {
 	var entries []Entry
 	names := map[string]bool{}
@@ -76,15 +71,6 @@ func (l Layout) Entries() ([]Entry, error) {
 			entries = append(entries, Symlink(path.Join(systemdUnitDir, u), "/dev/null"))
 		}
 	}
-	if l.SysupdateURL != "" && l.KubernetesVersion != "" {
-		conf, err := sysupdateConf(l.KubernetesVersion, l.SysupdateURL)
-		if err != nil {
-			return nil, err
-		}
-		entries = append(entries,
-			Bytes(SysupdateDir+"/kubernetes.conf", 0o644, conf),
-			Bytes(SysupdateDir+"/noop.conf", 0o644, []byte(sysupdateNoop)))
-	}
 	return entries, nil
 }
 
@@ -96,40 +82,3 @@ func KubernetesExtension(source, version, arch string) (Extension, error) {
 	}
 	return Extension{Name: sysext.KubernetesName, FileName: name, Source: source}, nil
 }
-
-// sysupdateConf is the transfer CAPO's flatcar-sysext flavor writes: newer patch releases of the
-// same minor, %a being systemd's architecture name.
-func sysupdateConf(version, url string) ([]byte, error) {
-	if err := sysext.ValidVersion(version); err != nil {
-		return nil, err
-	}
-	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
-	if !strings.HasSuffix(url, "/") {
-		url += "/"
-	}
-	return []byte(fmt.Sprintf(`[Transfer]
-Verify=false
-
-[Source]
-Type=url-file
-Path=%s
-MatchPattern=kubernetes-v%s.%s.@v-%%a.raw
-
-[Target]
-InstancesMax=3
-Type=regular-file
-Path=/opt/extensions/kubernetes
-CurrentSymlink=/etc/extensions/kubernetes.raw
-`, url, parts[0], parts[1])), nil
-}
-
-// sysupdateNoop keeps systemd-sysupdate from touching the OS itself (only the component above).
-const sysupdateNoop = `[Source]
-Type=regular-file
-Path=/
-MatchPattern=invalid@v.raw
-
-[Target]
-Type=regular-file
-Path=/
-`
