@@ -24,7 +24,7 @@ RACE_PKGS := ./pkg/bzip2/ ./pkg/qcow2/
 RACE_RUN := ^(TestConvertInProcess|TestFetchPipelineInProcess|TestStalledBodyFails|TestFake.*)$$
 RACE_RUN_PKGS := ./pkg/convert/ ./pkg/fetch/ ./pkg/glance/
 
-.PHONY: all build deps demo test test-go test-packer-guest race fuzz fuzz-oracles bench vet clean
+.PHONY: all build deps demo test test-unit test-go test-packer-guest race fuzz fuzz-oracles bench vet clean
 
 all: build
 
@@ -51,6 +51,11 @@ test: deps vet
 	$(MAKE) --no-print-directory fuzz || status=1; \
 	$(SUMMARY) -total $(TESTLOG)/*.json || status=1; \
 	exit $$status
+
+# The pure-Go tests, for contributors: no root, no apt, about a minute. Every test that needs a
+# tool, root or a machine precondition skips (testutil.Unit), and -short keeps inputs small.
+test-unit:
+	FLATCAR_CAPO_UNIT_TESTS=1 $(GO) test -short -count=1 -timeout 10m ./...
 
 $(SUMMARY): scripts/testsummary/main.go
 	$(GO) build -o $@ ./scripts/testsummary

@@ -23,8 +23,8 @@ const (
 	KeyRecorded = "recorded" // bool: the build record is on disk
 	// KeyArtifactSHA512 is the artifact's size and sha512 as the qcow2 step wrote it (Artifact).
 	KeyArtifactSHA512 = "artifactSHA512"
-	// KeyExtraArtifacts are further files a method leaves next to the artifact ([]string), such
-	// as the sysext method's .raw; the record carries their sha512 too.
+	// KeyExtraArtifacts are further files a method leaves next to the artifact ([]Artifact, with
+	// their sha512), such as the sysext method's .raw; the record lists them too.
 	KeyExtraArtifacts = "extraArtifacts"
 	KeyLogFile        = "logFile"  // string: the method's full log (packer's PACKER_LOG), named in failures
 	KeyLogMoved       = "logMoved" // string: the log's path inside the removed build directory, if it was moved
@@ -38,8 +38,9 @@ const (
 	KeyDrive       = "drive"       // string: config-2 ISO (--base openstack)
 
 	// The sysext method.
-	// KeySysextFiles maps each --sysext URL to its download (map[string]string): URLs are fetched
-	// before the reuse check, so reuse is keyed on what they serve now, and stepSysext takes these.
+	// KeySysextFiles maps each --sysext to its file and sha512 (map[string]sysextSource): URLs are
+	// fetched and every file hashed before the reuse check, so reuse is keyed on what they hold
+	// now, and stepSysext takes these.
 	KeySysextFiles = "sysextFiles"
 	KeySysexts     = "sysexts" // []Sysext: the sysexts to bake, set by stepSysext
 	KeyImages      = "images"  // *ImagesPlan: the preloaded images, set by stepImages

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
@@ -23,10 +24,10 @@ func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 	o := options(state)
 	exts, _ := state.Get(KeySysexts).([]Sysext)
 	layout := rootfs.Layout{KeepUpdates: o.KeepUpdates}
-	var extra []string
+	var extra []Artifact
 	for _, x := range exts {
 		layout.Extensions = append(layout.Extensions, rootfs.Extension{Name: x.Name, FileName: x.FileName, Source: x.Path})
-		extra = append(extra, x.Path)
+		extra = append(extra, Artifact{File: filepath.Base(x.Path), Bytes: x.Bytes, SHA512: x.SHA512})
 	}
 	entries, err := layout.Entries()
 	if err != nil {
@@ -45,7 +46,7 @@ func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 		return halt(state, fmt.Errorf("baking into ROOT: %w", err))
 	}
 	state.Put(KeyRaw, work)
-	prev, _ := state.Get(KeyExtraArtifacts).([]string)
+	prev, _ := state.Get(KeyExtraArtifacts).([]Artifact)
 	state.Put(KeyExtraArtifacts, append(prev, extra...))
 	note(state, "ROOT rebuilt and verified: %d entries carried, %d added (%d MiB of files)", res.Carried, res.Added, res.WrittenData>>20)
 	return multistep.ActionContinue

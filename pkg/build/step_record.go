@@ -47,13 +47,8 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 			a = Artifact{File: filepath.Base(artifact), Bytes: n, SHA512: sum}
 		}
 		rec.Artifacts = append(rec.Artifacts[:0], a)
-		for _, extra := range extraArtifacts(state) {
-			s, n, err := sha512File(extra)
-			if err != nil {
-				return halt(state, err)
-			}
-			rec.Artifacts = append(rec.Artifacts, Artifact{File: filepath.Base(extra), Bytes: n, SHA512: s})
-		}
+		extra, _ := state.Get(KeyExtraArtifacts).([]Artifact) // hashed when they were made
+		rec.Artifacts = append(rec.Artifacts, extra...)
 	}
 	if err := rec.write(artifact); err != nil {
 		return halt(state, err)
@@ -64,8 +59,3 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 }
 
 func (*stepRecord) Cleanup(multistep.StateBag) {}
-
-func extraArtifacts(state multistep.StateBag) []string {
-	l, _ := state.Get(KeyExtraArtifacts).([]string)
-	return l
-}

@@ -61,12 +61,12 @@ func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multist
 	if err != nil {
 		return halt(state, err)
 	}
-	sx, files, err := sysextInputs(ctx, o, s.sysextDownloadDir)
+	sx, srcs, err := sysextInputs(ctx, o, s.sysextDownloadDir)
 	if err != nil {
 		return halt(state, err)
 	}
 	in.Sysext = sx
-	state.Put(KeySysextFiles, files)
+	state.Put(KeySysextFiles, srcs)
 	rec.Inputs, rec.InputsKey = in, in.Key()
 	if o.BaseImage == "" {
 		rec.Base.URL = rel.URL(release.ImageFile(o.Base, release.CompressionNone))

@@ -32,12 +32,13 @@ func (sysextMethod) Steps() []multistep.Step {
 
 // Sysext is one sysext a build bakes into the image.
 type Sysext struct {
-	Name     string `json:"name"`     // extension-release.<Name>, linked as /etc/extensions/<Name>.raw
-	FileName string `json:"fileName"` // stored as /opt/extensions/<Name>/<FileName>
-	Source   string `json:"source"`   // --sysext value, or "made from Kubernetes <v>"
-	Path     string `json:"-"`        // local file (in the work or output directory)
-	SHA512   string `json:"sha512"`
-	Bytes    int64  `json:"bytes"`
+	Name     string    `json:"name"`     // extension-release.<Name>, linked as /etc/extensions/<Name>.raw
+	FileName string    `json:"fileName"` // stored as /opt/extensions/<Name>/<FileName>
+	Source   string    `json:"source"`   // --sysext value, or "made from Kubernetes <v>"
+	Path     string    `json:"-"`        // local file (in the work or output directory)
+	SHA512   string    `json:"sha512"`
+	Bytes    int64     `json:"bytes"`
+	hashedAt time.Time // a --sysext's modification time when the build hashed it
 }
 
 // stepSysext makes the Kubernetes sysext from the sha256-verified release binaries, or takes the
@@ -56,8 +57,8 @@ func (*stepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if len(o.Sysext) == 0 {
 		exts, err = makeKubernetesSysext(ctx, state, o, work)
 	} else {
-		files, _ := state.Get(KeySysextFiles).(map[string]string)
-		exts, err = takeSysexts(ctx, o, work, files)
+		srcs, _ := state.Get(KeySysextFiles).(map[string]sysextSource)
+		exts, err = takeSysexts(o, srcs)
 	}
 	if err != nil {
 		return halt(state, err)
@@ -120,21 +121,15 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 
 // takeSysexts fetches and checks each --sysext; one of them must be the Kubernetes sysext of
 // --kubernetes-version (the image name and the record say which Kubernetes the image runs).
-func takeSysexts(ctx context.Context, o *Options, work string, downloaded map[string]string) ([]Sysext, error) {
+func takeSysexts(o *Options, srcs map[string]sysextSource) ([]Sysext, error) {
 	var exts []Sysext
 	names := map[string]string{}
 	for _, s := range o.Sysext {
-		p := s
-		if d, ok := downloaded[s]; ok {
-			p = d
-		} else if isURL(s) {
-			var err error
-			if p, err = download(ctx, o, s, work); err != nil {
-				return nil, err
-			}
-		} else if _, err := os.Stat(s); err != nil {
-			return nil, fmt.Errorf("--sysext %s: %w", s, err)
+		src, ok := srcs[s]
+		if !ok {
+			return nil, fmt.Errorf("--sysext %s was not resolved", s)
 		}
+		p := src.Path
 		info, err := sysext.Open(p) // its errors name the file
 		if err != nil {
 			return nil, fmt.Errorf("--sysext: %w", err)
@@ -154,7 +149,7 @@ func takeSysexts(ctx context.Context, o *Options, work string, downloaded map[st
 		if !strings.HasSuffix(fileName, ".raw") {
 			fileName = name + ".raw"
 		}
-		exts = append(exts, Sysext{Name: name, FileName: fileName, Source: s, Path: p})
+		exts = append(exts, Sysext{Name: name, FileName: fileName, Source: s, Path: p, SHA512: src.SHA512, Bytes: src.Bytes, hashedAt: src.ModTime})
 	}
 	k8s, ok := names[sysext.KubernetesName]
 	if !ok {
@@ -189,27 +184,29 @@ func isURL(s string) bool { return strings.HasPrefix(s, "http://") || strings.Ha
 
 // download fetches a --sysext URL into dir (the build directory, removed at the end) with the
 // build's client: its timeouts, retries and deadline; nothing is left on failure.
-func download(ctx context.Context, o *Options, raw, dir string) (string, error) {
+func download(ctx context.Context, o *Options, raw, dir string) (*httpx.Downloaded, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("--sysext %s: %w", raw, err)
+		return nil, fmt.Errorf("--sysext %s: %w", raw, err)
 	}
 	name := path.Base(u.Path)
 	if name == "/" || name == "." || name == "" {
-		return "", fmt.Errorf("--sysext %s: the URL names no file", raw)
+		return nil, fmt.Errorf("--sysext %s: the URL names no file", raw)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "sysext"), 0o700); err != nil {
-		return "", err
+		return nil, err
 	}
 	d, err := o.client().Download(ctx, raw, filepath.Join(dir, "sysext", name), httpx.Digest{Algo: "sha512"}, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("--sysext: %w", err)
+		return nil, fmt.Errorf("--sysext: %w", err)
 	}
-	return d.Path, nil
+	return d, nil
 }
 
 // keepNextToArtifact copies the sysext into the output directory (users serve it for
-// systemd-sysupdate or CAPO's sysext flavor) and hashes it; the record lists it with its sha512.
+// systemd-sysupdate or CAPO's sysext flavor); the record lists it with its sha512. A --sysext
+// was hashed when the build resolved it: the copy is refused if the file changed since, and
+// not hashed again. The sysext made here is hashed once, as it is copied.
 func keepNextToArtifact(ctx context.Context, o *Options, x *Sysext) error {
 	dst := filepath.Join(o.OutputDir, x.FileName)
 	src, err := os.Open(x.Path)
@@ -217,6 +214,15 @@ func keepNextToArtifact(ctx context.Context, o *Options, x *Sysext) error {
 		return err
 	}
 	defer src.Close()
+	if x.SHA512 != "" {
+		fi, err := src.Stat()
+		if err != nil {
+			return err
+		}
+		if fi.Size() != x.Bytes || !fi.ModTime().Equal(x.hashedAt) {
+			return fmt.Errorf("--sysext %s changed during the build (it was %d bytes when hashed, now %d); run the build again", x.Source, x.Bytes, fi.Size())
+		}
+	}
 	out, err := atomicfile.Create(dst)
 	if err != nil {
 		return err
@@ -225,18 +231,20 @@ func keepNextToArtifact(ctx context.Context, o *Options, x *Sysext) error {
 	if err := disk.CopySparse(ctx, out.File, src); err != nil {
 		return fmt.Errorf("copying %s to %s: %w", x.Path, dst, err)
 	}
-	if _, err := out.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	h := sha512.New()
-	n, err := io.Copy(h, out)
-	if err != nil {
-		return err
+	if x.SHA512 == "" {
+		if _, err := out.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		h := sha512.New()
+		if x.Bytes, err = io.Copy(h, out); err != nil {
+			return err
+		}
+		x.SHA512 = hex.EncodeToString(h.Sum(nil))
 	}
 	if err := out.Commit(0o644); err != nil {
 		return err
 	}
-	x.Path, x.SHA512, x.Bytes = dst, hex.EncodeToString(h.Sum(nil)), n
+	x.Path = dst
 	return nil
 }
 

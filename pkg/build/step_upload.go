@@ -46,6 +46,9 @@ func (*stepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if err != nil {
 		return halt(state, err)
 	}
+	if len(rec.Artifacts) > 0 { // hashed by the record step (or verified by the reuse step)
+		req.KnownHash("sha512", rec.Artifacts[0].SHA512)
+	}
 	results, err := glance.UploadAll(ctx, o.Clouds, req)
 	rec.Glance = rec.Glance[:0]
 	var ids []string

@@ -4,16 +4,27 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 )
+
+// sysextSource is one --sysext as the resolve step found it: the local file (a URL's download)
+// and its sha512, the only hash of it the build makes (the record and the copy next to the
+// artifact take it from here). ModTime tells whether the file changed after it was hashed.
+type sysextSource struct {
+	Path    string
+	SHA512  string
+	Bytes   int64
+	ModTime time.Time
+}
 
 // sysextInputs names each --sysext by its content, "<sha512>:<FILE|URL>": a changed file at the
 // same path, or a URL serving new content, is another input and rebuilds. URLs are downloaded
 // into dir (made when needed; "" for a dry run, which keeps the URLs as given).
-func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) ([]string, map[string]string, error) {
+func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) ([]string, map[string]sysextSource, error) {
 	var in []string
-	files := map[string]string{}
+	srcs := map[string]sysextSource{}
 	for _, s := range o.Sysext {
-		p := s
+		var src sysextSource
 		if isURL(s) {
 			if o.DryRun {
 				in = append(in, s)
@@ -23,18 +34,27 @@ func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) (
 			if err != nil {
 				return nil, nil, err
 			}
-			if p, err = download(ctx, o, s, d); err != nil {
+			dl, err := download(ctx, o, s, d)
+			if err != nil {
 				return nil, nil, err
 			}
-			files[s] = p
+			src = sysextSource{Path: dl.Path, SHA512: dl.Digest, Bytes: dl.Bytes} // hashed as it came in
+		} else {
+			sum, n, err := sha512File(s)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--sysext %s: %w", s, err)
+			}
+			src = sysextSource{Path: s, SHA512: sum, Bytes: n}
 		}
-		sum, _, err := sha512File(p)
+		fi, err := os.Stat(src.Path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--sysext %s: %w", s, err)
 		}
-		in = append(in, sum+":"+s)
+		src.ModTime = fi.ModTime()
+		srcs[s] = src
+		in = append(in, src.SHA512+":"+s)
 	}
-	return in, files, nil
+	return in, srcs, nil
 }
 
 // sysextDownloadDir makes the private directory for --sysext downloads once.

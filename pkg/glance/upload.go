@@ -475,6 +475,15 @@ func short(h string) string {
 }
 
 // hashCache computes the file's hash once per algorithm, however many clouds ask.
+// KnownHash hands over a hash of the file the caller already has (build's record step hashed
+// the artifact), so the reuse check compares it with Glance's without reading the file again.
+// It is ignored when the bytes sent are not the file as it is (a raw file streamed as qcow2).
+func (r *Request) KnownHash(algo, sum string) {
+	if r.Open == nil && sum != "" {
+		r.localHashes.put(algo, sum)
+	}
+}
+
 type hashCache struct {
 	mu     sync.Mutex
 	sums   map[string]string

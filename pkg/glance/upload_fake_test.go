@@ -2,6 +2,8 @@ package glance_test
 
 import (
 	"context"
+	"crypto/sha512"
+	"encoding/hex"
 	"errors"
 	"os"
 	"strings"
@@ -150,5 +152,41 @@ func TestFakeUploadAllClouds(t *testing.T) {
 		if len(f.named("flatcar")) != 1 {
 			t.Fatalf("%s: %v", f.srv.URL, f.named("flatcar"))
 		}
+	}
+}
+
+// countingSink counts the hashing passes over the file (labels "hash <cloud>").
+type countingSink struct{ n *int }
+
+func (s countingSink) Write(p []byte) (int, error) { return len(p), nil }
+func (s countingSink) Finish()                     {}
+
+// A hash the caller already has (build's record step) is what the reuse check compares: the
+// file is not read again, and a wrong one is a different content.
+func TestFakeReuseTakesKnownHash(t *testing.T) {
+	f := newFakeCloud(t)
+	fakeCloudsYAML(t, f)
+	req, data := fakeRequest(t, "flatcar", 7, glance.Reuse)
+	id := f.put("flatcar", "active", data, glance.ToolTag)
+	sum := sha512.Sum512(data)
+	hashes := 0
+	req.Progress = func(label string, total int64) glance.ProgressSink {
+		if strings.HasPrefix(label, "hash ") {
+			hashes++
+		}
+		return countingSink{&hashes}
+	}
+	req.KnownHash("sha512", hex.EncodeToString(sum[:]))
+	res, err := uploadFake(t, req, "fake0")
+	if err != nil || res[0].Action != "reused" || res[0].ID != id {
+		t.Fatalf("res %+v, err %v", res, err)
+	}
+	if hashes != 0 {
+		t.Fatalf("the file was hashed %d time(s) despite the known hash", hashes)
+	}
+	wrong, _ := fakeRequest(t, "flatcar", 7, glance.Reuse)
+	wrong.KnownHash("sha512", strings.Repeat("0", 128))
+	if _, err := uploadFake(t, wrong, "fake0"); err == nil || !strings.Contains(err.Error(), "different content") {
+		t.Fatalf("a wrong known hash: err %v", err)
 	}
 }
