@@ -12,6 +12,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
 )
 
 // fakeRequest is an upload of a 1 MiB raw file (random first MiB, seeded) named name.
@@ -39,8 +40,8 @@ func uploadFake(t *testing.T, req *glance.Request, clouds ...string) ([]*glance.
 
 // A new name: created, uploaded, verified by Glance's own sha512, active.
 func TestFakeUpload(t *testing.T) {
-	f := newFakeCloud(t)
-	fakeCloudsYAML(t, f)
+	f := glancetest.New(t)
+	glancetest.CloudsYAML(t, f)
 	req, _ := fakeRequest(t, "flatcar", 1, glance.Reuse)
 	res, err := uploadFake(t, req, "fake0")
 	if err != nil {
@@ -49,7 +50,7 @@ func TestFakeUpload(t *testing.T) {
 	if len(res) != 1 || res[0].Action != "uploaded" || res[0].Status != "active" || res[0].Size != 1<<20 || res[0].Properties["os_distro"] != "flatcar" {
 		t.Fatalf("result %+v", res)
 	}
-	if got := f.named("flatcar"); len(got) != 1 || got[res[0].ID] != "active" {
+	if got := f.Named("flatcar"); len(got) != 1 || got[res[0].ID] != "active" {
 		t.Fatalf("images in the fake: %v", got)
 	}
 }
@@ -57,16 +58,16 @@ func TestFakeUpload(t *testing.T) {
 // Reuse: the same content under the same name is not sent again; different content is refused
 // with the way out, and nothing is created or deleted.
 func TestFakeReuse(t *testing.T) {
-	f := newFakeCloud(t)
-	fakeCloudsYAML(t, f)
+	f := glancetest.New(t)
+	glancetest.CloudsYAML(t, f)
 	req, data := fakeRequest(t, "flatcar", 2, glance.Reuse)
-	id := f.put("flatcar", "active", data, glance.ToolTag)
+	id := f.Put("flatcar", "active", data, glance.ToolTag)
 	res, err := uploadFake(t, req, "fake0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].Action != "reused" || res[0].ID != id || f.count("PUT ") != 0 || f.count("POST /v2/images") != 0 {
-		t.Fatalf("result %+v, calls %v", res[0], f.calls)
+	if res[0].Action != "reused" || res[0].ID != id || f.Count("PUT ") != 0 || f.Count("POST /v2/images") != 0 {
+		t.Fatalf("result %+v, calls %v", res[0], f.Calls())
 	}
 
 	other, _ := fakeRequest(t, "flatcar", 3, glance.Reuse)
@@ -74,16 +75,16 @@ func TestFakeReuse(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "already exists ("+id+") with different content") || !strings.Contains(err.Error(), "--on-exists replace") {
 		t.Fatalf("err %v", err)
 	}
-	if got := f.named("flatcar"); len(got) != 1 || got[id] != "active" || f.count("POST /v2/images") != 0 {
-		t.Fatalf("after a refused reuse: %v, calls %v", got, f.calls)
+	if got := f.Named("flatcar"); len(got) != 1 || got[id] != "active" || f.Count("POST /v2/images") != 0 {
+		t.Fatalf("after a refused reuse: %v, calls %v", got, f.Calls())
 	}
 
-	queued := f.put("other", "queued", nil) // not ours (no tool tag), not active: refused, kept
+	queued := f.Put("other", "queued", nil) // not ours (no tool tag), not active: refused, kept
 	req, _ = fakeRequest(t, "other", 2, glance.Reuse)
 	if _, err := uploadFake(t, req, "fake0"); err == nil || !strings.Contains(err.Error(), "status queued, not active") {
 		t.Fatalf("reuse of a queued image: err %v", err)
 	}
-	if got := f.named("other"); got[queued] != "queued" {
+	if got := f.Named("other"); got[queued] != "queued" {
 		t.Fatalf("someone else's queued image was touched: %v", got)
 	}
 }
@@ -91,12 +92,12 @@ func TestFakeReuse(t *testing.T) {
 // Replace: the new image is uploaded and verified first, then every older image of the name is
 // deleted; a half-made leftover of an earlier run of this tool is removed before anything else.
 func TestFakeReplace(t *testing.T) {
-	f := newFakeCloud(t)
-	fakeCloudsYAML(t, f)
+	f := glancetest.New(t)
+	glancetest.CloudsYAML(t, f)
 	req, _ := fakeRequest(t, "flatcar", 4, glance.Replace)
-	old1 := f.put("flatcar", "active", []byte("old one"), glance.ToolTag)
-	old2 := f.put("flatcar", "active", []byte("old two"))
-	leftover := f.put("flatcar", "saving", nil, glance.ToolTag)
+	old1 := f.Put("flatcar", "active", []byte("old one"), glance.ToolTag)
+	old2 := f.Put("flatcar", "active", []byte("old two"))
+	leftover := f.Put("flatcar", "saving", nil, glance.ToolTag)
 	res, err := uploadFake(t, req, "fake0")
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestFakeReplace(t *testing.T) {
 	if r.Action != "replaced" || strings.Join(r.Replaced, ",") != old1+","+old2 || strings.Join(r.RemovedLeftovers, ",") != leftover {
 		t.Fatalf("result %+v", r)
 	}
-	if got := f.named("flatcar"); len(got) != 1 || got[r.ID] != "active" {
+	if got := f.Named("flatcar"); len(got) != 1 || got[r.ID] != "active" {
 		t.Fatalf("images after replace: %v", got)
 	}
 }
@@ -113,19 +114,19 @@ func TestFakeReplace(t *testing.T) {
 // The data arrives damaged: Glance's hash differs from the file's. The upload fails saying so,
 // is not retried as if transient, and the damaged image is deleted.
 func TestFakeHashMismatch(t *testing.T) {
-	f := newFakeCloud(t)
-	f.damage = true
-	fakeCloudsYAML(t, f)
+	f := glancetest.New(t)
+	f.Damage(true)
+	glancetest.CloudsYAML(t, f)
 	req, _ := fakeRequest(t, "flatcar", 5, glance.Reuse)
 	_, err := uploadFake(t, req, "fake0")
 	if err == nil || !strings.Contains(err.Error(), "hash mismatch after upload") || !strings.Contains(err.Error(), "damaged on the way") ||
 		!strings.Contains(err.Error(), "was deleted") {
 		t.Fatalf("err %v", err)
 	}
-	if got := f.named("flatcar"); len(got) != 0 {
+	if got := f.Named("flatcar"); len(got) != 0 {
 		t.Fatalf("the damaged image is still there: %v", got)
 	}
-	if n := f.count("PUT "); n != 1 {
+	if n := f.Count("PUT "); n != 1 {
 		t.Fatalf("%d uploads, want 1 (a hash mismatch is not transient)", n)
 	}
 }
@@ -133,9 +134,9 @@ func TestFakeHashMismatch(t *testing.T) {
 // Several clouds at once: each gets its own result in the given order; one cloud failing does
 // not hide the others' success, and its error names it.
 func TestFakeUploadAllClouds(t *testing.T) {
-	a, b, c := newFakeCloud(t), newFakeCloud(t), newFakeCloud(t)
-	b.damage = true
-	fakeCloudsYAML(t, a, b, c)
+	a, b, c := glancetest.New(t), glancetest.New(t), glancetest.New(t)
+	b.Damage(true)
+	glancetest.CloudsYAML(t, a, b, c)
 	req, _ := fakeRequest(t, "flatcar", 6, glance.Reuse)
 	res, err := uploadFake(t, req, "fake0", "fake1", "fake2")
 	var cloudErrs glance.CloudErrors
@@ -148,9 +149,9 @@ func TestFakeUploadAllClouds(t *testing.T) {
 	if len(res) != 2 || res[0].Cloud != "fake0" || res[1].Cloud != "fake2" || res[0].Checksum != res[1].Checksum {
 		t.Fatalf("results %+v", res)
 	}
-	for _, f := range []*fakeCloud{a, c} {
-		if len(f.named("flatcar")) != 1 {
-			t.Fatalf("%s: %v", f.srv.URL, f.named("flatcar"))
+	for _, f := range []*glancetest.Cloud{a, c} {
+		if len(f.Named("flatcar")) != 1 {
+			t.Fatalf("%s: %v", f.URL, f.Named("flatcar"))
 		}
 	}
 }
@@ -164,10 +165,10 @@ func (s countingSink) Finish()                     {}
 // A hash the caller already has (build's record step) is what the reuse check compares: the
 // file is not read again, and a wrong one is a different content.
 func TestFakeReuseTakesKnownHash(t *testing.T) {
-	f := newFakeCloud(t)
-	fakeCloudsYAML(t, f)
+	f := glancetest.New(t)
+	glancetest.CloudsYAML(t, f)
 	req, data := fakeRequest(t, "flatcar", 7, glance.Reuse)
-	id := f.put("flatcar", "active", data, glance.ToolTag)
+	id := f.Put("flatcar", "active", data, glance.ToolTag)
 	sum := sha512.Sum512(data)
 	hashes := 0
 	req.Progress = func(label string, total int64) glance.ProgressSink {

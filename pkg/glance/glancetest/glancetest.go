@@ -1,4 +1,6 @@
-package glance_test
+// Package glancetest is Keystone v3 and Glance v2 in one in-process httptest server, for the
+// tests of any package that uploads (as gophercloud's testhelper serves its own tests).
+package glancetest
 
 import (
 	"crypto/sha512"
@@ -17,24 +19,26 @@ import (
 	"time"
 )
 
-// fakeCloud is Keystone v3 and Glance v2 in one in-process httptest server, with just what
+// Cloud is Keystone v3 and Glance v2 in one in-process httptest server, with just what
 // upload uses (token, catalog, list by name, create, upload data, show, delete). It keeps images
 // in memory and computes os_hash_value over the bytes it received, like Glance; damage makes it
 // store damaged bytes, to exercise the hash check. The real Keystone + Glance tests remain the
 // proof that upload works against OpenStack; this one makes the rare paths cheap to reach.
-type fakeCloud struct {
+type Cloud struct {
 	srv *httptest.Server
+	URL string // Keystone's and Glance's endpoint
 
 	mu     sync.Mutex
 	images map[string]map[string]any
 	nextID int
-	damage bool     // flip a byte of every upload before hashing it
+	damage bool
 	calls  []string // "METHOD /path", in order
 }
 
-func newFakeCloud(t *testing.T) *fakeCloud {
+// New starts a fake cloud for the test; it stops when the test ends.
+func New(t testing.TB) *Cloud {
 	t.Helper()
-	f := &fakeCloud{images: map[string]map[string]any{}}
+	f := &Cloud{images: map[string]map[string]any{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v3/auth/tokens", f.token)
 	mux.HandleFunc("GET /{$}", f.versions)
@@ -49,8 +53,24 @@ func newFakeCloud(t *testing.T) *fakeCloud {
 		f.mu.Unlock()
 		mux.ServeHTTP(w, r)
 	}))
+	f.URL = f.srv.URL
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// Damage makes the cloud flip a byte of every upload before hashing it (a transfer that
+// corrupts data).
+func (f *Cloud) Damage(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.damage = on
+}
+
+// Calls are the requests so far, "METHOD /path", in order.
+func (f *Cloud) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string{}, f.calls...)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -59,7 +79,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-func (f *fakeCloud) token(w http.ResponseWriter, r *http.Request) {
+func (f *Cloud) token(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Auth struct {
 			Identity struct {
@@ -88,12 +108,12 @@ func (f *fakeCloud) token(w http.ResponseWriter, r *http.Request) {
 }
 
 // versions is Glance's version document, which the client reads to find the v2 API.
-func (f *fakeCloud) versions(w http.ResponseWriter, r *http.Request) {
+func (f *Cloud) versions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": []any{map[string]any{
 		"id": "v2.16", "status": "CURRENT", "links": []any{map[string]any{"rel": "self", "href": f.srv.URL + "/v2/"}}}}})
 }
 
-func (f *fakeCloud) list(w http.ResponseWriter, r *http.Request) {
+func (f *Cloud) list(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	name := r.URL.Query().Get("name")
@@ -107,7 +127,7 @@ func (f *fakeCloud) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"images": out, "first": "/v2/images", "schema": "/v2/schemas/images"})
 }
 
-func (f *fakeCloud) create(w http.ResponseWriter, r *http.Request) {
+func (f *Cloud) create(w http.ResponseWriter, r *http.Request) {
 	var img map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&img); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": err.Error()})
@@ -126,7 +146,7 @@ func (f *fakeCloud) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, img)
 }
 
-func (f *fakeCloud) show(w http.ResponseWriter, r *http.Request) {
+func (f *Cloud) show(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	img, ok := f.images[r.PathValue("id")]
@@ -137,7 +157,7 @@ func (f *fakeCloud) show(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, img)
 }
 
-func (f *fakeCloud) upload(w http.ResponseWriter, r *http.Request) {
+func (f *Cloud) upload(w http.ResponseWriter, r *http.Request) {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		return
@@ -158,7 +178,7 @@ func (f *fakeCloud) upload(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (f *fakeCloud) delete(w http.ResponseWriter, r *http.Request) {
+func (f *Cloud) delete(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.images[r.PathValue("id")]; !ok {
@@ -169,8 +189,8 @@ func (f *fakeCloud) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// put stores an image as if an earlier run had made it.
-func (f *fakeCloud) put(name, status string, data []byte, tags ...string) string {
+// Put stores an image as if an earlier run had made it.
+func (f *Cloud) Put(name, status string, data []byte, tags ...string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
@@ -186,8 +206,8 @@ func (f *fakeCloud) put(name, status string, data []byte, tags ...string) string
 	return id
 }
 
-// named returns the statuses of the images called name, by ID.
-func (f *fakeCloud) named(name string) map[string]string {
+// Named returns the statuses of the images called name, by ID.
+func (f *Cloud) Named(name string) map[string]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[string]string{}
@@ -199,8 +219,8 @@ func (f *fakeCloud) named(name string) map[string]string {
 	return out
 }
 
-// count is how many calls matched "METHOD /path-prefix".
-func (f *fakeCloud) count(prefix string) int {
+// Count is how many calls matched "METHOD /path-prefix".
+func (f *Cloud) Count(prefix string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
@@ -212,9 +232,9 @@ func (f *fakeCloud) count(prefix string) int {
 	return n
 }
 
-// fakeCloudsYAML writes a clouds.yaml naming each fake (fake0, fake1, ...) and points
+// CloudsYAML writes a clouds.yaml naming each fake (fake0, fake1, ...) and points
 // OS_CLIENT_CONFIG_FILE at it for the test.
-func fakeCloudsYAML(t *testing.T, fakes ...*fakeCloud) {
+func CloudsYAML(t testing.TB, fakes ...*Cloud) {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("clouds:\n")
