@@ -14,6 +14,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -67,6 +68,8 @@ type Options struct {
 
 	Force  bool // rebuild even when a matching artifact exists
 	DryRun bool // print the plan, boot nothing
+
+	driver packer.Driver // tests: a scripted packer (packertest) instead of the binary
 
 	ToolVersion string    // flatcar-capo's version, for the record
 	Log         io.Writer // progress lines (stderr)

@@ -22,7 +22,7 @@ func (packerMethod) Steps() []multistep.Step {
 // Preflight probes packer, its QEMU plugin, QEMU and the accelerator once; the packer step
 // builds with what it found (KeyPackerTools).
 func (packerMethod) Preflight(ctx context.Context, o *Options, state multistep.StateBag) (string, error) {
-	t, err := packer.Probe(ctx, packer.Config{Packer: o.Packer, QEMUBinary: o.QEMUBinary, Accelerator: o.Accelerator})
+	t, err := packer.Probe(ctx, packer.Config{Packer: o.Packer, QEMUBinary: o.QEMUBinary, Accelerator: o.Accelerator, Driver: o.driver})
 	if err != nil {
 		return "", err
 	}

@@ -25,7 +25,9 @@ func (*stepPacker) Name() string { return "packer" }
 func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	cfg := packerConfig(o, state)
-	if path, err := packerPath(o.Packer); err == nil {
+	if o.driver != nil {
+		cfg.Driver = o.driver
+	} else if path, err := packerPath(o.Packer); err == nil {
 		// Ctrl-C gives a command 10 s to clean up (pkg/cli): packer gets SIGTERM and, if it is
 		// slower than stopGrace, SIGKILL of its group; pkg/packer then kills any QEMU left.
 		cfg.Driver = &packer.ExecDriver{Packer: path, Grace: stopGrace}
