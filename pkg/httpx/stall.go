@@ -22,7 +22,7 @@ func (t *stallTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		cancel()
-		if ctx.Err() == nil && isTimeout(err) {
+		if req.Context().Err() == nil && isTimeout(err) { // not the caller's own cancellation
 			err = fmt.Errorf("%w for %s (--stall-timeout) waiting for the answer: %v", errStalled, t.timeout, err)
 		}
 		return nil, err
