@@ -108,6 +108,7 @@ func (w *faultWorld) mustBeClean(t *testing.T, unverified ...string) {
 func mustFailFast(t *testing.T, r testutil.Result, took time.Duration, url string) {
 	t.Helper()
 	r.MustFail(t, 1, url, "no data received for 1s")
+	t.Logf("failed after %s", took.Round(10*time.Millisecond))
 	if took > faultBound {
 		t.Fatalf("the stalled download failed only after %s", took)
 	}
@@ -216,6 +217,7 @@ func TestTrickleHitsDownloadTimeout(t *testing.T) {
 			start := time.Now()
 			r := testutil.RunCmd(t, testutil.Cmd{Args: tc.args(w), Dir: w.dir, Env: append([]string{"TMPDIR=" + w.tmp}, env...), Timeout: 2 * faultBound})
 			r.MustFail(t, 1, tc.url(w), "not finished after 2s", "--download-timeout")
+			t.Logf("failed after %s", time.Since(start).Round(10*time.Millisecond))
 			if took := time.Since(start); took > faultBound {
 				t.Errorf("the trickle was stopped only after %s", took)
 			}
