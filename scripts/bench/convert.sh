@@ -4,7 +4,8 @@
 #   raw -> qcow2, raw -> compressed qcow2, qcow2 -> raw (and compressed qcow2 -> raw).
 # Prints wall times, peak RSS and ratios, warm (image in the page cache) and, as root, cold (page
 # cache dropped before every run). The test image is cached under /var/tmp. FLATCAR_CAPO_BIN=PATH
-# benchmarks a binary built elsewhere; MODES="warm cold" picks the passes; RUNS the runs per case.
+# benchmarks a binary built elsewhere; MODES="warm cold" picks the passes; RUNS the runs per case;
+# IMAGE_ONLY=1 makes the test image and stops.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin"
@@ -48,6 +49,7 @@ build_image() {
 }
 [ -f "$img" ] || build_image
 echo "image: $img, $(du -k --apparent-size "$img" | cut -f1) KiB virtual, $(du -k "$img" | cut -f1) KiB allocated"
+[ -z "${IMAGE_ONLY:-}" ] || exit 0 # scripts/bench/inflate.sh only needs the image
 
 # run CMD...: time one command, print "seconds maxrss_kib cpu_seconds". Warm: the input is read
 # into the page cache first; cold: dirty pages are written and the page cache is dropped first.

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# compressed qcow2 -> raw (issue 20, goal 2): flatcar-capo convert against qemu-img convert on the
+# same compressed qcow2 (compat 0.10, as Flatcar publishes), warm and cold (as root: page cache
+# dropped before every run), ours and qemu-img interleaved, best of RUNS. Inputs: the image of
+# scripts/bench/convert.sh (9 GiB, ~1 GiB of binaries, text, random bytes and zeros) and, when
+# scripts/bench/sysext-build.sh has made it, its Flatcar-sized image. Checks that both raws are
+# identical to the source. Prints ours, qemu-img's, the ratio and the load of each row.
+# Usage: scripts/bench/inflate.sh (FLATCAR_CAPO_BIN=PATH: a binary built elsewhere)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="$PATH:/usr/local/go/bin"
+root=${BENCH_DIR:-/var/tmp/flatcar-capo-bench}
+work=$root/inflate
+mkdir -p "$work"
+bin=${FLATCAR_CAPO_BIN:-$work/flatcar-capo}
+[ -n "${FLATCAR_CAPO_BIN:-}" ] || go build -trimpath -o "$bin" ./cmd/flatcar-capo
+IMAGE_ONLY=1 scripts/bench/convert.sh >/dev/null
+images=("$root/convert/flatcar-9g.raw")
+[ -f "$root/sysext/flatcar-9g.raw" ] && images+=("$root/sysext/flatcar-9g.raw")
+runs=${RUNS:-3}
+modes=${MODES:-warm cold}
+[ "$(id -u)" = 0 ] || modes=${modes//cold/}
+run() { # prints "wall cpu maxrss_kib"
+  sync
+  if [ "$mode" = cold ]; then echo 3 >/proc/sys/vm/drop_caches; else cat "$in" >/dev/null; fi
+  /usr/bin/time -o "$work/t" -f '%e %U %S %M' "$@" >/dev/null 2>&1
+  awk '{printf "%s %.2f %d\n", $1, $2 + $3, $4}' "$work/t"
+}
+minwall() { sort -n | head -1; }
+echo "| input | cache | flatcar-capo | qemu-img | ratio (goal >= 1.5x) | CPU s ours / qemu-img | peak RSS ours / qemu-img | load |"
+echo "|---|---|---|---|---|---|---|---|"
+for raw in "${images[@]}"; do
+  name=$(basename "$(dirname "$raw")")
+  in=$work/$name-c010.qcow2
+  [ -f "$in" ] || qemu-img convert -c -f raw -O qcow2 -o compat=0.10 "$raw" "$in"
+  ours=$work/ours.raw theirs=$work/qemu.raw
+  for mode in $modes; do
+    : >"$work/o" ; : >"$work/q"
+    for _ in $(seq "$runs"); do
+      rm -f "$ours" "$theirs"; run "$bin" convert -q "$in" "$ours" >>"$work/o"
+      rm -f "$ours" "$theirs"; run qemu-img convert -f qcow2 -O raw "$in" "$theirs" >>"$work/q"
+    done
+    read -r ow oc om < <(minwall <"$work/o")
+    read -r qw qc qm < <(minwall <"$work/q")
+    awk -v n="$name ($(du -m "$in" | cut -f1) MB)" -v m="$mode" -v ow="$ow" -v qw="$qw" -v oc="$oc" -v qc="$qc" -v om="$om" -v qm="$qm" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+      'BEGIN{printf "| %s | %s | %.2f s | %.2f s | %.2fx | %s / %s | %d / %d MiB | %s |\n", n, m, ow, qw, qw/ow, oc, qc, om/1024, qm/1024, l}'
+  done
+  "$bin" convert -q "$in" "$ours" >/dev/null && qemu-img convert -f qcow2 -O raw "$in" "$theirs" && cmp "$ours" "$theirs" && cmp "$ours" "$raw" || { echo "raw outputs differ" >&2; exit 1; }
+  rm -f "$ours" "$theirs"
+done
+echo "cores: $(nproc), $(qemu-img --version | head -1), best of $runs interleaved runs"
