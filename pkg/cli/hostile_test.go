@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
@@ -114,6 +115,52 @@ func TestHostileGPTLayouts(t *testing.T) {
 			}
 			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
 				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
+// A crafted OEM grub.cfg (40 self-doubling lines made inspect run out of memory; 100k
+// self-appending lines took over a minute) is refused in well under a second by every command
+// that reads it, with a message that says which bound it broke.
+func TestHostileGrubCfg(t *testing.T) {
+	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs", "e2fsck", "debugfs")
+	testutil.Binary(t) // built before the timed runs
+	cases := []struct {
+		name, cfg, want string
+	}{
+		{"40 doubling lines", `set linux_append="x"` + "\n" + strings.Repeat(`set linux_append="$linux_append$linux_append"`+"\n", 40),
+			"grub.cfg line 15: $linux_append would expand to more than 8192 bytes"},
+		{"100k self-appending lines", strings.Repeat(`set linux_append="$linux_append a"`+"\n", 100000),
+			"bytes, more than the 65536 flatcar-capo reads"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			img := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true, GrubCfg: c.cfg})
+			before := sha256File(t, img)
+			out := filepath.Join(t.TempDir(), "o.raw")
+			for _, args := range [][]string{
+				{"inspect", img},
+				{"oem", "show", img},
+				{"oem", "set", img, "--id", "openstack"},
+				{"oem", "set", img, "--id", "openstack", "--output-file", out},
+			} {
+				start := time.Now()
+				r := testutil.Run(t, args...)
+				took := time.Since(start)
+				if r.Code != 1 || !strings.Contains(r.Stderr, c.want) || !strings.Contains(r.Stderr, "crafted OEM partition") {
+					t.Errorf("%s: exit %d, want 1 with %q:\n%s", strings.Join(args[:2], " "), r.Code, c.want, r.Combined())
+				}
+				if took > 5*time.Second { // milliseconds idle; generous for a loaded CI runner
+					t.Errorf("%s took %v", strings.Join(args[:2], " "), took)
+				}
+				t.Logf("%s: %v", strings.Join(args[:2], " "), took)
+			}
+			if sha256File(t, img) != before {
+				t.Error("the image was changed")
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("an output was written: %v", err)
 			}
 		})
 	}

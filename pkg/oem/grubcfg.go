@@ -1,9 +1,36 @@
 package oem
 
 import (
+	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 )
+
+// Bounds on the OEM grub.cfg, far above the few lines Flatcar writes (a crafted file of 40
+// self-doubling assignments once made inspect run out of memory): past them the file is refused.
+const (
+	MaxGrubCfgBytes = 64 << 10
+	MaxGrubCfgLines = 1000
+	// MaxGrubValue bounds a variable's expanded value; a kernel command line is at most a few KiB.
+	MaxGrubValue = 8 << 10
+)
+
+// CheckGrubConfig refuses a grub.cfg that is larger, longer or expands to longer values than
+// the bounds, before anything else evaluates it; it costs one pass over at most 64 KiB.
+func CheckGrubConfig(data []byte) error {
+	const crafted = "a damaged or crafted OEM partition; flatcar-capo refuses it"
+	if len(data) > MaxGrubCfgBytes {
+		return fmt.Errorf("grub.cfg is %d bytes, more than the %d flatcar-capo reads (Flatcar's has a few lines): %s", len(data), MaxGrubCfgBytes, crafted)
+	}
+	if n := bytes.Count(data, []byte("\n")) + 1; n > MaxGrubCfgLines {
+		return fmt.Errorf("grub.cfg has %d lines, more than the %d flatcar-capo reads (Flatcar's has a few): %s", n, MaxGrubCfgLines, crafted)
+	}
+	if _, err := ParseGrubConfig(data).evaluate(); err != nil {
+		return fmt.Errorf("%w: %s", err, crafted)
+	}
+	return nil
+}
 
 // GrubConfig is the OEM partition's grub.cfg as lines. GRUB sources the file after setting its own
 // defaults, so a later `set var=...` overrides an earlier one; edits therefore change only the
@@ -84,12 +111,29 @@ func (g *GrubConfig) scan(fn func(i int, name, rawValue string, topLevel bool)) 
 
 // Settings returns the values GRUB ends up with after sourcing the file (last assignment wins;
 // $var references are expanded from the values set so far, as GRUB does).
+// Evaluation stops at the first value longer than MaxGrubValue (cut there); CheckGrubConfig
+// tells whether that happened.
 func (g *GrubConfig) Settings() Settings {
+	s, _ := g.evaluate()
+	return s
+}
+
+// evaluate sources the file with every value bounded by MaxGrubValue, failing at the first
+// assignment that would expand past it.
+func (g *GrubConfig) evaluate() (Settings, error) {
 	vars := map[string]string{}
-	g.scan(func(_ int, name, raw string, _ bool) {
-		vars[name] = unquote(raw, vars)
+	var err error
+	g.scan(func(i int, name, raw string, _ bool) {
+		if err != nil {
+			return // past a bound: the rest is not evaluated
+		}
+		v, ok := unquote(raw, vars, MaxGrubValue)
+		if !ok && err == nil {
+			err = fmt.Errorf("grub.cfg line %d: $%s would expand to more than %d bytes", i+1, name, MaxGrubValue)
+		}
+		vars[name] = v
 	})
-	return Settings{OEMID: vars[VarOEMID], LinuxAppend: vars[VarLinuxAppend], LinuxConsole: vars[VarLinuxConsole]}
+	return Settings{OEMID: vars[VarOEMID], LinuxAppend: vars[VarLinuxAppend], LinuxConsole: vars[VarLinuxConsole]}, err
 }
 
 // Set makes name evaluate to value: the last top-level assignment is rewritten in place when
@@ -116,10 +160,20 @@ func (g *GrubConfig) Set(name, value string) {
 }
 
 // unquote evaluates a GRUB word the way `set` sees it: double quotes allow $var expansion,
-// single quotes are literal, a bare word expands variables too.
-func unquote(raw string, vars map[string]string) string {
+// single quotes are literal, a bare word expands variables too. The result is cut at max bytes
+// (ok false then): a value that doubles itself on every line would otherwise grow without end.
+func unquote(raw string, vars map[string]string, max int) (string, bool) {
+	v := expand(raw, vars, max)
+	if len(v) > max {
+		return v[:max], false
+	}
+	return v, true
+}
+
+// expand is unquote without the cut; it stops once the result is longer than max.
+func expand(raw string, vars map[string]string, max int) string {
 	var b strings.Builder
-	for i := 0; i < len(raw); i++ {
+	for i := 0; i < len(raw) && b.Len() <= max; i++ {
 		c := raw[i]
 		switch {
 		case c == '\'':

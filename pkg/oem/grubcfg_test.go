@@ -2,8 +2,10 @@ package oem
 
 import (
 	"errors"
+	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
@@ -83,4 +85,75 @@ func TestValidationRejectsGrubScriptInjection(t *testing.T) {
 	if err := ValidateID("nosuchcloud", true); err != nil {
 		t.Fatalf("--allow-unknown-id ignored: %v", err)
 	}
+}
+
+// Crafted grub.cfg files are refused quickly by the bounds; Flatcar's few lines are not.
+func TestCheckGrubConfigBounds(t *testing.T) {
+	doubling := strings.Repeat(`set linux_append="$linux_append$linux_append"`+"\n", 40)
+	cases := map[string]struct {
+		cfg  string
+		want string // "" = accepted
+	}{
+		"flatcar's":           {qemuGrubCfg, ""},
+		"doubling 40 times":   {`set linux_append="x"` + "\n" + doubling, "would expand to more than"},
+		"100k self-appending": {strings.Repeat(`set linux_append="$linux_append a"`+"\n", 100000), "more than the 65536"},
+		"many short lines":    {strings.Repeat("set a=b\n", MaxGrubCfgLines+1), "lines, more than"},
+		"a long literal":      {`set linux_append="` + strings.Repeat("a", MaxGrubValue+1) + `"`, "would expand to more than"},
+		"at the value bound":  {`set linux_append="` + strings.Repeat("a", MaxGrubValue) + `"`, ""},
+	}
+	for name, c := range cases {
+		start := time.Now()
+		err := CheckGrubConfig([]byte(c.cfg))
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%s: took %v", name, took)
+		}
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+		// Settings stays bounded even without the check.
+		if s := ParseGrubConfig([]byte(c.cfg)).Settings(); len(s.LinuxAppend) > MaxGrubValue {
+			t.Errorf("%s: Settings gave a %d-byte linux_append", name, len(s.LinuxAppend))
+		}
+	}
+}
+
+// FuzzGrubConfig evaluates any file within a bound: no panic, every value at most MaxGrubValue,
+// CheckGrubConfig and Settings agree, and an accepted file re-renders byte for byte.
+func FuzzGrubConfig(f *testing.F) {
+	f.Add([]byte(qemuGrubCfg))
+	f.Add([]byte(`set linux_append="$linux_append$linux_append"` + "\n" + `set x='${linux_append}'` + "\n"))
+	f.Add([]byte("if true; then\nset oem_id=\"a\"\nfi\nset b=\\$c\"d\"\n"))
+	allocated := func() uint64 {
+		m := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+		metrics.Read(m)
+		return m[0].Value.Uint64()
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		before := allocated()
+		err := CheckGrubConfig(data)
+		g := ParseGrubConfig(data)
+		s := g.Settings()
+		// The memory limit: at most MaxGrubCfgLines values of 2*MaxGrubValue each, twice over.
+		if n := allocated() - before; n > 4*MaxGrubCfgLines*MaxGrubValue+uint64(64*len(data)) {
+			t.Fatalf("evaluating %d bytes allocated %d bytes", len(data), n)
+		}
+		for _, v := range []string{s.OEMID, s.LinuxAppend, s.LinuxConsole} {
+			if len(v) > MaxGrubValue {
+				t.Fatalf("a %d-byte value", len(v))
+			}
+		}
+		if err != nil {
+			return
+		}
+		if len(data) > MaxGrubCfgBytes {
+			t.Fatalf("accepted %d bytes", len(data))
+		}
+		if got := g.Bytes(); len(g.lines) > 0 && data[len(data)-1] == '\n' && string(got) != string(data) {
+			t.Fatalf("re-rendered %q as %q", data, got)
+		}
+		g.Set(VarOEMID, "openstack")
+		if got := g.Settings().OEMID; got != "openstack" {
+			t.Fatalf("after Set, oem_id is %q", got)
+		}
+	})
 }

@@ -56,6 +56,9 @@ func ReadState(img *disk.Image) (State, Filesystem, error) {
 	switch {
 	case err == nil:
 		st.GrubCfg = true
+		if err := CheckGrubConfig(data); err != nil {
+			return st, fsys, fmt.Errorf("%s: OEM %w", img.Path, err)
+		}
 		st.Settings = ParseGrubConfig(data).Settings()
 	case !errors.Is(err, fs.ErrNotExist):
 		return st, fsys, fmt.Errorf("%s: reading OEM grub.cfg: %w", img.Path, err)

@@ -84,6 +84,8 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 			return res, fmt.Errorf("%s: reading OEM grub.cfg: %w", img.Path, err)
 		}
 		current, res.Created = nil, true
+	} else if err := CheckGrubConfig(current); err != nil {
+		return res, fmt.Errorf("%s: OEM %w", img.Path, err)
 	}
 	res.Before = ParseGrubConfig(current).Settings()
 	next := Plan(current, opts, extra)
