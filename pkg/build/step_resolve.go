@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
@@ -27,6 +28,11 @@ func (*stepResolve) Name() string { return "resolve" }
 func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	rel := o.Release
+	if o.BaseImage != "" { // refused before anything is downloaded or read
+		if err := disk.CheckFile(o.BaseImage); err != nil {
+			return halt(state, fmt.Errorf("--base-image: %w", err))
+		}
+	}
 	if err := resolveKubernetes(ctx, o.client(), o); err != nil {
 		return halt(state, err)
 	}

@@ -43,7 +43,7 @@ func TestCraftedFilesystemsNeverCrash(t *testing.T) {
 		if mirror == nil {
 			mirror = kubetest.New(t, kubernetes.Options{})
 		}
-		a := []string{"build", "--method", "sysext", "--base-image", img, "--version", "4459.2.0",
+		a := []string{"build", "--method", "sysext", "--no-preload-images", "--base-image", img, "--version", "4459.2.0",
 			"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", filepath.Join(t.TempDir(), "out")}
 		return append(a, mirror.Args()...)
 	}

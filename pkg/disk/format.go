@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 )
@@ -112,7 +113,14 @@ func DetectFormat(r io.ReaderAt) (Format, error) {
 
 // DetectFileFormat is DetectFormat on the file at path; refusals name the path.
 func DetectFileFormat(path string) (Format, error) {
-	f, err := os.Open(path)
+	// Not OpenFile: an empty file is raw here (it is too small for anything else); the callers
+	// that need a disk refuse it.
+	f, _, err := openFile(path, false, func(path string, st fs.FileInfo) error {
+		if st.Mode().IsRegular() {
+			return nil
+		}
+		return CheckFileInfo(path, st)
+	})
 	if err != nil {
 		return "", err
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
@@ -29,31 +28,9 @@ var ErrReadOnly = vdisk.ErrReadOnly
 // Open opens an image. writable opens a raw image for in-place edits; qcow2 images are read-only
 // (write a new image instead, see the convert package).
 func Open(path string, writable bool) (*Image, error) {
-	flag := os.O_RDONLY
-	if writable {
-		flag = os.O_RDWR
-	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, _, err := OpenFile(path, writable)
 	if err != nil {
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return nil, fmt.Errorf("image %s does not exist; check the path", path)
-		case errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS):
-			if writable {
-				return nil, fmt.Errorf("image %s is not writable (%v); fix its permissions, or leave it untouched and write a copy with --output-file", path, err)
-			}
-			return nil, fmt.Errorf("image %s is not readable: %v", path, err)
-		}
-		return nil, fmt.Errorf("cannot open image %s: %w", path, err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, err
-	}
-	if st.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("%s is a directory, not a disk image", path)
 	}
 	format, err := DetectFormat(f)
 	if err != nil {

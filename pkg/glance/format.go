@@ -18,18 +18,11 @@ var ErrNotDiskImage = disk.ErrNotDiskImage
 // DetectFileFormat checks that path is an image Glance can take as qcow2 or raw and returns its
 // format (from the header, never the extension) and size.
 func DetectFileFormat(path string) (disk.Format, int64, error) {
-	f, err := os.Open(path)
+	f, st, err := disk.OpenFile(path, false)
 	if err != nil {
 		return "", 0, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return "", 0, fmt.Errorf("%s: %w: it is not a regular file", path, ErrNotDiskImage)
-	}
 	format, err := disk.DetectFormat(f)
 	var unsupported *disk.UnsupportedFormatError
 	if errors.As(err, &unsupported) {
