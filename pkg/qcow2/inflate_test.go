@@ -170,3 +170,22 @@ func BenchmarkInflateCluster(b *testing.B) {
 		})
 	}
 }
+
+// FuzzInflateCluster: any input decodes without a panic, and when both decoders fill the
+// cluster they agree (ours also accepts streams cut after the cluster is full, as zlib does).
+func FuzzInflateCluster(f *testing.F) {
+	for _, data := range clusterInputs() {
+		for _, comp := range compressors() {
+			f.Add(comp(data[:4096]))
+		}
+	}
+	var inf inflater
+	f.Fuzz(func(t *testing.T, src []byte) {
+		out := make([]byte, 4096)
+		err := inf.inflateCluster(out, src)
+		want, werr := reference(src, len(out))
+		if err == nil && werr == nil && !bytes.Equal(out, want) {
+			t.Fatal("decoded differently from klauspost's decoder")
+		}
+	})
+}
