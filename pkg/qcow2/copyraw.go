@@ -10,8 +10,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
-const holeBlock = 4096 // all-zero blocks of this size become holes in raw output
-
 // CopyToRaw writes the virtual disk of src to dst as a sparse raw image: only the source's data
 // extents are read (by a pool of workers, workers <= 0 means GOMAXPROCS), all-zero blocks are
 // skipped, and dst is truncated to the virtual size. dst is emptied first.
@@ -86,30 +84,10 @@ func copyPiece(src vdisk.Disk, dst *os.File, buf []byte, off int64) error {
 	if err := readFull(src, buf, off); err != nil {
 		return err
 	}
-	start := -1 // start of the pending non-zero run in buf
-	flush := func(end int) error {
-		if start < 0 {
-			return nil
-		}
-		_, err := dst.WriteAt(buf[start:end], off+int64(start))
-		start = -1
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", dst.Name(), err)
-		}
-		return nil
+	if err := vdisk.WriteNonZero(dst, buf, off); err != nil {
+		return fmt.Errorf("writing %s: %w", dst.Name(), err)
 	}
-	for i := 0; i < len(buf); {
-		n := min(len(buf)-i, holeBlock-int((off+int64(i))%holeBlock))
-		if vdisk.IsZero(buf[i : i+n]) {
-			if err := flush(i); err != nil {
-				return err
-			}
-		} else if start < 0 {
-			start = i
-		}
-		i += n
-	}
-	return flush(len(buf))
+	return nil
 }
 
 // emptyFile truncates f to zero length unless it is already empty: on ext4 a truncate to zero

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // zeroRange makes [off, off+n) of f read as zeros: a punched hole where the filesystem can (the
@@ -27,39 +29,23 @@ func zeroRange(f *os.File, off, n int64) error {
 }
 
 // copyRangeSparse copies [off, off+n) of src to the start of dst (made n bytes long), only the
-// data regions SEEK_DATA/SEEK_HOLE report.
+// data regions SEEK_DATA/SEEK_HOLE report, without their all-zero blocks.
 func copyRangeSparse(ctx context.Context, dst, src *os.File, off, n int64) error {
 	if err := dst.Truncate(n); err != nil {
 		return err
 	}
-	end := off + n
 	buf := make([]byte, 1<<20)
-	for pos := off; pos < end; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		data, err := unix.Seek(int(src.Fd()), pos, unix.SEEK_DATA)
-		if err == unix.ENXIO || (err == nil && data >= end) {
-			return nil // only holes up to the end
-		}
-		if err != nil {
-			data = pos // no SEEK_DATA here: copy everything
-		}
-		hole, err := unix.Seek(int(src.Fd()), data, unix.SEEK_HOLE)
-		if err != nil || hole > end {
-			hole = end
-		}
-		for p := data; p < hole; {
-			c := min(int64(len(buf)), hole-p)
+	return vdisk.DataRanges(ctx, src, off, off+n, func(data, size int64) error {
+		for p, end := data, data+size; p < end; {
+			c := min(int64(cap(buf)), end-p)
 			if _, err := src.ReadAt(buf[:c], p); err != nil {
 				return err
 			}
-			if _, err := dst.WriteAt(buf[:c], p-off); err != nil {
+			if err := vdisk.WriteNonZero(dst, buf[:c], p-off); err != nil {
 				return err
 			}
 			p += c
 		}
-		pos = hole
-	}
-	return nil
+		return nil
+	})
 }

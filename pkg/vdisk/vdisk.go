@@ -63,3 +63,32 @@ func Protect(d Disk) Disk { return protected{d} }
 type protected struct{ Disk }
 
 func (protected) WriteAt([]byte, int64) (int, error) { return 0, ErrReadOnly }
+
+// ZeroBlock is the granularity of WriteNonZero: all-zero blocks of this size are not written.
+const ZeroBlock = 4096
+
+// WriteNonZero is the one zero-skipper of the copies: it writes p at off to dst, except the
+// all-zero ZeroBlock-aligned blocks, which stay as dst has them (a hole in a fresh sparse file).
+func WriteNonZero(dst io.WriterAt, p []byte, off int64) error {
+	start := -1 // start of the pending non-zero run in p
+	flush := func(end int) error {
+		if start < 0 {
+			return nil
+		}
+		_, err := dst.WriteAt(p[start:end], off+int64(start))
+		start = -1
+		return err
+	}
+	for i := 0; i < len(p); {
+		n := min(len(p)-i, ZeroBlock-int((off+int64(i))%ZeroBlock))
+		if IsZero(p[i : i+n]) {
+			if err := flush(i); err != nil {
+				return err
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += n
+	}
+	return flush(len(p))
+}

@@ -42,10 +42,8 @@ func copyInto(dst *os.File, off int64, src string) error {
 			if _, err := in.ReadAt(buf[:c], p); err != nil && err != io.EOF {
 				return err
 			}
-			if !vdisk.IsZero(buf[:c]) {
-				if _, err := dst.WriteAt(buf[:c], off+p); err != nil {
-					return err
-				}
+			if err := vdisk.WriteNonZero(dst, buf[:c], off+p); err != nil {
+				return err
 			}
 			p += c
 		}
