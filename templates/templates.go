@@ -4,7 +4,8 @@ package templates
 
 import "embed"
 
-// FS holds cluster-template-flatcar*.yaml.
+// FS holds the base template of each CAPI API version (cluster-template-flatcar*.yaml) and the
+// additionalConfig of each flavor (clc/*.yaml); pkg/capo makes the flavors' templates from them.
 //
-//go:embed *.yaml
+//go:embed *.yaml clc/*.yaml
 var FS embed.FS

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	orcv1alpha1 "github.com/k-orc/openstack-resource-controller/v2/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	capov1beta1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	kubeadmv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
@@ -19,8 +20,8 @@ import (
 )
 
 // apiTypes maps "apiVersion/Kind" to the upstream Go type a document must decode into. Older
-// CAPO versions (v1alpha5 to v1alpha7) are not in CAPO v0.13's module: they are linted by the
-// version-independent rules only.
+// CAPO versions (v1alpha5 to v1alpha7) are not in CAPO v0.14's module: they are linted by the
+// version-independent rules only. ORC's Image is v2.4.0's, the ORC CAPO v0.14 pins.
 var apiTypes = map[string]reflect.Type{}
 
 func register(apiVersion string, objs ...any) {
@@ -44,6 +45,7 @@ func init() {
 	register("controlplane.cluster.x-k8s.io/v1beta2", &kcpv1beta2.KubeadmControlPlane{}, &kcpv1beta2.KubeadmControlPlaneTemplate{})
 	register("infrastructure.cluster.x-k8s.io/v1beta1", &capov1beta1.OpenStackCluster{},
 		&capov1beta1.OpenStackClusterTemplate{}, &capov1beta1.OpenStackMachine{}, &capov1beta1.OpenStackMachineTemplate{})
+	register("openstack.k-orc.cloud/v1alpha1", &orcv1alpha1.Image{})
 }
 
 // typeOf returns the upstream type of a document, or nil when this tool has none for it.

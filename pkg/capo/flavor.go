@@ -52,21 +52,45 @@ func FlavorNames() []string {
 	return n
 }
 
-// FlavorTemplate returns the embedded cluster template of a flavor for a CAPI API version.
+// flavorHeaders are the lines a flavor adds to the base template's header comment.
+var flavorHeaders = map[string][]string{
+	FlavorSysextBaked: {
+		"Flavor sysext-baked: for an image made by 'flatcar-capo build --method sysext', which carries the",
+		"Kubernetes sysext (/etc/extensions/kubernetes.raw): nothing is downloaded at boot. update-engine and",
+		"locksmithd are masked so that nodes do not update and reboot on their own.",
+	},
+	FlavorSysext: {
+		"Flavor sysext (CAPO's flatcar-sysext): for Flatcar's stock OpenStack image. Ignition downloads",
+		"kubernetes-${KUBERNETES_VERSION}-x86-64.raw from KUBERNETES_SYSEXT_URL at first boot (make one with",
+		"'flatcar-capo sysext create' for a mirror) and links it as /etc/extensions/kubernetes.raw.",
+	},
+}
+
+// FlavorTemplate returns the cluster template of a flavor for a CAPI API version: the one base
+// template of that API version (templates/cluster-template-flatcar*.yaml) with the flavor's
+// additionalConfig (templates/clc/<flavor>.yaml) in both bootstrap configs. Nothing else differs
+// between flavors, so nothing is kept twice.
 func FlavorTemplate(flavor, capiAPI string) ([]byte, error) {
 	name, err := templateFile(flavor, capiAPI)
 	if err != nil {
 		return nil, err
 	}
-	return templates.FS.ReadFile(name)
+	base, err := templates.FS.ReadFile(name)
+	if err != nil || flavor == "" || flavor == FlavorBaked {
+		return base, err
+	}
+	clc, err := templates.FS.ReadFile("clc/" + flavor + ".yaml")
+	if err != nil {
+		return nil, err
+	}
+	return withAdditionalConfig(base, string(clc), flavorHeaders[flavor])
 }
 
+// templateFile is the base template of capiAPI, after checking the flavor's name.
 func templateFile(flavor, capiAPI string) (string, error) {
 	name := "cluster-template-flatcar"
 	switch flavor {
-	case "", FlavorBaked:
-	case FlavorSysextBaked, FlavorSysext:
-		name += "-" + flavor
+	case "", FlavorBaked, FlavorSysextBaked, FlavorSysext:
 	default:
 		return "", fmt.Errorf("unknown flavor %q: use %s", flavor, strings.Join(FlavorNames(), ", "))
 	}
@@ -81,9 +105,7 @@ func templateFile(flavor, capiAPI string) (string, error) {
 }
 
 // withAdditionalConfig returns the baked template tmpl with every additionalConfig block
-// replaced by clc (indented to fit) and flavor lines added after the first header line. The
-// flavor templates in templates/ are made by it (see flavor_test.go), so they differ from the
-// baked one in nothing else.
+// replaced by clc (indented to fit) and flavor lines added after the first header line.
 func withAdditionalConfig(tmpl []byte, clc string, header []string) ([]byte, error) {
 	lines := strings.SplitAfter(string(tmpl), "\n")
 	var out []string

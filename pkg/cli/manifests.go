@@ -47,7 +47,8 @@ Before printing, every document is decoded strictly into the upstream CAPI/CAPO 
 additionalConfig is translated to Ignition 2.3 and validated, and the user-data size is estimated
 against Nova's 64 KiB limit (reported on stderr, or in -o json).
 
---flavor picks the template that fits the image (all three are in templates/):
+--flavor picks the template that fits the image (each is the base template of the CAPI API version
+in templates/ with the flavor's additionalConfig from templates/clc/):
   baked         an image built by 'build' (Packer): Kubernetes installed in it (default)
   sysext-baked  an image built by 'build --method sysext': the Kubernetes sysext is in the image,
                 nothing is downloaded at boot; update-engine and locksmithd are masked
