@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +79,24 @@ func TestBuildSysextCloud(t *testing.T) {
 	}
 	if _, ok := img.Properties["hw_firmware_type"]; ok {
 		t.Errorf("an amd64 BIOS-capable image got hw_firmware_type %v", img.Properties["hw_firmware_type"])
+	}
+
+	// manifests --from-record of this real record gives what the flags give, and it lints clean.
+	recFile := filepath.Join(out, name+".qcow2.build.json")
+	for _, ref := range []string{"orc", "id"} {
+		fromRec := testutil.Run(t, "manifests", "--from-record", recFile, "--image-ref", ref).MustSucceed(t)
+		byFlags := testutil.Run(t, "manifests", "--image-ref", ref, "--image-name", name, "--image-id", rec.Glance[0].ID,
+			"--kubernetes-version", "v1.33.4", "--flavor", "sysext-baked").MustSucceed(t)
+		if fromRec.Stdout != byFlags.Stdout || !strings.Contains(fromRec.Stdout, rec.Glance[0].ID) {
+			t.Errorf("--image-ref %s: --from-record differs from the flags:\n%s\n----\n%s", ref, fromRec.Stdout, byFlags.Stdout)
+		}
+		m := filepath.Join(dir, ref+".yaml")
+		os.WriteFile(m, []byte(fromRec.Stdout), 0o600)
+		testutil.Run(t, "lint", m, "--from-record", recFile).MustSucceed(t)
+	}
+	src := testutil.Run(t, "manifests", "--from-record", recFile, "--image-source", "http://10.0.0.5/"+name+".qcow2").MustSucceed(t)
+	if !strings.Contains(src.Stdout, "value: "+want) || !strings.Contains(src.Stdout, "minDiskGB: 1") || !strings.Contains(src.Stdout, "onDelete: detach") {
+		t.Errorf("--image-source from the record lacks the sha512, min_disk or onDelete:\n%s", src.Stdout)
 	}
 
 	// --disk-format raw (Ceph-backed Glance): the artifact is reused, its disk streamed as raw.

@@ -89,3 +89,22 @@ func TestLintCommand(t *testing.T) {
 	testutil.Run(t, "lint", "--capi-version", "latest", seed).MustFail(t, 2, "--capi-version")
 	testutil.Run(t, "lint", filepath.Join(t.TempDir(), "missing.yaml")).MustFail(t, 1, "reading", "missing.yaml")
 }
+
+// --image-ref and --image-source as users type them: the ORC Image is in the output and
+// validated; what cannot work is a usage error naming the missing piece.
+func TestManifestsImageRefFlags(t *testing.T) {
+	r := testutil.Run(t, "manifests", "--image-ref", "orc", "--image-name", "flatcar-stable-4459.2.0").MustSucceed(t)
+	if !strings.Contains(r.Stdout, "kind: Image") || !strings.Contains(r.Stdout, "imageRef:") || !strings.Contains(r.Stderr, "Validated 9 documents") {
+		t.Errorf("--image-ref orc:\n%s\n%s", r.Stdout, r.Stderr)
+	}
+	sum := strings.Repeat("0f", 64)
+	r = testutil.Run(t, "manifests", "--image-source", "https://images.example/flatcar.qcow2", "--image-sha512", sum).MustSucceed(t)
+	if !strings.Contains(r.Stdout, "managementPolicy: managed") || !strings.Contains(r.Stdout, "value: "+sum) {
+		t.Errorf("--image-source:\n%s", r.Stdout)
+	}
+	testutil.Run(t, "manifests", "--image-source", "https://images.example/flatcar.qcow2").MustFail(t, 2, "sha512", "--from-record")
+	testutil.Run(t, "manifests", "--image-ref", "id").MustFail(t, 2, "--image-id")
+	testutil.Run(t, "manifests", "--image-id", "x").MustFail(t, 2, "--image-ref id or orc")
+	testutil.Run(t, "manifests", "--image-ref", "glance").MustFail(t, 2, "invalid --image-ref")
+	testutil.Run(t, "manifests", "--from-record", "/nonexistent.build.json").MustFail(t, 2, "--from-record")
+}

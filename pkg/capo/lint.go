@@ -26,6 +26,8 @@ type LintOptions struct {
 	CAPIVersion string
 	// Images, when set, checks every OpenStackMachineTemplate's image filter against a cloud.
 	Images ImageLookup
+	// MinDiskGiB, when set, is the image's min_disk: root volumes below it are reported.
+	MinDiskGiB int
 }
 
 // Finding is one problem, located by file, document, line and field path.
@@ -93,6 +95,10 @@ func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, e
 	}
 	l.findings = append(l.findings, l.checkFlatcarFormat(docs)...)
 	l.findings = append(l.findings, l.checkFormatChanges(docs)...)
+	l.findings = append(l.findings, l.checkImageRefs(docs)...)
+	if opts.MinDiskGiB > 0 {
+		l.findings = append(l.findings, checkRootVolumes(docs, opts.MinDiskGiB)...)
+	}
 	if opts.Images != nil {
 		fs, err := l.checkImages(ctx, docs, opts.Images)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,8 @@ func lintFile(t *testing.T, path string) *LintReport {
 	var opts LintOptions
 	if first, _, _ := strings.Cut(string(data), "\n"); strings.HasPrefix(first, "# lint: --capi-version ") {
 		opts.CAPIVersion = strings.TrimPrefix(first, "# lint: --capi-version ")
+	} else if strings.HasPrefix(first, "# lint: --min-disk ") {
+		opts.MinDiskGiB, _ = strconv.Atoi(strings.TrimPrefix(first, "# lint: --min-disk "))
 	}
 	rep, err := Lint(context.Background(), []Input{{Name: filepath.Base(path), Data: data}}, opts)
 	if err != nil {

@@ -32,6 +32,10 @@ type RenderOptions struct {
 	Flavor string
 	// Values fills ${VAR} placeholders; variables left out stay for clusterctl to fill.
 	Values map[string]string
+	// ImageRef is how machine templates name the image: ImageRefFilter (default), ImageRefID
+	// or ImageRefORC; ImageSource (with orc) makes the ORC Image download it.
+	ImageRef    string
+	ImageSource *ImageSource
 }
 
 // Rendered is a rendered and validated cluster template.
@@ -74,6 +78,20 @@ func Render(opts RenderOptions) (*Rendered, error) {
 func render(opts RenderOptions) (*Rendered, error) {
 	tmpl, err := FlavorTemplate(opts.Flavor, opts.CAPIAPI)
 	if err != nil {
+		return nil, err
+	}
+	_, byID := opts.Values[VarImageID]
+	if opts.ImageRef == ImageRefID && opts.Values[VarImageName] != "" {
+		// The ID selects the image; a name (from a build record) has nowhere to go.
+		values := map[string]string{}
+		for k, v := range opts.Values {
+			if k != VarImageName {
+				values[k] = v
+			}
+		}
+		opts.Values = values
+	}
+	if tmpl, err = withImageRef(tmpl, opts.ImageRef, opts.ImageSource, byID); err != nil {
 		return nil, err
 	}
 	vars, err := Variables(tmpl)

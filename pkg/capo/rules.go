@@ -33,6 +33,8 @@ const (
 	RuleUserDataSize     = "user-data-size"
 	RuleFormatImmutable  = "format-immutable"
 	RuleImageFilter      = "image-filter"
+	RuleAdditionalSize   = "additional-config-size"
+	RuleRootVolume       = "root-volume-min-disk"
 	kubeadmDropinExample = `systemd:
   units:
   - name: kubeadm.service
@@ -77,8 +79,12 @@ var Rules = []Rule{
 		"Move large files out of the bootstrap config: download them in preKubeadmCommands or bake them into the image."},
 	{RuleFormatImmutable, SeverityError, "A KubeadmControlPlane changes its format (for example from Ubuntu's cloud-config to Flatcar's ignition) on a CAPI release whose webhook refuses that: format is mutable from CAPI 1.4.0, 1.3.6 and 1.2.12.",
 		"Upgrade CAPI to 1.4.0 or newer (or 1.3.6+, 1.2.12+) first. Then, in one update of the KubeadmControlPlane, set format: ignition with the Ignition settings, remove useExperimentalRetryJoin, and point machineTemplate at a new OpenStackMachineTemplate with the Flatcar image; KCP replaces the control plane machines one by one. (Unsetting useExperimentalRetryJoin was itself refused until kubernetes-sigs/cluster-api#9169 was fixed.)"},
-	{RuleImageFilter, SeverityError, "The OpenStackMachineTemplate's image filter does not match exactly one active Glance image in the given cloud: CAPO refuses to create the machine.",
-		"Upload the image (flatcar-capo upload), or make the name/tags unique; delete or deactivate duplicates."},
+	{RuleImageFilter, SeverityError, "The OpenStackMachineTemplate's image filter does not match exactly one active Glance image in the given cloud, or its imageRef names an ORC Image that is not among the linted objects (or whose import filter does not match exactly one image): CAPO refuses to create the machine.",
+		"Upload the image (flatcar-capo upload), or make the name/tags unique; delete or deactivate duplicates. For imageRef, add the ORC Image (flatcar-capo manifests --image-ref orc writes it) in the same namespace."},
+	{RuleAdditionalSize, SeverityError, "additionalConfig is longer than 32768 bytes, the MaxLength CAPI v1.13's API puts on ignition.containerLinuxConfig.additionalConfig: the API server refuses the object.",
+		"Move large files out of additionalConfig: download them (storage.files with remote and verification.hash) or bake them into the image."},
+	{RuleRootVolume, SeverityWarning, "An OpenStackMachineTemplate's rootVolume.sizeGiB is below the image's min_disk (from --from-record or the cloud): Nova refuses to create the server.",
+		"Raise rootVolume.sizeGiB to at least the image's min_disk (its virtual size, rounded up to whole GiB)."},
 }
 
 // ruleByID returns the catalog entry of a rule.

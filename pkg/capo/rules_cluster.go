@@ -94,6 +94,7 @@ type imageFilter struct {
 	Name string
 	Tags []string
 	ID   string
+	Ref  string // imageRef.name: an ORC Image in the same namespace
 	Path Path
 }
 
@@ -103,6 +104,9 @@ func imageOf(spec map[string]any) (imageFilter, bool) {
 		return imageFilter{Name: img, Path: Path{"image"}}, true
 	case map[string]any:
 		f := imageFilter{ID: getString(img, "id"), Path: Path{"image"}}
+		if ref := getString(img, "imageRef", "name"); ref != "" {
+			return imageFilter{Ref: ref, Path: Path{"image", "imageRef", "name"}}, true
+		}
 		src := img
 		if filter := getMap(img, "filter"); filter != nil {
 			src, f.Path = filter, Path{"image", "filter"}
@@ -122,12 +126,14 @@ func imageOf(spec map[string]any) (imageFilter, bool) {
 }
 
 func (f imageFilter) flatcar() bool {
-	all := strings.ToLower(f.Name + " " + strings.Join(f.Tags, " "))
+	all := strings.ToLower(f.Name + " " + f.Ref + " " + strings.Join(f.Tags, " "))
 	return strings.Contains(all, "flatcar")
 }
 
 func (f imageFilter) String() string {
 	switch {
+	case f.Ref != "":
+		return "imageRef " + f.Ref
 	case f.ID != "":
 		return "id " + f.ID
 	case len(f.Tags) > 0:
@@ -203,6 +209,21 @@ func (l *linter) checkImages(ctx context.Context, docs []*Document, lookup Image
 	for _, d := range docs {
 		spec := machineSpec(d)
 		img, ok := imageOf(spec)
+		if ok && img.Ref != "" {
+			// The ORC Image's import filter is what must match one image (checkImageRefs
+			// reports a missing Image; an import by ID is exact).
+			orc := orcImageNamed(docs, d.Namespace, img.Ref)
+			if orc == nil || getMap(orc.obj, "spec", "import", "filter") == nil {
+				continue
+			}
+			f := getMap(orc.obj, "spec", "import", "filter")
+			img = imageFilter{Name: getString(f, "name"), Path: img.Path}
+			for _, t := range getList(f, "tags") {
+				if s, ok := t.(string); ok {
+					img.Tags = append(img.Tags, s)
+				}
+			}
+		}
 		if !ok || img.ID != "" || strings.Contains(img.Name+strings.Join(img.Tags, ""), "${") {
 			continue // an ID is exact; a template variable is not known yet
 		}
@@ -225,4 +246,56 @@ func (l *linter) checkImages(ctx context.Context, docs []*Document, lookup Image
 		}
 	}
 	return out, nil
+}
+
+// orcImageNamed finds the ORC Image of that name and namespace among the documents.
+func orcImageNamed(docs []*Document, namespace, name string) *Document {
+	for _, o := range docs {
+		if o.Kind == "Image" && o.Group() == "openstack.k-orc.cloud" && o.Name == name && o.Namespace == namespace {
+			return o
+		}
+	}
+	return nil
+}
+
+// checkImageRefs: an imageRef must name an ORC Image in the same namespace, or CAPO waits for
+// one forever.
+func (l *linter) checkImageRefs(docs []*Document) []Finding {
+	var out []Finding
+	for _, d := range docs {
+		img, ok := imageOf(machineSpec(d))
+		if !ok || img.Ref == "" || strings.Contains(img.Ref, "${") || orcImageNamed(docs, d.Namespace, img.Ref) != nil {
+			continue
+		}
+		p := Path{"spec", "template", "spec"}
+		if d.Kind == "OpenStackMachine" {
+			p = Path{"spec"}
+		}
+		out = append(out, newFinding(d, RuleImageFilter, p.Child(img.Path...),
+			fmt.Sprintf("imageRef names the ORC Image %q, which is not among the linted objects in namespace %q", img.Ref, d.Namespace)))
+	}
+	return out
+}
+
+// checkRootVolumes: a root volume smaller than the image's min_disk is refused by Nova.
+func checkRootVolumes(docs []*Document, minDisk int) []Finding {
+	var out []Finding
+	for _, d := range docs {
+		spec := machineSpec(d)
+		size, ok := get(spec, "rootVolume", "sizeGiB")
+		n, isNum := size.(float64)
+		if i, isInt := size.(int); isInt {
+			n, isNum = float64(i), true
+		}
+		if !ok || !isNum || int(n) >= minDisk {
+			continue
+		}
+		p := Path{"spec", "template", "spec", "rootVolume", "sizeGiB"}
+		if d.Kind == "OpenStackMachine" {
+			p = Path{"spec", "rootVolume", "sizeGiB"}
+		}
+		out = append(out, newFinding(d, RuleRootVolume, p,
+			fmt.Sprintf("rootVolume.sizeGiB is %d, below the image's min_disk of %d GiB", int(n), minDisk)))
+	}
+	return out
 }

@@ -8,6 +8,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// AdditionalConfigLimit is CAPI v1.13's MaxLength of containerLinuxConfig.additionalConfig.
+const AdditionalConfigLimit = 32768
+
 // checkIgnitionSpec runs the rules for a KubeadmConfigSpec with format: ignition.
 func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 	d := b.doc
@@ -32,6 +35,9 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 	acPath := Path{"ignition", "containerLinuxConfig", "additionalConfig"}
 	src, hasAC := b.additionalConfig()
 	var additional *igntypes.Config
+	if hasAC && len(src) > AdditionalConfigLimit {
+		add(RuleAdditionalSize, acPath, "additionalConfig is %d bytes, over CAPI's limit of %d", len(src), AdditionalConfigLimit)
+	}
 	if hasAC {
 		res := l.transpile(src)
 		offset, exact := clcLineOffset(d.valueNode(b.path.Child(acPath...)))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ func newLintCommand() *cobra.Command {
 		out         OutputFormat
 		capiVersion string
 		cloud       string
+		record      string
 	)
 	cmd := &cobra.Command{
 		Use:   "lint FILE...",
@@ -71,6 +73,15 @@ in docs/lint-rules.md.`,
 					return glance.CountActiveImages(ctx, c, name, tags)
 				}
 			}
+			if record != "" {
+				// min_disk as upload sets it: the virtual size of the artifact next to the record.
+				artifact := strings.TrimSuffix(record, ".build.json")
+				v, err := glance.VirtualSize(artifact)
+				if err != nil {
+					return Usagef("--from-record %s: the image next to it gives min_disk: %v", record, err)
+				}
+				opts.MinDiskGiB = glance.MinDiskGiB(v)
+			}
 			rep, err := capo.Lint(cmd.Context(), inputs, opts)
 			if err != nil {
 				return err
@@ -87,6 +98,7 @@ in docs/lint-rules.md.`,
 	cmd.Flags().StringVar(&capiVersion, "capi-version", capo.NewestCAPIVersion,
 		"CAPI release the manifests are applied to (older releases have more pitfalls)")
 	cmd.Flags().StringVar(&cloud, "cloud", "", "also check that every image filter matches exactly one active Glance image in this cloud (clouds.yaml name)")
+	cmd.Flags().StringVar(&record, "from-record", "", "a build record (IMAGE.qcow2.build.json, its image beside it): warn when a rootVolume.sizeGiB is below the image's min_disk")
 	AddOutputFlag(cmd.Flags(), &out)
 	return cmd
 }

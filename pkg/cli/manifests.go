@@ -28,6 +28,7 @@ func newManifestsCommand() *cobra.Command {
 		imageName, k8sVersion, clusterName string
 		capiAPI, outputFile                string
 		flavor, sysextURL, k8sMirror       string
+		im                                 imageRefFlags
 	)
 	var netOpts httpx.Options
 	cmd := &cobra.Command{
@@ -75,6 +76,9 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				}
 				values[k] = v
 			}
+			if err := im.readRecord(); err != nil {
+				return err
+			}
 			for flag, v := range map[string]struct{ name, value string }{
 				"image-name": {capo.VarImageName, imageName}, "cluster-name": {capo.VarClusterName, clusterName},
 				"kubernetes-version": {capo.VarKubernetesVersion, k8sVersion},
@@ -85,6 +89,10 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 					}
 					values[v.name] = v.value
 				}
+			}
+			imageRef, imageSource, err := im.apply(cmd, values, &flavor)
+			if err != nil {
+				return err
 			}
 			if sysextURL != "" {
 				if flavor != capo.FlavorSysext {
@@ -109,7 +117,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				}
 				values[capo.VarKubernetesVersion] = exact
 			}
-			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values})
+			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource})
 			if err != nil {
 				return err
 			}
@@ -152,6 +160,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta1, "CAPI API version of the documents: v1beta1, or v1beta2 for CAPI 1.11+")
 	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
 	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-x86-64.raw (sets "+capo.VarSysextURL+")")
+	addImageRefFlags(f, &im)
 	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
 	AddOutputFlag(f, &out)
 	return cmd

@@ -84,6 +84,15 @@ func RawAsQcow2(path string) (Opener, int64, error) {
 	}, size, nil
 }
 
+// VirtualSize is the size of the disk an image file holds: a qcow2's virtual size, a raw file's size.
+func VirtualSize(path string) (int64, error) {
+	format, size, err := DetectFileFormat(path)
+	if err != nil || format != disk.FormatQcow2 {
+		return size, err
+	}
+	return qcow2VirtualSize(path)
+}
+
 // qcow2VirtualSize reads the virtual size from a qcow2's header.
 func qcow2VirtualSize(path string) (int64, error) {
 	f, err := os.Open(path)
