@@ -182,12 +182,6 @@ func (f *FS) ext4() (*ext4.FileSystem, error) {
 	return e, nil
 }
 
-// Label is the filesystem label.
-func (f *FS) Label() (label string) {
-	defer func() { recover() }()
-	return f.fs.Label()
-}
-
 func (f *FS) ReadDir(name string) (ents []fs.DirEntry, err error) {
 	defer f.guard(&err)
 	return f.fs.ReadDir(fsPath(name))
