@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/epoch"
 )
 
 const (
@@ -62,7 +64,7 @@ func (fs *FS) writeFile(dev io.WriterAt, p string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	w := &writePlan{fs: fs, now: time.Now()}
+	w := &writePlan{fs: fs, now: epoch.Now()} // SOURCE_DATE_EPOCH: a build gives the same bytes
 	if ok {
 		err = w.rewrite(e.location.objectID, content)
 	} else {

@@ -9,6 +9,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // Record is <artifact>.build.json. Its first three keys are glance.BuildRecord's, so
@@ -144,6 +145,8 @@ func (r *Record) write(artifact string) error {
 	if err != nil {
 		return err
 	}
+	// The record is world-readable: no URL credential or registered secret goes into it.
+	b = []byte(redact.String(string(b)))
 	f, err := atomicfile.Create(glance.BuildRecordPath(artifact))
 	if err != nil {
 		return err

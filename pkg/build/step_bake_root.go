@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/epoch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 )
@@ -38,6 +39,11 @@ func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 		return halt(state, err)
 	}
 	entries = append(entries, imgEntries...)
+	// The files made in this run have this run's mtimes: give them the build's epoch (set by
+	// StepSysext), so the same inputs make the same ROOT.
+	for i := range entries {
+		entries[i].ModTime = epoch.Now()
+	}
 	// The work copy is this build's own: bake in place (no second copy of the image); a failure
 	// fails the build, whose directory is removed.
 	work := getString(state, KeyWork)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -43,7 +44,7 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	if err != nil {
 		return halt(state, err)
 	}
-	rec.Base = BaseImage{File: res.File, URL: res.URL, SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
+	rec.Base = BaseImage{File: res.File, URL: redact.URL(res.URL), SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
 	state.Put(KeyBase, res.File)
 	how := "downloaded"
 	if res.Cached {
@@ -53,7 +54,7 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	if !res.Verified {
 		verified = "NOT verified (--insecure-skip-verify)"
 	}
-	note(state, "%s image %s, %s, %s", o.Base, res.URL, how, verified)
+	note(state, "%s image %s, %s, %s", o.Base, redact.URL(res.URL), how, verified)
 	return multistep.ActionContinue
 }
 

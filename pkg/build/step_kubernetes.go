@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // stepKubernetes downloads kubeadm, kubelet, kubectl, crictl and the CNI plugins on the host and
@@ -37,7 +38,7 @@ func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 	cached := 0
 	rec.Downloads = rec.Downloads[:0]
 	for _, f := range set.Files {
-		rec.Downloads = append(rec.Downloads, Download{Name: f.Name, URL: f.URL, SHA256: f.SHA256})
+		rec.Downloads = append(rec.Downloads, Download{Name: f.Name, URL: redact.URL(f.URL), SHA256: f.SHA256})
 		if f.Cached {
 			cached++
 		}

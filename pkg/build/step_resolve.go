@@ -14,6 +14,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -75,7 +76,7 @@ func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multist
 	state.Put(KeySysextFiles, srcs)
 	rec.Inputs, rec.InputsKey = in, in.Key()
 	if o.BaseImage == "" {
-		rec.Base.URL = rel.URL(release.ImageFile(o.Base, release.CompressionNone))
+		rec.Base.URL = redact.URL(rel.URL(release.ImageFile(o.Base, release.CompressionNone)))
 	}
 	note(state, "Flatcar %s %s (%s), Kubernetes %s -> %s", rel.Channel, rel.Version, rel.Arch, o.Kubernetes.Kubernetes, ArtifactPath(o))
 	return multistep.ActionContinue
@@ -118,7 +119,7 @@ func ArtifactPath(o *Options) string { return filepath.Join(o.OutputDir, o.Image
 func inputs(o *Options, rel release.Release) (Inputs, error) {
 	in := Inputs{Method: o.Method, Channel: rel.Channel, Version: rel.Version, Arch: rel.Arch, Base: o.Base,
 		OEM: o.OEM, Kubernetes: o.Kubernetes.Kubernetes, Crictl: o.Kubernetes.Crictl, CNI: o.Kubernetes.CNI,
-		KubernetesMirror: o.Kubernetes.Mirror, GitHubMirror: o.Kubernetes.GitHubMirror,
+		KubernetesMirror: redact.URL(o.Kubernetes.Mirror), GitHubMirror: redact.URL(o.Kubernetes.GitHubMirror),
 		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize, Images: o.Images.inputs(o.Method),
 		Compressed: o.Compress}
 	if o.BaseImage != "" {
@@ -128,7 +129,7 @@ func inputs(o *Options, rel release.Release) (Inputs, error) {
 		}
 		in.BaseImage = fmt.Sprintf("%s:%d:%d", o.BaseImage, fi.Size(), fi.ModTime().UnixNano())
 	} else {
-		in.ReleaseServer = rel.Server
+		in.ReleaseServer = redact.URL(rel.Server)
 	}
 	for _, p := range o.Provision {
 		sum, _, err := sha256File(p)

@@ -10,15 +10,17 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/epoch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
@@ -52,6 +54,17 @@ func (*stepSysext) Name() string { return "sysext" }
 func (*stepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
 	work := getString(state, KeyWorkDir)
+	// The same inputs give the same image (a second runner's upload reuses the first's): the
+	// sysext, the OEM edit and the ROOT bake all write the base image's own time, unless
+	// SOURCE_DATE_EPOCH says another.
+	if _, set, _ := epoch.Get(); !set {
+		t, err := rootfs.Epoch(getString(state, KeyWork))
+		if err != nil {
+			return halt(state, err)
+		}
+		os.Setenv(epoch.Var, strconv.FormatInt(t.Unix(), 10))
+		state.Put(keyEpochSet, true)
+	}
 	var exts []Sysext
 	var err error
 	if len(o.Sysext) == 0 {
@@ -75,8 +88,14 @@ func (*stepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.
 	return multistep.ActionContinue
 }
 
+// keyEpochSet says stepSysext set SOURCE_DATE_EPOCH for this run (bool); its Cleanup unsets it.
+const keyEpochSet = "epochSet"
+
 // Cleanup removes the copies next to the artifact when the build did not finish.
 func (*stepSysext) Cleanup(state multistep.StateBag) {
+	if _, ok := state.GetOk(keyEpochSet); ok {
+		os.Unsetenv(epoch.Var)
+	}
 	_, halted := state.GetOk(multistep.StateHalted)
 	_, cancelled := state.GetOk(multistep.StateCancelled)
 	if !halted && !cancelled {
@@ -108,7 +127,7 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 	out := filepath.Join(work, name)
 	in := sysext.KubernetesInput{Version: o.Kubernetes.Kubernetes, Arch: o.Release.Arch,
 		Kubelet: files["bin/kubelet"], Kubeadm: files["bin/kubeadm"], Kubectl: files["bin/kubectl"],
-		CNIPlugins: files["cni-plugins.tgz"], Crictl: files["crictl.tar.gz"], ModTime: o.Now().UTC().Truncate(time.Second)}
+		CNIPlugins: files["cni-plugins.tgz"], Crictl: files["crictl.tar.gz"], ModTime: epoch.Now()}
 	if _, err := sysext.CreateKubernetes(ctx, in, out); err != nil {
 		return nil, fmt.Errorf("making the Kubernetes sysext: %w", err)
 	}

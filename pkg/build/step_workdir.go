@@ -16,6 +16,7 @@ import (
 type stepWorkDir struct {
 	dir        string
 	createdOut bool
+	lock       *os.File // the owner lock (leftovers.go), held until Cleanup
 }
 
 func (*stepWorkDir) Name() string { return "workdir" }
@@ -28,11 +29,17 @@ func (s *stepWorkDir) Run(ctx context.Context, state multistep.StateBag) multist
 	if err := os.MkdirAll(o.OutputDir, 0o755); err != nil {
 		return halt(state, fmt.Errorf("cannot create the output directory (choose another with --output-dir): %w", err))
 	}
+	for _, l := range removeDeadLeftovers(o.OutputDir) {
+		fmt.Fprintf(o.Log, "  %s\n", l)
+	}
 	dir, err := os.MkdirTemp(o.OutputDir, ".build-")
 	if err != nil {
 		return halt(state, fmt.Errorf("cannot create the build directory: %w", err))
 	}
 	s.dir = dir
+	if s.lock, err = lockBuildDir(dir); err != nil {
+		return halt(state, err)
+	}
 	state.Put(KeyWorkDir, dir)
 	note(state, "%s", dir)
 	return multistep.ActionContinue
@@ -57,6 +64,9 @@ func (s *stepWorkDir) Cleanup(state multistep.StateBag) {
 		}
 	}
 	os.RemoveAll(s.dir)
+	if s.lock != nil {
+		s.lock.Close()
+	}
 	if s.createdOut {
 		os.Remove(o.OutputDir) // only when empty: nothing of the user's is touched
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // sysextSource is one --sysext as the resolve step found it: the local file (a URL's download)
@@ -27,7 +29,7 @@ func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) (
 		var src sysextSource
 		if isURL(s) {
 			if o.DryRun {
-				in = append(in, s)
+				in = append(in, redact.URL(s))
 				continue
 			}
 			d, err := dir()
@@ -48,11 +50,11 @@ func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) (
 		}
 		fi, err := os.Stat(src.Path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--sysext %s: %w", s, err)
+			return nil, nil, fmt.Errorf("--sysext %s: %w", redact.URL(s), err)
 		}
 		src.ModTime = fi.ModTime()
 		srcs[s] = src
-		in = append(in, src.SHA512+":"+s)
+		in = append(in, src.SHA512+":"+redact.URL(s))
 	}
 	return in, srcs, nil
 }

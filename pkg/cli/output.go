@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // OutputFormat is the value of -o/--output.
@@ -37,7 +39,7 @@ func AddOutputFlag(fs *pflag.FlagSet, o *OutputFormat) {
 
 // Report writes v as indented JSON, or calls text to write the human form.
 func Report(cmd *cobra.Command, format OutputFormat, v any, text func(w io.Writer) error) error {
-	w := cmd.OutOrStdout()
+	w := redact.Writer(cmd.OutOrStdout()) // a report shows URLs; never their credentials
 	if format == OutputJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

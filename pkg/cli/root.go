@@ -15,6 +15,8 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/spf13/cobra"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // Exit codes shared by every command.
@@ -99,17 +101,25 @@ func Execute() int {
 
 // Run runs the CLI with the given arguments; it is what main and in-process tests call.
 func Run(args []string, stdout, stderr io.Writer) int {
+	// No credential given in a URL (--release-server http://u:SECRET@...) is ever shown: every
+	// message goes through redact, and the values themselves are masked wherever they appear.
+	registerURLSecrets(args)
+	stderr = redact.Writer(stderr)
+	out := &countingWriter{w: stdout}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 	root := NewRootCommand()
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	root.SetOut(out)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
 	code := exitCode(ctx, err)
+	if out.n == 0 && wantsJSON(cmd) {
+		writeJSONError(out, code, err)
+	}
 	if code == ExitInterrupted {
 		reportInterrupted(stderr, cmd, err)
 		return code

@@ -4,6 +4,7 @@
 package glance
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -19,15 +20,18 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // Cloud is an authenticated connection to one cloud's image service in one region.
 type Cloud struct {
 	Name     string // the clouds.yaml name, or "env" for OS_* variables
 	Region   string
+	Project  string // the token's project ID (or the scope asked for)
 	Provider *gophercloud.ProviderClient
 	Image    *gophercloud.ServiceClient
 }
@@ -61,21 +65,35 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, clouds.WithCloudName(name), clouds.WithLocations(path))
-		if sec := os.Getenv("OS_CLIENT_SECURE_FILE"); sec != "" {
-			opts = append(opts, clouds.WithSecureLocations(sec))
+		doc, err := oneCloudYAML(path, name)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, clouds.WithCloudName(name), clouds.WithCloudsYAML(bytes.NewReader(doc)))
+		if sec := secureYAMLFor(path); fileExists(sec) {
+			secDoc, err := oneCloudYAML(sec, name)
+			if err != nil {
+				return nil, err
+			}
+			if secDoc != nil {
+				opts = append(opts, clouds.WithSecureYAML(bytes.NewReader(secDoc)))
+			}
 		}
 	}
 	ao, eo, tlsConfig, err := clouds.Parse(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("reading the credentials of cloud %q: %w", label, err)
+		return nil, fmt.Errorf("reading the credentials of cloud %q: %s", label, redact.String(hideValues(err.Error())))
 	}
+	for _, s := range []string{ao.Password, ao.ApplicationCredentialSecret, ao.TokenID} {
+		redact.Secret(s)
+	}
+	redact.SecretsOfURL(ao.IdentityEndpoint)
 	ao.AllowReauth = ao.TokenID == "" // a bare token cannot be renewed
 	c := &Cloud{Name: label, Region: eo.Region}
 
 	provider, err := openstack.NewClient(ao.IdentityEndpoint)
 	if err != nil {
-		return nil, fmt.Errorf("cloud %s: invalid auth_url %q: %w", label, ao.IdentityEndpoint, err)
+		return nil, fmt.Errorf("cloud %s: invalid auth_url %q: %s", label, redact.URL(ao.IdentityEndpoint), redact.String(err.Error()))
 	}
 	provider.HTTPClient = http.Client{Transport: newTransport(tlsConfig)}
 	provider.UserAgent.Prepend("flatcar-capo")
@@ -85,11 +103,12 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 	provider.ReauthBeforeTokenExpiration = 5 * time.Minute
 	if err := openstack.Authenticate(ctx, provider, ao); err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("cloud %s: authenticating at %s: %w", label, ao.IdentityEndpoint, ctx.Err())
+			return nil, fmt.Errorf("cloud %s: authenticating at %s: %w", label, redact.URL(ao.IdentityEndpoint), ctx.Err())
 		}
-		return nil, authError(label, ao.IdentityEndpoint, err)
+		return nil, authError(label, redact.URL(ao.IdentityEndpoint), err)
 	}
 	c.Provider = provider
+	c.Project = projectOf(provider, ao)
 	c.Image, err = openstack.NewImageV2(provider, eo)
 	if err != nil {
 		var nf *gophercloud.ErrEndpointNotFound
@@ -106,6 +125,17 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 		return nil, fmt.Errorf("cloud %s: %w", label, err)
 	}
 	return c, nil
+}
+
+// projectOf is the project the token is scoped to, by ID; the asked-for scope if the token
+// does not say.
+func projectOf(p *gophercloud.ProviderClient, ao gophercloud.AuthOptions) string {
+	if r, ok := p.GetAuthResult().(tokens.CreateResult); ok {
+		if pr, err := r.ExtractProject(); err == nil && pr != nil && pr.ID != "" {
+			return pr.ID
+		}
+	}
+	return ao.TenantID + "/" + ao.TenantName + "/" + ao.DomainID + ao.DomainName
 }
 
 func newTransport(tlsConfig *tls.Config) *http.Transport {
@@ -130,9 +160,30 @@ func authError(label, authURL string, err error) error {
 	var netErr net.Error
 	var opErr *net.OpError
 	if errors.As(err, &opErr) || errors.As(err, &netErr) {
-		return fmt.Errorf("cloud %s: Keystone at %s is unreachable: %v", label, authURL, err)
+		return &shownError{fmt.Sprintf("cloud %s: Keystone at %s is unreachable: %s", label, authURL, redact.String(err.Error())), err}
 	}
-	return fmt.Errorf("cloud %s: authenticating at %s: %w", label, authURL, err)
+	// gophercloud's message carries the whole body, which an echoing proxy fills with the
+	// request (the password) and a captive portal with a page of HTML.
+	var ue gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &ue) {
+		return &shownError{fmt.Sprintf("cloud %s: authenticating at %s: HTTP %d: %s", label, authURL, ue.Actual, redact.Excerpt(ue.Body, 300)), err}
+	}
+	return &shownError{fmt.Sprintf("cloud %s: authenticating at %s: %s", label, authURL, redact.String(err.Error())), err}
+}
+
+// shownError is err with the message that may be shown (redacted, bounded); it still unwraps
+// to err, so callers can tell a network failure from a refusal.
+type shownError struct {
+	msg string
+	err error
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // findCloudsYAML finds the clouds.yaml the openstack CLI would read and checks that it defines

@@ -17,6 +17,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // OnExists says what to do when an image with the requested name already exists.
@@ -441,15 +442,12 @@ func glanceError(c *Cloud, what string, err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case asUnexpected(err, &ue):
-		body := strings.TrimSpace(string(ue.Body))
-		if len(body) > 300 {
-			body = body[:300] + "..."
-		}
-		return &glanceHTTPError{msg: fmt.Sprintf("%s: Glance at %s answered HTTP %d: %s", what, c.Image.Endpoint, ue.Actual, body), status: ue.Actual}
+		body := redact.Excerpt(ue.Body, 300)
+		return &glanceHTTPError{msg: fmt.Sprintf("%s: Glance at %s answered HTTP %d: %s", what, redact.URL(c.Image.Endpoint), ue.Actual, body), status: ue.Actual}
 	case isNetworkError(err):
-		return fmt.Errorf("%s: Glance at %s is unreachable: %w", what, c.Image.Endpoint, err)
+		return fmt.Errorf("%s: Glance at %s is unreachable: %w", what, redact.URL(c.Image.Endpoint), err)
 	}
-	return fmt.Errorf("%s at %s: %w", what, c.Image.Endpoint, err)
+	return fmt.Errorf("%s at %s: %w", what, redact.URL(c.Image.Endpoint), err)
 }
 
 type glanceHTTPError struct {

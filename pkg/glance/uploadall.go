@@ -91,14 +91,18 @@ func (e unmarked) Error() string { return e.msg }
 // UploadAll uploads req to every cloud concurrently ("" is OS_CLOUD, then the OS_* variables).
 // It returns the results of the clouds that succeeded, in the given order, and a CloudErrors
 // naming each cloud that failed (nil when none did). This is what `upload` and build's upload
-// step call.
+// step call. A cloud named twice, or two names for the same Glance endpoint and project, get
+// one upload (two would race for the same image name and fail each other): the later names
+// get the first one's image, action "reused".
 func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, error) {
 	if len(clouds) == 0 {
 		clouds = []string{""}
 	}
+	clouds = uniqueNames(clouds)
 	type outcome struct {
-		res *Result
-		err error
+		cloud *Cloud
+		res   *Result
+		err   error
 	}
 	outcomes := make([]outcome, len(clouds))
 	var wg sync.WaitGroup
@@ -106,19 +110,56 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := Connect(ctx, name)
-			if err != nil {
-				outcomes[i].err = err
-				return
+			outcomes[i].cloud, outcomes[i].err = Connect(ctx, name)
+		}()
+	}
+	wg.Wait()
+	first := map[string]int{} // endpoint+project -> the index that uploads
+	same := make([]int, len(clouds))
+	for i, o := range outcomes {
+		same[i] = -1
+		if o.err != nil {
+			continue
+		}
+		k := o.cloud.target()
+		if j, ok := first[k]; ok {
+			same[i] = j
+			if req.Log != nil {
+				fmt.Fprintf(req.Log, "%s: the same Glance and project as %s; uploading once\n", o.cloud.Label(), outcomes[j].cloud.Label())
 			}
+			continue
+		}
+		first[k] = i
+	}
+	for i := range outcomes {
+		if outcomes[i].err != nil || same[i] >= 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := outcomes[i].cloud
 			res, err := Upload(ctx, c, req)
 			if err != nil {
 				err = fmt.Errorf("%s: %w", c.Label(), err)
 			}
-			outcomes[i] = outcome{res, err}
+			outcomes[i].res, outcomes[i].err = res, err
 		}()
 	}
 	wg.Wait()
+	for i, j := range same {
+		if j < 0 {
+			continue
+		}
+		if outcomes[j].err != nil {
+			outcomes[i].err = fmt.Errorf("%s: not uploaded: it is the same Glance and project as %s, which failed", outcomes[i].cloud.Label(), outcomes[j].cloud.Label())
+			continue
+		}
+		r := *outcomes[j].res
+		r.Cloud, r.Region, r.Action = outcomes[i].cloud.Name, outcomes[i].cloud.Region, "reused"
+		r.RemovedLeftovers, r.Replaced = nil, nil
+		outcomes[i].res = &r
+	}
 	var results []*Result
 	var errs CloudErrors
 	for i, o := range outcomes {
@@ -142,4 +183,22 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 		return results, nil
 	}
 	return results, errs
+}
+
+func uniqueNames(names []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// target identifies what an upload writes to: the Glance endpoint and the project that owns
+// the image.
+func (c *Cloud) target() string {
+	return strings.TrimRight(c.Image.Endpoint, "/") + " " + c.Project
 }

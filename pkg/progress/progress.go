@@ -5,7 +5,6 @@ package progress
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -34,7 +33,8 @@ type Reporter interface {
 func New(w io.Writer, mode Mode, label string, total int64) Reporter {
 	if mode == Auto {
 		mode = Lines
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		// Any writer with an Fd (os.File, or the CLI's redacting wrapper around one).
+		if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
 			mode = Bar
 		}
 	}

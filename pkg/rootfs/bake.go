@@ -38,7 +38,8 @@ type Result struct {
 // ROOT's entries plus added (an added entry replaces an original one of the same path and type;
 // missing parent directories are created 0755 root:root). src is only read. dst appears only
 // when complete and verified; on any failure nothing is left behind. Added entries without a
-// ModTime get the time Bake starts.
+// ModTime get the bake's epoch (SOURCE_DATE_EPOCH, else the original ROOT's time): the same
+// inputs give the same bytes (reproducible.go).
 func Bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) {
 	start := time.Now()
 	in, err := disk.Open(src, false)
@@ -149,6 +150,7 @@ type plan struct {
 	entries  []Entry
 	replaced []string
 	uuid     *uuid.UUID
+	epoch    time.Time // the time of everything the bake makes (reproducible.go)
 }
 
 // newPlan reads the original ROOT (the partition's bytes, dev, which part names in errors) and
@@ -162,7 +164,11 @@ func newPlan(name string, dev vdisk.Disk, part string, added []Entry, now time.T
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	entries, replaced, err := merge(carried, added, now)
+	ep, err := buildEpoch(root)
+	if err != nil {
+		return nil, err
+	}
+	entries, replaced, err := merge(carried, added, ep)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +176,7 @@ func newPlan(name string, dev vdisk.Disk, part string, added []Entry, now time.T
 	if err != nil {
 		return nil, err
 	}
-	return &plan{src: name, root: root, carried: len(carried), added: len(added), entries: entries, replaced: replaced, uuid: fsUUID}, nil
+	return &plan{src: name, root: root, carried: len(carried), added: len(added), entries: entries, replaced: replaced, uuid: fsUUID, epoch: ep}, nil
 }
 
 // fits checks the entries fit a ROOT of size bytes and returns the estimated need.
@@ -202,14 +208,25 @@ func (pl *plan) write(ctx context.Context, f *os.File, name string) (*Result, er
 	section := img.Section(part)
 	// ROOT reads as zeros now: Create's zero inode tables need not be written (zeroskip.go).
 	zs := &zeroSkip{Disk: section, on: true}
+	since := time.Now().Truncate(time.Second)
+	restore := deterministicUUIDs(append(pl.uuid[:], fmt.Sprint(part.Size)...))
 	nfs, err := disk.CreateExt4(zs, disk.PartitionName(part), mkfsParams(pl.uuid))
 	if err != nil {
+		restore()
 		return nil, fmt.Errorf("making the new ROOT filesystem: %w", err)
 	}
 	zs.on, zs.written = false, nil
 	sums, err := populate(ctx, nfs, pl.root, pl.entries)
+	restore()
 	if err != nil {
 		return nil, fmt.Errorf("writing the new ROOT: %w", err)
+	}
+	keep := map[int64]bool{pl.root.ModTime.Unix(): true}
+	for _, e := range pl.entries {
+		keep[e.ModTime.Unix()] = true
+	}
+	if err := fixTimes(section, since, pl.epoch, keep); err != nil {
+		return nil, fmt.Errorf("setting the new ROOT's times: %w", err)
 	}
 	// Read back through a fresh reader, not the writer's state.
 	check, err := disk.OpenExt4(section, disk.PartitionName(part))

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
+)
+
+// countingWriter tells whether a command wrote its report before failing (inspect's NOT READY
+// verdict is a report), so that the JSON error object is written only to an empty stdout.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Fd keeps a terminal recognisable through the wrapper.
+func (c *countingWriter) Fd() uintptr {
+	if f, ok := c.w.(interface{ Fd() uintptr }); ok {
+		return f.Fd()
+	}
+	return ^uintptr(0)
+}
+
+// wantsJSON tells whether cmd was asked for -o json (flag or FLATCAR_CAPO_OUTPUT).
+func wantsJSON(cmd *cobra.Command) bool {
+	if cmd == nil {
+		return false
+	}
+	f := cmd.Flags().Lookup("output")
+	if f == nil || f.Value.Type() != "text|json" {
+		return false
+	}
+	return f.Value.String() == string(OutputJSON)
+}
+
+// JSONError is what a command run with -o json prints on stdout when it fails: a script that
+// saves stdout (> build-record.json) gets the reason and the leftovers, not an empty file.
+type JSONError struct {
+	Error    string   `json:"error"`
+	ExitCode int      `json:"exitCode"`
+	Left     []string `json:"left"`
+}
+
+func writeJSONError(w io.Writer, code int, err error) {
+	left, _, _ := interrupt.Report(err)
+	if left == nil {
+		left = []string{}
+	}
+	je := JSONError{Error: redact.String(err.Error()), ExitCode: code, Left: left}
+	for i := range je.Left {
+		je.Left[i] = redact.String(je.Left[i])
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(je)
+}
+
+var urlInArg = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s]+`)
+
+// registerURLSecrets makes the credentials of every URL among the arguments and the
+// FLATCAR_CAPO_* variables secrets that redact masks wherever they would appear.
+func registerURLSecrets(args []string) {
+	vals := append([]string(nil), args...)
+	for _, e := range os.Environ() {
+		if strings.HasPrefix(e, EnvPrefix) {
+			vals = append(vals, e)
+		}
+	}
+	for _, v := range vals {
+		for _, u := range urlInArg.FindAllString(v, -1) {
+			for _, part := range strings.Split(u, ",") {
+				redact.SecretsOfURL(part)
+			}
+		}
+	}
+}

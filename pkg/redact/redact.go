@@ -1,0 +1,185 @@
+// Package redact keeps credentials out of everything flatcar-capo shows or stores: the userinfo
+// of URLs (http://user:SECRET@mirror/), secret-looking query parameters, and the password, token
+// and secret values of a server's error body, which is also cut to a bounded excerpt.
+package redact
+
+import (
+	"io"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Mask replaces a secret.
+const Mask = "REDACTED"
+
+// URL returns raw with its userinfo replaced by Mask and the values of secret-looking query
+// parameters masked. A string that does not parse as a URL goes through String.
+func URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return String(raw)
+	}
+	out := raw
+	if u.User != nil {
+		out = userinfo.ReplaceAllString(out, "${1}"+Mask+"@")
+	}
+	// Edit the query in place: re-encoding the URL would escape a {channel} template.
+	if i := strings.IndexByte(out, '?'); i >= 0 && u.RawQuery != "" {
+		params := strings.Split(out[i+1:], "&")
+		for j, p := range params {
+			k, _, ok := strings.Cut(p, "=")
+			if ok && secretName.MatchString(k) {
+				params[j] = k + "=" + Mask
+			}
+		}
+		out = out[:i+1] + strings.Join(params, "&")
+	}
+	return out
+}
+
+var (
+	// scheme://userinfo@ anywhere in a text; userinfo stops at whitespace, quotes and '/'.
+	userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^\s/@"'<>]+@`)
+	// A key that names a secret (password, passwd, secret, token, credential, api key, auth
+	// header, signature), as a JSON member, a YAML/header "key: value" or a "key=value".
+	secretName = regexp.MustCompile(`(?i)(pass(word|wd)?|secret|token|credential|api[_-]?key|authorization|signature|sig|session|cookie)`)
+	jsonMember = regexp.MustCompile(`(?i)("[A-Za-z0-9_.-]*(?:pass(?:word|wd)?|secret|token|credential|api[_-]?key|authorization|cookie)[A-Za-z0-9_.-]*"\s*:\s*)("(?:[^"\\]|\\.)*"|[^,{}\[\]\s]+)`)
+	keyValue   = regexp.MustCompile(`(?i)\b([A-Za-z0-9_.-]*(?:pass(?:word|wd)?|secret|token|credential|api[_-]?key|authorization|cookie)[A-Za-z0-9_.-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|(?:Bearer\s+|Basic\s+)?[^\s&,;"'<>{}\[\]]+)`)
+)
+
+var (
+	literalMu sync.RWMutex
+	literals  []string
+)
+
+// Secret registers a value that must never be shown (a password taken from a URL or a
+// clouds.yaml); String masks it wherever it appears. Values under 4 bytes are ignored: masking
+// "a" everywhere would garble the text and protect nothing.
+func Secret(s string) {
+	if len(s) < 4 {
+		return
+	}
+	literalMu.Lock()
+	defer literalMu.Unlock()
+	for _, l := range literals {
+		if l == s {
+			return
+		}
+	}
+	literals = append(literals, s)
+}
+
+// SecretsOfURL registers the password (and the user name, which may be a token) of raw.
+func SecretsOfURL(raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return
+	}
+	if p, ok := u.User.Password(); ok {
+		Secret(p)
+		Secret(url.PathEscape(p))
+		Secret(url.QueryEscape(p))
+	} else {
+		Secret(u.User.Username()) // https://TOKEN@host: the name is the secret
+	}
+}
+
+// String masks every URL userinfo, every secret-looking value (password=..., "token": "...",
+// X-Auth-Token: ...) and every registered secret in s.
+func String(s string) string {
+	if s == "" {
+		return s
+	}
+	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
+	s = jsonMember.ReplaceAllString(s, `${1}"`+Mask+`"`)
+	s = keyValue.ReplaceAllStringFunc(s, func(m string) string {
+		sub := keyValue.FindStringSubmatch(m)
+		if strings.HasPrefix(sub[3], Mask) || strings.HasPrefix(sub[3], `"`+Mask) {
+			return m
+		}
+		return sub[1] + sub[2] + Mask
+	})
+	literalMu.RLock()
+	defer literalMu.RUnlock()
+	for _, l := range literals {
+		s = strings.ReplaceAll(s, l, Mask)
+	}
+	return s
+}
+
+var (
+	tags       = regexp.MustCompile(`(?s)<(script|style)\b.*?</(script|style)>|<[^>]*>`)
+	spaces     = regexp.MustCompile(`\s+`)
+	titleRegex = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+)
+
+// Excerpt is what an error message may show of a server's response body: redacted, at most max
+// bytes, on one line; an HTML page is reduced to its title and text.
+func Excerpt(body []byte, max int) string {
+	s := string(body)
+	if looksHTML(s) {
+		title := ""
+		if m := titleRegex.FindStringSubmatch(s); m != nil {
+			title = strings.TrimSpace(m[1])
+		}
+		s = tags.ReplaceAllString(s, " ")
+		if title != "" && !strings.HasPrefix(strings.TrimSpace(s), title) {
+			s = title + ": " + s
+		}
+		s = "an HTML page: " + s
+	}
+	s = strings.TrimSpace(spaces.ReplaceAllString(s, " "))
+	s = String(s)
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "... (" + strconv.Itoa(len(body)) + " bytes in all)"
+	}
+	return s
+}
+
+func looksHTML(s string) bool {
+	head := strings.ToLower(strings.TrimSpace(s))
+	if len(head) > 512 {
+		head = head[:512]
+	}
+	return strings.HasPrefix(head, "<!doctype html") || strings.HasPrefix(head, "<html") || strings.Contains(head, "<body") || strings.Contains(head, "<head")
+}
+
+// Writer masks secrets in everything written through it (String on each write). Writers of
+// whole lines (fmt.Fprintf of a message) are what it is for; it keeps w's Fd, so a terminal is
+// still recognised as one.
+func Writer(w io.Writer) io.Writer {
+	if f, ok := w.(fder); ok {
+		return &fdWriter{writer{w}, f}
+	}
+	return writer{w}
+}
+
+type fder interface{ Fd() uintptr }
+
+type writer struct{ w io.Writer }
+
+func (r writer) Write(p []byte) (int, error) {
+	s := String(string(p))
+	if s == string(p) {
+		return r.w.Write(p)
+	}
+	if _, err := io.WriteString(r.w, s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+type fdWriter struct {
+	writer
+	f fder
+}
+
+func (r *fdWriter) Fd() uintptr { return r.f.Fd() }
