@@ -3,10 +3,13 @@ package build
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 )
 
 // Run builds the image o describes and returns its record. Progress goes to o.Log, one line
@@ -32,15 +35,47 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	runner.Run(ctx, state)
 	rec.Seconds = time.Since(start).Seconds()
 	if _, cancelled := state.GetOk(multistep.StateCancelled); cancelled || ctx.Err() != nil {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		err := ctx.Err()
+		if err == nil {
+			err = context.Canceled
 		}
-		return nil, context.Canceled
+		return nil, interrupted(state, o, err)
 	}
 	if err, ok := state.GetOk(KeyError); ok && err != nil {
 		return nil, withLog(state, err.(error))
 	}
 	return rec, nil
+}
+
+// interrupted says what a cancelled build really left, now that every Cleanup has run: the
+// upload's half-made images (its error says), the method's log kept next to the artifact, a
+// build directory that could not be removed; or that nothing was.
+func interrupted(state multistep.StateBag, o *Options, err error) error {
+	var left []string
+	if stepErr, ok := state.GetOk(KeyError); ok && stepErr != nil {
+		l, _, typed := interrupt.Report(stepErr.(error))
+		if typed {
+			left = append(left, l...)
+		}
+	}
+	if log := getString(state, KeyLogFile); log != "" {
+		if _, serr := os.Stat(log); serr == nil {
+			left = append(left, "the build's log "+log+" (kept to show how far it got)")
+		}
+	}
+	if d := getString(state, KeyWorkDir); d != "" {
+		if _, serr := os.Stat(d); serr == nil {
+			left = append(left, "the build directory "+d+" (the next build in "+o.OutputDir+" removes it)")
+		}
+	}
+	if len(left) > 0 {
+		return interrupt.Left(err, left...)
+	}
+	where := "the output directory"
+	if o.OutputDir != "" {
+		where = o.OutputDir
+	}
+	return interrupt.Nothing(err, "no image or record was written to "+where+", the build directory was removed and downloads already verified stay in the cache")
 }
 
 // withLog makes the error name the method's full log where it is now: the build directory is

@@ -22,6 +22,8 @@ var interruptNotes = map[string]string{
 	"version":   "nothing was left: version only reads",
 	"manifests": "nothing was left: --output-file was not written (its temporary file was removed)",
 	"fetch":     "the output file was not written (its temporary file was removed)",
+	// sysext create (the only "create")
+	"create": "nothing was left: --output-file was not written (its temporary file and staging directory were removed); downloads that completed and verified stay in the cache",
 }
 
 // reportInterrupted tells what really happened when cmd was stopped by Ctrl-C or SIGTERM:
