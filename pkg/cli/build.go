@@ -54,6 +54,12 @@ stdout (-o json: the build record). A re-run with the same inputs reuses the fin
 (--force rebuilds). --dry-run prints the plan and boots nothing. Ctrl-C stops Packer and QEMU and
 removes temporary files and the half-built image (exit 130).
 
+--method sysext is reproducible: the same inputs give the same qcow2, byte for byte (UUIDs, hash
+seeds and times come from the base image, or from SOURCE_DATE_EPOCH), so another runner's upload
+reuses the Glance image. --method packer cannot promise that: the build VM writes as it runs.
+After a kill -9, the next build in the output directory removes what the dead run left.
+On failure, -o json writes {"error": ..., "exitCode": N, "left": [...]} to stdout.
+
 Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --method packer.`,
 		Example: `  flatcar-capo build --channel stable --kubernetes-version 1.36 --cloud mycloud
   flatcar-capo build --base openstack --dry-run -o json

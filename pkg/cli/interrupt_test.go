@@ -211,3 +211,64 @@ func TestInterruptedFetchLeavesNoOutput(t *testing.T) {
 		t.Fatalf("files left in the output directory: %v", entries)
 	}
 }
+
+// Ctrl-C of sysext create and of build, each stopped in its first Kubernetes download, says
+// what it really left (nothing; the build names its output directory), not that it cannot tell.
+func TestInterruptedSysextCreateAndBuildSayWhatIsLeft(t *testing.T) {
+	downloading := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case downloading <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done() // never answers
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.raw")
+	writeRaw(t, base, 64<<20)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"sysext create", []string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--output-file", filepath.Join(dir, "k.raw")},
+			"nothing was left: --output-file was not written"},
+		{"build", []string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0", "--output-dir", filepath.Join(dir, "out")},
+			"nothing was left behind: no image or record was written to " + filepath.Join(dir, "out")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(c.args, "--kubernetes-mirror", srv.URL, "--github-mirror", srv.URL, "--cache-dir", filepath.Join(dir, "cache"))
+			cmd := exec.Command(testutil.Binary(t), args...)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			var err error
+			select {
+			case <-downloading:
+				cmd.Process.Signal(os.Interrupt)
+				err = <-exited
+			case err = <-exited:
+				t.Fatalf("ended before downloading (%v):\n%s", err, stderr.String())
+			case <-time.After(2 * time.Minute):
+				cmd.Process.Kill()
+				t.Fatalf("never downloaded:\n%s", stderr.String())
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				t.Fatalf("exit %v, want 130; stderr:\n%s", err, stderr.String())
+			}
+			if out := stderr.String(); !strings.Contains(out, c.want) || strings.Contains(out, "did not say what it left behind") {
+				t.Errorf("stderr lacks %q:\n%s", c.want, out)
+			}
+		})
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "out", "*")); len(left) != 0 {
+		t.Errorf("left in the output directory: %v", left)
+	}
+}
