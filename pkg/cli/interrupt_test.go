@@ -238,6 +238,9 @@ func TestInterruptedSysextCreateAndBuildSayWhatIsLeft(t *testing.T) {
 			"nothing was left behind: no image or record was written to " + filepath.Join(dir, "out")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			for len(downloading) > 0 { // the previous command's parallel requests
+				<-downloading
+			}
 			args := append(c.args, "--kubernetes-mirror", srv.URL, "--github-mirror", srv.URL, "--cache-dir", filepath.Join(dir, "cache"))
 			cmd := exec.Command(testutil.Binary(t), args...)
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
