@@ -342,7 +342,94 @@ func TestBuildEndToEnd(t *testing.T) {
 			t.Fatalf("QEMU left running: %v", q)
 		}
 		assertNoArtifact(t, out)
+		// It says what it really left (the packer log), not that it cannot tell.
+		if msg := log.String(); strings.Contains(msg, "did not say what it left behind") || !strings.Contains(msg, "left behind:\n  - the build's log") {
+			t.Errorf("Ctrl-C report:\n%s", msg)
+		}
 	})
+
+	// kill -9 of flatcar-capo: packer, its plugin and QEMU die too (the watchdog), not just when
+	// Ctrl-C lets it stop them.
+	t.Run("KillDuringPackerLeavesNoProcess", func(t *testing.T) {
+		out := filepath.Join(fx.dir, "killed")
+		cmd := exec.Command(testutil.Binary(t), fx.args("--base", "qemu", "--output-dir", out, "--force")...)
+		cmd.Dir = fx.dir
+		stderr, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		booted := make(chan struct{}, 1)
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), "packer:") && len(qemuUsing(out)) > 0 {
+					select {
+					case booted <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+		select {
+		case <-booted:
+		case <-time.After(5 * time.Minute):
+			cmd.Process.Kill()
+			t.Fatal("QEMU never started")
+		}
+		below := descendants(cmd.Process.Pid)
+		cmd.Process.Signal(syscall.SIGKILL) // flatcar-capo alone, as the OOM killer or a CI timeout does
+		cmd.Wait()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			var alive []string
+			for _, p := range below {
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); err == nil && len(b) > 0 {
+					alive = append(alive, fmt.Sprintf("%d %s", p, bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+				}
+			}
+			if len(alive) == 0 && len(qemuUsing(out)) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				for _, p := range below {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+				t.Fatalf("90 s after kill -9 of flatcar-capo, still running:\n%s", strings.Join(alive, "\n"))
+			}
+			time.Sleep(time.Second)
+		}
+		if len(below) < 3 {
+			t.Errorf("processes below flatcar-capo: %v, want at least the watchdog, packer and QEMU", below)
+		}
+	})
+}
+
+// descendants lists the processes below pid, from /proc's parent links.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, s := range stats {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		var p, pp int
+		var state string
+		fmt.Sscan(string(b[:bytes.IndexByte(b, ' ')]), &p)
+		fmt.Sscan(string(b[i+1:]), &state, &pp)
+		children[pp] = append(children[pp], p)
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		for _, c := range children[queue[0]] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+		queue = queue[1:]
+	}
+	return out
 }
 
 // checkBuilt checks a successful build's output and record.

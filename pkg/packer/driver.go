@@ -64,10 +64,20 @@ func (d *ExecDriver) Path() string { return d.Packer }
 
 // Run implements Driver.
 func (d *ExecDriver) Run(ctx context.Context, inv Invocation) error {
-	cmd := exec.Command(d.Packer, inv.Args...)
+	cmd := watchdogCommand(d.Packer, inv.Args) // in its own group; dies with us (watchdog.go)
 	cmd.Dir = inv.Dir
-	cmd.Env = append(os.Environ(), inv.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, inv.Env...)
+	// The watchdog's stdin: only we hold the other end, so it reads EOF when we die, kill -9
+	// included.
+	lifeline, lifelineW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer lifelineW.Close()
+	cmd.Stdin = lifeline
 	// os.Pipes rather than StdoutPipe or a Writer: a child that inherited packer's stdout or
 	// stderr must not keep Wait from returning; the readers see EOF once the group is gone.
 	stdout, wout, err := os.Pipe()
@@ -85,6 +95,7 @@ func (d *ExecDriver) Run(ctx context.Context, inv Invocation) error {
 	err = cmd.Start()
 	wout.Close()
 	werr.Close()
+	lifeline.Close()
 	if err != nil {
 		return fmt.Errorf("starting packer: %w", err)
 	}
