@@ -23,6 +23,9 @@ type BuildRecord struct {
 	FlatcarVersion    string `json:"flatcarVersion,omitempty"`
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	Arch              string `json:"arch,omitempty"` // amd64|arm64 (or x86_64|aarch64)
+	// Channel and Method name the fleet slot the image fills (plan and prune group by them).
+	Channel string `json:"channel,omitempty"`
+	Method  string `json:"method,omitempty"`
 	// The base image build started from: qemu_uefi boots only with UEFI.
 	Inputs struct {
 		Base string `json:"base,omitempty"`
@@ -108,6 +111,12 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 		}
 		p["kubernetes_version"] = v
 		tags = append(tags, "kube-"+v)
+	}
+	if in.Record.Channel != "" {
+		p[PropertyChannel] = in.Record.Channel
+	}
+	if in.Record.Method != "" {
+		p[PropertyMethod] = in.Record.Method
 	}
 	for _, kv := range in.Properties {
 		k, v, ok := strings.Cut(kv, "=")

@@ -106,7 +106,8 @@ func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 			fmt.Fprintf(req.Log, "%s: "+format+"\n", append([]any{c.Label()}, a...)...)
 		}
 	}
-	same, err := listByName(ctx, c, req.Name)
+	// Another run's upload of this name in flight is waited for, not taken for a leftover.
+	same, err := waitForOthers(ctx, c, req, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -147,8 +148,17 @@ func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Another run may have uploaded the name at the same moment: the runs agree on one image.
+	img, action, err := settle(ctx, c, req, img, logf)
+	if err != nil {
+		return nil, err
+	}
 	fillResult(res, img)
 	res.Action = "uploaded"
+	if action != "" {
+		res.Action = action
+		return res, nil
+	}
 	if req.OnExists == Replace && len(existing) > 0 {
 		res.Action = "replaced"
 		var failed []string
@@ -259,12 +269,16 @@ func interruptedUpload(c *Cloud, err error, orphans []string) error {
 
 // uploadOnce makes one complete attempt; orphan is the ID of an image it made but could not delete.
 func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image, orphan string, err error) {
+	props := map[string]string{PropertyUploadOwner: selfOwner}
+	for k, v := range req.Metadata.Properties {
+		props[k] = v
+	}
 	opts := images.CreateOpts{
 		Name:            req.Name,
 		ContainerFormat: "bare",
 		DiskFormat:      string(req.Format),
 		Tags:            req.Metadata.Tags,
-		Properties:      req.Metadata.Properties,
+		Properties:      props,
 		MinDisk:         req.Metadata.MinDiskGiB,
 		MinRAM:          req.Metadata.MinRAMMiB,
 	}
@@ -394,12 +408,15 @@ func deleteImage(ctx context.Context, c *Cloud, id string) error {
 	return nil
 }
 
-// isLeftover is a half-made image of this tool: tagged by it and never finished.
+// isLeftover is a half-made image of this tool: tagged or owned by it and never finished.
 func isLeftover(img images.Image) bool {
 	switch img.Status {
 	case images.ImageStatusQueued, images.ImageStatusSaving, images.ImageStatusKilled:
 	default:
 		return false
+	}
+	if _, owned := img.Properties[PropertyUploadOwner]; owned {
+		return true
 	}
 	for _, t := range img.Tags {
 		if t == ToolTag {

@@ -1,0 +1,214 @@
+package glance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+)
+
+// Two pipelines may upload the same name at the same moment; CAPO needs exactly one image of
+// that name. Every upload marks its image with its owner (host, pid, process start), so another
+// run can tell an upload in flight from the leftover of a dead one, and once an upload is active
+// the runs agree on one winner by the same rule: the earliest created (then the lowest ID) for
+// reuse and fail, the latest for replace. A loser removes its own image and reuses the winner
+// (same content) or fails naming both (different content).
+
+// PropertyUploadOwner holds "<host> <pid> <process start>" of the run uploading the image.
+const PropertyUploadOwner = "flatcar_capo_upload_owner"
+
+var selfOwner = func() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s %d %s", host, os.Getpid(), procStart(os.Getpid()))
+}()
+
+// procStart is field 22 of /proc/PID/stat (start time in clock ticks since boot): with the pid it
+// names one process, even after the pid is reused.
+func procStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		if f := strings.Fields(s[i+1:]); len(f) > 19 {
+			return f[19]
+		}
+	}
+	return ""
+}
+
+// ownerState says whether the run that made img is this one, is alive on this host, is dead
+// on this host, or cannot be told (another host, or an image from before owners were recorded).
+type ownerState int
+
+const (
+	ownerUnknown ownerState = iota
+	ownerSelf
+	ownerAlive
+	ownerDead
+	ownerNone // no owner property: made by an older flatcar-capo
+)
+
+func owner(img images.Image) ownerState {
+	v, _ := img.Properties[PropertyUploadOwner].(string)
+	if v == "" {
+		return ownerNone
+	}
+	if v == selfOwner {
+		return ownerSelf
+	}
+	f := strings.Fields(v)
+	host, _ := os.Hostname()
+	if len(f) != 3 || f[0] != host {
+		return ownerUnknown
+	}
+	pid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return ownerUnknown
+	}
+	if procStart(pid) == f[2] && f[2] != "" {
+		return ownerAlive
+	}
+	return ownerDead
+}
+
+// inFlight is a half-made image that a live run (or one that cannot be told dead) may still be
+// uploading: it must be waited for, not deleted. Glance stores an image's row, then its
+// properties, then its tags, so a list in between (two uploads started together) shows a queued
+// image without tags, or without anything: such a bare one is taken to be in flight too.
+func inFlight(img images.Image) bool {
+	switch img.Status {
+	case images.ImageStatusQueued, images.ImageStatusSaving:
+	default:
+		return false
+	}
+	if _, owned := img.Properties[PropertyUploadOwner]; !owned {
+		return img.Status == images.ImageStatusQueued && len(img.Tags) == 0
+	}
+	st := owner(img)
+	return st == ownerAlive || st == ownerUnknown
+}
+
+// waitForOthers waits until none of the images named req.Name is in flight, then lists again.
+// An upload that makes no progress within req.Wait is taken for dead.
+func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string, ...any)) ([]images.Image, error) {
+	wait := req.Wait
+	if wait <= 0 {
+		wait = 30 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	said := false
+	for {
+		same, err := listByName(ctx, c, req.Name)
+		if err != nil {
+			return nil, err
+		}
+		var flying []images.Image
+		for _, img := range same {
+			if inFlight(img) {
+				flying = append(flying, img)
+			}
+		}
+		if len(flying) == 0 || time.Now().After(deadline) {
+			if len(flying) > 0 {
+				logf("the upload of %s under way since %s made no progress in %s: taken for a dead run's leftover", ids(flying), flying[0].CreatedAt.Format(time.RFC3339), wait)
+				for i := range same {
+					if inFlight(same[i]) {
+						delete(same[i].Properties, PropertyUploadOwner) // now an ordinary leftover
+					}
+				}
+			}
+			return same, nil
+		}
+		if !said {
+			logf("another run is uploading %q (%s); waiting for it (up to %s)", req.Name, ids(flying), wait)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// settle runs after this run's image mine is active and verified: if other images of the name
+// appeared meanwhile, the runs agree on one and this run keeps or gives up its own.
+func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, logf func(string, ...any)) (*images.Image, string, error) {
+	deadline := time.Now().Add(req.Wait)
+	if req.Wait <= 0 {
+		deadline = time.Now().Add(30 * time.Minute)
+	}
+	for {
+		same, err := listByName(ctx, c, req.Name)
+		if err != nil {
+			return mine, "", err
+		}
+		var rivals []images.Image // images of other runs that may yet become the one
+		for _, img := range same {
+			if img.ID == mine.ID || img.Status == images.ImageStatusKilled ||
+				img.Status == images.ImageStatusDeleted || img.Status == images.ImageStatusPendingDelete {
+				continue
+			}
+			if img.Status == images.ImageStatusActive || inFlight(img) {
+				rivals = append(rivals, img)
+			}
+		}
+		if len(rivals) == 0 {
+			return mine, "", nil
+		}
+		all := append([]images.Image{*mine}, rivals...)
+		sort.Slice(all, func(i, j int) bool { return winsOver(all[i], all[j], req.OnExists) })
+		winner := all[0]
+		if winner.ID == mine.ID {
+			// The others give way to this one by the same rule; nothing to do here.
+			return mine, "", nil
+		}
+		if winner.Status != images.ImageStatusActive {
+			if time.Now().After(deadline) {
+				return mine, "", fmt.Errorf("the concurrent upload %s of %q did not become active within %s; this run's image %s is kept: check Glance for two images of the name", winner.ID, req.Name, req.Wait, mine.ID)
+			}
+			select {
+			case <-ctx.Done():
+				return mine, "", ctx.Err()
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		// This run lost: its image goes, whatever the content.
+		cleanCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		derr := deleteImage(cleanCtx, c, mine.ID)
+		cancel()
+		if derr != nil {
+			return mine, "", fmt.Errorf("another run uploaded %q at the same time (%s); this run's duplicate %s could not be deleted: %w", req.Name, winner.ID, mine.ID, derr)
+		}
+		_, theirs := imageHash(winner)
+		_, ours := imageHash(*mine)
+		if theirs == ours && winner.SizeBytes == mine.SizeBytes {
+			logf("another run uploaded the same content as %s at the same time; removed this run's copy %s and reuse it", winner.ID, mine.ID)
+			return &winner, "reused", nil
+		}
+		if req.OnExists == Replace {
+			return nil, "", fmt.Errorf("another run replaced %q at the same time with image %s; this run's image %s was deleted so exactly one remains", req.Name, winner.ID, mine.ID)
+		}
+		return nil, "", fmt.Errorf("another run uploaded %q at the same time with different content: image %s (%s...) stays, this run's image %s (%s...) was deleted; choose another --name or use --on-exists replace",
+			req.Name, winner.ID, short(theirs), mine.ID, short(ours))
+	}
+}
+
+// winsOver orders the images of one name by the rule every run applies alike.
+func winsOver(a, b images.Image, mode OnExists) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		if mode == Replace {
+			return a.CreatedAt.After(b.CreatedAt)
+		}
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.ID < b.ID
+}

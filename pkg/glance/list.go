@@ -1,0 +1,53 @@
+package glance
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+)
+
+// Properties that say which fleet slot an image fills (set on upload from the build record), so
+// plan and prune group images without guessing from names.
+const (
+	PropertyChannel = "flatcar_channel"
+	PropertyMethod  = "flatcar_capo_method"
+)
+
+// ListToolImages lists the images this tool uploaded (tagged ToolTag), the os_hidden ones too
+// when hidden is true (Glance leaves them out of a default list).
+func ListToolImages(ctx context.Context, c *Cloud, hidden bool) ([]images.Image, error) {
+	all := []images.Image{}
+	for _, h := range append([]bool{false}, hiddenToo(hidden)...) {
+		pages, err := images.List(c.Image, images.ListOpts{Tags: []string{ToolTag}, Hidden: h}).AllPages(ctx)
+		if err != nil {
+			return nil, glanceError(c, "listing the images tagged "+ToolTag, err)
+		}
+		some, err := images.ExtractImages(pages)
+		if err != nil {
+			return nil, fmt.Errorf("listing the images tagged %s at %s: %w", ToolTag, c.Image.Endpoint, err)
+		}
+		all = append(all, some...)
+	}
+	return all, nil
+}
+
+func hiddenToo(hidden bool) []bool {
+	if hidden {
+		return []bool{true}
+	}
+	return nil
+}
+
+// DeleteImage deletes an image; one already gone is not an error.
+func DeleteImage(ctx context.Context, c *Cloud, id string) error { return deleteImage(ctx, c, id) }
+
+// HideImage sets os_hidden: the image stays bootable by ID (and by running clusters) but is left
+// out of default lists, so CAPO's name filter and new users stop finding it.
+func HideImage(ctx context.Context, c *Cloud, id string) error {
+	_, err := images.Update(ctx, c.Image, id, images.UpdateOpts{images.ReplaceImageHidden{NewHidden: true}}).Extract()
+	if err != nil {
+		return glanceError(c, "hiding image "+id, err)
+	}
+	return nil
+}
