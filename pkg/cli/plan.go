@@ -1,0 +1,270 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fleet"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+func init() { register(newPlanCommand) }
+
+// fleetFlags are the flags plan and prune share; they override the --config file's values.
+type fleetFlags struct {
+	config string
+	c      fleet.Config
+}
+
+func addFleetFlags(f *pflag.FlagSet, ff *fleetFlags) {
+	f.StringVar(&ff.config, "config", "", "fleet file (YAML): channels, kubernetesVersions, methods, clouds, arch, releaseServer, kubernetesMirror, properties, buildArgs, outputDir, keep; flags override it")
+	f.StringArrayVar(&ff.c.Channels, "channel", nil, "channels, repeatable or comma-separated (default stable)")
+	f.StringArrayVar(&ff.c.KubernetesVersions, "kubernetes-version", nil, "Kubernetes versions, repeatable or comma-separated")
+	f.StringArrayVar(&ff.c.Methods, "method", nil, "build methods: packer, sysext (default sysext)")
+	f.StringArrayVar(&ff.c.Clouds, "cloud", nil, "clouds.yaml names, repeatable or comma-separated")
+	f.StringVar(&ff.c.Arch, "arch", "", "architecture: "+strings.Join(release.Arches, ", ")+" (default amd64)")
+}
+
+// merged is the config file (if any) with the flags laid over it, not yet validated.
+func (ff *fleetFlags) merged() (fleet.Config, error) {
+	var c fleet.Config
+	if ff.config != "" {
+		var err error
+		if c, err = fleet.LoadConfig(ff.config); err != nil {
+			return c, err
+		}
+	}
+	return c.Merge(ff.c), nil
+}
+
+// load is merged, validated (exit 2 on a bad value), with at least one cloud.
+func (ff *fleetFlags) load() (fleet.Config, error) {
+	c, err := ff.merged()
+	if err != nil {
+		return c, err
+	}
+	return validateFleet(c)
+}
+
+func validateFleet(c fleet.Config) (fleet.Config, error) {
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	if len(c.Clouds) == 0 {
+		return c, Usagef("no cloud: give --cloud (or clouds in the config): the images are looked up in each cloud's Glance")
+	}
+	return c, nil
+}
+
+type planReport struct {
+	Rows   []fleet.Row              `json:"rows"`
+	Todo   int                      `json:"todo"`
+	Matrix fleet.GitHubMatrix       `json:"matrix"`
+	Errors []string                 `json:"errors"`
+	Builds []planBuildResult        `json:"builds,omitempty"`
+	Unsure map[string][]fleet.Image `json:"unknownImages,omitempty"`
+}
+
+type planBuildResult struct {
+	ImageName string   `json:"imageName"`
+	Clouds    []string `json:"clouds"`
+	ExitCode  int      `json:"exitCode"`
+}
+
+func newPlanCommand() *cobra.Command {
+	var (
+		ff                  fleetFlags
+		out                 OutputFormat
+		format, gitlabImage string
+		runBuilds           bool
+		net                 httpx.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "plan --kubernetes-version V[,V] --cloud C[,C]",
+		Short: "List the images each cloud is missing (channels x Kubernetes versions x methods), as text or a CI matrix",
+		Long: `Resolve each channel's current Flatcar release and each Kubernetes version, look every
+cloud's Glance up once, and say for every (channel, Kubernetes version, method) and cloud whether
+the image build would make is there:
+
+  present   an active image of that name (and, with --output-dir, the content of the local build record)
+  missing   nothing of this channel, Kubernetes minor and method
+  stale     only older images of it (an older Flatcar or Kubernetes patch): a new build is due
+  differs   the name exists with other content than the local build record says
+  building  an upload of the name is under way
+  error     the cloud could not be asked (the other clouds' cells still count; exit 1)
+
+-o json prints the rows and a GitHub Actions matrix ({"include": [{channel, flatcar_version,
+kubernetes_version, method, image_name, clouds}]}) for strategy.matrix; --format github prints the
+matrix alone, --format gitlab a child pipeline whose parallel:matrix entries are the
+FLATCAR_CAPO_* variables build reads. --build runs the missing builds here, one after another,
+each uploading to the clouds that lack it. A --config file holds the same lists so a CI job is one line.`,
+		Example: `  flatcar-capo plan --channel stable,beta --kubernetes-version v1.34.6,v1.35.2 --method sysext --cloud east,west
+  flatcar-capo plan --config fleet.yaml --format github > matrix.json
+  flatcar-capo plan --config fleet.yaml --build`,
+		Args: ExactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch format {
+			case "", "github", "gitlab":
+			default:
+				return Usagef("invalid --format %q: github (a strategy.matrix) or gitlab (a child pipeline)", format)
+			}
+			c, err := ff.load()
+			if err != nil {
+				return err
+			}
+			client, err := newClient(cmd, net, false)
+			if err != nil {
+				return err
+			}
+			cat := &fleet.GlanceCatalog{}
+			res := fleet.Plan(cmd.Context(), c, fleet.ReleaseResolver{Client: client, Server: c.ReleaseServer, Arch: c.Arch, Mirror: c.KubernetesMirror}, cat)
+			rep := planReport{Rows: res.Rows, Matrix: res.Matrix(), Errors: []string{}, Unsure: cat.Unsure}
+			if rep.Rows == nil {
+				rep.Rows = []fleet.Row{}
+			}
+			rep.Todo = len(rep.Matrix.Include)
+			for _, e := range res.Errors {
+				rep.Errors = append(rep.Errors, e.Error())
+			}
+			if runBuilds {
+				rep.Builds = runPlannedBuilds(cmd, c, res.Todo())
+			}
+			if err := printFleetPlan(cmd, out, format, gitlabImage, res, rep); err != nil {
+				return err
+			}
+			var errs []error
+			if perr := res.Err(); perr != nil {
+				if errors.Is(perr, fleet.ErrInvalid) && len(res.Rows) == 0 {
+					return perr // nothing could be planned: the input is what is wrong (exit 2)
+				}
+				errs = append(errs, errors.New(perr.Error())) // some rows were planned: a failure (exit 1)
+			}
+			for _, b := range rep.Builds {
+				if b.ExitCode != 0 {
+					errs = append(errs, fmt.Errorf("build of %s failed (exit %d)", b.ImageName, b.ExitCode))
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	f := cmd.Flags()
+	addFleetFlags(f, &ff)
+	f.StringVar(&ff.c.ReleaseServer, "release-server", "", "release server or mirror, as for release (default "+release.DefaultServer+")")
+	f.StringVar(&ff.c.KubernetesMirror, "kubernetes-mirror", "", "Kubernetes release mirror, passed to the builds --build runs")
+	f.StringVar(&ff.c.OutputDir, "output-dir", "", "where build records live (a present image whose content differs from its record is 'differs'); --build builds there")
+	f.StringArrayVar(&ff.c.Properties, "property", nil, "image property KEY=VALUE for the builds --build runs (repeatable)")
+	f.StringArrayVar(&ff.c.BuildArgs, "build-arg", nil, "extra flag for the builds --build runs, e.g. --build-arg=--disk-size=12G (repeatable)")
+	f.StringVar(&format, "format", "", "print only a CI matrix: github (strategy.matrix JSON) or gitlab (a child pipeline)")
+	f.StringVar(&gitlabImage, "gitlab-image", "flatcar-capo:latest", "container image the --format gitlab jobs run in")
+	f.BoolVar(&runBuilds, "build", false, "run the missing builds on this machine, one after another")
+	addNetworkFlags(f, &net)
+	AddOutputFlag(f, &out)
+	return cmd
+}
+
+func printFleetPlan(cmd *cobra.Command, out OutputFormat, format, gitlabImage string, res *fleet.Result, rep planReport) error {
+	w := cmd.OutOrStdout()
+	switch format {
+	case "github":
+		return json.NewEncoder(w).Encode(rep.Matrix)
+	case "gitlab":
+		enc := json.NewEncoder(w) // JSON is YAML: GitLab reads it as the child pipeline
+		enc.SetIndent("", "  ")
+		return enc.Encode(res.GitLabPipeline(gitlabImage))
+	}
+	return Report(cmd, out, rep, func(w io.Writer) error {
+		stderr := cmd.ErrOrStderr()
+		for _, e := range rep.Errors {
+			fmt.Fprintf(stderr, "error: %s\n", e)
+		}
+		if len(res.Rows) == 0 {
+			fmt.Fprintln(w, "nothing to plan")
+			return nil
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		clouds := []string{}
+		for _, c := range res.Rows[0].Clouds {
+			clouds = append(clouds, c.Cloud)
+		}
+		fmt.Fprintf(tw, "CHANNEL\tFLATCAR\tKUBERNETES\tMETHOD\tIMAGE\t%s\n", strings.ToUpper(strings.Join(clouds, "\t")))
+		for _, r := range res.Rows {
+			var cells []string
+			for _, c := range r.Clouds {
+				cell := c.Status
+				if c.Status == fleet.Stale {
+					cell += " (" + c.Newest + ")"
+				}
+				cells = append(cells, cell)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Channel, r.FlatcarVersion, r.KubernetesVersion, r.Method, r.ImageName, strings.Join(cells, "\t"))
+		}
+		tw.Flush()
+		if rep.Todo == 0 {
+			fmt.Fprintf(w, "nothing to do: %s\n", res.Summary())
+		} else {
+			fmt.Fprintf(w, "%d build(s) to run: %s\n", rep.Todo, res.Summary())
+		}
+		for _, b := range rep.Builds {
+			fmt.Fprintf(w, "built %s for %s: exit %d\n", b.ImageName, strings.Join(b.Clouds, ","), b.ExitCode)
+		}
+		return nil
+	})
+}
+
+// runPlannedBuilds runs `flatcar-capo build` for each row, as a CI job of the matrix would: the
+// same binary, the row's flags, its output on stderr. A failure is reported and the next goes on.
+func runPlannedBuilds(cmd *cobra.Command, c fleet.Config, todo []fleet.Row) []planBuildResult {
+	self, err := os.Executable()
+	stderr := cmd.ErrOrStderr()
+	var results []planBuildResult
+	for i, row := range todo {
+		clouds := (fleet.Row{Clouds: row.Clouds}).Needed()
+		r := planBuildResult{ImageName: row.ImageName, Clouds: clouds}
+		args := []string{"build", "--channel", row.Channel, "--version", row.FlatcarVersion, "--arch", c.Arch,
+			"--kubernetes-version", row.KubernetesVersion, "--method", row.Method, "--release-server", c.ReleaseServer}
+		if c.KubernetesMirror != "" {
+			args = append(args, "--kubernetes-mirror", c.KubernetesMirror)
+		}
+		if c.OutputDir != "" {
+			args = append(args, "--output-dir", c.OutputDir)
+		}
+		for _, cl := range clouds {
+			args = append(args, "--cloud", cl)
+		}
+		for _, p := range c.Properties {
+			args = append(args, "--property", p)
+		}
+		args = append(args, c.BuildArgs...)
+		fmt.Fprintf(stderr, "plan: build %d/%d: %s for %s\n", i+1, len(todo), row.ImageName, strings.Join(clouds, ", "))
+		if err != nil {
+			r.ExitCode = 1
+			fmt.Fprintf(stderr, "plan: cannot find this program to run build: %v\n", err)
+			results = append(results, r)
+			continue
+		}
+		b := exec.CommandContext(cmd.Context(), self, args...)
+		b.Stdout, b.Stderr = stderr, stderr
+		if err := b.Run(); err != nil {
+			r.ExitCode = 1
+			var ee *exec.ExitError
+			if errors.As(err, &ee) && ee.ExitCode() > 0 {
+				r.ExitCode = ee.ExitCode()
+			}
+		}
+		results = append(results, r)
+		if cmd.Context().Err() != nil {
+			break
+		}
+	}
+	return results
+}

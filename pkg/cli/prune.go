@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fleet"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+func init() { register(newPruneCommand) }
+
+type pruneReport struct {
+	DryRun    bool             `json:"dryRun"`
+	Decisions []fleet.Decision `json:"images"`
+	Errors    []string         `json:"errors"`
+}
+
+func newPruneCommand() *cobra.Command {
+	var (
+		ff        fleetFlags
+		out       OutputFormat
+		keep      int
+		yes, hide bool
+		protect   []string
+	)
+	cmd := &cobra.Command{
+		Use:   "prune --cloud C[,C] [--keep N] [--yes | --hide]",
+		Short: "Keep the newest N images of each channel, Kubernetes minor and method in each cloud; list or remove the rest",
+		Long: `Among the images flatcar-capo uploaded (tagged flatcar-capo; nothing else is ever looked at),
+group each cloud's by channel, Kubernetes minor and build method (the flatcar_channel,
+flatcar_capo_method and kubernetes_version properties upload sets, or build's default name),
+order each group by Flatcar version, then Kubernetes patch, then upload time, and keep the newest
+--keep of each. Without --yes or --hide this only lists what would go.
+
+--yes deletes the rest. --hide sets os_hidden instead: the images stay bootable by ID, so running
+clusters and their MachineDeployments keep working, while image lists and CAPO's name filter skip
+them. Images named in a --protect file (manifests, build records: any name or ID in them) are never
+touched, nor are images still uploading or whose slot cannot be told. --channel, --method and
+--kubernetes-version narrow what is considered. -o json for CI.`,
+		Example: `  flatcar-capo prune --cloud east,west --keep 2
+  flatcar-capo prune --cloud east --keep 1 --hide --protect cluster.yaml
+  flatcar-capo prune --config fleet.yaml --yes -o json`,
+		Args: ExactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if yes && hide {
+				return Usagef("--yes (delete) and --hide are two ways to prune: choose one")
+			}
+			ff.c.Keep = keep
+			c, err := ff.merged()
+			if err != nil {
+				return err
+			}
+			// What the user did not narrow is not narrowed: every channel, method and minor.
+			versions := c.KubernetesVersions
+			allChannels, allMethods := len(c.Channels) == 0, len(c.Methods) == 0
+			if len(versions) == 0 {
+				c.KubernetesVersions = []string{"any"} // Validate wants one; prune needs none
+			}
+			if c, err = validateFleet(c); err != nil {
+				return err
+			}
+			if allChannels {
+				c.Channels = release.Channels
+			}
+			if allMethods {
+				c.Methods = fleet.Methods
+			}
+			if c.Keep == 0 {
+				c.Keep = 1
+			}
+			prot, err := fleet.LoadProtect(protect)
+			if err != nil {
+				return err
+			}
+			cat := &fleet.GlanceCatalog{}
+			var imgs []fleet.Image
+			var errs []error
+			for _, cl := range c.Clouds {
+				some, err := cat.Images(cmd.Context(), cl)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("cloud %s: %w", cl, err))
+					continue
+				}
+				imgs = append(imgs, filterImages(some, c, versions)...)
+			}
+			var unsure []fleet.Image
+			for _, cl := range c.Clouds {
+				unsure = append(unsure, cat.Unsure[cl]...)
+			}
+			ds := fleet.Decide(imgs, unsure, c.Keep, hide, prot)
+			if yes || hide {
+				if err := fleet.Apply(cmd.Context(), ds, cat); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			rep := pruneReport{DryRun: !yes && !hide, Decisions: ds, Errors: []string{}}
+			if rep.Decisions == nil {
+				rep.Decisions = []fleet.Decision{}
+			}
+			for _, e := range errs {
+				rep.Errors = append(rep.Errors, e.Error())
+			}
+			if err := Report(cmd, out, rep, func(w io.Writer) error { return printPrune(w, rep) }); err != nil {
+				return err
+			}
+			return errors.Join(errs...)
+		},
+	}
+	f := cmd.Flags()
+	addFleetFlags(f, &ff)
+	f.IntVar(&keep, "keep", 0, "images kept per channel, Kubernetes minor and method in each cloud (default 1, or keep in --config)")
+	f.BoolVar(&yes, "yes", false, "delete the images prune lists (without it nothing changes)")
+	f.BoolVar(&hide, "hide", false, "hide the images (os_hidden) instead of deleting them")
+	f.StringArrayVar(&protect, "protect", nil, "manifest or build record in use: every image it names is kept (repeatable)")
+	AddOutputFlag(f, &out)
+	return cmd
+}
+
+// filterImages keeps the images of the channels and methods asked for (every one when the
+// user named none) and, when versions were named, of their Kubernetes minors.
+func filterImages(imgs []fleet.Image, c fleet.Config, versions []string) []fleet.Image {
+	minors := map[string]bool{}
+	for _, v := range versions {
+		if m := fleet.Minor(v); m != "" {
+			minors[m] = true
+		}
+	}
+	in := func(vs []string, v string) bool {
+		for _, x := range vs {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	}
+	var out []fleet.Image
+	for _, im := range imgs {
+		if in(c.Channels, im.Slot.Channel) && in(c.Methods, im.Slot.Method) && (len(minors) == 0 || minors[im.Slot.Minor]) {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+func printPrune(w io.Writer, rep pruneReport) error {
+	if len(rep.Decisions) == 0 {
+		fmt.Fprintln(w, "no flatcar-capo images found")
+		return nil
+	}
+	ds := append([]fleet.Decision{}, rep.Decisions...)
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].Cloud < ds[j].Cloud })
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLOUD\tACTION\tIMAGE\tID\tWHY")
+	counts := map[string]int{}
+	for _, d := range ds {
+		action := d.Action
+		if rep.DryRun && (action == fleet.Delete || action == fleet.Hide) {
+			action = "would " + action
+		} else if d.Error != "" {
+			action += " FAILED"
+		}
+		counts[d.Action]++
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Cloud, action, d.Name, d.ID, d.Reason)
+	}
+	tw.Flush()
+	if rep.DryRun && counts[fleet.Delete] > 0 {
+		fmt.Fprintf(w, "%d image(s) would be deleted: run again with --yes to delete them, or --hide to hide them\n", counts[fleet.Delete])
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+// Package fleet is flatcar-capo's view of many images at once: which (channel, Kubernetes
+// version, method) slots each cloud's Glance is missing (plan), and which older images of a slot
+// can go (prune). It schedules nothing itself: plan's JSON is a CI matrix, and each row is one
+// ordinary `flatcar-capo build`.
+package fleet
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+)
+
+// Methods a build can use; the names of `build --method`.
+var Methods = []string{"packer", "sysext"}
+
+// Config is what fleet.yaml holds, and what plan's and prune's flags set.
+type Config struct {
+	Channels           []string `json:"channels"`
+	KubernetesVersions []string `json:"kubernetesVersions"` // exact (v1.35.2), minor (1.35) or stable
+	Methods            []string `json:"methods"`
+	Clouds             []string `json:"clouds"` // clouds.yaml names
+	Arch               string   `json:"arch,omitempty"`
+	ReleaseServer      string   `json:"releaseServer,omitempty"`
+	KubernetesMirror   string   `json:"kubernetesMirror,omitempty"`
+	// Properties (KEY=VALUE) and BuildArgs (extra `build` flags) are passed to every build that
+	// `plan --build` runs, so a CI job's build line stays the plan's row and nothing else.
+	Properties []string `json:"properties,omitempty"`
+	BuildArgs  []string `json:"buildArgs,omitempty"`
+	OutputDir  string   `json:"outputDir,omitempty"`
+	Keep       int      `json:"keep,omitempty"` // prune: images kept per slot and cloud
+}
+
+// LoadConfig reads a fleet file strictly: a misspelt key is an error, not a silent default.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("reading the fleet config: %w", err)
+	}
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return c, errs.Invalidf("%s: %w (keys: channels, kubernetesVersions, methods, clouds, arch, releaseServer, kubernetesMirror, properties, buildArgs, outputDir, keep)", path, err)
+	}
+	return c, nil
+}
+
+// Merge lays flag values over the file's: a flag the user gave wins, list by list.
+func (c Config) Merge(flags Config) Config {
+	pick := func(f, file []string) []string {
+		if len(f) > 0 {
+			return f
+		}
+		return file
+	}
+	str := func(f, file string) string {
+		if f != "" {
+			return f
+		}
+		return file
+	}
+	c.Channels = pick(flags.Channels, c.Channels)
+	c.KubernetesVersions = pick(flags.KubernetesVersions, c.KubernetesVersions)
+	c.Methods = pick(flags.Methods, c.Methods)
+	c.Clouds = pick(flags.Clouds, c.Clouds)
+	c.Properties = pick(flags.Properties, c.Properties)
+	c.BuildArgs = pick(flags.BuildArgs, c.BuildArgs)
+	c.Arch = str(flags.Arch, c.Arch)
+	c.ReleaseServer = str(flags.ReleaseServer, c.ReleaseServer)
+	c.KubernetesMirror = str(flags.KubernetesMirror, c.KubernetesMirror)
+	c.OutputDir = str(flags.OutputDir, c.OutputDir)
+	if flags.Keep != 0 {
+		c.Keep = flags.Keep
+	}
+	return c
+}
+
+// ErrInvalid marks a config the user must fix (exit 2): the project's one input-error kind.
+var ErrInvalid = errs.ErrInvalid
+
+// Validate fills defaults and checks every value before any network call, naming the bad one.
+func (c *Config) Validate() error {
+	bad := errs.Invalidf
+	c.Channels = splitAll(c.Channels)
+	c.KubernetesVersions = splitAll(c.KubernetesVersions)
+	c.Methods = splitAll(c.Methods)
+	c.Clouds = splitAll(c.Clouds)
+	if len(c.Channels) == 0 {
+		c.Channels = []string{"stable"}
+	}
+	if len(c.Methods) == 0 {
+		c.Methods = []string{"sysext"}
+	}
+	if len(c.KubernetesVersions) == 0 {
+		return bad("no Kubernetes version: give --kubernetes-version (or kubernetesVersions in the config), e.g. v1.35.2")
+	}
+	if c.Arch == "" {
+		c.Arch = "amd64"
+	}
+	if c.ReleaseServer == "" {
+		c.ReleaseServer = release.DefaultServer
+	}
+	for _, ch := range c.Channels {
+		if err := release.ValidateChannel(ch); err != nil {
+			return bad("%v", err)
+		}
+	}
+	for _, m := range c.Methods {
+		if !contains(Methods, m) {
+			return bad("unknown method %q: must be %s", m, strings.Join(Methods, " or "))
+		}
+	}
+	if err := release.ValidateArch(c.Arch); err != nil {
+		return bad("%v", err)
+	}
+	if c.Keep < 0 {
+		return bad("keep must be 1 or more, not %d", c.Keep)
+	}
+	return nil
+}
+
+// splitAll accepts both repeated flags and comma lists (--channel stable,beta).
+func splitAll(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" && !contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func contains(vs []string, v string) bool {
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
