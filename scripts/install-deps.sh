@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real parts the tests and the demo drive (QEMU, Packer, GRUB, btrfs/ext4 tools,
 # Keystone + Glance, ...). Idempotent: packages already present are not asked for again.
-# Usage: scripts/install-deps.sh [test|demo|bench]   (default: test)
+# Usage: scripts/install-deps.sh [test|demo|bench|image]   (default: test)
 set -euo pipefail
 profile=${1:-test}
 
@@ -12,6 +12,8 @@ test=(packer dropbear-bin openssh-client keystone glance python3-openstackclient
   gcc libc6-dev squashfs-tools docker-registry) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks;
   # docker-registry: the real registry of the image-preload tests
 bench=(libguestfs-tools hyperfine time skopeo) # skopeo: scripts/bench/preload.sh's baseline
+# make test-image: podman runs the container image (rootful podman, a non-root user inside).
+image=(podman crun uidmap fuse-overlayfs slirp4netns)
 # make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq.
 demo=(packer openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
   squashfs-tools jq)
@@ -20,7 +22,8 @@ case "$profile" in
   demo)  want=("${common[@]}" "${demo[@]}") ;;
   test)  want=("${common[@]}" "${test[@]}") ;;
   bench) want=("${common[@]}" "${test[@]}" "${bench[@]}") ;;
-  *) echo "usage: $0 [test|demo|bench]" >&2; exit 2 ;;
+  image) want=("${common[@]}" "${test[@]}" "${image[@]}") ;;
+  *) echo "usage: $0 [test|demo|bench|image]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -117,7 +117,7 @@ touched, nor are images still uploading or whose slot cannot be told. --channel,
 	f.IntVar(&keep, "keep", 0, "images kept per channel, Kubernetes minor and method in each cloud (default 1, or keep in --config)")
 	f.BoolVar(&yes, "yes", false, "delete the images prune lists (without it nothing changes)")
 	f.BoolVar(&hide, "hide", false, "hide the images (os_hidden) instead of deleting them")
-	f.StringArrayVar(&protect, "protect", nil, "manifest or build record in use: every image it names is kept (repeatable)")
+	f.StringArrayVar(&protect, "protect", nil, "manifest, build record or directory of them in use: every image they name is kept (repeatable)")
 	AddOutputFlag(f, &out)
 	return cmd
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"gopkg.in/yaml.v3"
 
@@ -19,9 +21,36 @@ type ProtectSet struct {
 	where map[string]string // name or ID -> the file that names it
 }
 
-// LoadProtect reads every file (YAML, multi-document, or JSON).
-func LoadProtect(files []string) (*ProtectSet, error) {
+// LoadProtect reads every file (YAML, multi-document, or JSON); a directory stands for the
+// .yaml, .yml and .json files below it (a GitOps repository of cluster manifests).
+func LoadProtect(paths []string) (*ProtectSet, error) {
 	p := &ProtectSet{where: map[string]string{}}
+	var files []string
+	for _, path := range paths {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, errs.Invalidf("--protect: %w", err)
+		}
+		if !fi.IsDir() {
+			files = append(files, path)
+			continue
+		}
+		err = filepath.WalkDir(path, func(f string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			switch filepath.Ext(f) {
+			case ".yaml", ".yml", ".json":
+				if !d.IsDir() {
+					files = append(files, f)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, errs.Invalidf("--protect: %w", err)
+		}
+	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {

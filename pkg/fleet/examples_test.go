@@ -1,0 +1,242 @@
+package fleet_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fleet"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+)
+
+func example(t *testing.T, elem ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(append([]string{testutil.RepoRoot(), "examples"}, elem...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// buildFlags are the flags `flatcar-capo build --help` lists.
+func buildFlags(t *testing.T) map[string]bool {
+	t.Helper()
+	help := testutil.Run(t, "build", "--help").MustSucceed(t).Stdout
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile(`--([a-z0-9-]+)`).FindAllStringSubmatch(help, -1) {
+		flags[m[1]] = true
+	}
+	return flags
+}
+
+// envFlag is the flag a FLATCAR_CAPO_ variable sets.
+func envFlag(v string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(v, "FLATCAR_CAPO_")), "_", "-")
+}
+
+// matrixKeys are the keys of a real plan's matrix entries.
+func matrixKeys(t *testing.T) map[string]bool {
+	t.Helper()
+	r := &fleet.Result{Rows: []fleet.Row{{Channel: "stable", FlatcarVersion: "1.2.3", KubernetesVersion: "v1.35.2", Method: "sysext",
+		ImageName: "n", Clouds: []fleet.CloudState{{Cloud: "east", Status: fleet.Missing}}}}}
+	b, _ := json.Marshal(r.Matrix())
+	var m struct{ Include []map[string]any }
+	json.Unmarshal(b, &m)
+	keys := map[string]bool{}
+	for k := range m.Include[0] {
+		keys[k] = true
+	}
+	return keys
+}
+
+func TestExampleFleetConfigLoads(t *testing.T) {
+	path := filepath.Join(testutil.RepoRoot(), "examples", "fleet.yaml")
+	c, err := fleet.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil || len(c.Clouds) == 0 {
+		t.Fatalf("examples/fleet.yaml: %v %+v", err, c)
+	}
+}
+
+// TestGitHubActionsExample: the workflow parses, its build job's matrix is the plan job's output
+// of `plan --format github`, every matrix.KEY it reads is a key plan writes, and every flag its
+// build line passes is one build has.
+func TestGitHubActionsExample(t *testing.T) {
+	var wf struct {
+		Jobs map[string]struct {
+			Needs    any               `yaml:"needs"`
+			Outputs  map[string]string `yaml:"outputs"`
+			Strategy struct {
+				Matrix string `yaml:"matrix"`
+			} `yaml:"strategy"`
+			Steps []struct {
+				ID  string            `yaml:"id"`
+				Run string            `yaml:"run"`
+				Env map[string]string `yaml:"env"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	raw := example(t, "github-actions.yml")
+	if err := yaml.Unmarshal(raw, &wf); err != nil {
+		t.Fatal(err)
+	}
+	plan, build := wf.Jobs["plan"], wf.Jobs["build"]
+	if build.Strategy.Matrix != "${{ fromJSON(needs.plan.outputs.matrix) }}" || plan.Outputs["matrix"] != "${{ steps.plan.outputs.matrix }}" {
+		t.Fatalf("the build matrix is not the plan job's output: %q / %q", build.Strategy.Matrix, plan.Outputs["matrix"])
+	}
+	var planRun string
+	for _, s := range plan.Steps {
+		if s.ID == "plan" {
+			planRun = s.Run
+		}
+	}
+	if !strings.Contains(planRun, "--format github > matrix.json") || !strings.Contains(planRun, `echo "matrix=$(cat matrix.json)" >> "$GITHUB_OUTPUT"`) {
+		t.Errorf("the plan step does not publish plan --format github as the matrix output:\n%s", planRun)
+	}
+	keys, flags := matrixKeys(t), buildFlags(t)
+	for _, m := range regexp.MustCompile(`\$\{\{ *(?:join\()?matrix\.([a-z_]+)`).FindAllStringSubmatch(string(raw), -1) {
+		if !keys[m[1]] {
+			t.Errorf("the workflow reads matrix.%s, which plan does not write (keys %v)", m[1], keys)
+		}
+	}
+	for _, s := range build.Steps {
+		if !strings.HasPrefix(s.Run, "flatcar-capo build") {
+			continue
+		}
+		for _, m := range regexp.MustCompile(`--([a-z0-9-]+)`).FindAllStringSubmatch(s.Run, -1) {
+			if !flags[m[1]] {
+				t.Errorf("the build step passes --%s, which build does not have", m[1])
+			}
+		}
+		for v := range s.Env {
+			if strings.HasPrefix(v, "FLATCAR_CAPO_") && !flags[envFlag(v)] {
+				t.Errorf("the build step sets %s, which no build flag reads", v)
+			}
+		}
+	}
+}
+
+// TestGitLabExample: the pipeline triggers the child pipeline the plan job writes with
+// --format gitlab, and that child's matrix variables are flags build reads.
+func TestGitLabExample(t *testing.T) {
+	type job struct {
+		Script    []string `yaml:"script"`
+		Artifacts struct {
+			Paths []string `yaml:"paths"`
+		} `yaml:"artifacts"`
+		Trigger struct {
+			Include []struct {
+				Artifact string `yaml:"artifact"`
+				Job      string `yaml:"job"`
+			} `yaml:"include"`
+		} `yaml:"trigger"`
+	}
+	var ci struct {
+		Plan  job `yaml:"plan"`
+		Build job `yaml:"build"`
+	}
+	if err := yaml.Unmarshal(example(t, "gitlab-ci.yml"), &ci); err != nil {
+		t.Fatal(err)
+	}
+	plan, build := ci.Plan, ci.Build
+	if len(build.Trigger.Include) != 1 || build.Trigger.Include[0].Job != "plan" || len(plan.Artifacts.Paths) != 1 ||
+		build.Trigger.Include[0].Artifact != plan.Artifacts.Paths[0] {
+		t.Fatalf("build does not trigger the plan job's artifact: %+v / %+v", build.Trigger, plan.Artifacts)
+	}
+	if !strings.Contains(strings.Join(plan.Script, "\n"), "--format gitlab") || !strings.Contains(strings.Join(plan.Script, "\n"), "> "+plan.Artifacts.Paths[0]) {
+		t.Errorf("the plan job does not write plan --format gitlab to its artifact: %v", plan.Script)
+	}
+	r := &fleet.Result{Rows: []fleet.Row{{Channel: "stable", FlatcarVersion: "1.2.3", KubernetesVersion: "v1.35.2", Method: "sysext",
+		ImageName: "n", Clouds: []fleet.CloudState{{Cloud: "east", Status: fleet.Missing}}}}}
+	child := r.GitLabPipeline("img")["build"].(map[string]any)
+	flags := buildFlags(t)
+	for v := range child["parallel"].(map[string]any)["matrix"].([]map[string]string)[0] {
+		if !flags[envFlag(v)] {
+			t.Errorf("the child pipeline sets %s, which no build flag reads", v)
+		}
+	}
+}
+
+// TestKubernetesExamples: the manifests decode strictly into the Kubernetes API types and run
+// as a non-root user with a read-only root filesystem, an emptyDir work directory and
+// clouds.yaml from a Secret; their arguments are real flags.
+func TestKubernetesExamples(t *testing.T) {
+	flags := buildFlags(t)
+	check := func(file string, spec corev1.PodSpec) {
+		if sc := spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+			t.Errorf("%s: the pod does not run as non-root", file)
+		}
+		vols := map[string]corev1.Volume{}
+		for _, v := range spec.Volumes {
+			vols[v.Name] = v
+		}
+		for _, c := range spec.Containers {
+			if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
+				t.Errorf("%s: container %s has a writable root filesystem", file, c.Name)
+			}
+			var work, clouds bool
+			for _, m := range c.VolumeMounts {
+				v := vols[m.Name]
+				work = work || (m.MountPath == "/work" && v.EmptyDir != nil)
+				clouds = clouds || (v.Secret != nil && m.MountPath == "/etc/openstack")
+			}
+			if !work || !clouds {
+				t.Errorf("%s: container %s lacks the emptyDir /work (%v) or the clouds.yaml Secret (%v)", file, c.Name, work, clouds)
+			}
+			for _, e := range c.Env {
+				if strings.HasPrefix(e.Name, "FLATCAR_CAPO_") && !flags[envFlag(e.Name)] {
+					t.Errorf("%s: %s sets no build flag", file, e.Name)
+				}
+			}
+			if len(c.Args) == 0 {
+				t.Errorf("%s: container %s has no args", file, c.Name)
+			} else {
+				r := testutil.Run(t, append(c.Args[:1:1], "--help")...).MustSucceed(t)
+				for _, a := range c.Args[1:] {
+					if strings.HasPrefix(a, "--") && !strings.Contains(r.Stdout, a) {
+						t.Errorf("%s: %s has no flag %s", file, c.Args[0], a)
+					}
+				}
+			}
+		}
+	}
+	for _, doc := range strings.Split(string(example(t, "kubernetes", "cronjob.yaml")), "\n---\n") {
+		var meta struct{ Kind string }
+		sigsyaml.Unmarshal([]byte(doc), &meta)
+		switch meta.Kind {
+		case "CronJob":
+			var cj batchv1.CronJob
+			if err := sigsyaml.UnmarshalStrict([]byte(doc), &cj); err != nil {
+				t.Fatalf("cronjob.yaml: %v", err)
+			}
+			check("cronjob.yaml", cj.Spec.JobTemplate.Spec.Template.Spec)
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			if err := sigsyaml.UnmarshalStrict([]byte(doc), &cm); err != nil {
+				t.Fatalf("cronjob.yaml ConfigMap: %v", err)
+			}
+			path := filepath.Join(t.TempDir(), "fleet.yaml")
+			os.WriteFile(path, []byte(cm.Data["fleet.yaml"]), 0o644)
+			if c, err := fleet.LoadConfig(path); err != nil || c.Validate() != nil {
+				t.Errorf("the ConfigMap's fleet.yaml: %v", err)
+			}
+		default:
+			t.Errorf("cronjob.yaml: unexpected kind %q", meta.Kind)
+		}
+	}
+	var job batchv1.Job
+	if err := sigsyaml.UnmarshalStrict(example(t, "kubernetes", "job.yaml"), &job); err != nil {
+		t.Fatalf("job.yaml: %v", err)
+	}
+	check("job.yaml", job.Spec.Template.Spec)
+}

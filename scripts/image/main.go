@@ -1,0 +1,302 @@
+// Command image writes flatcar-capo's container image as an OCI image index (amd64 and arm64),
+// built in Go with go-containerregistry: no Docker daemon, no base image. Each image is one
+// layer: the static binary, CA certificates, a non-root user (65532) and a /work directory for the
+// emptyDir a pod mounts there; the sysext method needs nothing else. The same inputs give the same
+// digest: every timestamp is SOURCE_DATE_EPOCH (default 0), owners and modes are fixed, entries sorted.
+//
+//	go run ./scripts/image -o bin/image --binary amd64=bin/linux-amd64/flatcar-capo --binary arm64=...
+//
+// writes bin/image (an OCI layout), bin/image.tar (the same as an oci-archive for `podman load`)
+// and prints the index digest.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// User is the image's non-root user and group.
+const User = 65532
+
+type binaries map[string]string
+
+func (b binaries) String() string { return fmt.Sprint(map[string]string(b)) }
+func (b binaries) Set(v string) error {
+	arch, path, ok := strings.Cut(v, "=")
+	if !ok || (arch != "amd64" && arch != "arm64") {
+		return fmt.Errorf("want amd64=PATH or arm64=PATH, not %q", v)
+	}
+	b[arch] = path
+	return nil
+}
+
+func main() {
+	out := flag.String("o", "bin/image", "output OCI layout directory (OUT.tar is the oci-archive)")
+	certs := flag.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the image")
+	extra := flag.String("extra", "", "directory whose tree is added to the image (make image-packer: packer, its plugin, qemu)")
+	bins := binaries{}
+	flag.Var(bins, "binary", "ARCH=PATH of the static flatcar-capo binary (repeatable)")
+	flag.Parse()
+	if len(bins) == 0 {
+		fmt.Fprintln(os.Stderr, "image: give at least one --binary ARCH=PATH")
+		os.Exit(2)
+	}
+	epoch := time.Unix(0, 0).UTC()
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "image: SOURCE_DATE_EPOCH=%q is not a number\n", s)
+			os.Exit(2)
+		}
+		epoch = time.Unix(n, 0).UTC()
+	}
+	digest, err := Write(*out, bins, *certs, *extra, epoch)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
+		os.Exit(1)
+	}
+	fmt.Println(digest)
+}
+
+// Write builds the index and writes it to out and out.tar; it returns the index digest.
+func Write(out string, bins binaries, certs, extra string, epoch time.Time) (string, error) {
+	ca, err := os.ReadFile(certs)
+	if err != nil {
+		return "", fmt.Errorf("CA certificates: %w", err)
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	arches := make([]string, 0, len(bins))
+	for a := range bins {
+		arches = append(arches, a)
+	}
+	sort.Strings(arches)
+	for _, arch := range arches {
+		bin, err := os.ReadFile(bins[arch])
+		if err != nil {
+			return "", err
+		}
+		img, err := image(arch, bin, ca, extra, epoch)
+		if err != nil {
+			return "", err
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return "", err
+	}
+	tmp := out + ".tmp"
+	os.RemoveAll(tmp)
+	// index.json names the multi-arch index flatcar-capo:latest, so `podman load` (oci-archive) picks the
+	// machine's platform from it and skopeo can copy it as oci:OUT:flatcar-capo:latest.
+	lp, err := layout.Write(tmp, empty.Index)
+	if err != nil {
+		return "", err
+	}
+	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "flatcar-capo:latest"})); err != nil {
+		return "", err
+	}
+	if err := tarDir(tmp, out+".tar.tmp", epoch); err != nil {
+		return "", err
+	}
+	os.RemoveAll(out)
+	if err := os.Rename(tmp, out); err != nil {
+		return "", err
+	}
+	return d.String(), os.Rename(out+".tar.tmp", out+".tar")
+}
+
+func image(arch string, bin, ca []byte, extra string, epoch time.Time) (v1.Image, error) {
+	layer, err := rootLayer(bin, ca, extra, epoch)
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	if err != nil {
+		return nil, err
+	}
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture, cfg.Created = "linux", arch, v1.Time{Time: epoch}
+	cfg.Config = v1.Config{
+		User:       fmt.Sprintf("%d:%d", User, User),
+		Entrypoint: []string{"/usr/local/bin/flatcar-capo"},
+		WorkingDir: "/work",
+		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
+			"HOME=/work", "XDG_CACHE_HOME=/work/cache", "TMPDIR=/work"},
+		Labels: map[string]string{"org.opencontainers.image.title": "flatcar-capo",
+			"org.opencontainers.image.description": "Flatcar Container Linux images for Cluster API Provider OpenStack"},
+	}
+	cfg.History = nil
+	return mutate.ConfigFile(img, cfg)
+}
+
+type entry struct {
+	name     string
+	mode     int64
+	uid      int
+	data     []byte
+	dir      bool
+	linkname string
+}
+
+// rootLayer is the image's one layer as a deterministic tar.
+func rootLayer(bin, ca []byte, extra string, epoch time.Time) (v1.Layer, error) {
+	entries := []entry{
+		{name: "etc/", mode: 0o755, dir: true},
+		{name: "etc/passwd", mode: 0o644, data: []byte(fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nflatcar-capo:x:%d:%d:flatcar-capo:/work:/sbin/nologin\n", User, User))},
+		{name: "etc/group", mode: 0o644, data: []byte(fmt.Sprintf("root:x:0:\nflatcar-capo:x:%d:\n", User))},
+		{name: "etc/ssl/", mode: 0o755, dir: true},
+		{name: "etc/ssl/certs/", mode: 0o755, dir: true},
+		{name: "etc/ssl/certs/ca-certificates.crt", mode: 0o644, data: ca},
+		{name: "tmp/", mode: 0o1777, dir: true},
+		{name: "usr/", mode: 0o755, dir: true},
+		{name: "usr/local/", mode: 0o755, dir: true},
+		{name: "usr/local/bin/", mode: 0o755, dir: true},
+		{name: "usr/local/bin/flatcar-capo", mode: 0o755, data: bin},
+		{name: "work/", mode: 0o755, dir: true, uid: User},
+	}
+	if extra != "" {
+		more, err := treeEntries(extra)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, more...)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.uid, ModTime: epoch, Format: tar.FormatPAX, Size: int64(len(e.data))}
+		switch {
+		case e.dir:
+			h.Typeflag, h.Size = tar.TypeDir, 0
+		case e.linkname != "":
+			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, e.linkname, 0
+		default:
+			h.Typeflag = tar.TypeReg
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(e.data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil },
+		tarball.WithMediaType(types.OCILayer))
+}
+
+// treeEntries reads a directory tree as layer entries (root-owned, modes kept).
+func treeEntries(root string) ([]entry, error) {
+	var out []entry
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		e := entry{name: filepath.ToSlash(rel), mode: int64(fi.Mode().Perm())}
+		switch {
+		case fi.IsDir():
+			e.name, e.dir = e.name+"/", true
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if e.linkname, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular():
+			if e.data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: only files, directories and symlinks go into the image", p)
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// tarDir writes dir as a deterministic tar (the oci-archive podman and skopeo load).
+func tarDir(dir, out string, epoch time.Time) error {
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && p != dir {
+			names = append(names, p)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	for _, p := range names {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, ModTime: epoch, Format: tar.FormatPAX}
+		if fi.IsDir() {
+			h.Typeflag, h.Name, h.Mode = tar.TypeDir, h.Name+"/", 0o755
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+			continue
+		}
+		h.Typeflag, h.Size = tar.TypeReg, fi.Size()
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		src, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(tw, src)
+		src.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
