@@ -146,7 +146,7 @@ func (r *Record) write(artifact string) error {
 		return err
 	}
 	// The record is world-readable: no URL credential or registered secret goes into it.
-	b = []byte(redact.String(string(b)))
+	b = []byte(redact.Known(string(b)))
 	f, err := atomicfile.Create(glance.BuildRecordPath(artifact))
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // interruptNotes say what a command leaves behind when Ctrl-C stops it, for the commands whose
@@ -35,7 +36,7 @@ func reportInterrupted(w io.Writer, cmd *cobra.Command, err error) {
 	}
 	if !interrupt.IsCancel(err) {
 		// It failed on its own while being stopped: that failure is news too.
-		fmt.Fprintf(w, "Error: %v\n", err)
+		fmt.Fprintf(w, "Error: %s\n", redact.String(err.Error()))
 	}
 	leftovers, clean, typed := interrupt.Report(err)
 	switch {

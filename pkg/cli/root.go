@@ -124,7 +124,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		reportInterrupted(stderr, cmd, err)
 		return code
 	}
-	fmt.Fprintf(stderr, "Error: %v\n", err)
+	fmt.Fprintf(stderr, "Error: %s\n", redact.String(err.Error()))
 	return code
 }
 

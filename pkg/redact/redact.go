@@ -88,8 +88,18 @@ func SecretsOfURL(raw string) {
 	}
 }
 
-// String masks every URL userinfo, every secret-looking value (password=..., "token": "...",
-// X-Auth-Token: ...) and every registered secret in s.
+// Known masks every URL userinfo and every registered secret in s, and nothing else: what the
+// output writers apply, since a report or a manifest may rightly hold "secretName: x".
+func Known(s string) string {
+	if s == "" {
+		return s
+	}
+	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
+	return literalsOut(s)
+}
+
+// String is Known plus every secret-looking value (password=..., "token": "...",
+// X-Auth-Token: ...): for error messages and the bodies servers send back.
 func String(s string) string {
 	if s == "" {
 		return s
@@ -103,6 +113,10 @@ func String(s string) string {
 		}
 		return sub[1] + sub[2] + Mask
 	})
+	return literalsOut(s)
+}
+
+func literalsOut(s string) string {
 	literalMu.RLock()
 	defer literalMu.RUnlock()
 	for _, l := range literals {
@@ -152,7 +166,7 @@ func looksHTML(s string) bool {
 	return strings.HasPrefix(head, "<!doctype html") || strings.HasPrefix(head, "<html") || strings.Contains(head, "<body") || strings.Contains(head, "<head")
 }
 
-// Writer masks secrets in everything written through it (String on each write). Writers of
+// Writer masks secrets in everything written through it (Known on each write). Writers of
 // whole lines (fmt.Fprintf of a message) are what it is for; it keeps w's Fd, so a terminal is
 // still recognised as one.
 func Writer(w io.Writer) io.Writer {
@@ -167,7 +181,7 @@ type fder interface{ Fd() uintptr }
 type writer struct{ w io.Writer }
 
 func (r writer) Write(p []byte) (int, error) {
-	s := String(string(p))
+	s := Known(string(p))
 	if s == string(p) {
 		return r.w.Write(p)
 	}

@@ -61,3 +61,12 @@ func TestWriterKeepsFd(t *testing.T) {
 		t.Fatal(b.String())
 	}
 }
+
+// The writers mask credentials only: a manifest or a report may hold secret-named fields.
+func TestKnownLeavesSecretNamesAlone(t *testing.T) {
+	in := "identityRef:\n  secretName: cluster-cloud-config\n  token: ${TOKEN}\nurl: https://u:pw1234@h/"
+	want := "identityRef:\n  secretName: cluster-cloud-config\n  token: ${TOKEN}\nurl: https://REDACTED@h/"
+	if got := Known(in); got != want {
+		t.Fatalf("Known:\n%s\nwant\n%s", got, want)
+	}
+}
