@@ -23,8 +23,9 @@ var guarded = []string{"timeout", "-s", "KILL", "600", "prlimit", "--as=85899345
 
 // TestCraftedFilesystemsNeverCrash: images made by the real mkfs tools, then crafted where
 // go-diskfs trusts them (an ext4 superblock with 0 blocks per group and a valid checksum, a FAT32
-// boot sector whose FAT is 128 GiB), go through every command that reads that partition; each
-// ends in a clear outcome naming the partition, never a panic, a fatal error or a hang.
+// boot sector whose FAT is 128 GiB), go through every command that reads that partition (oem
+// show and set, inspect, build --method sysext --base-image); each ends in a clear outcome
+// naming the partition, never a panic, a fatal error or a hang.
 func TestCraftedFilesystemsNeverCrash(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs", "mkfs.vfat", "mcopy", "timeout", "prlimit")
 	dir := t.TempDir()
@@ -49,6 +50,9 @@ func TestCraftedFilesystemsNeverCrash(t *testing.T) {
 	}
 	inspect := func(img string) []string { return []string{"inspect", "-o", "json", img} }
 	oemShow := func(img string) []string { return []string{"oem", "show", img} }
+	oemSet := func(img string) []string {
+		return []string{"oem", "set", img, "--id", "openstack", "--output-file", filepath.Join(t.TempDir(), "out.raw")}
+	}
 
 	cases := []struct {
 		name      string
@@ -58,7 +62,7 @@ func TestCraftedFilesystemsNeverCrash(t *testing.T) {
 		runs      []func(string) []string
 		code      int // 0: the command reports and goes on (its verdict's exit code, 0 or 1)
 	}{
-		{"OEM ext4 superblock", ext4OEM, "OEM", zeroBlocksPerGroup, []func(string) []string{oemShow, inspect}, 1},
+		{"OEM ext4 superblock", ext4OEM, "OEM", zeroBlocksPerGroup, []func(string) []string{oemShow, oemSet, inspect}, 1},
 		{"USR-A ext4 superblock", ext4OEM, "USR-A", zeroBlocksPerGroup, []func(string) []string{inspect}, 0},
 		{"ESP FAT size", btrfsOEM, "EFI-SYSTEM", hugeFAT, []func(string) []string{inspect}, 0},
 		{"ROOT ext4 superblock", btrfsOEM, "ROOT", zeroBlocksPerGroup, []func(string) []string{inspect, build}, 1},
