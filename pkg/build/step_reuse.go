@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
@@ -9,13 +10,22 @@ import (
 
 // stepReuse keeps a finished artifact whose record has the same inputs and whose sha512 still
 // matches the record; the later steps then only upload and rewrite the record. --force skips it.
-type stepReuse struct{}
+// It holds the artifact's lock (lockArtifact) from here to the end of the build.
+type stepReuse struct{ lock *os.File }
 
 func (*stepReuse) Name() string { return "reuse" }
 
-func (*stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	artifact := getString(state, KeyArtifact)
+	if err := os.MkdirAll(o.OutputDir, 0o755); err != nil {
+		return halt(state, fmt.Errorf("--output-dir: %w", err))
+	}
+	lock, err := lockArtifact(ctx, artifact, o.Log)
+	if err != nil {
+		return halt(state, err)
+	}
+	s.lock = lock
 	if o.Force {
 		note(state, "--force: rebuilding")
 		return multistep.ActionContinue
@@ -46,4 +56,10 @@ func (*stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	return multistep.ActionContinue
 }
 
-func (*stepReuse) Cleanup(multistep.StateBag) {}
+// Cleanup runs when the whole build is over (multistep cleans up in reverse): the lock goes last.
+func (s *stepReuse) Cleanup(multistep.StateBag) {
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
+}

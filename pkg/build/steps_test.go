@@ -197,7 +197,9 @@ func TestReuseStepRebuildsUnlessEverythingMatches(t *testing.T) {
 		state, _ := stepState(t, o)
 		state.Put(KeyArtifact, artifact)
 		record(state).InputsKey = key
-		if a := (&stepReuse{}).Run(context.Background(), state); a != multistep.ActionContinue {
+		step := &stepReuse{}
+		defer step.Cleanup(state) // releases the artifact lock the step takes
+		if a := step.Run(context.Background(), state); a != multistep.ActionContinue {
 			t.Fatalf("the reuse step halted: %v", state.Get(KeyError))
 		}
 		return state, getString(state, KeyNote)

@@ -217,3 +217,55 @@ func sha512Hex(t *testing.T, p string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// TestConcurrentBuildsOneOutputDir: two pipelines building the same image into one --output-dir
+// at the same moment never interleave: the second waits on the lock next to the artifact, says
+// so, and then reuses the first one's artifact, whose record matches it.
+func TestConcurrentBuildsOneOutputDir(t *testing.T) {
+	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs")
+	mirror := kubetest.New(t, kubernetes.Options{})
+	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	args := append([]string{"build", "--method", "sysext", "--no-preload-images", "--base-image", base, "--version", "4459.2.0",
+		"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out}, mirror.Args()...)
+	res := make([]testutil.Result, 2)
+	done := make(chan int)
+	for i := range res {
+		go func() { res[i] = testutil.Run(t, args...); done <- i }()
+	}
+	<-done
+	<-done
+	waited := 0
+	for _, r := range res {
+		r.MustSucceed(t)
+		if strings.Contains(r.Stderr+r.Stdout, "is building") && strings.Contains(r.Stderr+r.Stdout, "waiting for it") {
+			waited++
+		}
+	}
+	if waited != 1 {
+		t.Errorf("%d builds said they waited for the other, want 1:\n%s\n----\n%s", waited, res[0].Combined(), res[1].Combined())
+	}
+	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
+	artifact := filepath.Join(out, name+".qcow2")
+	rec, err := build.ReadRecord(artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha512.New()
+	io.Copy(h, f)
+	if len(rec.Artifacts) == 0 || rec.Artifacts[0].SHA512 != hex.EncodeToString(h.Sum(nil)) {
+		t.Errorf("the record does not describe the artifact: %+v", rec.Artifacts)
+	}
+	ents, _ := os.ReadDir(out)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp") || strings.HasPrefix(e.Name(), ".build-") {
+			t.Errorf("left in the output directory: %s", e.Name())
+		}
+	}
+}

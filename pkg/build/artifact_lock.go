@@ -1,0 +1,61 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// artifactLockWait bounds how long a build waits for another build of the same artifact.
+const artifactLockWait = 2 * time.Hour
+
+// lockArtifact takes the lock next to artifact (.NAME.lock, flock'ed for the whole build), so
+// two builds into one --output-dir and name never interleave their artifact and record: the
+// second waits, says so once, and then usually reuses what the first made. The kernel drops the
+// lock when a holder dies, kill -9 included. The file stays: removing it would let a third run
+// lock a new file while the second still holds the old one.
+func lockArtifact(ctx context.Context, artifact string, log io.Writer) (*os.File, error) {
+	path := filepath.Join(filepath.Dir(artifact), "."+filepath.Base(artifact)+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s against a concurrent build: %w", artifact, err)
+	}
+	deadline := time.Now().Add(artifactLockWait)
+	said := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			f.Truncate(0)
+			f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		if !said {
+			b := make([]byte, 16)
+			n, _ := f.ReadAt(b, 0)
+			fmt.Fprintf(log, "another flatcar-capo (pid %s) is building %s; waiting for it (at most %s)\n",
+				strings.TrimSpace(string(b[:n])), artifact, artifactLockWait)
+			said = true
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("another flatcar-capo has been building %s for over %s (lock %s); stop it, or build into another --output-dir", artifact, artifactLockWait, path)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
