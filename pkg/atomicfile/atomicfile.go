@@ -8,6 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // live holds the temporary files not yet committed or aborted, for RemoveLive.
@@ -45,6 +49,31 @@ type File struct {
 	done   bool
 }
 
+// CheckPath tells, before any work, whether a file can be created at path: not when path is an
+// existing directory, or its directory is missing, not a directory or not writable. The error
+// names path as the user gave it (never the temporary file) and, but for a permission problem,
+// wraps errs.ErrInvalid.
+func CheckPath(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return errs.Invalidf("%s is an existing directory; give the path of a file (e.g. %s)", path, filepath.Join(path, "NAME"))
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errs.Invalidf("cannot write %s: its directory %s does not exist; create it first", path, dir)
+	case err != nil:
+		return errs.Invalidf("cannot write %s: %v", path, err)
+	case !st.IsDir():
+		return errs.Invalidf("cannot write %s: %s is not a directory", path, dir)
+	}
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		// The environment, not the value: exit 1 like any failure to write.
+		return fmt.Errorf("cannot write %s: no write permission in %s (%v)", path, dir, err)
+	}
+	return nil
+}
+
 // Create opens a temporary file in the directory of path. The caller must call Commit or Abort
 // (Abort after Commit is a no-op, so `defer f.Abort()` is the usual pattern).
 func Create(path string) (*File, error) {
@@ -54,6 +83,9 @@ func Create(path string) (*File, error) {
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
+		if cerr := CheckPath(path); cerr != nil {
+			return nil, cerr // the cause, in the user's terms
+		}
 		return nil, fmt.Errorf("cannot create a temporary file for %s: %w", path, err)
 	}
 	af := &File{File: f, Path: path}

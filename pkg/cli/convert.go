@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
@@ -47,6 +48,9 @@ OUT is written to a temporary file next to it and renamed into place when comple
 				opts.NewProgress = func(label string, total int64) progress.Reporter {
 					return progress.New(cmd.ErrOrStderr(), progress.Auto, label, total)
 				}
+			}
+			if err := atomicfile.CheckPath(args[1]); err != nil {
+				return err
 			}
 			res, err := convert.File(cmd.Context(), args[0], args[1], opts)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
@@ -51,6 +52,11 @@ re-verified (signature and SHA512) on every use.`,
 			case fetch.CompressionAuto, "none", "bz2":
 			default:
 				return Usagef("invalid --compression %q: must be auto, none or bz2", compression)
+			}
+			if outputFile != "" { // the default name needs the resolved version: fetch checks it then
+				if err := atomicfile.CheckPath(outputFile); err != nil {
+					return err
+				}
 			}
 			opts := fetch.Options{Release: rel, Image: rf.image, Compression: compression, OutputFile: outputFile,
 				CacheDir: cacheDir, InsecureSkipVerify: vf.insecure, Progress: progress.Auto, Log: cmd.ErrOrStderr()}

@@ -106,6 +106,11 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.HasPrefix(v, "v") && kubernetes.IsExact("v"+v) {
 				values[capo.VarKubernetesVersion] = "v" + v // CAPI wants the v prefix
 			}
+			if outputFile != "" {
+				if err := atomicfile.CheckPath(outputFile); err != nil {
+					return err
+				}
+			}
 			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.Contains(v, "${") {
 				c, err := newClient(cmd, netOpts, false)
 				if err != nil {

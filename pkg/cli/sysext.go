@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
@@ -124,6 +125,9 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 			}
 			if outFile == "" {
 				outFile, _ = sysext.KubernetesFileName(dl.Kubernetes, arch)
+			}
+			if err := atomicfile.CheckPath(outFile); err != nil { // before the downloads
+				return err
 			}
 			var in sysext.KubernetesInput
 			if binaries != "" {

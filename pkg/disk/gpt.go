@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -48,9 +49,10 @@ var ErrInvalidLayout = errors.New("invalid GPT layout")
 // (TestGoDiskfsGPTEvidence, docs/architecture.md), and an image is untrusted input.
 func ReadGPT(s vdisk.Disk) ([]Partition, error) {
 	parts, errPrimary := readGPTAt(s, 1)
-	if errPrimary == nil || errors.Is(errPrimary, ErrInvalidLayout) {
+	if errPrimary == nil || errors.Is(errPrimary, ErrInvalidLayout) || !errors.Is(errPrimary, ErrNoGPT) {
 		// A table whose checksums hold but whose partitions overlap was written that way: the
-		// backup says the same, and falling back to it would hide a crafted image.
+		// backup says the same, and falling back to it would hide a crafted image. A read
+		// failure (a corrupt qcow2) is the answer too.
 		return parts, errPrimary
 	}
 	if last := s.Size()/sectorSize - 1; last > 1 {
@@ -65,6 +67,15 @@ func ReadGPT(s vdisk.Disk) ([]Partition, error) {
 // when it is not nil and ReadGPT still succeeds, the table was recovered from the backup header.
 func PrimaryGPTError(s vdisk.Disk) error {
 	_, err := readHeader(s, 1)
+	return err
+}
+
+// readFailure is err unless it only says the image ended: a qcow2 that cannot map a cluster, or
+// an I/O error, must be reported as such, not as a missing or short table.
+func readFailure(err error) error {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil
+	}
 	return err
 }
 
@@ -90,7 +101,10 @@ func (h *gptHeader) seal() {
 // readHeader reads and verifies the GPT header at lba and the partition array it points to.
 func readHeader(s vdisk.Disk, lba int64) (*gptHeader, error) {
 	hdr := make([]byte, sectorSize)
-	if n, _ := s.ReadAt(hdr, lba*sectorSize); n < 92 {
+	if n, err := s.ReadAt(hdr, lba*sectorSize); n < 92 {
+		if rerr := readFailure(err); rerr != nil {
+			return nil, fmt.Errorf("reading the GPT header at LBA %d: %w", lba, rerr)
+		}
 		return nil, fmt.Errorf("%w: image too small", ErrNoGPT)
 	}
 	if string(hdr[:8]) != "EFI PART" {
@@ -117,7 +131,10 @@ func readHeader(s vdisk.Disk, lba int64) (*gptHeader, error) {
 		return nil, fmt.Errorf("%w: partition array at LBA %d is outside the image", ErrNoGPT, entriesLBA)
 	}
 	arr := make([]byte, int(count)*int(entrySize))
-	if n, _ := s.ReadAt(arr, entriesLBA*sectorSize); n != len(arr) {
+	if n, err := s.ReadAt(arr, entriesLBA*sectorSize); n != len(arr) {
+		if rerr := readFailure(err); rerr != nil {
+			return nil, fmt.Errorf("reading the GPT partition array at LBA %d: %w", entriesLBA, rerr)
+		}
 		return nil, fmt.Errorf("%w: partition array truncated", ErrNoGPT)
 	}
 	if crc32.ChecksumIEEE(arr) != binary.LittleEndian.Uint32(hdr[88:]) {
@@ -207,7 +224,7 @@ func guidString(b []byte) string {
 func (img *Image) Partitions() ([]Partition, error) {
 	if img.parts == nil && img.perr == nil {
 		img.parts, img.perr = ReadGPT(img.Disk)
-		if errors.Is(img.perr, ErrInvalidLayout) {
+		if img.perr != nil && !errors.Is(img.perr, ErrNoGPT) {
 			img.perr = fmt.Errorf("%s: %w", img.Path, img.perr)
 		} else if img.perr != nil {
 			img.perr = fmt.Errorf("%s: %w; is this a Flatcar disk image?", img.Path, img.perr)

@@ -26,8 +26,8 @@ type MBRInfo struct {
 // stable 4459.2.0) has 0xEE plus real entries such as the ESP, which newer Nova rejects.
 func ReadMBR(s vdisk.Disk) (MBRInfo, error) {
 	var info MBRInfo
-	if n, _ := s.ReadAt(info.raw[:], 0); n != 512 {
-		return info, fmt.Errorf("cannot read the MBR")
+	if n, err := s.ReadAt(info.raw[:], 0); n != 512 {
+		return info, mbrReadError(err)
 	}
 	if info.raw[510] != 0x55 || info.raw[511] != 0xAA {
 		info.Kind = MBRNone
@@ -62,8 +62,8 @@ func ReadMBR(s vdisk.Disk) (MBRInfo, error) {
 // BIOS-BOOT partition, as in Flatcar 4459.2.0).
 func WriteProtectiveMBR(s vdisk.Disk) error {
 	var mbr [512]byte
-	if n, _ := s.ReadAt(mbr[:], 0); n != 512 {
-		return fmt.Errorf("cannot read the MBR")
+	if n, err := s.ReadAt(mbr[:], 0); n != 512 {
+		return mbrReadError(err)
 	}
 	entries := make([]byte, 64)
 	sectors := s.Size() / sectorSize
@@ -82,4 +82,12 @@ func WriteProtectiveMBR(s vdisk.Disk) error {
 	mbr[510], mbr[511] = 0x55, 0xAA
 	_, err := s.WriteAt(mbr[:], 0)
 	return err
+}
+
+// mbrReadError keeps why sector 0 could not be read (a corrupt qcow2 says what it found).
+func mbrReadError(err error) error {
+	if rerr := readFailure(err); rerr != nil {
+		return fmt.Errorf("cannot read the MBR: %w", rerr)
+	}
+	return fmt.Errorf("cannot read the MBR: the image is shorter than one sector")
 }

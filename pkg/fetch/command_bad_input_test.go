@@ -163,7 +163,7 @@ func TestFetchOutputNotWritable(t *testing.T) {
 	os.Chmod(w.cache, 0o777)
 	out := filepath.Join(w.dir, "flatcar.img")
 	testutil.RunCmd(t, testutil.Cmd{Args: w.args("fetch", "--output-file", out), Prefix: testutil.AsNobody}).
-		MustFail(t, 1, "cannot create a temporary file for "+out, "permission denied")
+		MustFail(t, 1, "cannot write "+out+": no write permission in "+w.dir, "permission denied")
 	mustBeEmpty(t, w.dir)
 	if n := len(w.srv.Requests(".img")); n != 0 {
 		t.Fatalf("downloaded %d times although the output cannot be written", n)

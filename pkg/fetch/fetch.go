@@ -109,6 +109,9 @@ func Fetch(ctx context.Context, c *httpx.Client, o Options) (*Result, error) {
 	if o.OutputFile == "" {
 		o.OutputFile = DefaultOutput(rel.Channel, rel.Version, o.Image)
 	}
+	if err := atomicfile.CheckPath(o.OutputFile); err != nil { // before the download
+		return nil, err
+	}
 	out, err := atomicfile.Create(o.OutputFile)
 	if err != nil {
 		return nil, err

@@ -32,23 +32,44 @@ var ErrUnknownFilesystem = errors.New("unknown filesystem")
 
 // DetectFilesystem reads the superblock magic: btrfs at 64 KiB + 0x40, ext2/3/4 at 1 KiB + 0x38.
 // Flatcar switched from ext4 to btrfs in 2983.x, so the version alone does not tell.
+// A read failure (a corrupt qcow2 cluster, an I/O error) is returned as such, not as an unknown
+// filesystem.
 func DetectFilesystem(dev io.ReaderAt) (string, error) {
 	var b [8]byte
-	if n, _ := dev.ReadAt(b[:], 0x10000+0x40); n == 8 && string(b[:]) == "_BHRfS_M" {
+	n, err := dev.ReadAt(b[:], 0x10000+0x40)
+	if n == 8 && string(b[:]) == "_BHRfS_M" {
 		return "btrfs", nil
 	}
-	if n, _ := dev.ReadAt(b[:2], 0x400+0x38); n == 2 && binary.LittleEndian.Uint16(b[:2]) == 0xEF53 {
+	if err := readFailure(err); err != nil {
+		return "", fmt.Errorf("reading the btrfs superblock: %w", err)
+	}
+	n, err = dev.ReadAt(b[:2], 0x400+0x38)
+	if n == 2 && binary.LittleEndian.Uint16(b[:2]) == 0xEF53 {
 		return "ext4", nil
 	}
+	if err := readFailure(err); err != nil {
+		return "", fmt.Errorf("reading the ext4 superblock: %w", err)
+	}
 	return "", ErrUnknownFilesystem
+}
+
+// readFailure is err unless it only says the partition ended (too small for the superblock).
+func readFailure(err error) error {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil
+	}
+	return err
 }
 
 // OpenFilesystem opens the filesystem on dev, which name names in errors ("partition 6 (OEM)").
 // A read-only dev makes WriteFile fail.
 func OpenFilesystem(dev vdisk.Disk, name string) (Filesystem, error) {
 	kind, err := DetectFilesystem(dev)
-	if err != nil {
-		return nil, fmt.Errorf("the OEM partition has an unknown filesystem (no btrfs or ext4 superblock); flatcar-capo supports Flatcar's btrfs OEM (2983.x and later) and ext4 OEM (older releases)")
+	switch {
+	case errors.Is(err, ErrUnknownFilesystem):
+		return nil, fmt.Errorf("%s has an unknown filesystem (no btrfs or ext4 superblock); flatcar-capo reads btrfs and ext4 (Flatcar's OEM is btrfs since 2983.x, ext4 before)", name)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	switch kind {
 	case "btrfs":

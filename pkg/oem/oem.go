@@ -31,7 +31,7 @@ func Partition(img *disk.Image) (disk.Partition, Filesystem, error) {
 	}
 	fsys, err := OpenFilesystem(img.Section(p), disk.PartitionName(p))
 	if err != nil {
-		return p, nil, fmt.Errorf("%s: OEM partition (%d): %w", img.Path, p.Number, err)
+		return p, nil, fmt.Errorf("%s: %w", img.Path, err) // err names the partition
 	}
 	return p, fsys, nil
 }

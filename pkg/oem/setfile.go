@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
@@ -40,6 +41,9 @@ func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (re
 	}
 	if out.Path == "" {
 		return setInPlace(ctx, image, opts)
+	}
+	if err := atomicfile.CheckPath(out.Path); err != nil { // before the copy
+		return SetResult{}, err
 	}
 	if same, _ := sameFile(image, out.Path); same {
 		return SetResult{}, errs.Invalidf("--output-file %s is IMAGE itself; omit --output-file to edit in place", out.Path)
@@ -78,10 +82,15 @@ func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (re
 	if err != nil {
 		return SetResult{}, err
 	}
-	img.Path = out.Path
+	// What Set finds wrong in the content is the input's; only a failed write is the output's.
+	img.Path = image
 	res, err = Set(img, opts)
+	res.Image = out.Path
 	if cerr := img.Close(); err == nil {
 		err = cerr
+	}
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Path == work.Name() {
+		err = fmt.Errorf("writing %s: %w", out.Path, err)
 	}
 	if err == nil {
 		err = ctx.Err()

@@ -70,7 +70,7 @@ func TestBadInputs(t *testing.T) {
 		{"version 4", patch(orig, func(b []byte) { be.PutUint32(b[4:], 4) }), "qcow2 version 4", ErrUnsupported},
 		{"cluster_bits 30", patch(orig, func(b []byte) { be.PutUint32(b[20:], 30) }), "cluster_bits 30", ErrCorrupt},
 		{"cluster_bits 8", patch(orig, func(b []byte) { be.PutUint32(b[20:], 8) }), "cluster_bits 8", ErrCorrupt},
-		{"huge virtual size", patch(orig, func(b []byte) { be.PutUint64(b[24:], 1<<62) }), "virtual size", ErrCorrupt},
+		{"huge virtual size", patch(orig, func(b []byte) { be.PutUint64(b[24:], 1<<62) }), "is too large, not supported", ErrUnsupported},
 		{"virtual size beyond L1", patch(orig, func(b []byte) { be.PutUint64(b[24:], 1<<45) }), "the virtual size needs", ErrCorrupt},
 		{"huge L1", patch(orig, func(b []byte) { be.PutUint32(b[36:], 1<<30) }), "L1 table", ErrCorrupt},
 		{"L1 past the end", patch(orig, func(b []byte) { be.PutUint64(b[40:], 1<<40) }), "L1 table at 0x10000000000", ErrCorrupt},

@@ -218,7 +218,9 @@ func (h *Header) checkExtensions(b []byte) error {
 func (h *Header) checkTables(fileSize int64) error {
 	cs := h.clusterSize()
 	if h.Size > maxVirtualSize {
-		return corrupt("virtual size %d out of range", h.Size)
+		// qemu-img makes such files (1 EiB with 2 MiB clusters); they are not damaged.
+		return fmt.Errorf("qcow2: a virtual size of %d bytes (%d PiB) is too large, %w (at most %d PiB; a Flatcar image is a few GiB)",
+			h.Size, h.Size>>50, ErrUnsupported, uint64(maxVirtualSize)>>50)
 	}
 	perL1 := uint64(cs) * uint64(cs/8)
 	need := (h.Size + perL1 - 1) / perL1
