@@ -15,7 +15,7 @@ log() { echo "install-containerd: $*" >&2; }
 
 ok() {
   [ -x "$dir/containerd" ] && [ -x "$dir/ctr" ] && [ -x "$dir/containerd-shim-runc-v2" ] && [ -x "$dir/crictl" ] &&
-    "$dir/containerd" --version 2>/dev/null | grep -q " v$CONTAINERD_VERSION "
+    "$dir/containerd" --version 2>/dev/null | grep -Eq " v?$CONTAINERD_VERSION[ +]"
 }
 if [ "${1:-}" != --force ] && ok; then echo "$dir"; exit 0; fi
 start=$(date +%s)
@@ -28,7 +28,7 @@ go mod init scratch >/dev/null 2>&1
 go get "github.com/containerd/containerd/v2/cmd/containerd@v$CONTAINERD_VERSION" \
   "github.com/containerd/containerd/v2/cmd/ctr@v$CONTAINERD_VERSION" \
   "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@v$CONTAINERD_VERSION" >&2
-go build -trimpath -tags "no_btrfs no_devmapper no_zfs" -o "$work/out/" \
+go build -trimpath -tags "no_btrfs no_devmapper no_zfs" -ldflags "-X github.com/containerd/containerd/v2/version.Version=v$CONTAINERD_VERSION" -o "$work/out/" \
   github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr \
   github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 >&2
 mkdir crictl && cd crictl && go mod init scratch-crictl >/dev/null 2>&1

@@ -20,6 +20,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/ignition"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
@@ -37,6 +39,8 @@ type fixture struct {
 	dir       string
 	cache     string
 	packer112 string // "" when packer 1.12 + plugin is not installed (then Debian's is used)
+	reg       *registrytest.Registry // kubeadm's images, pulled through --registry-mirror
+	pushed    *registrytest.Pushed
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -44,6 +48,11 @@ func newFixture(t testing.TB) *fixture {
 	testutil.RequireTools(t, "packer", "qemu-system-x86_64", "qemu-img", "mmdebstrap")
 	fx := &fixture{srv: fetchtest.NewServer(t), mirror: kubetest.New(t, kubernetes.Options{}), dir: t.TempDir()}
 	fx.cache = filepath.Join(fx.dir, "cache")
+	fx.reg = registrytest.Start(t)
+	var err error
+	if fx.pushed, err = fx.reg.PushKubeadm(context.Background(), kubetest.KubeadmImages(kubetest.Version, "")); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	fx.rel = standin.PublishRelease(t, fx.srv, standin.ReleaseOptions{})
 	t.Logf("stand-in release %s ready in %.1fs", fx.rel.Version, time.Since(start).Seconds())
@@ -74,12 +83,14 @@ func (fx *fixture) args(extra ...string) []string {
 	a := []string{"build", "--release-server", fx.rel.ReleaseServer, "--keyring", fx.rel.Keyring,
 		"--channel", fx.rel.Channel, "--version", fx.rel.Version, "--cache-dir", fx.cache, "--memory", "1024"}
 	a = append(a, fx.mirror.Args()...)
+	a = append(a, "--registry-mirror", "registry.k8s.io=https://"+fx.reg.Host, "--registry-ca", fx.reg.CAFile)
 	return append(a, extra...)
 }
 
 func (fx *fixture) run(t testing.TB, env []string, extra ...string) testutil.Result {
 	t.Helper()
 	start := time.Now()
+	env = append([]string{"DOCKER_CONFIG=" + fx.reg.DockerConfig}, env...)
 	r := testutil.RunCmd(t, testutil.Cmd{Args: fx.args(extra...), Env: env, Dir: fx.dir})
 	t.Logf("flatcar-capo %s: exit %d in %.1fs\n%s", strings.Join(extra, " "), r.Code, time.Since(start).Seconds(), r.Stderr)
 	return r
@@ -301,6 +312,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		out := filepath.Join(fx.dir, "interrupted")
 		cmd := exec.Command(testutil.Binary(t), fx.args("--base", "qemu", "--output-dir", out, "--force")...)
 		cmd.Dir = fx.dir
+		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+fx.reg.DockerConfig)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		stderr, _ := cmd.StderrPipe()
 		if err := cmd.Start(); err != nil {
@@ -481,6 +493,25 @@ func checkImage(t *testing.T, fx *fixture, image string) {
 	}
 	for _, p := range kubetest.CNIPlugins {
 		root.read("/opt/cni/bin/" + p)
+	}
+	// The preloaded images (the stand-in's containerd is inert, so the first boot imports them).
+	var list images.List
+	if err := json.Unmarshal(root.read("/"+images.ListFile), &list); err != nil || len(list.Images) != 7 {
+		t.Errorf("%s: %v, %d images", images.ListFile, err, len(list.Images))
+	}
+	for _, im := range list.Images {
+		if im.Digest != fx.pushed.Digest[im.Name] {
+			t.Errorf("preloaded %s %s, pushed %s", im.Name, im.Digest, fx.pushed.Digest[im.Name])
+		}
+	}
+	if e := root.entry("/" + images.ArchiveFile); e == nil {
+		t.Errorf("no %s", images.ArchiveFile)
+	}
+	if root.entry("/"+images.ImportWants) == nil || !strings.Contains(string(root.read("/"+images.ConfDropIn)), "SystemdCgroup = true") {
+		t.Errorf("import unit not enabled or containerd drop-in missing")
+	}
+	if !strings.Contains(string(root.read("/"+images.CertsDir+"/registry.k8s.io/hosts.toml")), fx.reg.Host) {
+		t.Errorf("hosts.toml does not name the mirror")
 	}
 	if unit := string(root.read("/etc/systemd/system/kubelet.service")); !strings.Contains(unit, "/opt/bin/kubelet") {
 		t.Errorf("kubelet.service: %s", unit)

@@ -27,9 +27,8 @@ type ImageOptions struct {
 	extra   []string // Refs plus the file's
 }
 
-// Preload reports whether the build preloads images: by default with the sysext method (the
-// packer method does not preload yet, see validate).
-func (io *ImageOptions) Preload(method string) bool { return method == MethodSysext && !io.NoPreload }
+// Preload reports whether the build preloads images (the default, both methods).
+func (io *ImageOptions) Preload(method string) bool { return !io.NoPreload }
 
 // validate parses what needs no network: mirrors, refs, the CA and proxy URLs.
 func (io *ImageOptions) validate(method string) error {
@@ -74,12 +73,6 @@ func (io *ImageOptions) validate(method string) error {
 	}
 	if strings.ContainsAny(io.NoProxy+io.HTTPProxy+io.HTTPSProxy, "\"\n\\ ") {
 		return fmt.Errorf("--http-proxy, --https-proxy and --no-proxy take no spaces, quotes, backslashes or newlines")
-	}
-	if method != MethodSysext {
-		set := len(io.extra) > 0 || io.File != "" || len(io.Mirrors) > 0 || io.CAFile != "" || io.HTTPProxy != "" || io.HTTPSProxy != "" || io.NoProxy != "" || io.Repository != ""
-		if set {
-			return fmt.Errorf("--image, --images-file, --image-repository, --registry-mirror, --registry-ca and the proxy flags work with --method sysext only in this version (the packer method does not preload images yet)")
-		}
 	}
 	if io.NoPreload && (len(io.extra) > 0) {
 		return fmt.Errorf("--no-preload-images and --image/--images-file contradict each other: leave one out")

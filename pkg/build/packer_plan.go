@@ -16,7 +16,7 @@ import (
 type packerMethod struct{}
 
 func (packerMethod) Steps() []multistep.Step {
-	return []multistep.Step{&stepVMConfig{}, &stepPayload{}, &stepPacker{}, &stepGrowDisk{}}
+	return []multistep.Step{&stepVMConfig{}, &stepImages{}, &stepPayload{}, &stepPacker{}, &stepGrowDisk{}}
 }
 
 // Preflight probes packer, its QEMU plugin, QEMU and the accelerator once; the packer step

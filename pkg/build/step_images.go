@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
@@ -107,4 +109,55 @@ func kubeadmBinary(state multistep.StateBag, o *Options) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("no verified kubeadm to list its images with")
+}
+
+// writeImagesPayload lays the node's image files out for the guest as the tree they take in
+// ROOT (payload/images/root/...), the archive included; install-images.sh copies the tree into
+// place and imports the images into the build VM's containerd when it runs one.
+func writeImagesPayload(ctx context.Context, state multistep.StateBag, payload string) error {
+	entries, err := imageEntries(ctx, state)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	tree := filepath.Join(payload, "images", "root")
+	for _, e := range entries {
+		p := filepath.Join(tree, filepath.FromSlash(e.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		switch {
+		case e.IsSymlink():
+			if err := os.Symlink(e.Target, p); err != nil {
+				return err
+			}
+		case e.IsRegular():
+			if err := writeEntry(e, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func writeEntry(e rootfs.Entry, p string) error {
+	r, err := e.Open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, e.Mode.Perm()|0o600)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n != e.Size {
+		err = fmt.Errorf("%s: wrote %d bytes, want %d", p, n, e.Size)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	return os.Chmod(p, e.Mode.Perm())
 }

@@ -26,6 +26,9 @@ func (*stepPayload) Run(ctx context.Context, state multistep.StateBag) multistep
 	if err := set.WritePayload(dir); err != nil {
 		return halt(state, fmt.Errorf("payload: %w", err))
 	}
+	if err := writeImagesPayload(ctx, state, dir); err != nil {
+		return halt(state, fmt.Errorf("payload: %w", err))
+	}
 	state.Put(KeyPayload, dir)
 	note(state, "%d files in %s", len(set.Files)+1, dir)
 	return multistep.ActionContinue

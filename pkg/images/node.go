@@ -210,6 +210,12 @@ set -eu
 dir=/` + PreloadDir + `
 archive=/` + ArchiveFile + `
 PATH=/usr/bin:/usr/sbin:/bin:/sbin:/opt/bin
+# containerd may still be starting (or come from a sysext merged a moment ago).
+i=0
+until ctr version >/dev/null 2>&1; do
+  i=$((i + 1)); [ "$i" -le 120 ] || { echo "containerd does not answer on its socket" >&2; exit 1; }
+  sleep 1
+done
 # containerd 2.x imports through its transfer service unless --local (1.x has no such flag).
 local=
 if ctr images import --help 2>&1 | grep -q -- '--local'; then local=--local; fi

@@ -1,0 +1,62 @@
+package images_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+)
+
+// How containerd 2.x merges a conf.d drop-in into Flatcar's config (version 2, imports
+// conf.d/*.toml), read from `containerd config dump` of the real containerd 2.1.5: our drop-in
+// sets the CRI registry config_path and kubeadm's pause, and SystemdCgroup stays true. A second
+// drop-in that only sets sandbox_image shows that a partial table is merged key by key into the
+// base's, not put in its place (ours restates the runc options anyway, for containerd 1.x).
+func TestContainerdMergesDropIn(t *testing.T) {
+	bin := filepath.Join(registrytest.ContainerdDir(t), "containerd")
+	dump := func(t *testing.T, dropIn string) string {
+		t.Helper()
+		dir := t.TempDir()
+		confd := filepath.Join(dir, "conf.d")
+		os.MkdirAll(confd, 0o755)
+		base, err := os.ReadFile("testdata/flatcar-containerd-config.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := filepath.Join(dir, "config.toml")
+		os.WriteFile(cfg, []byte(strings.ReplaceAll(string(base), "CONFD", confd)), 0o644)
+		os.WriteFile(filepath.Join(confd, "10-flatcar-capo.toml"), []byte(dropIn), 0o644)
+		out, err := exec.Command(bin, "--config", cfg, "config", "dump").CombinedOutput()
+		if err != nil {
+			t.Fatalf("containerd config dump: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	files, err := images.Node{Sandbox: "registry.k8s.io/pause:3.10"}.Files(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours string
+	for _, f := range files {
+		if f.Path == images.ConfDropIn {
+			ours = string(f.Content)
+		}
+	}
+	got := dump(t, ours)
+	// 2.x migrates the merged version-2 config to version 3 (single-quoted TOML strings).
+	for _, w := range []string{"version = 3", "SystemdCgroup = true", "config_path = '/etc/containerd/certs.d'", "sandbox = 'registry.k8s.io/pause:3.10'", "runtime_type = 'io.containerd.runc.v2'"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("merged config lacks %q:\n%s", w, got)
+		}
+	}
+	// What 2.1.5 does with a partial table: merged key by key into the base's (not replaced), so
+	// the base's runc options survive a drop-in that does not mention them.
+	partial := dump(t, "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"registry.k8s.io/pause:3.10\"\n")
+	if !strings.Contains(partial, "SystemdCgroup = true") || !strings.Contains(partial, "sandbox = 'registry.k8s.io/pause:3.10'") {
+		t.Errorf("a partial [plugins.\"io.containerd.grpc.v1.cri\"] drop-in replaced the base's table:\n%s", partial)
+	}
+}
