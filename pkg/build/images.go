@@ -1,11 +1,13 @@
 package build
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
@@ -98,4 +100,75 @@ func (io *ImageOptions) inputs(method string) []string {
 		in = append(in, "ca=sha256:"+hex.EncodeToString(s[:]))
 	}
 	return append(in, "proxy="+io.HTTPProxy+","+io.HTTPSProxy+","+io.NoProxy)
+}
+
+// ImagesDryRun is --dry-run's list of the images a build would preload, with sizes as the
+// image cache knows them (no network: a ref never pulled has no size yet).
+type ImagesDryRun struct {
+	Kubeadm    string        `json:"kubeadm"` // how kubeadm's list was found
+	Images     []ImageDryRun `json:"images"`
+	TotalBytes int64         `json:"totalBytes"` // of the images whose size is known
+	Unknown    int           `json:"unknown"`    // images not in the cache yet
+	Mirrors    []string      `json:"mirrors,omitempty"`
+}
+
+// ImageDryRun is one image of the plan.
+type ImageDryRun struct {
+	Name   string `json:"name"`
+	Digest string `json:"digest,omitempty"`
+	Size   int64  `json:"size"` // -1 when not in the cache
+}
+
+func planImages(ctx context.Context, o *Options) *ImagesDryRun {
+	io := &o.Images
+	if !io.Preload(o.Method) {
+		return nil
+	}
+	p := &ImagesDryRun{Images: []ImageDryRun{}, Mirrors: io.Mirrors}
+	var list []string
+	ko := o.Kubernetes
+	ko.CacheDir = o.CacheDir
+	kubeadm := filepath.Join(o.CacheDir, "kubernetes", ko.Kubernetes, ko.Arch, "kubeadm")
+	if _, err := os.Stat(kubeadm); err == nil && o.CacheDir != "" {
+		var err error
+		if list, err = images.KubeadmList(ctx, kubeadm, ko.Kubernetes, io.Repository); err != nil {
+			p.Kubeadm = "the cached kubeadm failed to list its images: " + err.Error()
+		} else {
+			p.Kubeadm = "kubeadm config images list --kubernetes-version " + ko.Kubernetes + " (the cached kubeadm)"
+		}
+	} else {
+		p.Kubeadm = "kubeadm config images list --kubernetes-version " + ko.Kubernetes + ", run once kubeadm is downloaded and verified"
+	}
+	refs, err := images.ParseRefs(append(list, io.extra...))
+	if err != nil {
+		return p
+	}
+	for i, im := range images.Cached(refs, images.Options{Arch: o.Release.Arch, CacheDir: o.CacheDir, Mirrors: io.mirrors}) {
+		e := ImageDryRun{Name: refs[i].Name, Size: -1}
+		if im != nil {
+			e.Digest, e.Size = im.Digest, im.Size
+			p.TotalBytes += im.Size
+		} else {
+			p.Unknown++
+		}
+		p.Images = append(p.Images, e)
+	}
+	return p
+}
+
+// Lines are the dry run's text form.
+func (p *ImagesDryRun) Lines() []string {
+	l := []string{"images:      " + p.Kubeadm}
+	for _, im := range p.Images {
+		size := "size unknown (not pulled yet)"
+		if im.Size >= 0 {
+			size = fmt.Sprintf("%.1f MiB, %s", float64(im.Size)/(1<<20), im.Digest)
+		}
+		l = append(l, "  "+im.Name+"  "+size)
+	}
+	total := fmt.Sprintf("  total: %.1f MiB", float64(p.TotalBytes)/(1<<20))
+	if p.Unknown > 0 {
+		total += fmt.Sprintf(" + %d images not in the cache", p.Unknown)
+	}
+	return append(l, total)
 }

@@ -30,6 +30,7 @@ type Plan struct {
 	Artifact            string            `json:"artifact"`
 	Clouds              []string          `json:"clouds,omitempty"`
 	Flavor              string            `json:"flavor"`
+	Images *ImagesDryRun `json:"images,omitempty"` // what would be preloaded (images.go)
 	// Method is the method's own plan (for packer: binary, version, accelerator, template, variables).
 	MethodPlan any `json:"methodPlan,omitempty"`
 }
@@ -54,6 +55,7 @@ func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	} else {
 		p.BaseURL = rec.Base.URL
 	}
+	p.Images = planImages(ctx, o)
 	if err := methods[o.Method].Plan(ctx, o, p); err != nil {
 		rec.DryRun = p
 		return halt(state, err)

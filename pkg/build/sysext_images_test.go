@@ -191,6 +191,35 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 		t.Errorf("inspect text:\n%s", text.Stdout)
 	}
 
+	t.Run("dry run lists the images and their total size", func(t *testing.T) {
+		o := filepath.Join(dir, "dry")
+		r := testutil.RunCmd(t, testutil.Cmd{Args: args(o, "--image", extra, "--dry-run", "-o", "json"), Env: env}).MustSucceed(t)
+		var rec struct {
+			Plan struct {
+				Images build.ImagesDryRun
+			}
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &rec); err != nil {
+			t.Fatal(err)
+		}
+		p := rec.Plan.Images
+		var sum int64
+		for _, im := range p.Images {
+			if want[im.Name] != im.Digest || im.Size <= 0 {
+				t.Errorf("dry-run image %+v", im)
+			}
+			sum += im.Size
+		}
+		if len(p.Images) != 8 || p.Unknown != 0 || p.TotalBytes != sum || !strings.Contains(p.Kubeadm, "cached kubeadm") {
+			t.Errorf("dry-run images: %+v", p)
+		}
+		text := testutil.RunCmd(t, testutil.Cmd{Args: args(o, "--dry-run"), Env: env}).MustSucceed(t)
+		if !strings.Contains(text.Stdout, "total: ") || !strings.Contains(text.Stdout, "registry.k8s.io/etcd:"+kubetest.EtcdTag) {
+			t.Errorf("dry-run text:\n%s", text.Stdout)
+		}
+		noArtifactIn(t, o)
+	})
+
 	t.Run("a forced rebuild fetches nothing", func(t *testing.T) {
 		res := testutil.RunCmd(t, testutil.Cmd{Args: args(out, "--image", extra, "--force"), Env: env}).MustSucceed(t)
 		if !strings.Contains(res.Stderr, "0 blobs fetched (0.0 MiB), ") {

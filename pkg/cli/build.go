@@ -212,6 +212,11 @@ func printPlan(w io.Writer, r *build.Record) error {
 	if len(p.Clouds) > 0 {
 		fmt.Fprintf(w, "  upload to:   %s\n", strings.Join(p.Clouds, ", "))
 	}
+	if p.Images != nil {
+		for _, l := range p.Images.Lines() {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	if mp, ok := p.MethodPlan.(interface{ Lines() []string }); ok {
 		for _, l := range mp.Lines() {
 			fmt.Fprintf(w, "  %s\n", l)

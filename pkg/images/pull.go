@@ -220,15 +220,23 @@ func (p *pull) resolve(r Ref) (Image, error) {
 	src := p.source(r)
 	im := Image{Name: r.Name, Ref: r.Given, Platform: "linux/" + p.o.Arch, From: src.host}
 	var top v1.Descriptor
-	if r.Digest != "" {
+	switch {
+	case r.Digest != "":
 		h, _ := v1.NewHash(r.Digest)
 		top = v1.Descriptor{Digest: h, Size: -1}
-	} else {
+	case p.puller == nil: // offline (a dry run): the digest the tag had at the last pull
+		h, err := p.c.tag(r.Name, p.o.Arch)
+		if err != nil {
+			return im, errNotCached
+		}
+		top = v1.Descriptor{Digest: h, Size: -1}
+	default:
 		d, err := p.puller.Head(p.ctx, src.repo.Tag(r.Tag))
 		if err != nil {
 			return im, explain(r, src, err)
 		}
 		top = *d
+		p.c.putTag(r.Name, p.o.Arch, d.Digest)
 	}
 	raw, mt, err := p.manifest(r, src, top)
 	if err != nil {
@@ -265,6 +273,9 @@ func (p *pull) resolve(r Ref) (Image, error) {
 	}
 	// The config is small and says the platform of a single-platform image: fetch it now.
 	if !p.c.has(m.Config) {
+		if p.puller == nil {
+			return im, errNotCached
+		}
 		if err := p.blob(src, r.Given, m.Config); err != nil {
 			return im, err
 		}
@@ -301,6 +312,9 @@ func (p *pull) count(n int64) {
 func (p *pull) manifest(r Ref, src source, d v1.Descriptor) ([]byte, types.MediaType, error) {
 	if raw, err := p.c.read(d.Digest); err == nil {
 		return raw, mediaType(raw, d.MediaType), nil
+	}
+	if p.puller == nil {
+		return nil, "", errNotCached
 	}
 	desc, err := p.puller.Get(p.ctx, src.repo.Digest(d.Digest.String()))
 	if err != nil {
@@ -461,4 +475,46 @@ func (c *cache) put(h v1.Hash, r io.Reader, size int64) error {
 // BlobPath is where the cache keeps blob d (for the archive writer).
 func BlobPath(cacheDir string, d v1.Hash) string {
 	return (&cache{dir: filepath.Join(cacheDir, "images")}).path(d)
+}
+
+var errNotCached = errors.New("not in the image cache")
+
+// tagPath records which digest a tag had for an arch at the last pull (for dry runs).
+func (c *cache) tagPath(name, arch string) string {
+	s := sha256.Sum256([]byte(name + " " + arch))
+	return filepath.Join(c.dir, "tags", hex.EncodeToString(s[:]))
+}
+
+func (c *cache) putTag(name, arch string, h v1.Hash) {
+	p := c.tagPath(name, arch)
+	if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
+		tmp := p + ".tmp"
+		if os.WriteFile(tmp, []byte(h.String()+"\n"), 0o644) == nil {
+			os.Rename(tmp, p)
+		}
+	}
+}
+
+func (c *cache) tag(name, arch string) (v1.Hash, error) {
+	b, err := os.ReadFile(c.tagPath(name, arch))
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	return v1.NewHash(strings.TrimSpace(string(b)))
+}
+
+// Cached resolves refs from the cache alone, no network (a dry run): each image as the last
+// pull saw it, or nil for a ref the cache cannot resolve.
+func Cached(refs []Ref, o Options) []*Image {
+	if o.Arch == "" {
+		o.Arch = "amd64"
+	}
+	p := &pull{ctx: context.Background(), o: o, c: &cache{dir: filepath.Join(o.CacheDir, "images")}}
+	out := make([]*Image, len(refs))
+	for i, r := range refs {
+		if im, err := p.resolve(r); err == nil {
+			out[i] = &im
+		}
+	}
+	return out
 }

@@ -330,7 +330,7 @@ func (im Image) Build() (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mutate.MediaType(img, types.OCIManifestSchema1), nil
+	return mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), types.OCIConfigJSON), nil
 }
 
 // TarOf is an uncompressed tar of files (mode 0755, root-owned, fixed times).

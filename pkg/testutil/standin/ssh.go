@@ -3,6 +3,7 @@ package standin
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -70,4 +71,40 @@ func (g *Guest) SSH(cmd string) (string, error) {
 func (g *Guest) Cmdline() (string, error) {
 	out, err := g.SSH("cat /proc/cmdline")
 	return string(bytes.TrimSpace([]byte(out))), err
+}
+
+// ForwardRemote makes the guest's remoteAddr (e.g. 127.0.0.1:5000) lead to the host's
+// localAddr for as long as the guest runs (ssh -R): a host service on loopback becomes
+// reachable from the guest under the same address, and only when the test says so.
+func (g *Guest) ForwardRemote(remoteAddr, localAddr string) (stop func(), err error) {
+	c, err := g.dial()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := c.Listen("tcp", remoteAddr)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("ssh -R %s: %w", remoteAddr, err)
+	}
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer in.Close()
+				out, err := net.DialTimeout("tcp", localAddr, 10*time.Second)
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				done := make(chan struct{}, 2)
+				go func() { io.Copy(out, in); done <- struct{}{} }()
+				go func() { io.Copy(in, out); done <- struct{}{} }()
+				<-done
+			}()
+		}
+	}()
+	return func() { ln.Close(); c.Close() }, nil
 }
