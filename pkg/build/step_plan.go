@@ -63,6 +63,9 @@ func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	rec.DryRun = p
 	rec.Flavor = Flavor(o.Method)
 	rec.Manifests = ManifestsCommand(o.Method, o.ImageName, o.Kubernetes.Kubernetes)
+	if o.Images.Repository != "" {
+		rec.Manifests += " --image-repository " + o.Images.Repository // kubeadm asks for the preloaded names
+	}
 	note(state, "dry run: nothing downloaded, booted or written")
 	return multistep.ActionContinue
 }

@@ -34,6 +34,9 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 	artifact := getString(state, KeyArtifact)
 	rec.Flavor = Flavor(o.Method)
 	rec.Manifests = ManifestsCommand(o.Method, o.ImageName, o.Kubernetes.Kubernetes)
+	if o.Images.Repository != "" {
+		rec.Manifests += " --image-repository " + o.Images.Repository // kubeadm asks for the preloaded names
+	}
 	if start, ok := state.Get(KeyStart).(time.Time); ok {
 		rec.Seconds = time.Since(start).Seconds() // this run's wall time so far; the record is written now
 	}

@@ -25,6 +25,7 @@ func newManifestsCommand() *cobra.Command {
 	var (
 		out                                OutputFormat
 		sets                               []string
+		imageRepo                          string
 		imageName, k8sVersion, clusterName string
 		capiAPI, outputFile                string
 		flavor, sysextURL, k8sMirror       string
@@ -126,6 +127,11 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 			if err != nil {
 				return err
 			}
+			if imageRepo != "" {
+				if r.Manifest, err = withImageRepository(r.Manifest, imageRepo); err != nil {
+					return Usagef("%v", err)
+				}
+			}
 			rep := manifestsReport{Rendered: r}
 			if outputFile != "" {
 				f, err := atomicfile.Create(outputFile)
@@ -156,6 +162,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&imageRepo, "image-repository", "", "kubeadm's imageRepository (what build --image-repository preloaded the images under)")
 	f.StringArrayVar(&sets, "set", nil, "fill a template variable, VAR=value (repeatable), e.g. --set WORKER_MACHINE_COUNT=3")
 	f.StringVar(&imageName, "image-name", "", "Glance image name (sets "+capo.VarImageName+")")
 	f.StringVar(&k8sVersion, "kubernetes-version", "", "sets "+capo.VarKubernetesVersion+": an exact "+kubernetes.ExampleVersion+", or stable or a minor such as 1.36 resolved through --kubernetes-mirror")

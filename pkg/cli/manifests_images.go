@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// withImageRepository sets kubeadm's clusterConfiguration.imageRepository in every
+// KubeadmControlPlane of the manifest, so kubeadm asks for the names an image built with
+// `build --image-repository` preloaded (and its pause, the node's sandbox image).
+func withImageRepository(manifest []byte, repo string) ([]byte, error) {
+	if repo == "" || strings.ContainsAny(repo, " \t\n\"'#${}") || strings.Contains(repo, "://") || strings.HasSuffix(repo, "/") {
+		return nil, fmt.Errorf("invalid --image-repository %q: want a registry/path such as registry.example:5000/k8s", repo)
+	}
+	lines := bytes.Split(manifest, []byte("\n"))
+	var out [][]byte
+	n := 0
+	for _, l := range lines {
+		out = append(out, l)
+		t := bytes.TrimLeft(l, " ")
+		if string(t) == "clusterConfiguration:" {
+			indent := len(l) - len(t) + 2
+			out = append(out, []byte(strings.Repeat(" ", indent)+"imageRepository: "+repo))
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("--image-repository: the manifest has no kubeadm clusterConfiguration to set it in")
+	}
+	return bytes.Join(out, []byte("\n")), nil
+}
