@@ -38,7 +38,7 @@ type fixture struct {
 	mirror    *kubetest.Mirror
 	dir       string
 	cache     string
-	packer112 string // "" when packer 1.12 + plugin is not installed (then Debian's is used)
+	packer112 string                 // "" when packer 1.12 + plugin is not installed (then Debian's is used)
 	reg       *registrytest.Registry // kubeadm's images, pulled through --registry-mirror
 	pushed    *registrytest.Pushed
 }

@@ -30,7 +30,7 @@ type Plan struct {
 	Artifact            string            `json:"artifact"`
 	Clouds              []string          `json:"clouds,omitempty"`
 	Flavor              string            `json:"flavor"`
-	Images *ImagesDryRun `json:"images,omitempty"` // what would be preloaded (images.go)
+	Images              *ImagesDryRun     `json:"images,omitempty"` // what would be preloaded (images.go)
 	// Method is the method's own plan (for packer: binary, version, accelerator, template, variables).
 	MethodPlan any `json:"methodPlan,omitempty"`
 }
