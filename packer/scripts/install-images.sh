@@ -17,6 +17,12 @@ if [ ! -d "$tree" ]; then
   exit 0
 fi
 cp -a --no-preserve=ownership "$tree/." / || die "cannot copy the image files into place"
+# links: "TARGET PATH" per line (the import unit's multi-user.target.wants link).
+while read -r target link; do
+  [ -n "$link" ] || continue
+  install -d -m 0755 "$(dirname "$link")"
+  ln -sfn "$target" "$link"
+done <"$PAYLOAD_DIR/images/links"
 chown -R root:root /var/lib/flatcar-capo /opt/flatcar-capo 2>/dev/null || true
 systemctl daemon-reload
 archive=/var/lib/flatcar-capo/images/images.tar

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
@@ -120,6 +121,8 @@ func writeImagesPayload(ctx context.Context, state multistep.StateBag, payload s
 		return err
 	}
 	tree := filepath.Join(payload, "images", "root")
+	// Symlinks go in a list, not the tree: Packer's file provisioner would follow them on the host.
+	var links []string
 	for _, e := range entries {
 		p := filepath.Join(tree, filepath.FromSlash(e.Path))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -127,16 +130,14 @@ func writeImagesPayload(ctx context.Context, state multistep.StateBag, payload s
 		}
 		switch {
 		case e.IsSymlink():
-			if err := os.Symlink(e.Target, p); err != nil {
-				return err
-			}
+			links = append(links, e.Target+" /"+e.Path)
 		case e.IsRegular():
 			if err := writeEntry(e, p); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	return os.WriteFile(filepath.Join(payload, "images", "links"), []byte(strings.Join(links, "\n")+"\n"), 0o644)
 }
 
 func writeEntry(e rootfs.Entry, p string) error {

@@ -151,9 +151,15 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 		return nil, err
 	}
 	out = append(out, File{Path: ListFile, Mode: 0o644, Content: append(lj, '\n')})
+	// Each line: the name, then the repo@digest reference CRI reports as the image's repo digest
+	// (a pull through CRI records both; ctr import only the name).
 	var names2 []string
 	for _, im := range n.Images {
-		names2 = append(names2, im.Name)
+		line := im.Name
+		if r, err := ParseRef(im.Name); err == nil && r.Digest == "" {
+			line += " " + r.Registry() + "/" + r.Repo.RepositoryStr() + "@" + im.Digest
+		}
+		names2 = append(names2, line)
 	}
 	add(PreloadDir+"/names", 0o644, strings.Join(names2, "\n")+"\n")
 	add(ImportScript, 0o755, importScript)
@@ -220,9 +226,13 @@ done
 local=
 if ctr images import --help 2>&1 | grep -q -- '--local'; then local=--local; fi
 ctr -n k8s.io images import $local "$archive"
-while read -r name; do
+while read -r name digestref; do
   [ -n "$name" ] || continue
   ctr -n k8s.io images label "$name" ` + PinnedLabel + ` io.cri-containerd.image=managed >/dev/null
+  if [ -n "$digestref" ]; then
+    ctr -n k8s.io images tag --force "$name" "$digestref" >/dev/null
+    ctr -n k8s.io images label "$digestref" ` + PinnedLabel + ` io.cri-containerd.image=managed >/dev/null
+  fi
 done < "$dir/names"
 rm -f "$archive"
 echo "imported and pinned $(grep -c . "$dir/names") images"
