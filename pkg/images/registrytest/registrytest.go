@@ -14,10 +14,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -425,4 +427,50 @@ func ContainerdDir(t testing.TB) string {
 		}
 	}
 	return dir
+}
+
+// Layer sizes (MiB) like kubeadm's real images for 1.33 (registry.k8s.io, linux/amd64,
+// compressed): about 250 MB in all, each image a shared base layer plus its own.
+var realSizes = map[string][]int{
+	"kube-apiserver": {2, 28}, "kube-controller-manager": {2, 26}, "kube-scheduler": {2, 19},
+	"kube-proxy": {2, 30}, "coredns": {2, 21}, "pause": {1}, "etcd": {2, 100},
+}
+
+// randomTar is a tar of one file of mib incompressible (seeded) bytes.
+func randomTar(seed uint64, mib int) []byte {
+	data := make([]byte, mib<<20)
+	r := mrand.New(mrand.NewPCG(seed, 7))
+	for i := 0; i+8 <= len(data); i += 8 {
+		binary.LittleEndian.PutUint64(data[i:], r.Uint64())
+	}
+	return TarOf(map[string][]byte{fmt.Sprintf("data-%d", seed): data})
+}
+
+// PushKubeadmSized pushes kubeadm's refs (registry.k8s.io/...) sized like the real images
+// (benchmarks) and returns where each went on this registry.
+func (r *Registry) PushKubeadmSized(ctx context.Context, refs []string) ([]string, error) {
+	base := randomTar(1, 2)
+	var at []string
+	for i, ref := range refs {
+		repo := strings.TrimPrefix(ref, "registry.k8s.io/")
+		short, _, _ := strings.Cut(repo, ":")
+		short = short[strings.LastIndex(short, "/")+1:]
+		var layers [][]byte
+		for j, mib := range realSizes[short] {
+			if j == 0 && len(realSizes[short]) > 1 {
+				layers = append(layers, base)
+			} else {
+				layers = append(layers, randomTar(uint64(100+i), mib))
+			}
+		}
+		img, err := Image{Arch: "amd64", Layers: layers}.Build()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := r.Push(ctx, r.Host+"/"+repo, img); err != nil {
+			return nil, err
+		}
+		at = append(at, r.Host+"/"+repo)
+	}
+	return at, nil
 }

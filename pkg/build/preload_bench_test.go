@@ -1,0 +1,62 @@
+package build_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+)
+
+// BenchmarkSysextBuildPreload (scripts/bench/preload-build.sh): build --method sysext of the
+// Flatcar-sized image in $FLATCAR_CAPO_BENCH_IMAGE with kubeadm's seven images sized like the
+// real ones (~250 MB) from a local docker-registry; the first run fills the caches, the measured
+// one rebuilds (--force) with them warm, so downloads are excluded (and must be 0 bytes).
+func BenchmarkSysextBuildPreload(b *testing.B) {
+	img := os.Getenv("FLATCAR_CAPO_BENCH_IMAGE")
+	if img == "" {
+		testutil.RequireEnv(b, fmt.Errorf("FLATCAR_CAPO_BENCH_IMAGE is not set"), "a Flatcar-sized image (scripts/bench/preload-build.sh makes it)")
+	}
+	mirror := kubetest.New(b, kubernetes.Options{})
+	reg := registrytest.Start(b)
+	if _, err := reg.PushKubeadmSized(context.Background(), kubetest.KubeadmImages(kubetest.Version, "")); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	args := append([]string{"build", "--method", "sysext", "--base-image", img, "--version", "4459.2.0",
+		"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", filepath.Join(dir, "out"), "--force",
+		"--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile}, mirror.Args()...)
+	run := func() (time.Duration, *syscall.Rusage, string) {
+		cmd := exec.Command(testutil.Binary(b), args...)
+		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+reg.DockerConfig)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("build: %v\n%s", err, out)
+		}
+		return time.Since(start), cmd.ProcessState.SysUsage().(*syscall.Rusage), string(out)
+	}
+	run() // fills the download and image caches
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		wall, ru, out := run()
+		step := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "] images") || strings.Contains(l, "] bake ROOT") {
+				step += "\n  " + strings.TrimSpace(l)
+			}
+		}
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		fmt.Printf("sysext build with kubeadm's 7 images preloaded (caches warm): %.1f s wall, %.1f s CPU, peak RSS %d MiB%s\n",
+			wall.Seconds(), cpu.Seconds(), ru.Maxrss/1024, step)
+	}
+}
