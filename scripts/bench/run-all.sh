@@ -3,7 +3,7 @@
 # prints each one's table; the README's performance section records these figures.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-for b in oem convert bzip2 fetch upload lint sysext-build build; do
+for b in oem convert bzip2 fetch upload lint sysext-build preload preload-build build; do
   echo "=== scripts/bench/$b.sh"
   bash "scripts/bench/$b.sh"
 done
