@@ -154,7 +154,7 @@ func TestPreloadedImagesOnRealContainerd(t *testing.T) {
 				continue
 			}
 			repo, _, _ := strings.Cut(tag, ":")
-			if !contains(im.RepoDigests, repo+"@"+d) {
+			if !hasString(im.RepoDigests, repo+"@"+d) {
 				t.Errorf("%s: repo digests %v, pushed %s", tag, im.RepoDigests, d)
 			}
 			if !im.Pinned {
@@ -211,7 +211,7 @@ func TestPreloadedImagesOnRealContainerd(t *testing.T) {
 	}
 }
 
-func contains(list []string, s string) bool {
+func hasString(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
 			return true
