@@ -131,11 +131,19 @@ func TestOutputPathCheckedBeforeWork(t *testing.T) {
 	writeRaw(t, raw, 8<<20)
 	dead := "http://127.0.0.1:9"
 	commands := map[string]func(out string) []string{
-		"convert":  func(out string) []string { return []string{"convert", raw, out, "--to", "raw"} },
-		"oem set":  func(out string) []string { return []string{"oem", "set", raw, "--id", "openstack", "--output-file", out} },
-		"fetch":    func(out string) []string { return []string{"fetch", "--version", "4230.2.3", "--release-server", dead, "--output-file", out} },
-		"sysext":   func(out string) []string { return []string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--kubernetes-mirror", dead + "/release", "--github-mirror", dead, "--output-file", out} },
-		"manifest": func(out string) []string { return []string{"manifests", "--kubernetes-version", "v1.33.4", "--output-file", out} },
+		"convert": func(out string) []string { return []string{"convert", raw, out, "--to", "raw"} },
+		"oem set": func(out string) []string {
+			return []string{"oem", "set", raw, "--id", "openstack", "--output-file", out}
+		},
+		"fetch": func(out string) []string {
+			return []string{"fetch", "--version", "4230.2.3", "--release-server", dead, "--output-file", out}
+		},
+		"sysext": func(out string) []string {
+			return []string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--kubernetes-mirror", dead + "/release", "--github-mirror", dead, "--output-file", out}
+		},
+		"manifest": func(out string) []string {
+			return []string{"manifests", "--kubernetes-version", "v1.33.4", "--output-file", out}
+		},
 	}
 	existing := filepath.Join(dir, "existing")
 	if err := os.Mkdir(existing, 0o755); err != nil {
