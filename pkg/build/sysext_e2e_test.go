@@ -55,6 +55,11 @@ func TestBuildSysextCLI(t *testing.T) {
 	if rootfstest.FileSum(t, base) != baseSum {
 		t.Fatal("the base image was modified")
 	}
+	// The record gives the at-boot flavor the sysext's sha512 for Ignition's verification.hash.
+	m := testutil.Run(t, "manifests", "--from-record", filepath.Join(out1, name+".qcow2.build.json"), "--flavor", "sysext").MustSucceed(t)
+	if !strings.Contains(m.Stdout, "sum: "+sha512Hex(t, made)) {
+		t.Errorf("manifests --from-record --flavor sysext lacks the sysext's sha512:\n%s", m.Stdout)
+	}
 
 	t.Run("prebuilt sysext by URL, updates kept", func(t *testing.T) {
 		srv := httptest.NewServer(http.FileServer(http.Dir(out1)))

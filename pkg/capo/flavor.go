@@ -41,6 +41,8 @@ var Flavors = []Flavor{
 const (
 	VarSysextURL     = "KUBERNETES_SYSEXT_URL"
 	DefaultSysextURL = "https://extensions.flatcar.org/extensions"
+	// VarSysextSHA512 is the sysext's sha512 (hex): Ignition checks the download against it.
+	VarSysextSHA512 = "KUBERNETES_SYSEXT_SHA512"
 )
 
 // FlavorNames lists the flavor names, for flag help.
@@ -71,19 +73,33 @@ var flavorHeaders = map[string][]string{
 // additionalConfig (templates/clc/<flavor>.yaml) in both bootstrap configs. Nothing else differs
 // between flavors, so nothing is kept twice.
 func FlavorTemplate(flavor, capiAPI string) ([]byte, error) {
+	return flavorTemplate(flavor, capiAPI, nil)
+}
+
+// flavorTemplate is FlavorTemplate with edit applied to the flavor's additionalConfig.
+func flavorTemplate(flavor, capiAPI string, edit func(string) (string, error)) ([]byte, error) {
 	name, err := templateFile(flavor, capiAPI)
 	if err != nil {
 		return nil, err
 	}
 	base, err := templates.FS.ReadFile(name)
-	if err != nil || flavor == "" || flavor == FlavorBaked {
+	if err != nil || (flavor == "" || flavor == FlavorBaked) && edit == nil {
 		return base, err
+	}
+	if flavor == "" {
+		flavor = FlavorBaked
 	}
 	clc, err := templates.FS.ReadFile("clc/" + flavor + ".yaml")
 	if err != nil {
 		return nil, err
 	}
-	return withAdditionalConfig(base, string(clc), flavorHeaders[flavor])
+	text := string(clc)
+	if edit != nil {
+		if text, err = edit(text); err != nil {
+			return nil, err
+		}
+	}
+	return withAdditionalConfig(base, text, flavorHeaders[flavor])
 }
 
 // templateFile is the base template of capiAPI, after checking the flavor's name.

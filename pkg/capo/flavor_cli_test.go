@@ -15,7 +15,8 @@ import (
 func TestManifestsFlavors(t *testing.T) {
 	dir := t.TempDir()
 	sample := map[string]string{"CONTROL_PLANE_MACHINE_COUNT": "1", "WORKER_MACHINE_COUNT": "2", "OPENSTACK_DNS_NAMESERVERS": "192.0.2.53",
-		"OPENSTACK_EXTERNAL_NETWORK_ID": "00000000-0000-0000-0000-000000000000", "OPENSTACK_CLOUD_YAML_B64": "c2FtcGxl", "OPENSTACK_CLOUD_CACERT_B64": "c2FtcGxl"}
+		"OPENSTACK_EXTERNAL_NETWORK_ID": "00000000-0000-0000-0000-000000000000", "OPENSTACK_CLOUD_YAML_B64": "c2FtcGxl", "OPENSTACK_CLOUD_CACERT_B64": "c2FtcGxl",
+		capo.VarSysextSHA512: strings.Repeat("5e", 64)}
 	for _, flavor := range capo.FlavorNames() {
 		t.Run(flavor, func(t *testing.T) {
 			var list struct {

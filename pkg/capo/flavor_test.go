@@ -67,6 +67,9 @@ func TestFlavors(t *testing.T) {
 			t.Run(flavor+"/"+api, func(t *testing.T) {
 				values := allValues(t, api)
 				delete(values, VarSysextURL)
+				if flavor == FlavorSysext {
+					values[VarSysextSHA512] = strings.Repeat("5e", 64)
+				}
 				r, err := Render(RenderOptions{Flavor: flavor, CAPIAPI: api, Values: values})
 				if err != nil {
 					t.Fatal(err)
@@ -152,6 +155,9 @@ func checkFlavorIgnition(t *testing.T, flavor string, cfg igntypes.Config, k8s s
 	}
 	if file == nil || file.Contents.Source != DefaultSysextURL+"/kubernetes-"+k8s+"-x86-64.raw" || file.Filesystem != "root" {
 		t.Fatalf("sysext download: %+v", file)
+	}
+	if h := file.Contents.Verification.Hash; h == nil || *h != "sha512-"+strings.Repeat("5e", 64) {
+		t.Errorf("sysext download without Ignition's verification.hash: %v", h)
 	}
 	if link == nil || link.Target != raw || link.Hard {
 		t.Fatalf("sysext link: %+v", link)

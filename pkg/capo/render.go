@@ -36,6 +36,10 @@ type RenderOptions struct {
 	// or ImageRefORC; ImageSource (with orc) makes the ORC Image download it.
 	ImageRef    string
 	ImageSource *ImageSource
+	// InsecureNoHash drops the sysext flavor's verification.hash; SysupdateURL adds the
+	// systemd-sysupdate config of a self-hosted bakery (sysext publish) for patch updates.
+	InsecureNoHash bool
+	SysupdateURL   string
 }
 
 // Rendered is a rendered and validated cluster template.
@@ -76,7 +80,8 @@ func Render(opts RenderOptions) (*Rendered, error) {
 }
 
 func render(opts RenderOptions) (*Rendered, error) {
-	tmpl, err := FlavorTemplate(opts.Flavor, opts.CAPIAPI)
+	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI,
+		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.Values[VarKubernetesVersion]))
 	if err != nil {
 		return nil, err
 	}
@@ -227,6 +232,8 @@ func sampleValue(name string) string {
 		return "1"
 	case name == VarKubernetesVersion:
 		return "v1.33.0"
+	case strings.HasSuffix(name, "_SHA512"):
+		return strings.Repeat("0", 128)
 	case strings.HasSuffix(name, "_B64"):
 		return "c2FtcGxl"
 	case name == VarClusterName:

@@ -30,6 +30,7 @@ func newManifestsCommand() *cobra.Command {
 		capiAPI, outputFile                string
 		flavor, sysextURL, k8sMirror       string
 		im                                 imageRefFlags
+		sh                                 sysextHashFlags
 	)
 	var netOpts httpx.Options
 	cmd := &cobra.Command{
@@ -123,7 +124,11 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				}
 				values[capo.VarKubernetesVersion] = exact
 			}
-			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource})
+			if err := sh.fill(cmd.Context(), flavor, values, im.rec); err != nil {
+				return err
+			}
+			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
+				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/")})
 			if err != nil {
 				return err
 			}
@@ -173,6 +178,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
 	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-x86-64.raw (sets "+capo.VarSysextURL+")")
 	addImageRefFlags(f, &im)
+	addSysextHashFlags(f, &sh)
 	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
 	AddOutputFlag(f, &out)
 	return cmd

@@ -38,7 +38,7 @@ usr/lib/extension-release.d/extension-release.NAME (NAME is the link's name, not
 file's), with ID=_any or ID=flatcar + SYSEXT_LEVEL=1.0, ARCHITECTURE=x86-64|arm64, and no
 usr/lib/os-release.`,
 	}
-	cmd.AddCommand(newSysextCreateCommand(), newSysextInspectCommand())
+	cmd.AddCommand(newSysextCreateCommand(), newSysextInspectCommand(), newSysextPublishCommand())
 	return cmd
 }
 

@@ -1,0 +1,87 @@
+package capo
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
+)
+
+const verificationBlock = `        verification:
+          hash:
+            function: sha512
+            sum: ${` + VarSysextSHA512 + `}
+`
+
+// sysextCLC applies the sysext options to a flavor's additionalConfig: no verification.hash with
+// insecureNoHash, and systemd-sysupdate's transfer, noop config, timer and the kubernetes drop-in
+// of CAPO's flatcar-sysext template for sysupdateURL (patch updates of version's minor).
+func sysextCLC(flavor string, insecureNoHash bool, sysupdateURL, version string) func(string) (string, error) {
+	if !insecureNoHash && sysupdateURL == "" {
+		return nil
+	}
+	return func(clc string) (string, error) {
+		if insecureNoHash {
+			if flavor != FlavorSysext {
+				return "", fmt.Errorf("--insecure-no-hash is for --flavor sysext (the only flavor that downloads at boot)")
+			}
+			if !strings.Contains(clc, verificationBlock) {
+				return "", fmt.Errorf("embedded sysext CLC has no verification block")
+			}
+			clc = strings.Replace(clc, verificationBlock, "", 1)
+		}
+		if sysupdateURL == "" {
+			return clc, nil
+		}
+		if flavor != FlavorSysext && flavor != FlavorSysextBaked {
+			return "", fmt.Errorf("--sysupdate-url is for --flavor sysext or sysext-baked (nodes running the Kubernetes sysext)")
+		}
+		if sysext.ValidVersion(version) != nil {
+			return "", fmt.Errorf("--sysupdate-url needs an exact --kubernetes-version (its minor names the transfer file), not %q", version)
+		}
+		conf, err := sysext.SysupdateConf(version, sysupdateURL)
+		if err != nil {
+			return "", err
+		}
+		files := inlineFile("/etc/sysupdate.kubernetes.d/"+sysext.TransferName(version), string(conf)) +
+			inlineFile("/etc/sysupdate.d/noop.conf", sysext.SysupdateNoop)
+		if strings.HasPrefix(clc, "storage:\n  files:\n") {
+			clc = "storage:\n  files:\n" + files + strings.TrimPrefix(clc, "storage:\n  files:\n")
+		} else {
+			clc = "storage:\n  files:\n" + files + clc
+		}
+		const units = "systemd:\n  units:\n"
+		if !strings.Contains(clc, units) {
+			return "", fmt.Errorf("embedded CLC has no systemd units")
+		}
+		return strings.Replace(clc, units, units+sysupdateUnits, 1), nil
+	}
+}
+
+func inlineFile(path, content string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  - path: %s\n    filesystem: root\n    mode: 0644\n    contents:\n      inline: |\n", path)
+	for _, l := range strings.SplitAfter(strings.TrimRight(content, "\n")+"\n", "\n") {
+		if l == "\n" {
+			b.WriteString("\n")
+		} else if l != "" {
+			b.WriteString("        " + l)
+		}
+	}
+	return b.String()
+}
+
+// sysupdateUnits are CAPO's flatcar-sysext settings: the timer, and a drop-in that updates the
+// kubernetes component and asks for a reboot (locksmith/kured) when the image changed.
+const sysupdateUnits = `  - name: systemd-sysupdate.timer
+    enabled: true
+  - name: systemd-sysupdate.service
+    dropins:
+    - name: kubernetes.conf
+      contents: |
+        [Service]
+        ExecStartPre=/usr/bin/sh -c "readlink --canonicalize /etc/extensions/kubernetes.raw > /tmp/kubernetes"
+        ExecStartPre=/usr/lib/systemd/systemd-sysupdate -C kubernetes update
+        ExecStartPost=/usr/bin/sh -c "readlink --canonicalize /etc/extensions/kubernetes.raw > /tmp/kubernetes-new"
+        ExecStartPost=/usr/bin/sh -c "if ! cmp --silent /tmp/kubernetes /tmp/kubernetes-new; then touch /run/reboot-required; fi"
+`
