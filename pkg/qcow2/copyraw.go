@@ -20,6 +20,12 @@ func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, p
 	if err := emptyFile(dst); err != nil {
 		return err
 	}
+	// Set the length first, as qemu-img does: a write past the end also updates the inode's
+	// size, and on ext4 such writes wait for the journal, which under CPU load made 1 MiB
+	// writes take ~4.5 ms each (wall time 2x qemu-img's with less CPU).
+	if err := dst.Truncate(src.Size()); err != nil {
+		return fmt.Errorf("setting the length of %s: %w", dst.Name(), err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type piece struct{ off, n int64 }
