@@ -1,7 +1,10 @@
 package sysext
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,6 +52,7 @@ func TestKernelMountsCreatedSysext(t *testing.T) {
 					t.Errorf("%s: mode %v uid %d gid %d", p, fi.Mode(), st.Uid, st.Gid)
 				}
 			}
+			checkDirLinks(t, mnt)
 			// What systemd-sysext does: an overlay with the extension's /usr above the host's.
 			merged := t.TempDir()
 			if out, err := exec.Command("mount", "-t", "overlay", "overlay", "-o", "ro,lowerdir="+filepath.Join(mnt, "usr")+":/usr", merged).CombinedOutput(); err != nil {
@@ -98,4 +102,74 @@ func mountSquashfs(t *testing.T, img string) string {
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	return mnt
+}
+
+// checkDirLinks checks every directory of a mounted image as the kernel reports it: link count
+// 2 + subdirectories, and ".." (the inode's parent field) naming the parent's inode. go-diskfs'
+// writer wrote 0 for both.
+func checkDirLinks(t *testing.T, mnt string) {
+	t.Helper()
+	err := filepath.WalkDir(mnt, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return err
+		}
+		subdirs := 0
+		for _, e := range entries {
+			if e.IsDir() {
+				subdirs++
+			}
+		}
+		var st, parent syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return err
+		}
+		if st.Nlink != uint64(2+subdirs) {
+			t.Errorf("%s: link count %d, want %d (2 + %d subdirectories)", p, st.Nlink, 2+subdirs, subdirs)
+		}
+		if p == mnt {
+			return nil
+		}
+		if err := syscall.Lstat(filepath.Dir(p), &parent); err != nil {
+			return err
+		}
+		if got := dotdot(t, p); got != parent.Ino {
+			t.Errorf("%s: .. is inode %d, the parent directory is %d", p, got, parent.Ino)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dotdot returns the inode number the kernel lists for a directory's ".." entry.
+func dotdot(t *testing.T, dir string) uint64 {
+	t.Helper()
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, 1<<16)
+	n, err := syscall.Getdents(fd, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := buf[:n]; len(b) >= 19; {
+		ino, reclen := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint16(b[16:])
+		name := b[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if string(name) == ".." {
+			return ino
+		}
+		b = b[reclen:]
+	}
+	t.Fatalf("%s has no .. entry", dir)
+	return 0
 }
