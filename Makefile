@@ -24,7 +24,7 @@ RACE_PKGS := ./pkg/bzip2/ ./pkg/qcow2/ ./pkg/squashfs/
 RACE_RUN := ^(TestConvertInProcess|TestFetchPipelineInProcess|TestStalledBodyFails|TestFake.*)$$
 RACE_RUN_PKGS := ./pkg/convert/ ./pkg/fetch/ ./pkg/glance/
 
-.PHONY: all build image test-image deps demo test test-unit test-go test-packer-guest race fuzz fuzz-oracles bench vet clean
+.PHONY: all build image image-packer test-image deps demo test test-unit test-go test-packer-guest race fuzz fuzz-oracles bench vet clean
 
 all: build
 
@@ -39,12 +39,20 @@ image:
 	for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS) -buildid=' -o bin/linux-$$a/flatcar-capo ./cmd/flatcar-capo || exit 1; done
 	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./scripts/image -o bin/image --binary amd64=bin/linux-amd64/flatcar-capo --binary arm64=bin/linux-arm64/flatcar-capo
 
+# The same plus what the Packer method runs: packer >= 1.10 with its QEMU plugin and Debian's QEMU
+# with its libraries and firmware (amd64 only): bin/image-packer(.tar).
+image-packer:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS) -buildid=' -o bin/linux-amd64/flatcar-capo ./cmd/flatcar-capo
+	scripts/image/packer-tree.sh bin/image-packer-tree >/dev/null
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./scripts/image -o bin/image-packer --binary amd64=bin/linux-amd64/flatcar-capo \
+	  --ref flatcar-capo:packer --extra bin/image-packer-tree --env PACKER_PLUGIN_PATH=/usr/local/lib/packer/plugins
+
 # Podman runs the image offline as a non-root user with a read-only root filesystem and builds
 # with the sysext method against the local stand-ins and the real Glance (its own target: it
 # installs podman and takes a few minutes).
-test-image: image
+test-image: image image-packer
 	scripts/install-deps.sh image
-	$(GO) test -tags image -count=1 -timeout 20m -run TestContainerImage -v ./scripts/image/
+	$(GO) test -tags image -count=1 -timeout 20m -run "TestContainerImage(Packer)?$$" -v ./scripts/image/
 
 deps:
 	scripts/install-deps.sh test

@@ -32,6 +32,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
+// refName is the index's name in index.json (-ref).
+var refName = "flatcar-capo:latest"
+
 // User is the image's non-root user and group.
 const User = 65532
 
@@ -51,6 +54,9 @@ func main() {
 	out := flag.String("o", "bin/image", "output OCI layout directory (OUT.tar is the oci-archive)")
 	certs := flag.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the image")
 	extra := flag.String("extra", "", "directory whose tree is added to the image (make image-packer: packer, its plugin, qemu)")
+	ref := flag.String("ref", "flatcar-capo:latest", "name of the image in index.json (what podman load calls it)")
+	var env envList
+	flag.Var(&env, "env", "KEY=VALUE added to the image's environment (repeatable)")
 	bins := binaries{}
 	flag.Var(bins, "binary", "ARCH=PATH of the static flatcar-capo binary (repeatable)")
 	flag.Parse()
@@ -67,7 +73,8 @@ func main() {
 		}
 		epoch = time.Unix(n, 0).UTC()
 	}
-	digest, err := Write(*out, bins, *certs, *extra, epoch)
+	refName = *ref
+	digest, err := Write(*out, bins, *certs, *extra, epoch, env...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
@@ -76,7 +83,7 @@ func main() {
 }
 
 // Write builds the index and writes it to out and out.tar; it returns the index digest.
-func Write(out string, bins binaries, certs, extra string, epoch time.Time) (string, error) {
+func Write(out string, bins binaries, certs, extra string, epoch time.Time, env ...string) (string, error) {
 	ca, err := os.ReadFile(certs)
 	if err != nil {
 		return "", fmt.Errorf("CA certificates: %w", err)
@@ -92,7 +99,7 @@ func Write(out string, bins binaries, certs, extra string, epoch time.Time) (str
 		if err != nil {
 			return "", err
 		}
-		img, err := image(arch, bin, ca, extra, epoch)
+		img, err := image(arch, bin, ca, extra, epoch, env)
 		if err != nil {
 			return "", err
 		}
@@ -111,7 +118,7 @@ func Write(out string, bins binaries, certs, extra string, epoch time.Time) (str
 	if err != nil {
 		return "", err
 	}
-	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "flatcar-capo:latest"})); err != nil {
+	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": refName})); err != nil {
 		return "", err
 	}
 	if err := tarDir(tmp, out+".tar.tmp", epoch); err != nil {
@@ -124,7 +131,7 @@ func Write(out string, bins binaries, certs, extra string, epoch time.Time) (str
 	return d.String(), os.Rename(out+".tar.tmp", out+".tar")
 }
 
-func image(arch string, bin, ca []byte, extra string, epoch time.Time) (v1.Image, error) {
+func image(arch string, bin, ca []byte, extra string, epoch time.Time, env []string) (v1.Image, error) {
 	layer, err := rootLayer(bin, ca, extra, epoch)
 	if err != nil {
 		return nil, err
@@ -149,8 +156,20 @@ func image(arch string, bin, ca []byte, extra string, epoch time.Time) (v1.Image
 		Labels: map[string]string{"org.opencontainers.image.title": "flatcar-capo",
 			"org.opencontainers.image.description": "Flatcar Container Linux images for Cluster API Provider OpenStack"},
 	}
+	cfg.Config.Env = append(cfg.Config.Env, env...)
 	cfg.History = nil
 	return mutate.ConfigFile(img, cfg)
+}
+
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, " ") }
+func (e *envList) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("want KEY=VALUE, not %q", v)
+	}
+	*e = append(*e, v)
+	return nil
 }
 
 type entry struct {

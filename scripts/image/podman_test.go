@@ -83,6 +83,32 @@ func TestContainerImage(t *testing.T) {
 	}
 }
 
+// TestContainerImagePacker: make image-packer's image runs packer (with its QEMU plugin found)
+// and Debian's QEMU from inside, as the non-root user with a read-only root filesystem.
+func TestContainerImagePacker(t *testing.T) {
+	testutil.RequireTools(t, "podman")
+	testutil.RequireRoot(t, "rootful podman")
+	archive := filepath.Join(testutil.RepoRoot(), "bin", "image-packer.tar")
+	if out, err := exec.Command("podman", "load", "-i", archive).CombinedOutput(); err != nil || !strings.Contains(string(out), "flatcar-capo:packer") {
+		t.Fatalf("podman load %s: %v\n%s", archive, err, out)
+	}
+	for _, c := range [][]string{
+		{"/usr/local/bin/packer", "plugins", "installed"},
+		{"/usr/bin/qemu-system-x86_64", "--version"},
+		{"/usr/bin/qemu-img", "--version"},
+	} {
+		args := append([]string{"run", "--rm", "--read-only", "--network", "none", "--entrypoint", c[0], "localhost/flatcar-capo:packer"}, c[1:]...)
+		out, err := exec.Command("podman", args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("%v in the image: %v\n%s", c, err, out)
+			continue
+		}
+		if c[1] == "plugins" && !strings.Contains(string(out), "qemu") {
+			t.Errorf("packer in the image does not find its QEMU plugin:\n%s", out)
+		}
+	}
+}
+
 func startKeystoneGlance(t *testing.T, dir string) string {
 	t.Helper()
 	stack := filepath.Join(dir, "openstack")
