@@ -614,21 +614,10 @@ func sha512sum(t *testing.T, p string) string {
 type openStack struct{ env []string }
 
 func startOpenStack(t *testing.T, parent string) *openStack {
-	testutil.RequireTools(t, "uwsgi", "keystone-manage", "glance-manage", "glance-api")
 	dir, err := os.MkdirTemp(parent, "openstack-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, script, "up", dir, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput()
-	if err != nil {
-		exec.Command(script, "down", dir).Run()
-		t.Fatalf("starting Keystone + Glance: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command(script, "down", dir).Run() })
-	t.Logf("Keystone + Glance up in %.1fs", time.Since(start).Seconds())
-	return &openStack{env: []string{"OS_CLIENT_CONFIG_FILE=" + filepath.Join(dir, "clouds.yaml")}}
+	s := testutil.StartOpenStack(t, dir)()
+	return &openStack{env: []string{"OS_CLIENT_CONFIG_FILE=" + s.CloudsYAML}}
 }

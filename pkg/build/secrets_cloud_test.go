@@ -121,14 +121,14 @@ func reproducibleNoSecrets(t *testing.T, stackClouds string) {
 		t.Fatalf("build -o json: %v\n%s", err, r.Stdout)
 	}
 	artB := filepath.Join(dir, "b", "out", name+".qcow2")
-	if a, b := sha512Hex(t, artA), sha512Hex(t, artB); a != b {
+	if a, b := testutil.SHA512File(t, artA), testutil.SHA512File(t, artB); a != b {
 		t.Errorf("two builds of the same inputs differ: sha512 %.16s… and %.16s…", a, b)
 	}
 	if len(recB.Glance) != 1 || recB.Glance[0].ID != recA.Glance[0].ID || recB.Glance[0].Action != "reused" {
 		t.Errorf("runner B's upload: %+v, want runner A's image %s reused", recB.Glance, recA.Glance[0].ID)
 	}
 	contains(t, run("upload", artB, "--name", name, "--cloud", "local", "-o", "json").MustSucceed(t), recA.Glance[0].ID, `"action": "reused"`)
-	checkGlanceImage(t, clouds, recA.Glance[0].ID, name, sha512Hex(t, artA))
+	checkGlanceImage(t, clouds, recA.Glance[0].ID, name, testutil.SHA512File(t, artA))
 
 	// kill -9 in the middle of a build, then a rerun in the same output directory.
 	outC := filepath.Join(dir, "c", "out")

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
@@ -132,16 +130,5 @@ func startKeystoneGlance(t *testing.T, dir string) string {
 	if err := os.MkdirAll(stack, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	script := filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, script, "up", stack, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput()
-	if err != nil {
-		exec.Command(script, "down", stack).Run()
-		t.Fatalf("starting Keystone + Glance: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command(script, "down", stack).Run() })
-	t.Logf("Keystone + Glance up in %.1fs", time.Since(start).Seconds())
-	return filepath.Join(stack, "clouds.yaml")
+	return testutil.StartOpenStack(t, stack)().CloudsYAML
 }

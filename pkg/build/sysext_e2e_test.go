@@ -154,10 +154,10 @@ func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (roo
 		t.Errorf("record: method %q flavor %q kubernetes %q", rec.Method, rec.Flavor, rec.KubernetesVersion)
 	}
 	// the qcow2 step's sha512 (computed while writing) is the artifact's
-	if len(rec.Artifacts) == 0 || rec.Artifacts[0].SHA512 != sha512Hex(t, qcow2) {
+	if len(rec.Artifacts) == 0 || rec.Artifacts[0].SHA512 != testutil.SHA512File(t, qcow2) {
 		t.Errorf("record's artifact sha512 %+v is not that of %s", rec.Artifacts, qcow2)
 	}
-	wantSum := sha512Hex(t, sysext)
+	wantSum := testutil.SHA512File(t, sysext)
 	found := false
 	for _, a := range rec.Artifacts {
 		if a.File == sysextFile {
@@ -207,20 +207,6 @@ func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (roo
 		t.Errorf("kubeadm drop-in: %q", b)
 	}
 	return root
-}
-
-func sha512Hex(t *testing.T, p string) string {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha512.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // TestConcurrentBuildsOneOutputDir: two pipelines building the same image into one --output-dir

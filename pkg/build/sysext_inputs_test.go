@@ -51,7 +51,7 @@ func TestBuildSysextPrebuiltAirGapped(t *testing.T) {
 	if rec.Seconds <= 0 || rec.Seconds < sum {
 		t.Errorf("record seconds %.3f: want > 0 and >= the steps' sum %.3f (%+v)", rec.Seconds, sum, rec.Steps)
 	}
-	if want := sha512Hex(t, prebuilt) + ":" + prebuilt; len(rec.Inputs.Sysext) != 1 || rec.Inputs.Sysext[0] != want {
+	if want := testutil.SHA512File(t, prebuilt) + ":" + prebuilt; len(rec.Inputs.Sysext) != 1 || rec.Inputs.Sysext[0] != want {
 		t.Errorf("inputs.sysext = %v, want [%s]", rec.Inputs.Sysext, want)
 	}
 
@@ -74,7 +74,7 @@ func TestBuildSysextPrebuiltAirGapped(t *testing.T) {
 	if rec.Reused || !strings.Contains(res.Stdout+res.Stderr, "was built from other inputs; rebuilding") {
 		t.Fatalf("a changed --sysext at the same path reused the stale image (reused=%v):\n%s%s", rec.Reused, res.Stdout, res.Stderr)
 	}
-	newSum := sha512Hex(t, prebuilt)
+	newSum := testutil.SHA512File(t, prebuilt)
 	found := false
 	for _, a := range rec.Artifacts {
 		found = found || (a.File == sysextFile && a.SHA512 == newSum)

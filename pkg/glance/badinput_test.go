@@ -2,7 +2,6 @@ package glance_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -84,8 +83,8 @@ func TestGlanceStoppedMidUpload(t *testing.T) {
 		res = upload(t, nil, img, "--name", name, "--cloud", "local-two")
 	}()
 	waitForStatus(t, "local-two", name, images.ImageStatusSaving, done)
-	if out, err := exec.Command(openstackScript, "stop-glance", stack.dir, "two").CombinedOutput(); err != nil {
-		t.Fatalf("stop-glance: %v\n%s", err, out)
+	if err := (&testutil.OpenStack{Dir: stack.dir}).StopGlance("two"); err != nil {
+		t.Fatal(err)
 	}
 	<-done
 	res.MustFail(t, 1, "stopped answering during the upload", "the next run of upload with this name removes")
@@ -93,8 +92,8 @@ func TestGlanceStoppedMidUpload(t *testing.T) {
 		t.Fatalf("the final error does not say the leftover will be removed: %s", msg)
 	}
 
-	if out, err := exec.Command(openstackScript, "start-glance", stack.dir, "two").CombinedOutput(); err != nil {
-		t.Fatalf("start-glance: %v\n%s", err, out)
+	if err := (&testutil.OpenStack{Dir: stack.dir}).StartGlance("two"); err != nil {
+		t.Fatal(err)
 	}
 	left := imagesNamed(t, "local-two", name)
 	if len(left) != 1 || left[0].Status == images.ImageStatusActive {

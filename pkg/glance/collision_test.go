@@ -60,7 +60,7 @@ func TestConcurrentUploadsLeaveOneImage(t *testing.T) {
 			if !(strings.Contains(strings.Join(actions, " "), "uploaded") && strings.Contains(strings.Join(actions, " "), "reused")) {
 				t.Errorf("actions %v, want one uploaded and one reused", actions)
 			}
-			if got := imgs[0].Properties["os_hash_value"]; got != sha512File(t, a) {
+			if got := imgs[0].Properties["os_hash_value"]; got != testutil.SHA512File(t, a) {
 				t.Errorf("the one image has hash %v", got)
 			}
 		})

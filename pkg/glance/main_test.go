@@ -3,10 +3,7 @@ package glance_test
 import (
 	"bufio"
 	"context"
-	"crypto/sha512"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -34,8 +31,6 @@ var stack struct {
 	password string
 }
 
-var openstackScript = filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
-
 // TestMain runs the tests; the first test that needs the real OpenStack starts it (tests against
 // the in-process fake and usage errors run without it), and it is always stopped: on return, on
 // SIGINT/SIGTERM, and (through the script's --owner watchdog) when this process dies by a panic
@@ -45,7 +40,7 @@ func TestMain(m *testing.M) {
 }
 
 func runWithOpenStack(m *testing.M) int {
-	for _, tool := range []string{"uwsgi", "keystone-manage", "glance-manage", "glance-api"} {
+	for _, tool := range testutil.OpenStackTools {
 		if _, err := exec.LookPath(tool); err != nil {
 			stack.missing = tool // each OpenStack test skips (fails in strict mode) through testutil
 			break
@@ -76,7 +71,7 @@ func startOpenStack() error {
 		return err
 	}
 	stack.stop = func() {
-		exec.Command(openstackScript, "down", dir).Run()
+		(&testutil.OpenStack{Dir: dir}).Down()
 		os.RemoveAll(dir)
 	}
 	sig := make(chan os.Signal, 1)
@@ -86,15 +81,14 @@ func startOpenStack() error {
 		stack.stop()
 		os.Exit(130)
 	}()
-	start := time.Now()
-	out, err := exec.Command(openstackScript, "up", dir, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput()
+	s, err := testutil.OpenStackUp(context.Background(), dir)
 	if err != nil {
 		dumpLogs(dir)
 		stack.stop()
-		stack.startErr = fmt.Errorf("starting Keystone + Glance failed: %v\n%s", err, out)
+		stack.startErr = err
 		return stack.startErr
 	}
-	fmt.Fprintf(os.Stderr, "Keystone + Glance up in %.1f s in %s\n", time.Since(start).Seconds(), dir)
+	fmt.Fprintf(os.Stderr, "Keystone + Glance up in %.1f s in %s\n", s.Took.Seconds(), dir)
 	stack.dir = dir
 	stack.env = readEnvFile(filepath.Join(dir, "env"))
 	stack.password = readOpenrc(filepath.Join(dir, "openrc"))["OS_PASSWORD"]
@@ -210,20 +204,6 @@ func assertOnlyActive(t *testing.T, cloud, name string, want int) []images.Image
 		t.Fatalf("%d images named %q in %s, want %d", len(imgs), name, cloud, want)
 	}
 	return imgs
-}
-
-func sha512File(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha512.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // uniqueName keeps tests independent on the shared Glance.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // A token that dies during a long run (expired or revoked) is renewed and the upload goes on.
@@ -42,7 +43,7 @@ func TestReauthenticatesWhenTheTokenDies(t *testing.T) {
 	if c.Provider.Token() == old {
 		t.Fatal("the client still holds the revoked token")
 	}
-	if res.Checksum != sha512File(t, file) {
+	if res.Checksum != testutil.SHA512File(t, file) {
 		t.Fatalf("checksum %s", res.Checksum)
 	}
 	assertOnlyActive(t, "local", name, 1)

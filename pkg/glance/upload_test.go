@@ -133,7 +133,7 @@ func TestUploadQcow2AndRaw(t *testing.T) {
 			if !slices.Equal(show.Tags, c.tags) {
 				t.Errorf("tags %v, want %v", show.Tags, c.tags)
 			}
-			if got, want := show.Properties["os_hash_value"], sha512File(t, c.file); got != want || res[0].Checksum != want {
+			if got, want := show.Properties["os_hash_value"], testutil.SHA512File(t, c.file); got != want || res[0].Checksum != want {
 				t.Errorf("Glance's sha512 %v (reported %s), the file's %s", got, res[0].Checksum, want)
 			}
 		})
@@ -258,9 +258,9 @@ func TestRawStreamedAsQcow2(t *testing.T) {
 	res = decodeResults(t, upload(t, nil, saved, "--name", rawName, "--cloud", "local", "--disk-format", "raw", "-o", "json").MustSucceed(t))[0]
 	show = openstackShow(t, "local", res.ID)
 	rawSize, _ := os.Stat(raw)
-	if show.DiskFormat != "raw" || show.Size != rawSize.Size() || show.Properties["os_hash_value"] != sha512File(t, raw) || show.MinDisk != 1 {
+	if show.DiskFormat != "raw" || show.Size != rawSize.Size() || show.Properties["os_hash_value"] != testutil.SHA512File(t, raw) || show.MinDisk != 1 {
 		t.Errorf("raw from qcow2: format %s size %d (raw file %d) min_disk %d sha512 %v, want the raw file's %s",
-			show.DiskFormat, show.Size, rawSize.Size(), show.MinDisk, show.Properties["os_hash_value"], sha512File(t, raw))
+			show.DiskFormat, show.Size, rawSize.Size(), show.MinDisk, show.Properties["os_hash_value"], testutil.SHA512File(t, raw))
 	}
 	upload(t, nil, saved, "--name", rawName, "--cloud", "local", "--firmware", "efi").MustFail(t, 2, "--firmware")
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -236,34 +235,10 @@ func contains(list []string, s string) bool {
 // scripts/openstack.sh's. They are stopped when the test ends.
 func startOpenStack(t *testing.T, base string) (wait func() string) {
 	t.Helper()
-	dir := filepath.Join(base, "openstack")
-	script := filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
-	var (
-		out  []byte
-		err  error
-		took time.Duration
-		done = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		start := time.Now()
-		out, err = exec.Command(script, "up", dir, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput()
-		took = time.Since(start)
-	}()
-	t.Cleanup(func() {
-		<-done
-		if out, err := exec.Command(script, "down", dir).CombinedOutput(); err != nil {
-			t.Errorf("stopping Keystone + Glance: %v\n%s", err, out)
-		}
-	})
+	up := testutil.StartOpenStack(t, filepath.Join(base, "openstack"))
 	return func() string {
 		t.Helper()
-		<-done
-		if err != nil {
-			t.Fatalf("starting Keystone + Glance: %v\n%s", err, out)
-		}
-		t.Logf("Keystone + Glance up in %.1f s", took.Seconds())
-		orig, err := os.ReadFile(filepath.Join(dir, "clouds.yaml"))
+		orig, err := os.ReadFile(up().CloudsYAML)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -139,7 +139,7 @@ func TestCreateReproducible(t *testing.T) {
 		if _, err := CreateKubernetes(context.Background(), in, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
-		sums = append(sums, sha256File(t, filepath.Join(dir, name)))
+		sums = append(sums, testutil.SHA256File(t, filepath.Join(dir, name)))
 	}
 	if sums[0] != sums[1] {
 		t.Errorf("two runs differ: %v", sums)
@@ -150,7 +150,7 @@ func TestCreateReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sha256File(t, filepath.Join(dir, "c.raw")); got != sums[0] || !info.Created.Equal(time.Unix(1764547200, 0)) {
+	if got := testutil.SHA256File(t, filepath.Join(dir, "c.raw")); got != sums[0] || !info.Created.Equal(time.Unix(1764547200, 0)) {
 		t.Errorf("SOURCE_DATE_EPOCH run: %s (created %v), want %s", got, info.Created, sums[0])
 	}
 }
@@ -182,7 +182,7 @@ func TestCreateLargeRoundTrip(t *testing.T) {
 				t.Fatalf("unsquashfs: %v\n%s", err, b)
 			}
 			for src, p := range map[string]string{in.Kubelet: "usr/bin/kubelet", in.Kubectl: "usr/bin/kubectl"} {
-				if a, b := sha256File(t, src), sha256File(t, filepath.Join(x, p)); a != b {
+				if a, b := testutil.SHA256File(t, src), testutil.SHA256File(t, filepath.Join(x, p)); a != b {
 					t.Errorf("%s: sha256 %s after unsquashfs, want %s", p, b, a)
 				}
 			}

@@ -4,9 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -75,20 +72,6 @@ func tarGz(t *testing.T, p string, files map[string]string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func sha256File(t testing.TB, p string) string {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // unsquashfsList runs `unsquashfs -lls` and returns path -> "mode owner size" for each entry.

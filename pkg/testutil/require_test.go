@@ -36,7 +36,7 @@ func TestStrictModeFailsSkips(t *testing.T) {
 	for _, kind := range kinds {
 		for _, strict := range []bool{false, true} {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestForcedSkip$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), "TESTUTIL_CHILD=1", "TESTUTIL_CHILD_KIND="+kind, StrictEnv+"=")
+			cmd.Env = append(os.Environ(), "TESTUTIL_CHILD=1", "TESTUTIL_CHILD_KIND="+kind, StrictEnv+"=", UnitEnv+"=")
 			if strict {
 				cmd.Env = append(cmd.Env, StrictEnv+"=1")
 			}
