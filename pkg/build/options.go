@@ -7,6 +7,7 @@ package build
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
@@ -112,6 +113,14 @@ func (o *Options) validate() error {
 	if o.Method == "" {
 		o.Method = MethodPacker
 	}
+	arch, err := release.ParseArch(o.Release.Arch)
+	if err != nil {
+		return err
+	}
+	o.Release.Arch = arch
+	if err := o.Release.Validate(); err != nil {
+		return err
+	}
 	if _, ok := methods[o.Method]; !ok {
 		return fmt.Errorf("invalid --method %q: must be %s or %s", o.Method, MethodPacker, MethodSysext)
 	}
@@ -157,6 +166,14 @@ func (o *Options) validate() error {
 	}
 	if o.OnExists == "" {
 		o.OnExists = DefaultOnExists
+	}
+	if _, err := glance.ParseOnExists(o.OnExists); err != nil {
+		return err
+	}
+	for i, p := range o.Provision {
+		if o.Provision[i], err = filepath.Abs(p); err != nil {
+			return fmt.Errorf("--provision %s: %v", p, err)
+		}
 	}
 	if o.Log == nil {
 		o.Log = io.Discard

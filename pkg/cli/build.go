@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -113,27 +112,15 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	return cmd
 }
 
-// checkBuildFlags validates what needs no network and fills the keyring and cache.
+// checkBuildFlags maps the flags that need parsing to o, lets o.Validate check everything, and
+// fills the keyring and cache.
 func checkBuildFlags(o *build.Options, vf verifyFlags, diskSize string) error {
-	if err := validateRelease(&o.Release); err != nil {
-		return err
-	}
-	if _, err := glance.ParseOnExists(o.OnExists); err != nil {
-		return err
-	}
 	if diskSize != "" {
 		n, err := parseSize(diskSize)
 		if err != nil {
 			return Usagef("invalid --disk-size %q: %v (e.g. 20G, 20GiB or a number of bytes)", diskSize, err)
 		}
 		o.DiskSize = n
-	}
-	for i, p := range o.Provision {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return Usagef("--provision %s: %v", p, err)
-		}
-		o.Provision[i] = abs
 	}
 	if err := o.Validate(); err != nil {
 		return err
