@@ -146,7 +146,7 @@ func (o *Options) validate() error {
 	default:
 		return fmt.Errorf("invalid --disk-format %q: qcow2 (default) or raw (for Ceph-backed Glance)", o.DiskFormat)
 	}
-	if _, err := glance.BuildMetadata(glance.MetadataInput{Properties: o.Properties, Tags: o.Tags, Record: glance.BuildRecord{Arch: "amd64"}}); err != nil {
+	if _, err := glance.BuildMetadata(glance.MetadataInput{Properties: o.Properties, Tags: o.Tags, Record: glance.RecordValues{Arch: "amd64"}}); err != nil {
 		return err
 	}
 	if o.OEM == "" {

@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
@@ -82,7 +81,7 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 		t.Fatalf("artifact %s", artifact)
 	}
 	// upload's reader sees the three keys.
-	br, err := glance.ReadBuildRecord(artifact)
+	br, err := LoadRecord(artifact)
 	if err != nil || br.FlatcarVersion != "4459.2.0" || br.KubernetesVersion != kubetest.Version || br.Arch != "amd64" {
 		t.Fatalf("upload's view of the record: %+v %v", br, err)
 	}

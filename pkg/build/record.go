@@ -4,16 +4,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
+	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
-// Record is <artifact>.build.json. Its first three keys are glance.BuildRecord's, so
-// `flatcar-capo upload <artifact>` alone sets the Glance properties.
+// Record is <artifact>.build.json, the build record: what was built from what, with which
+// tools, and where it was uploaded. `flatcar-capo upload <artifact>` reads it (LoadRecord) for
+// the Glance properties the flags do not set.
 type Record struct {
 	FlatcarVersion    string `json:"flatcarVersion"`
 	KubernetesVersion string `json:"kubernetesVersion"`
@@ -126,9 +130,31 @@ func newRecord(o *Options) *Record {
 		Downloads: []Download{}, Artifacts: []Artifact{}, Steps: []StepTiming{}}
 }
 
+// RecordPath is where the build record of an artifact lives.
+func RecordPath(artifact string) string { return artifact + ".build.json" }
+
+// LoadRecord reads the record next to an image given to upload: a missing one is an empty
+// record, an unreadable or broken one wraps errs.ErrInvalid (it came with the caller's image).
+func LoadRecord(image string) (*Record, error) {
+	r, err := ReadRecord(image)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return &Record{}, nil
+	case err != nil:
+		return nil, errs.Invalidf("%s is not a valid build record: %w", RecordPath(image), err)
+	}
+	return r, nil
+}
+
+// GlanceValues are what the record says about the image's Glance metadata.
+func (r *Record) GlanceValues() glance.RecordValues {
+	return glance.RecordValues{FlatcarVersion: r.FlatcarVersion, KubernetesVersion: r.KubernetesVersion, Arch: r.Arch, Channel: r.Channel, Method: r.Method,
+		UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
+}
+
 // ReadRecord reads the record next to artifact.
 func ReadRecord(artifact string) (*Record, error) {
-	b, err := os.ReadFile(glance.BuildRecordPath(artifact))
+	b, err := os.ReadFile(RecordPath(artifact))
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +173,7 @@ func (r *Record) write(artifact string) error {
 	}
 	// The record is world-readable: no URL credential or registered secret goes into it.
 	b = []byte(redact.Known(string(b)))
-	f, err := atomicfile.Create(glance.BuildRecordPath(artifact))
+	f, err := atomicfile.Create(RecordPath(artifact))
 	if err != nil {
 		return err
 	}

@@ -30,10 +30,6 @@ func (*stepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if err != nil {
 		return halt(state, fmt.Errorf("--on-exists: %w", err))
 	}
-	br, err := glance.ReadBuildRecord(artifact)
-	if err != nil {
-		return halt(state, err)
-	}
 	req := &glance.Request{Name: o.ImageName, Visibility: o.Visibility, OnExists: mode, Wait: 30 * time.Minute, Log: o.Log}
 	format := disk.FormatQcow2
 	if o.DiskFormat == "raw" {
@@ -42,7 +38,7 @@ func (*stepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if err := req.SetFile(artifact, format); err != nil {
 		return halt(state, err)
 	}
-	req.Metadata, err = glance.BuildMetadata(glance.MetadataInput{Record: br, Properties: o.Properties, Tags: o.Tags, VirtualSize: req.VirtualSize})
+	req.Metadata, err = glance.BuildMetadata(glance.MetadataInput{Record: rec.GlanceValues(), Properties: o.Properties, Tags: o.Tags, VirtualSize: req.VirtualSize})
 	if err != nil {
 		return halt(state, err)
 	}

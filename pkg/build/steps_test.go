@@ -280,3 +280,32 @@ func TestUploadStepFailures(t *testing.T) {
 		t.Fatalf("images in the good cloud: %v", got)
 	}
 }
+
+// The record tells Glance an image boots only with UEFI when it is arm64 or was built from the
+// qemu_uefi base (by --base, or a --base-image of that name); a missing record is an empty one.
+func TestRecordGlanceValues(t *testing.T) {
+	for _, tc := range []struct {
+		rec  Record
+		want bool
+	}{
+		{Record{Arch: "amd64"}, false},
+		{Record{Arch: "arm64"}, true},
+		{Record{Arch: "amd64", Inputs: Inputs{Base: "qemu_uefi"}}, true},
+		{Record{Arch: "amd64", Base: BaseImage{File: "/x/flatcar_production_qemu_uefi_image.img"}}, true},
+	} {
+		if got := tc.rec.GlanceValues(); got.UEFIOnly != tc.want || got.Arch != tc.rec.Arch {
+			t.Errorf("%+v: %+v", tc.rec, got)
+		}
+	}
+	dir := t.TempDir()
+	if r, err := LoadRecord(filepath.Join(dir, "none.qcow2")); err != nil || r.FlatcarVersion != "" {
+		t.Fatalf("missing record: %+v, %v", r, err)
+	}
+	bad := filepath.Join(dir, "bad.qcow2")
+	if err := os.WriteFile(RecordPath(bad), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadRecord(bad); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "is not a valid build record") {
+		t.Fatalf("broken record: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
@@ -71,12 +72,12 @@ Prints the image ID, one line per cloud.`,
 			if err := req.SetFile(file, disk.Format(diskFormat)); err != nil {
 				return err // a compressed or foreign image is a failure (exit 1), like in every command
 			}
-			record, err := glance.ReadBuildRecord(file)
+			record, err := build.LoadRecord(file)
 			if err != nil {
 				return err
 			}
 			meta, err := glance.BuildMetadata(glance.MetadataInput{FlatcarVersion: flatcarV, KubernetesVersion: kubeV,
-				Properties: props, Tags: tag, Record: record, VirtualSize: req.VirtualSize, MinDiskGiB: minDisk, MinRAMMiB: minRAM, Firmware: firmware})
+				Properties: props, Tags: tag, Record: record.GlanceValues(), VirtualSize: req.VirtualSize, MinDiskGiB: minDisk, MinRAMMiB: minRAM, Firmware: firmware})
 			if err != nil {
 				return err
 			}

@@ -1,10 +1,8 @@
 package glance
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"runtime"
 	"sort"
@@ -16,49 +14,15 @@ import (
 // ToolTag is set on every image this tool creates; it marks leftovers that are safe to delete.
 const ToolTag = "flatcar-capo"
 
-// BuildRecord is the small JSON file <image>.build.json that the build step writes next to an
-// image: {"flatcarVersion": "4459.2.0", "kubernetesVersion": "v1.33.1", "arch": "amd64"}.
-// upload reads it for the default properties when flags do not give them.
-type BuildRecord struct {
-	FlatcarVersion    string `json:"flatcarVersion,omitempty"`
-	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
-	Arch              string `json:"arch,omitempty"` // amd64|arm64 (or x86_64|aarch64)
+// RecordValues are what an image's build record (build.Record, <image>.build.json) says that
+// decides its metadata when the flags do not.
+type RecordValues struct {
+	FlatcarVersion    string
+	KubernetesVersion string
+	Arch              string // amd64|arm64 (or x86_64|aarch64)
 	// Channel and Method name the fleet slot the image fills (plan and prune group by them).
-	Channel string `json:"channel,omitempty"`
-	Method  string `json:"method,omitempty"`
-	// The base image build started from: qemu_uefi boots only with UEFI.
-	Inputs struct {
-		Base string `json:"base,omitempty"`
-	} `json:"inputs,omitempty"`
-	Base struct {
-		File string `json:"file,omitempty"`
-	} `json:"base,omitempty"`
-}
-
-// UEFIOnly reports whether the recorded image boots only with UEFI firmware: every arm64
-// Flatcar image, and the qemu_uefi one.
-func (r BuildRecord) UEFIOnly() bool {
-	return r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")
-}
-
-// BuildRecordPath is where the build record of image lives.
-func BuildRecordPath(image string) string { return image + ".build.json" }
-
-// ReadBuildRecord reads the build record next to image; a missing one is an empty record, an
-// unreadable or broken one wraps errs.ErrInvalid (it comes with the caller's image).
-func ReadBuildRecord(image string) (BuildRecord, error) {
-	var r BuildRecord
-	data, err := os.ReadFile(BuildRecordPath(image))
-	if errors.Is(err, os.ErrNotExist) {
-		return r, nil
-	}
-	if err != nil {
-		return r, errs.Invalid(err)
-	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		return r, errs.Invalidf("%s is not a valid build record: %w", BuildRecordPath(image), err)
-	}
-	return r, nil
+	Channel, Method string
+	UEFIOnly        bool // boots only with UEFI firmware (the qemu_uefi base; arm64 always)
 }
 
 // Metadata is what an image is created with, apart from its data.
@@ -81,7 +45,7 @@ type MetadataInput struct {
 	KubernetesVersion string
 	Properties        []string // k=v, applied last
 	Tags              []string
-	Record            BuildRecord
+	Record            RecordValues
 	VirtualSize       int64  // bytes of the disk the guest sees: min_disk
 	MinDiskGiB        int    // --min-disk; at least the virtual size
 	MinRAMMiB         int    // --min-ram; 0 is DefaultMinRAMMiB
@@ -139,7 +103,7 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 		p["hw_firmware_type"] = "uefi"
 	case "bios":
 	case "":
-		if in.Record.UEFIOnly() || arch == "aarch64" {
+		if in.Record.UEFIOnly || arch == "aarch64" {
 			p["hw_firmware_type"] = "uefi" // Nova would boot it with BIOS, and it would not start
 		}
 	default:

@@ -85,7 +85,7 @@ func TestUploadQcow2AndRaw(t *testing.T) {
 	qcow := qcow2Image(t, t.TempDir(), 1)
 	raw := rawImage(t, dir, 2, 16<<20)
 	// The raw image carries a build record, as the build command writes it.
-	os.WriteFile(glance.BuildRecordPath(raw), []byte(`{"flatcarVersion":"4459.2.0","kubernetesVersion":"v1.33.1","arch":"arm64"}`), 0o644)
+	os.WriteFile(raw+".build.json", []byte(`{"flatcarVersion":"4459.2.0","kubernetesVersion":"v1.33.1","arch":"arm64"}`), 0o644)
 	x86 := rawImage(t, t.TempDir(), 4, 2<<20)
 	cases := []struct {
 		file, format    string
