@@ -57,7 +57,7 @@ func TestBuildSysextCLI(t *testing.T) {
 	}
 	// The record gives the at-boot flavor the sysext's sha512 for Ignition's verification.hash.
 	m := testutil.Run(t, "manifests", "--from-record", filepath.Join(out1, name+".qcow2.build.json"), "--flavor", "sysext").MustSucceed(t)
-	if !strings.Contains(m.Stdout, "sum: "+sha512Hex(t, made)) {
+	if !strings.Contains(m.Stdout, "sum: "+testutil.SHA512File(t, made)) {
 		t.Errorf("manifests --from-record --flavor sysext lacks the sysext's sha512:\n%s", m.Stdout)
 	}
 
