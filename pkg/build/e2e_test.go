@@ -24,7 +24,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
 )
@@ -56,7 +55,7 @@ func newFixture(t testing.TB) *fixture {
 	start := time.Now()
 	fx.rel = standin.PublishRelease(t, fx.srv, standin.ReleaseOptions{})
 	t.Logf("stand-in release %s ready in %.1fs", fx.rel.Version, time.Since(start).Seconds())
-	if p := packer.CachedPacker112(); p != "" {
+	if p := testutil.CachedPacker112(); p != "" {
 		if _, err := os.Stat(p); err == nil {
 			fx.packer112 = p
 		}

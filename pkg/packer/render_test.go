@@ -81,7 +81,7 @@ func packer112(t *testing.T) string {
 	t.Helper()
 	p := os.Getenv("FLATCAR_CAPO_PACKER_112")
 	if p == "" {
-		p = CachedPacker112()
+		p = testutil.CachedPacker112()
 	}
 	_, err := os.Stat(p)
 	testutil.RequireEnv(t, err, "packer 1.12 with the QEMU plugin (run scripts/install-packer.sh)")

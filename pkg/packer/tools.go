@@ -25,16 +25,6 @@ const (
 	qemuPluginSource = "github.com/hashicorp/qemu"
 )
 
-// CachedPacker112 is where scripts/install-packer.sh keeps the packer 1.12.0 it builds (the file
-// may not exist). Its QEMU plugin lives in the `plugins` directory next to it.
-func CachedPacker112() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "flatcar-capo", "packer", "1.12.0", "packer")
-}
-
 // findPacker resolves the packer executable: the given path, else packer on PATH.
 func findPacker(p string) (string, error) {
 	if p == "" {
