@@ -28,6 +28,8 @@ type LintOptions struct {
 	Images ImageLookup
 	// MinDiskGiB, when set, is the image's min_disk: root volumes below it are reported.
 	MinDiskGiB int
+	// ImageMinDisk, when set with Images, gives the min_disk of a filter's image in the cloud.
+	ImageMinDisk ImageLookup
 }
 
 // Finding is one problem, located by file, document, line and field path.
@@ -100,7 +102,7 @@ func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, e
 		l.findings = append(l.findings, checkRootVolumes(docs, opts.MinDiskGiB)...)
 	}
 	if opts.Images != nil {
-		fs, err := l.checkImages(ctx, docs, opts.Images)
+		fs, err := l.checkImages(ctx, docs, opts.Images, opts.ImageMinDisk)
 		if err != nil {
 			return nil, err
 		}

@@ -203,7 +203,7 @@ func (l *linter) checkFormatChanges(docs []*Document) []Finding {
 }
 
 // checkImages asks the cloud how many active images each machine template's filter matches.
-func (l *linter) checkImages(ctx context.Context, docs []*Document, lookup ImageLookup) ([]Finding, error) {
+func (l *linter) checkImages(ctx context.Context, docs []*Document, lookup, minDisk ImageLookup) ([]Finding, error) {
 	var out []Finding
 	counts := map[string]int{}
 	for _, d := range docs {
@@ -235,6 +235,15 @@ func (l *linter) checkImages(ctx context.Context, docs []*Document, lookup Image
 				return nil, fmt.Errorf("looking up image %s for %s: %w", img, d, err)
 			}
 			counts[key] = n
+		}
+		if n == 1 && minDisk != nil {
+			md, err := minDisk(ctx, img.Name, img.Tags)
+			if err != nil {
+				return nil, fmt.Errorf("looking up the min_disk of image %s for %s: %w", img, d, err)
+			}
+			if md > 0 {
+				out = append(out, checkRootVolumes([]*Document{d}, md)...)
+			}
 		}
 		if n != 1 {
 			p := Path{"spec", "template", "spec"}

@@ -72,6 +72,11 @@ in docs/lint-rules.md.`,
 				opts.Images = func(ctx context.Context, name string, tags []string) (int, error) {
 					return glance.CountActiveImages(ctx, c, name, tags)
 				}
+				if record == "" { // the record's min_disk wins over the cloud's
+					opts.ImageMinDisk = func(ctx context.Context, name string, tags []string) (int, error) {
+						return glance.MinDiskOfImages(ctx, c, name, tags)
+					}
+				}
 			}
 			if record != "" {
 				// min_disk as upload sets it: the virtual size of the artifact next to the record.

@@ -21,3 +21,21 @@ func CountActiveImages(ctx context.Context, c *Cloud, name string, tags []string
 	}
 	return len(all), nil
 }
+
+// MinDiskOfImages is the largest min_disk (GiB) of the active images matching name and tags.
+func MinDiskOfImages(ctx context.Context, c *Cloud, name string, tags []string) (int, error) {
+	opts := images.ListOpts{Name: name, Status: images.ImageStatusActive, Tags: tags}
+	pages, err := images.List(c.Image, opts).AllPages(ctx)
+	if err != nil {
+		return 0, glanceError(c, fmt.Sprintf("listing the images named %q", name), err)
+	}
+	all, err := images.ExtractImages(pages)
+	if err != nil {
+		return 0, err
+	}
+	m := 0
+	for _, img := range all {
+		m = max(m, img.MinDiskGigabytes)
+	}
+	return m, nil
+}

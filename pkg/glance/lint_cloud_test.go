@@ -26,10 +26,17 @@ func TestLintImageFilterAgainstGlance(t *testing.T) {
 		})
 	}
 	lint().MustFail(t, 1, "image-filter", "matches 0 active images")
-	upload(t, nil, rawImage(t, t.TempDir(), 71, 4<<20), "--name", name, "--cloud", "local").MustSucceed(t)
+	upload(t, nil, rawImage(t, t.TempDir(), 71, 4<<20), "--name", name, "--cloud", "local", "--min-disk", "20").MustSucceed(t)
 	r := lint().MustSucceed(t)
-	if strings.Contains(r.Combined(), "image-filter") {
-		t.Fatalf("lint still reports the image filter:\n%s", r.Combined())
+	if strings.Contains(r.Combined(), "image-filter") || strings.Contains(r.Combined(), "root-volume-min-disk") {
+		t.Fatalf("lint still reports the image filter, or a root volume the manifest does not have:\n%s", r.Combined())
+	}
+	// A 10 GiB root volume for an image whose min_disk is 20: Nova would refuse it (a warning).
+	withRoot := strings.Replace(strings.ReplaceAll(string(manifest), "flatcar-stable-4459.2.0-kube-v1.33.4", name),
+		"      image:\n", "      rootVolume:\n        sizeGiB: 10\n      image:\n", 1)
+	os.WriteFile(path, []byte(withRoot), 0o644)
+	if r := lint().MustSucceed(t); !strings.Contains(r.Combined(), "root-volume-min-disk") || !strings.Contains(r.Combined(), "min_disk of 20 GiB") {
+		t.Fatalf("lint --cloud does not warn about the 10 GiB root volume:\n%s", r.Combined())
 	}
 	testutil.RunCmd(t, testutil.Cmd{Args: []string{"lint", path, "--cloud", "nosuchcloud"},
 		Env: []string{"OS_CLIENT_CONFIG_FILE=" + stack.env["OS_CLIENT_CONFIG_FILE"]}}).MustFail(t, 2, "nosuchcloud")
