@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -38,10 +37,10 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	testutil.RequireTools(t, "uwsgi", "keystone-manage", "glance-manage", "glance-api")
-	dir := t.TempDir()
-	w := &world{clouds: startKeystoneGlance(t, dir)}
+	stack := testutil.StartOpenStack(t, filepath.Join(t.TempDir(), "openstack"))
+	w := &world{}
 	broken := brokenCloud(t)
+	w.clouds = stack().CloudsYAML
 	f, err := os.OpenFile(w.clouds, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -89,25 +88,6 @@ func brokenCloud(t *testing.T) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
-}
-
-// startKeystoneGlance starts scripts/openstack.sh in dir and returns its clouds.yaml.
-func startKeystoneGlance(t *testing.T, dir string) string {
-	t.Helper()
-	stack := filepath.Join(dir, "openstack")
-	if err := os.MkdirAll(stack, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, script, "up", stack, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput()
-	if err != nil {
-		exec.Command(script, "down", stack).Run()
-		t.Fatalf("starting Keystone + Glance: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command(script, "down", stack).Run() })
-	return filepath.Join(stack, "clouds.yaml")
 }
 
 // putImage makes an active image in a cloud as upload would (tags, properties), in-process for

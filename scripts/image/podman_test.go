@@ -40,9 +40,13 @@ func TestContainerImage(t *testing.T) {
 		t.Fatalf("podman load did not name the image flatcar-capo:latest:\n%s", out)
 	}
 	dir := t.TempDir()
-	clouds := startKeystoneGlance(t, dir)
+	os.Chmod(dir, 0o755) // the container's user reads clouds.yaml below it
+	stack := testutil.StartOpenStack(t, filepath.Join(dir, "openstack"))
 	mirror := kubetest.New(t, kubernetes.Options{})
 	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
+	clouds := stack().CloudsYAML
+	os.Chmod(filepath.Dir(clouds), 0o755)
+	os.Chmod(clouds, 0o644)
 	work := filepath.Join(dir, "work")
 	os.MkdirAll(work, 0o755)
 	os.Chown(work, User, User)
@@ -107,20 +111,4 @@ func TestContainerImagePacker(t *testing.T) {
 			t.Errorf("packer in the image does not find its QEMU plugin:\n%s", out)
 		}
 	}
-}
-
-func startKeystoneGlance(t *testing.T, dir string) string {
-	t.Helper()
-	stack := filepath.Join(dir, "openstack")
-	os.MkdirAll(stack, 0o755)
-	script := filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
-	out, err := exec.Command(script, "up", stack, "--owner", fmt.Sprint(os.Getpid())).CombinedOutput()
-	if err != nil {
-		exec.Command(script, "down", stack).Run()
-		t.Fatalf("starting Keystone + Glance: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command(script, "down", stack).Run() })
-	// The container's user reads clouds.yaml through the read-only mount.
-	os.Chmod(filepath.Join(stack, "clouds.yaml"), 0o644)
-	return filepath.Join(stack, "clouds.yaml")
 }
