@@ -52,6 +52,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	ext4 := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true, OEM: flatcardisk.OEMExt4})
 	qcow := filepath.Join(work, "base.qcow2")
 	mustRun(t, "convert", "--compress", base, qcow)
 
@@ -111,6 +112,9 @@ func TestDiskFull(t *testing.T) {
 			},
 			path: func(string) string { return out("o.qcow2") }},
 		{name: "oem set in place", onTmpfs: base, inPlace: true,
+			args: func(in string) []string { return []string{"oem", "set", in, "--id", "openstack"} },
+			path: func(in string) string { return in }},
+		{name: "oem set in place, ext4 OEM", onTmpfs: ext4, inPlace: true,
 			args: func(in string) []string { return []string{"oem", "set", in, "--id", "openstack"} },
 			path: func(in string) string { return in }},
 		{name: "sysext create", inputs: []string{prebuilt}, room: 1, // its squashfs of stand-in binaries is a few KiB (the rest is padding holes)
