@@ -40,9 +40,11 @@ fi
 # Packer >= 1.10 with the QEMU plugin (what users run; Debian has 1.6.6 only): built from the Go
 # module proxy and cached when none is found (first run ~2-5 min, then ~1 s). The demo runs
 # Debian's packer (DEMO_PACKER picks another), so a fresh machine's `make demo` skips it.
-[ "$profile" = demo ] || "$(dirname "$0")/install-packer.sh" >/dev/null
 # containerd 2.1.5 (Flatcar's major version) + ctr + shim and crictl for the image-preload proof,
-# built from the Go module proxy and cached (first run a few minutes, then ~0.1 s).
-[ "$profile" = demo ] || "$(dirname "$0")/install-containerd.sh" >/dev/null
+# built from the Go module proxy and cached (first run a few minutes, then ~0.1 s); built beside
+# packer so the module downloads of one overlap the compiling of the other.
+if [ "$profile" != demo ]; then "$(dirname "$0")/install-containerd.sh" >/dev/null & containerd_pid=$!; fi
+[ "$profile" = demo ] || "$(dirname "$0")/install-packer.sh" >/dev/null
+[ -z "${containerd_pid:-}" ] || wait "$containerd_pid"
 # Go modules for the build and tests.
 if [ -f go.mod ] && command -v go >/dev/null; then go mod download; fi
