@@ -15,7 +15,9 @@ import (
 )
 
 // stepFetch gets the base image exactly as `flatcar-capo fetch` does (verified, cached; the
-// cache is never modified) into the build directory, or takes --base-image as it is.
+// cache is never modified), or takes --base-image as it is. A verified .img in the cache is
+// used where it is (the work copy is converted straight from it); only a .bz2 is decompressed
+// into the build directory.
 type stepFetch struct{}
 
 func (*stepFetch) Name() string { return "fetch" }
@@ -40,7 +42,7 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	out := filepath.Join(getString(state, KeyWorkDir), "base.img")
 	res, err := fetch.Fetch(ctx, c, fetch.Options{Release: rel, Image: o.Base, Compression: fetch.CompressionAuto,
 		OutputFile: out, CacheDir: o.CacheDir, Keyring: o.Keyring, InsecureSkipVerify: o.InsecureSkipVerify,
-		Progress: progress.Lines, Log: o.Log})
+		Progress: progress.Lines, Log: o.Log, FromCache: true})
 	if err != nil {
 		return halt(state, err)
 	}

@@ -40,7 +40,11 @@ type Options struct {
 	InsecureSkipVerify bool
 	Progress           progress.Mode
 	Log                io.Writer // progress and notes; warnings go here even when quiet
-	Now                func() time.Time
+	// FromCache is for a caller that only reads the image (build converts it to its work copy):
+	// when the verified image is the cache's own file (the .img, not a .bz2), Result.File is
+	// that file, and OutputFile is not written. The cache owns it: never modify it.
+	FromCache bool
+	Now       func() time.Time
 }
 
 // Result reports what a fetch produced.
@@ -137,6 +141,9 @@ func Fetch(ctx context.Context, c *httpx.Client, o Options) (*Result, error) {
 			}
 			return nil, err
 		}
+		if res.File != o.OutputFile {
+			return res, nil // the cache's own file (FromCache): the output stays unwritten
+		}
 		if err := out.Commit(0o644); err != nil {
 			return nil, err
 		}
@@ -162,6 +169,17 @@ type fetcher struct {
 	rel release.Release
 	out *atomicfile.File
 }
+
+// output is where the verified bytes of compression comp go: the output file, or nowhere when
+// the caller reads the cache's file itself (Options.FromCache).
+func (f *fetcher) output(comp string) io.Writer {
+	if f.inCache(comp) {
+		return io.Discard
+	}
+	return pathWriter{f.out, f.o.OutputFile}
+}
+
+func (f *fetcher) inCache(comp string) bool { return f.o.FromCache && comp == release.CompressionNone }
 
 func (f *fetcher) logf(format string, a ...any) {
 	if f.o.Progress != progress.Quiet {
@@ -279,7 +297,7 @@ func (f *fetcher) fromCache(entry *cacheEntry, comp, file string) (*Result, erro
 	}
 	f.logf("Using cached %s", entry.File)
 	bar := progress.New(f.o.Log, f.o.Progress, "cached "+file, fi.Size())
-	got, n, err := stream(io.TeeReader(in, bar), comp == release.CompressionBzip2, pathWriter{f.out, f.o.OutputFile})
+	got, n, err := stream(io.TeeReader(in, bar), comp == release.CompressionBzip2, f.output(comp))
 	bar.Finish()
 	if err != nil {
 		return nil, decodeContext(err, entry.File)
@@ -289,6 +307,9 @@ func (f *fetcher) fromCache(entry *cacheEntry, comp, file string) (*Result, erro
 	}
 	res := f.result(comp, file)
 	res.SHA512, res.Bytes, res.Cached, res.Verified, res.Signature = got, n, true, true, sig
+	if f.inCache(comp) {
+		res.File = entry.File
+	}
 	return res, nil
 }
 
@@ -350,6 +371,9 @@ func (f *fetcher) download(ctx context.Context, entry *cacheEntry, comp, file st
 		}
 		res := f.result(comp, file)
 		res.SHA512, res.Bytes, res.Verified, res.Signature = got, n, true, sig
+		if f.inCache(comp) {
+			res.File = entry.File
+		}
 		return res, nil
 	}
 }
@@ -381,7 +405,7 @@ func (f *fetcher) downloadOnce(ctx context.Context, entry *cacheEntry, url, file
 	}
 	bar := progress.New(f.o.Log, f.o.Progress, file, total)
 	src := io.MultiReader(io.NewSectionReader(partial, 0, kept), io.TeeReader(body, pathWriter{partial, entry.Partial}))
-	got, n, err := stream(io.TeeReader(src, bar), comp == release.CompressionBzip2, pathWriter{f.out, f.o.OutputFile})
+	got, n, err := stream(io.TeeReader(src, bar), comp == release.CompressionBzip2, f.output(comp))
 	bar.Finish()
 	if err != nil && got == "" {
 		if errors.As(err, new(*httpx.DroppedError)) || errors.As(err, new(*httpx.DeadlineError)) {

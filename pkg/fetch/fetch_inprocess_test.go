@@ -2,9 +2,11 @@ package fetch_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,4 +90,38 @@ func fetchtestBzip2(t *testing.T, w *world) []byte {
 		t.Fatal("the old release has no .bz2")
 	}
 	return b
+}
+
+// FromCache: the verified .img is the cache's own file, downloaded or not; the output is never
+// written. A .bz2 is still decompressed into the output.
+func TestFetchFromCacheWritesNoOutput(t *testing.T) {
+	w := newWorld(t)
+	keyring, err := verify.LoadKeyring(w.keyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := httpx.New(httpx.Options{Retries: 1})
+	o := fetch.Options{Release: release.Release{Server: w.srv.ReleaseServer(), Channel: "stable", Arch: "amd64", Version: currentVersion},
+		Image: "qemu", Compression: "none", CacheDir: w.cache, Keyring: keyring, Progress: progress.Quiet, Log: io.Discard, FromCache: true}
+	for i, cached := range []bool{false, true} {
+		o.OutputFile = filepath.Join(w.dir, fmt.Sprintf("out%d.img", i))
+		res, err := fetch.Fetch(ctx, c, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Cached != cached || !res.Verified || !strings.HasPrefix(res.File, w.cache+string(os.PathSeparator)) {
+			t.Fatalf("fetch %d: %+v", i, res)
+		}
+		mustHave(t, res.File, w.cur.Content)
+		if _, err := os.Stat(o.OutputFile); !os.IsNotExist(err) {
+			t.Fatalf("fetch %d wrote its output: %v", i, err)
+		}
+	}
+	o.Compression, o.OutputFile = "bz2", filepath.Join(w.dir, "bz2.img")
+	res, err := fetch.Fetch(ctx, c, o)
+	if err != nil || res.File != o.OutputFile {
+		t.Fatalf("bz2: %+v, %v", res, err)
+	}
+	mustHave(t, res.File, w.cur.Content)
 }
