@@ -11,7 +11,10 @@ import (
 // stepReuse keeps a finished artifact whose record has the same inputs and whose sha512 still
 // matches the record; the later steps then only upload and rewrite the record. --force skips it.
 // It holds the artifact's lock (lockArtifact) from here to the end of the build.
-type stepReuse struct{ lock *os.File }
+type stepReuse struct {
+	lock     *os.File
+	artifact string
+}
 
 func (*stepReuse) Name() string { return "reuse" }
 
@@ -25,7 +28,7 @@ func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep
 	if err != nil {
 		return halt(state, err)
 	}
-	s.lock = lock
+	s.lock, s.artifact = lock, artifact
 	if o.Force {
 		note(state, "--force: rebuilding")
 		return multistep.ActionContinue
@@ -59,7 +62,7 @@ func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep
 // Cleanup runs when the whole build is over (multistep cleans up in reverse): the lock goes last.
 func (s *stepReuse) Cleanup(multistep.StateBag) {
 	if s.lock != nil {
-		s.lock.Close()
+		unlockArtifact(s.lock, s.artifact)
 		s.lock = nil
 	}
 }

@@ -255,7 +255,7 @@ func TestConcurrentBuildsOneOutputDir(t *testing.T) {
 	}
 	ents, _ := os.ReadDir(out)
 	for _, e := range ents {
-		if strings.Contains(e.Name(), ".tmp") || strings.HasPrefix(e.Name(), ".build-") {
+		if strings.Contains(e.Name(), ".tmp") || strings.HasPrefix(e.Name(), ".build-") || strings.HasSuffix(e.Name(), ".lock") {
 			t.Errorf("left in the output directory: %s", e.Name())
 		}
 	}
