@@ -15,6 +15,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
@@ -151,6 +152,9 @@ func (o *Options) validate() error {
 	}
 	if o.OEM == "" {
 		o.OEM = DefaultOEM
+	}
+	if _, err := (oem.SetOptions{ID: o.OEM}).Validate(); err != nil {
+		return err // the OEM step's own rule, checked before anything is downloaded or booted
 	}
 	if o.CPUs == 0 {
 		o.CPUs = DefaultCPUs

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
@@ -175,9 +176,17 @@ func TestPipelineNotReadyFailsWithoutArtifact(t *testing.T) {
 }
 
 func TestOptionsRejectBadValues(t *testing.T) {
-	for _, o := range []Options{{Method: "vmware"}, {Base: "azure"}, {DiskSize: 12345}, {CPUs: -1}, {Kubernetes: kubernetes.Options{Kubernetes: "1.33.4"}}} {
-		if err := o.Validate(); err == nil {
-			t.Fatalf("%+v accepted", o)
+	rel := release.Release{Channel: "stable", Version: "4459.2.0", Arch: "amd64"}
+	if err := (&Options{Release: rel}).Validate(); err != nil {
+		t.Fatalf("the valid options are refused: %v", err)
+	}
+	for _, o := range []Options{{Method: "vmware"}, {Base: "azure"}, {DiskSize: 12345}, {CPUs: -1}, {Kubernetes: kubernetes.Options{Kubernetes: "1.33.4"}},
+		{OEM: "Open\"Stack"}, {OnExists: "maybe"}, {Release: release.Release{Channel: "stable", Version: "4459.2.0", Arch: "riscv"}}} {
+		if o.Release == (release.Release{}) {
+			o.Release = rel
+		}
+		if err := o.Validate(); !errors.Is(err, errs.ErrInvalid) {
+			t.Fatalf("%+v: %v, want a usage error", o, err)
 		}
 	}
 }
