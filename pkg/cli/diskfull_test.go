@@ -74,9 +74,7 @@ func TestDiskFull(t *testing.T) {
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, fmt.Sprintf("size=%d", fullSize)); err != nil {
-		t.Fatalf("mounting a tmpfs: %v", err)
-	}
+	testutil.RequireEnv(t, unix.Mount("tmpfs", mnt, "tmpfs", 0, fmt.Sprintf("size=%d", fullSize)), "mounting a 64 MiB tmpfs")
 	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
 
 	// Each case writes into mnt (already holding what onTmpfs copies there) and names the path
