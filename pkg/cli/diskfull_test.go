@@ -68,6 +68,9 @@ func TestDiskFull(t *testing.T) {
 	}
 	srv.Publish(t, fetchtest.Release{Channel: "stable", Arch: "amd64", Version: "4230.2.3", Image: "qemu",
 		Content: noise, Signer: key.Current, Key: key, SignedAt: time.Now().Add(-time.Hour), Current: true, WithoutBZ2: true})
+	// An old release, .bz2 only: its parallel decoder writes into the full output.
+	srv.Publish(t, fetchtest.Release{Channel: "stable", Arch: "amd64", Version: "3510.2.8", Image: "qemu",
+		Content: noise[:8<<20], Signer: key.Current, Key: key, SignedAt: time.Now().Add(-time.Hour), WithoutImg: true})
 	fetchArgs := []string{"fetch", "--release-server", srv.ReleaseServer(), "--keyring", keyring, "--quiet", "--retries", "0"}
 
 	mnt := filepath.Join(work, "full")
@@ -129,6 +132,9 @@ func TestDiskFull(t *testing.T) {
 			path: func(string) string { return out("build") }},
 		{name: "fetch into a full output", args: func(string) []string {
 			return append(fetchArgs, "--cache-dir", filepath.Join(work, "fetch-cache"), "--output-file", out("f.img"))
+		}, path: func(string) string { return out("f.img") }},
+		{name: "fetch and bzip2-decode into a full output", args: func(string) []string {
+			return append(fetchArgs, "--version", "3510.2.8", "--cache-dir", filepath.Join(work, "fetch-cache"), "--output-file", out("f.img"))
 		}, path: func(string) string { return out("f.img") }},
 		{name: "fetch into a full cache", args: func(string) []string {
 			return append(fetchArgs, "--cache-dir", out("cache"), "--output-file", filepath.Join(work, "f.img"))
