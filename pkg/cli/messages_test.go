@@ -122,6 +122,16 @@ func TestInspectUSRAReadFailureNamesUSRA(t *testing.T) {
 		[]string{"USR-A is not readable (partition 3 (USR-A): reading the btrfs superblock: corrupt qcow2 image"}, "OEM partition has an unknown filesystem")
 }
 
+// build --output-dir naming an existing file is refused before any step runs.
+func TestBuildOutputDirThatIsAFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "out")
+	writeFile(t, file, "")
+	wantMessage(t, testutil.Run(t, "build", "--method", "sysext", "--base-image", filepath.Join(dir, "none.img"), "--version", "4459.2.0",
+		"--kubernetes-version", "v1.33.4", "--output-dir", file), 2,
+		[]string{"Error: --output-dir " + file + " is an existing file, not a directory"}, "[1/")
+}
+
 // An output path that is an existing directory was caught only by the final rename, after all
 // the work; a missing directory was reported with the temporary file's name. Every command with
 // an output path checks both first (dead mirrors and servers prove no work was tried).
