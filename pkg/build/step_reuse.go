@@ -12,8 +12,9 @@ import (
 // matches the record; the later steps then only upload and rewrite the record. --force skips it.
 // It holds the artifact's lock (lockArtifact) from here to the end of the build.
 type stepReuse struct {
-	lock     *os.File
-	artifact string
+	lock       *os.File
+	artifact   string
+	createdOut string // the --output-dir this build made, removed at the end if still empty
 }
 
 func (*stepReuse) Name() string { return "reuse" }
@@ -21,6 +22,9 @@ func (*stepReuse) Name() string { return "reuse" }
 func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	artifact := getString(state, KeyArtifact)
+	if _, err := os.Stat(o.OutputDir); os.IsNotExist(err) {
+		s.createdOut = o.OutputDir
+	}
 	if err := os.MkdirAll(o.OutputDir, 0o755); err != nil {
 		return halt(state, fmt.Errorf("--output-dir: %w", err))
 	}
@@ -64,5 +68,8 @@ func (s *stepReuse) Cleanup(multistep.StateBag) {
 	if s.lock != nil {
 		unlockArtifact(s.lock, s.artifact)
 		s.lock = nil
+	}
+	if s.createdOut != "" {
+		os.Remove(s.createdOut) // only when empty (a failed or cancelled build): nothing of the user's is touched
 	}
 }
