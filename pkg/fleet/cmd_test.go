@@ -216,7 +216,7 @@ kubernetesVersions: ["1.33"]
 methods: [sysext]
 clouds: [local, local-two]
 outputDir: %s
-buildArgs: ["--base-image=%s", "--github-mirror=%s", "--cache-dir=%s"]
+buildArgs: ["--base-image=%s", "--github-mirror=%s", "--cache-dir=%s", "--no-preload-images"]
 `, out, base, w.kube.GitHubMirror(), filepath.Join(t.TempDir(), "cache"))), 0o644)
 	built := w.run(t, w.planArgs("--config", cfg, "--build")...).MustSucceed(t)
 	if !strings.Contains(built.Stdout, "built "+name("sysext", "stable", "4459.2.2", "v1.33.4")+" for local-two: exit 0") {

@@ -81,19 +81,24 @@ func owner(img images.Image) ownerState {
 // inFlight is a half-made image that a live run (or one that cannot be told dead) may still be
 // uploading: it must be waited for, not deleted. Glance stores an image's row, then its
 // properties, then its tags, so a list in between (two uploads started together) shows a queued
-// image without tags, or without anything: such a bare one is taken to be in flight too.
-func inFlight(img images.Image) bool {
+// image without tags, or without anything: such a bare one is taken to be in flight for a few
+// seconds of waiting (since, Glance needs milliseconds; a bare image that stays bare is someone
+// else's, not an upload of ours).
+func inFlight(img images.Image, since time.Time) bool {
 	switch img.Status {
 	case images.ImageStatusQueued, images.ImageStatusSaving:
 	default:
 		return false
 	}
 	if _, owned := img.Properties[PropertyUploadOwner]; !owned {
-		return img.Status == images.ImageStatusQueued && len(img.Tags) == 0
+		return img.Status == images.ImageStatusQueued && len(img.Tags) == 0 && time.Since(since) < bareWait
 	}
 	st := owner(img)
 	return st == ownerAlive || st == ownerUnknown
 }
+
+// bareWait is how long a queued image without tags or owner counts as one Glance is still storing.
+const bareWait = 3 * time.Second
 
 // waitForOthers waits until none of the images named req.Name is in flight, then lists again.
 // An upload that makes no progress within req.Wait is taken for dead.
@@ -102,7 +107,8 @@ func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string
 	if wait <= 0 {
 		wait = 30 * time.Minute
 	}
-	deadline := time.Now().Add(wait)
+	start := time.Now()
+	deadline := start.Add(wait)
 	said := false
 	for {
 		same, err := listByName(ctx, c, req.Name)
@@ -111,7 +117,7 @@ func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string
 		}
 		var flying []images.Image
 		for _, img := range same {
-			if inFlight(img) {
+			if inFlight(img, start) {
 				flying = append(flying, img)
 			}
 		}
@@ -119,7 +125,7 @@ func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string
 			if len(flying) > 0 {
 				logf("the upload of %s under way since %s made no progress in %s: taken for a dead run's leftover", ids(flying), flying[0].CreatedAt.Format(time.RFC3339), wait)
 				for i := range same {
-					if inFlight(same[i]) {
+					if inFlight(same[i], start) {
 						delete(same[i].Properties, PropertyUploadOwner) // now an ordinary leftover
 					}
 				}
@@ -133,7 +139,7 @@ func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
@@ -141,9 +147,10 @@ func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string
 // settle runs after this run's image mine is active and verified: if other images of the name
 // appeared meanwhile, the runs agree on one and this run keeps or gives up its own.
 func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, logf func(string, ...any)) (*images.Image, string, error) {
-	deadline := time.Now().Add(req.Wait)
+	start := time.Now()
+	deadline := start.Add(req.Wait)
 	if req.Wait <= 0 {
-		deadline = time.Now().Add(30 * time.Minute)
+		deadline = start.Add(30 * time.Minute)
 	}
 	for {
 		same, err := listByName(ctx, c, req.Name)
@@ -156,7 +163,7 @@ func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, log
 				img.Status == images.ImageStatusDeleted || img.Status == images.ImageStatusPendingDelete {
 				continue
 			}
-			if img.Status == images.ImageStatusActive || inFlight(img) {
+			if img.Status == images.ImageStatusActive || inFlight(img, start) {
 				rivals = append(rivals, img)
 			}
 		}
@@ -177,7 +184,7 @@ func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, log
 			select {
 			case <-ctx.Done():
 				return mine, "", ctx.Err()
-			case <-time.After(time.Second):
+			case <-time.After(500 * time.Millisecond):
 			}
 			continue
 		}
