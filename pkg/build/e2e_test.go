@@ -579,7 +579,9 @@ func checkImage(t *testing.T, fx *fixture, image string) {
 }
 
 // isBuildLock is build's .NAME.qcow2.lock, kept next to the artifact by design.
-func isBuildLock(name string) bool { return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".lock") }
+func isBuildLock(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".lock")
+}
 
 func assertNoArtifact(t *testing.T, out string) {
 	t.Helper()
