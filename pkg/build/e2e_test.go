@@ -370,23 +370,33 @@ func TestBuildEndToEnd(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		booted := make(chan struct{}, 1)
+		// QEMU is looked for every 200 ms (not only when a line arrives: packer may print its
+		// last line before QEMU is up and the next only after SSH), and the build's output is
+		// kept for the failure message.
+		var mu sync.Mutex
+		var lines []string
+		exited := make(chan struct{})
 		go func() {
 			sc := bufio.NewScanner(stderr)
 			for sc.Scan() {
-				if strings.Contains(sc.Text(), "packer:") && len(qemuUsing(out)) > 0 {
-					select {
-					case booted <- struct{}{}:
-					default:
-					}
-				}
+				mu.Lock()
+				lines = append(lines, sc.Text())
+				mu.Unlock()
 			}
+			close(exited)
 		}()
-		select {
-		case <-booted:
-		case <-time.After(5 * time.Minute):
-			cmd.Process.Kill()
-			t.Fatal("QEMU never started")
+		output := func() string { mu.Lock(); defer mu.Unlock(); return strings.Join(lines, "\n") }
+		for deadline := time.Now().Add(5 * time.Minute); len(qemuUsing(out)) == 0; {
+			select {
+			case <-exited:
+				cmd.Wait()
+				t.Fatalf("the build ended before QEMU started:\n%s", output())
+			case <-time.After(200 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("QEMU never started:\n%s", output())
+			}
 		}
 		below := descendants(cmd.Process.Pid)
 		cmd.Process.Signal(syscall.SIGKILL) // flatcar-capo alone, as the OOM killer or a CI timeout does
