@@ -204,10 +204,18 @@ func rootLayer(bin, ca []byte, extra string, epoch time.Time) (v1.Layer, error) 
 		}
 		entries = append(entries, more...)
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+	// The extra tree repeats directories the base has (usr/, usr/local/bin/): one entry each, the
+	// base's (podman refuses a layer with duplicate paths).
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
+	for i, e := range entries {
+		if i > 0 && entries[i-1].name == e.name {
+			if !e.dir {
+				return nil, fmt.Errorf("%s is in the image twice", e.name)
+			}
+			continue
+		}
 		h := &tar.Header{Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.uid, ModTime: epoch, Format: tar.FormatPAX, Size: int64(len(e.data))}
 		switch {
 		case e.dir:

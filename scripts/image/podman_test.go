@@ -60,7 +60,7 @@ func TestContainerImage(t *testing.T) {
 	args = append(args, mirror.Args()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	run, err := exec.CommandContext(ctx, "podman", args...).CombinedOutput()
+	run, err := exec.CommandContext(ctx, "podman", podmanRun(args)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("podman run ... build: %v\n%s", err, run)
 	}
@@ -102,7 +102,7 @@ func TestContainerImagePacker(t *testing.T) {
 		{"/usr/bin/qemu-img", "--version"},
 	} {
 		args := append([]string{"run", "--rm", "--read-only", "--network", "none", "--entrypoint", c[0], "localhost/flatcar-capo:packer"}, c[1:]...)
-		out, err := exec.Command("podman", args...).CombinedOutput()
+		out, err := exec.Command("podman", podmanRun(args)...).CombinedOutput()
 		if err != nil {
 			t.Errorf("%v in the image: %v\n%s", c, err, out)
 			continue
@@ -111,4 +111,12 @@ func TestContainerImagePacker(t *testing.T) {
 			t.Errorf("packer in the image does not find its QEMU plugin:\n%s", out)
 		}
 	}
+}
+
+// podmanRun adds what podman needs in a sandbox like CI's: no CAP_SYS_RESOURCE (so no rlimit may
+// be raised: keep nofile and nproc low) and hybrid cgroups, which crun refuses (runc with the
+// cgroupfs manager copes). args starts with "run".
+func podmanRun(args []string) []string {
+	return append([]string{"--cgroup-manager=cgroupfs", "run", "--runtime", "runc",
+		"--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"}, args[1:]...)
 }
