@@ -96,12 +96,15 @@ func TestContainerImagePacker(t *testing.T) {
 	if out, err := exec.Command("podman", "load", "-i", archive).CombinedOutput(); err != nil || !strings.Contains(string(out), "flatcar-capo:packer") {
 		t.Fatalf("podman load %s: %v\n%s", archive, err, out)
 	}
+	work := t.TempDir() // packer writes its log file into TMPDIR (/work)
+	os.Chmod(work, 0o755)
+	os.Chown(work, User, User)
 	for _, c := range [][]string{
 		{"/usr/local/bin/packer", "plugins", "installed"},
 		{"/usr/bin/qemu-system-x86_64", "--version"},
 		{"/usr/bin/qemu-img", "--version"},
 	} {
-		args := append([]string{"run", "--rm", "--read-only", "--network", "none", "--entrypoint", c[0], "localhost/flatcar-capo:packer"}, c[1:]...)
+		args := append([]string{"run", "--rm", "--read-only", "-v", work + ":/work", "--network", "none", "--entrypoint", c[0], "localhost/flatcar-capo:packer"}, c[1:]...)
 		out, err := exec.Command("podman", podmanRun(args)...).CombinedOutput()
 		if err != nil {
 			t.Errorf("%v in the image: %v\n%s", c, err, out)
