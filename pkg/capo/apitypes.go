@@ -8,53 +8,26 @@ import (
 	"strings"
 	"sync"
 
-	orcv1alpha1 "github.com/k-orc/openstack-resource-controller/v2/api/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
-	capov1beta1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
-	kubeadmv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
-	kubeadmv1beta2 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
-	kcpv1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
-	kcpv1beta2 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
-	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
-	clusterv1beta2 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"github.com/flatcar-capo/flatcar-capo/pkg/capo/internal/apimirror"
 )
 
-// apiTypes maps "apiVersion/Kind" to the upstream Go type a document must decode into. Older
-// CAPO versions (v1alpha5 to v1alpha7) are not in CAPO v0.14's module: they are linted by the
-// version-independent rules only. ORC's Image is v2.4.0's, the ORC CAPO v0.14 pins.
-var apiTypes = map[string]reflect.Type{}
+// Documents decode into mirrors of their upstream Go types (internal/apimirror), generated from
+// the CAPI, CAPO, ORC and k8s.io/api versions go.mod pins: linking the upstream packages would
+// cost every command ~10 ms of package initialisation. The kinds are listed in internal/apigen.
+//
+//go:generate go run ./internal/apigen/cmd -o internal/apimirror/zz_generated.go
 
-func register(apiVersion string, objs ...any) {
-	for _, o := range objs {
-		t := reflect.TypeOf(o).Elem()
-		apiTypes[apiVersion+"/"+t.Name()] = t
-	}
+// typeOf returns the mirror of a document's upstream type, or nil when this tool has none for it.
+func typeOf(d *Document) reflect.Type {
+	t, _, _ := apimirror.Lookup(d.APIVersion, d.Kind)
+	return t
 }
 
-func init() {
-	register("v1", &corev1.Secret{}, &corev1.ConfigMap{})
-	register("cluster.x-k8s.io/v1beta1", &clusterv1beta1.Cluster{}, &clusterv1beta1.MachineDeployment{},
-		&clusterv1beta1.MachineSet{}, &clusterv1beta1.Machine{}, &clusterv1beta1.MachinePool{},
-		&clusterv1beta1.MachineHealthCheck{})
-	register("cluster.x-k8s.io/v1beta2", &clusterv1beta2.Cluster{}, &clusterv1beta2.MachineDeployment{},
-		&clusterv1beta2.MachineSet{}, &clusterv1beta2.Machine{}, &clusterv1beta2.MachinePool{},
-		&clusterv1beta2.MachineHealthCheck{})
-	register("bootstrap.cluster.x-k8s.io/v1beta1", &kubeadmv1beta1.KubeadmConfig{}, &kubeadmv1beta1.KubeadmConfigTemplate{})
-	register("bootstrap.cluster.x-k8s.io/v1beta2", &kubeadmv1beta2.KubeadmConfig{}, &kubeadmv1beta2.KubeadmConfigTemplate{})
-	register("controlplane.cluster.x-k8s.io/v1beta1", &kcpv1beta1.KubeadmControlPlane{}, &kcpv1beta1.KubeadmControlPlaneTemplate{})
-	register("controlplane.cluster.x-k8s.io/v1beta2", &kcpv1beta2.KubeadmControlPlane{}, &kcpv1beta2.KubeadmControlPlaneTemplate{})
-	register("infrastructure.cluster.x-k8s.io/v1beta1", &capov1beta1.OpenStackCluster{},
-		&capov1beta1.OpenStackClusterTemplate{}, &capov1beta1.OpenStackMachine{}, &capov1beta1.OpenStackMachineTemplate{})
-	register("openstack.k-orc.cloud/v1alpha1", &orcv1alpha1.Image{})
-}
-
-// typeOf returns the upstream type of a document, or nil when this tool has none for it.
-func typeOf(d *Document) reflect.Type { return apiTypes[d.APIVersion+"/"+d.Kind] }
-
-// DecodeStrict decodes a document into its upstream Go type, rejecting unknown fields and
-// mistyped values. It fails for documents whose apiVersion/kind this tool does not know.
+// DecodeStrict decodes a document as into its upstream Go type, rejecting unknown fields and
+// mistyped values with upstream's errors; the value returned is the mirror type's. It fails for
+// documents whose apiVersion/kind this tool does not know.
 func DecodeStrict(d *Document) (any, error) {
-	t := typeOf(d)
+	t, pkgPath, name := apimirror.Lookup(d.APIVersion, d.Kind)
 	if t == nil {
 		return nil, fmt.Errorf("%s: no Go type known for %s %s", d, d.APIVersion, d.Kind)
 	}
@@ -66,7 +39,7 @@ func DecodeStrict(d *Document) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return nil, fmt.Errorf("%s does not decode into %s.%s: %w", d, t.PkgPath(), t.Name(), err)
+		return nil, fmt.Errorf("%s does not decode into %s.%s: %w", d, pkgPath, name, apimirror.UpstreamError(err))
 	}
 	return v, nil
 }

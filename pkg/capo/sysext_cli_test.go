@@ -140,7 +140,7 @@ func workerIgnition(t *testing.T, manifest string) igntypes.Config {
 		if d.Kind != "KubeadmConfigTemplate" {
 			continue
 		}
-		v, err := capo.DecodeStrict(d)
+		v, err := capo.DecodeUpstream(d)
 		if err != nil {
 			t.Fatal(err)
 		}
