@@ -145,11 +145,12 @@ var reservedProperties = map[string]bool{
 	"min_ram": true, "stores": true,
 }
 
-var propertyKey = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,255}$`)
+// The length is checked apart: {1,255} compiles to 255 copies, 0.5 ms of every command's start-up.
+var propertyKey = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
 
 func validProperty(k, v string) error {
 	switch {
-	case !propertyKey.MatchString(k):
+	case len(k) > 255 || !propertyKey.MatchString(k):
 		return errors.New("a key has 1-255 characters from A-Z a-z 0-9 _ . : -")
 	case reservedProperties[k]:
 		return fmt.Errorf("%q is set by Glance or by a flag of its own, not as a property", k)

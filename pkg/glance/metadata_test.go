@@ -37,7 +37,7 @@ func TestBuildMetadata(t *testing.T) {
 	if !slices.Equal(m.Tags, []string{"extra", "flatcar-capo", "kube-v1.33.1"}) {
 		t.Errorf("tags %v", m.Tags)
 	}
-	for _, bad := range [][]string{{"novalue"}, {"=x"}, {"id=1"}, {"os_glance_x=1"}, {"a b=1"}, {"k=" + strings.Repeat("v", 256)}} {
+	for _, bad := range [][]string{{"novalue"}, {"=x"}, {"id=1"}, {"os_glance_x=1"}, {"a b=1"}, {"k=" + strings.Repeat("v", 256)}, {strings.Repeat("k", 256) + "=1"}} {
 		if _, err := glance.BuildMetadata(glance.MetadataInput{Properties: bad}); err == nil {
 			t.Errorf("property %q accepted", bad[0])
 		}
