@@ -44,6 +44,9 @@ const (
 	KeySysextFiles = "sysextFiles"
 	KeySysexts     = "sysexts" // []Sysext: the sysexts to bake, set by stepSysext
 	KeyImages      = "images"  // *ImagesPlan: the preloaded images, set by stepImages
+	// KeyOverlay is the work copy of an overlay method (*workOverlay, workdisk.go): copy-on-write
+	// over the base, set instead of KeyWork and KeyRaw; the steps after the work copy use it.
+	KeyOverlay = "overlay"
 )
 
 // halt records err in the bag and stops the run; Run returns it.

@@ -46,12 +46,17 @@ func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 	}
 	// The work copy is this build's own: bake in place (no second copy of the image); a failure
 	// fails the build, whose directory is removed.
-	work := getString(state, KeyWork)
-	res, err := rootfs.BakeInPlace(ctx, work, entries)
+	var res *rootfs.Result
+	if w := overlay(state); w != nil {
+		res, err = rootfs.BakeOverlay(ctx, w.name, w.Overlay, entries)
+	} else {
+		work := getString(state, KeyWork)
+		res, err = rootfs.BakeInPlace(ctx, work, entries)
+		state.Put(KeyRaw, work)
+	}
 	if err != nil {
 		return halt(state, fmt.Errorf("baking into ROOT: %w", err))
 	}
-	state.Put(KeyRaw, work)
 	prev, _ := state.Get(KeyExtraArtifacts).([]Artifact)
 	state.Put(KeyExtraArtifacts, append(prev, extra...))
 	note(state, "ROOT rebuilt and verified: %d entries carried, %d added (%d MiB of files)", res.Carried, res.Added, res.WrittenData>>20)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha512"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -30,7 +31,16 @@ func (s *stepConvert) Run(ctx context.Context, state multistep.StateBag) multist
 	if !compress {
 		opts.Hash = h // the record's sha512, computed while writing (compressed: read again)
 	}
-	res, err := convert.File(ctx, getString(state, KeyRaw), artifact, opts)
+	var res convert.Result
+	var err error
+	if w := overlay(state); w != nil { // the overlay streamed into the artifact: each byte read once
+		res.OutputBytes, res.DataBytes, err = convert.Write(ctx, w.Overlay, artifact, disk.FormatQcow2, opts)
+		if err != nil {
+			err = fmt.Errorf("writing %s: %w", artifact, err)
+		}
+	} else {
+		res, err = convert.File(ctx, getString(state, KeyRaw), artifact, opts)
+	}
 	if err != nil {
 		return halt(state, err)
 	}

@@ -19,11 +19,16 @@ func (*stepInspect) Name() string { return "inspect" }
 
 func (*stepInspect) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
-	img, err := disk.Open(getString(state, KeyRaw), false)
-	if err != nil {
-		return halt(state, err)
+	var img *disk.Image
+	if w := overlay(state); w != nil {
+		img = w.image(false)
+	} else {
+		var err error
+		if img, err = disk.Open(getString(state, KeyRaw), false); err != nil {
+			return halt(state, err)
+		}
+		defer img.Close()
 	}
-	defer img.Close()
 	rep, err := inspect.Inspect(img, o.OEM)
 	if err != nil {
 		return halt(state, fmt.Errorf("inspecting the built image: %w", err))

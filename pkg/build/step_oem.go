@@ -17,11 +17,19 @@ func (*stepOEM) Name() string { return "oem" }
 
 func (*stepOEM) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
-	raw := getString(state, KeyRaw)
-	if raw == "" {
-		return halt(state, fmt.Errorf("the %s method produced no image", o.Method))
+	var res oem.SetResult
+	var err error
+	if w := overlay(state); w != nil {
+		if err = ctx.Err(); err == nil {
+			res, err = oem.Set(w.image(true), oem.SetOptions{ID: o.OEM})
+		}
+	} else {
+		raw := getString(state, KeyRaw)
+		if raw == "" {
+			return halt(state, fmt.Errorf("the %s method produced no image", o.Method))
+		}
+		res, err = oem.SetFile(ctx, raw, oem.Output{}, oem.SetOptions{ID: o.OEM})
 	}
-	res, err := oem.SetFile(ctx, raw, oem.Output{}, oem.SetOptions{ID: o.OEM})
 	if err != nil {
 		return halt(state, fmt.Errorf("setting the OEM id: %w", err))
 	}

@@ -59,7 +59,13 @@ func (*stepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.
 	// sysext, the OEM edit and the ROOT bake all write the base image's own time, unless
 	// SOURCE_DATE_EPOCH says another.
 	if _, set, _ := epoch.Get(); !set {
-		t, err := rootfs.Epoch(getString(state, KeyWork))
+		var t time.Time
+		var err error
+		if w := overlay(state); w != nil {
+			t, err = rootfs.EpochOf(w.image(false))
+		} else {
+			t, err = rootfs.Epoch(getString(state, KeyWork))
+		}
 		if err != nil {
 			return halt(state, err)
 		}

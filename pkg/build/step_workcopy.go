@@ -11,16 +11,18 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // stepWorkCopy makes the sparse raw work copy the method changes; the base image is only read.
 // A qcow2 base goes through convert.File (as `flatcar-capo convert` does), a raw one through
 // disk.CopySparse (reflink where the filesystem can).
-type stepWorkCopy struct{}
+// Overlay methods get a copy-on-write overlay over the base instead (workdisk.go).
+type stepWorkCopy struct{ ov *workOverlay }
 
 func (*stepWorkCopy) Name() string { return "work copy" }
 
-func (*stepWorkCopy) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+func (s *stepWorkCopy) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	base := getString(state, KeyBase)
 	dir := getString(state, KeyWorkDir)
 	work := filepath.Join(dir, "work.raw")
@@ -29,6 +31,21 @@ func (*stepWorkCopy) Run(ctx context.Context, state multistep.StateBag) multiste
 		return halt(state, fmt.Errorf("base image: %w", err))
 	}
 	format := img.Format
+	if overlayMethods[options(state).Method] {
+		ov, err := vdisk.NewOverlay(img.Disk, dir)
+		if err != nil {
+			img.Close()
+			return halt(state, fmt.Errorf("making the work copy's overlay in %s: %w", dir, err))
+		}
+		s.ov = &workOverlay{name: base, base: img, Overlay: ov}
+		state.Put(KeyOverlay, s.ov)
+		// A fetched base in the build directory goes on being read: unlinked, it lives until closed.
+		if filepath.Dir(base) == dir {
+			os.Remove(base)
+		}
+		note(state, "copy-on-write overlay over the %s base (%s virtual; nothing copied)", format, progress.Bytes(img.Size()))
+		return multistep.ActionContinue
+	}
 	if format == disk.FormatQcow2 {
 		img.Close()
 		if _, err := convert.File(ctx, base, work, convert.Options{To: disk.FormatRaw}); err != nil {
@@ -63,4 +80,9 @@ func copyRaw(ctx context.Context, src *os.File, dst string) error {
 	return out.Close()
 }
 
-func (*stepWorkCopy) Cleanup(multistep.StateBag) {}
+func (s *stepWorkCopy) Cleanup(multistep.StateBag) {
+	if s.ov != nil {
+		s.ov.close()
+		s.ov = nil
+	}
+}

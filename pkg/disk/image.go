@@ -68,6 +68,9 @@ func (img *Image) Close() error {
 	if img.raw != nil {
 		return img.raw.Close()
 	}
+	if img.f == nil { // FromDisk: the caller's
+		return nil
+	}
 	return img.f.Close()
 }
 
@@ -87,4 +90,10 @@ func FromFile(path string, f *os.File, writable bool) (*Image, error) {
 		return nil, err
 	}
 	return &Image{Path: path, Format: FormatRaw, Writable: writable, Disk: raw, f: f, raw: raw}, nil
+}
+
+// FromDisk is an Image over a virtual disk the caller owns and closes (a build's copy-on-write
+// overlay, say); its format is raw, since that is what its bytes are.
+func FromDisk(path string, d vdisk.Disk, writable bool) *Image {
+	return &Image{Path: path, Format: FormatRaw, Writable: writable, Disk: d}
 }

@@ -69,7 +69,7 @@ func Bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) 
 	if err := disk.CopySparse(ctx, out.File, in.File()); err != nil {
 		return nil, fmt.Errorf("copying %s: %w", src, err)
 	}
-	res, err := pl.write(ctx, out.File, dst)
+	res, err := pl.writeFile(ctx, out.File, dst)
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +116,40 @@ func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, err
 	if _, err := pl.fits(part.Size); err != nil {
 		return nil, err
 	}
-	res, err := pl.write(ctx, f, image)
+	res, err := pl.writeFile(ctx, f, image)
 	if err != nil {
 		return nil, err
 	}
 	res.Duration = time.Since(start)
 	return res, f.Close()
+}
+
+// BakeOverlay is BakeInPlace on a copy-on-write overlay over a read-only base (a build's work
+// copy that was never written out as a raw file): the original ROOT is read from the base
+// itself, so nothing is copied aside, and the overlay's ROOT is discarded and rebuilt. The
+// overlay must not have been written within ROOT before. name is what errors call the image.
+func BakeOverlay(ctx context.Context, name string, work *vdisk.Overlay, added []Entry) (*Result, error) {
+	start := time.Now()
+	part, err := findRoot(disk.FromDisk(name, work, false))
+	if err != nil {
+		return nil, err
+	}
+	if work.Touched(part.Start, part.Size) {
+		return nil, fmt.Errorf("%s: ROOT was already changed in this work copy; bake before other edits", name)
+	}
+	pl, err := newPlan(name, vdisk.NewSection(work.Base(), part.Start, part.Size), disk.PartitionName(part), added, start)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pl.fits(part.Size); err != nil {
+		return nil, err
+	}
+	res, err := pl.write(ctx, disk.FromDisk(name, work, true), work.Discard)
+	if err != nil {
+		return nil, err
+	}
+	res.Duration = time.Since(start)
+	return res, nil
 }
 
 // rootPartition finds ROOT in the GPT of the raw image file f.
@@ -188,12 +216,19 @@ func (pl *plan) fits(size int64) (int64, error) {
 	return need, nil
 }
 
-// write makes the fresh ROOT in f's ROOT partition and verifies it by reading it back.
-func (pl *plan) write(ctx context.Context, f *os.File, name string) (*Result, error) {
+// writeFile is write on the raw image file f.
+func (pl *plan) writeFile(ctx context.Context, f *os.File, name string) (*Result, error) {
 	img, err := disk.FromFile(name, f, true)
 	if err != nil {
 		return nil, err
 	}
+	return pl.write(ctx, img, func(off, n int64) error { return zeroRange(f, off, n) })
+}
+
+// write makes the fresh ROOT in img's ROOT partition (made to read as zeros first with zero) and
+// verifies it by reading it back.
+func (pl *plan) write(ctx context.Context, img *disk.Image, zero func(off, n int64) error) (*Result, error) {
+	name := img.Path
 	part, err := findRoot(img)
 	if err != nil {
 		return nil, err
@@ -202,7 +237,7 @@ func (pl *plan) write(ctx context.Context, f *os.File, name string) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	if err := zeroRange(f, part.Start, part.Size); err != nil {
+	if err := zero(part.Start, part.Size); err != nil {
 		return nil, fmt.Errorf("clearing ROOT in %s: %w", name, err)
 	}
 	section := img.Section(part)

@@ -248,6 +248,12 @@ func Epoch(path string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	return EpochOf(img)
+}
+
+// EpochOf is Epoch of an opened image (a build's overlay work copy).
+func EpochOf(img *disk.Image) (time.Time, error) {
+	path := img.Path
 	part, err := findRoot(img)
 	if err != nil {
 		return time.Time{}, err

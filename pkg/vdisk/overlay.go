@@ -1,0 +1,303 @@
+package vdisk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// OverlayBlock is the granularity of an Overlay's own ranges: a write that covers part of a
+// block first copies the rest of it up from the base.
+const OverlayBlock = 4096
+
+// Overlay is a copy-on-write disk over a read-only base: written ranges live in a sparse
+// temporary file (0600, unlinked as soon as it is made, so no failure or signal leaves it
+// behind), everything else reads through to the base. A build edits the verified base this way
+// without writing a raw copy of all of it first (the qcow2 step then reads each byte once).
+// Reads are safe for concurrent use with each other; writes are not concurrent with reads.
+type Overlay struct {
+	base Disk
+	f    *os.File
+	size int64
+	mu   sync.RWMutex
+	own  []rng // block-aligned ranges whose content is the file's (sorted, disjoint, merged)
+}
+
+type rng struct{ start, end int64 }
+
+// NewOverlay makes an overlay over base whose file lives in dir.
+func NewOverlay(base Disk, dir string) (*Overlay, error) {
+	f, err := os.CreateTemp(dir, ".overlay-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name()) // the open descriptor keeps it until Close
+	if err := f.Truncate(base.Size()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sizing the overlay file: %w", err)
+	}
+	return &Overlay{base: base, f: f, size: base.Size()}, nil
+}
+
+// Base is the disk the overlay reads through to.
+func (o *Overlay) Base() Disk { return o.base }
+
+// Touched reports whether anything in [off, off+n) was written or discarded.
+func (o *Overlay) Touched(off, n int64) bool {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	i := sort.Search(len(o.own), func(i int) bool { return o.own[i].end > off })
+	return i < len(o.own) && o.own[i].start < off+n
+}
+
+// Close releases the overlay's file (the base is the caller's).
+func (o *Overlay) Close() error { return o.f.Close() }
+
+func (o *Overlay) Size() int64 { return o.size }
+
+// Written is how many bytes the overlay holds (its own ranges, holes included).
+func (o *Overlay) Written() int64 {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	var n int64
+	for _, s := range o.own {
+		n += s.end - s.start
+	}
+	return n
+}
+
+// ReadAt reads the file where the overlay owns the range and the base elsewhere, each stretch
+// in one call (a base's compressed clusters decode best in long runs).
+func (o *Overlay) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("overlay: negative offset")
+	}
+	if off >= o.size {
+		return 0, io.EOF
+	}
+	var eof error
+	if int64(len(p)) > o.size-off {
+		p, eof = p[:o.size-off], io.EOF
+	}
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	end := off + int64(len(p))
+	i := sort.Search(len(o.own), func(i int) bool { return o.own[i].end > off })
+	for pos := off; pos < end; {
+		var next int64
+		var r io.ReaderAt
+		if i < len(o.own) && o.own[i].start <= pos {
+			next, r = min(end, o.own[i].end), o.f
+			i++
+		} else {
+			next, r = end, o.base
+			if i < len(o.own) {
+				next = min(end, o.own[i].start)
+			}
+		}
+		if err := readAll(r, p[pos-off:next-off], pos); err != nil {
+			return int(pos - off), err
+		}
+		pos = next
+	}
+	return len(p), eof
+}
+
+// readAll fills p from r at off; a short read at the end of r (a base whose size is not a
+// whole number of its own blocks) reads as zeros.
+func readAll(r io.ReaderAt, p []byte, off int64) error {
+	n, err := r.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == io.EOF {
+		clear(p[n:])
+		return nil
+	}
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// WriteAt writes p into the overlay's file; the rest of a partly written block is copied up
+// from what the disk held.
+func (o *Overlay) WriteAt(p []byte, off int64) (int, error) {
+	end := off + int64(len(p))
+	if off < 0 || end > o.size {
+		return 0, fmt.Errorf("overlay: write of %d bytes at %d is outside the %d-byte disk", len(p), off, o.size)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	lo := off &^ (OverlayBlock - 1)
+	hi := min(o.size, (end+OverlayBlock-1)&^(OverlayBlock-1))
+	buf := p
+	if lo != off || hi != end {
+		buf = make([]byte, hi-lo)
+		if err := o.fill(buf[:min(len(buf), OverlayBlock)], lo); err != nil {
+			return 0, err
+		}
+		if tail := (hi - 1) &^ (OverlayBlock - 1); tail > lo {
+			if err := o.fill(buf[tail-lo:], tail); err != nil {
+				return 0, err
+			}
+		}
+		copy(buf[off-lo:], p)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, err := o.f.WriteAt(buf, lo); err != nil {
+		return 0, fmt.Errorf("overlay: %w", err)
+	}
+	o.add(lo, hi)
+	return len(p), nil
+}
+
+// fill reads the current content of [off, off+len(p)), clipped to the disk.
+func (o *Overlay) fill(p []byte, off int64) error {
+	p = p[:min(int64(len(p)), o.size-off)]
+	if _, err := o.ReadAt(p, off); err != nil && err != io.EOF {
+		return err
+	}
+	return nil
+}
+
+// Discard makes [off, off+n) read as zeros, punching a hole in the overlay's file where it can
+// (nothing of the base shows there any more, and nothing is stored).
+func (o *Overlay) Discard(off, n int64) error {
+	if off < 0 || n < 0 || off+n > o.size {
+		return fmt.Errorf("overlay: discard of %d bytes at %d is outside the %d-byte disk", n, off, o.size)
+	}
+	lo := (off + OverlayBlock - 1) &^ (OverlayBlock - 1)
+	hi := (off + n) &^ (OverlayBlock - 1)
+	if off+n == o.size {
+		hi = o.size
+	}
+	if lo >= hi { // within one block
+		_, err := o.WriteAt(make([]byte, n), off)
+		return err
+	}
+	if lo > off {
+		if _, err := o.WriteAt(make([]byte, lo-off), off); err != nil {
+			return err
+		}
+	}
+	if hi < off+n {
+		if _, err := o.WriteAt(make([]byte, off+n-hi), hi); err != nil {
+			return err
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := unix.Fallocate(int(o.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, lo, hi-lo); err != nil {
+		zero := make([]byte, 1<<20)
+		for p := lo; p < hi; {
+			c := min(hi-p, int64(len(zero)))
+			if _, err := o.f.WriteAt(zero[:c], p); err != nil {
+				return fmt.Errorf("overlay: %w", err)
+			}
+			p += c
+		}
+	}
+	o.add(lo, hi)
+	return nil
+}
+
+// add records [start, end) as the file's, merging with neighbours. Callers hold mu.
+func (o *Overlay) add(start, end int64) {
+	i := sort.Search(len(o.own), func(i int) bool { return o.own[i].end >= start })
+	j := i
+	for j < len(o.own) && o.own[j].start <= end {
+		start, end = min(start, o.own[j].start), max(end, o.own[j].end)
+		j++
+	}
+	o.own = append(o.own[:i], append([]rng{{start, end}}, o.own[j:]...)...)
+}
+
+// Extents are the base's extents outside the overlay's ranges, and within them the file's data
+// ranges (a written block counts, zeros included, as it would in a raw copy; a discarded one
+// does not), merged, in order.
+func (o *Overlay) Extents(ctx context.Context, fn func(off, n int64) error) error {
+	o.mu.RLock()
+	own := append([]rng(nil), o.own...)
+	o.mu.RUnlock()
+	var file []rng
+	for _, s := range own {
+		if err := DataRanges(ctx, o.f, s.start, s.end, func(off, n int64) error {
+			file = append(file, rng{off, off + n})
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	// Merge the two ordered streams: base pieces clipped to the gaps between own ranges, and
+	// the file's pieces; adjacent pieces are reported as one.
+	cur := rng{-1, -1}
+	emit := func(s rng) error {
+		if s.start >= s.end {
+			return nil
+		}
+		if s.start == cur.end {
+			cur.end = s.end
+			return nil
+		}
+		if cur.start >= 0 {
+			if err := fn(cur.start, cur.end-cur.start); err != nil {
+				return err
+			}
+		}
+		cur = s
+		return nil
+	}
+	fi := 0
+	flushFile := func(upTo int64) error { // file pieces that start before upTo
+		for fi < len(file) && file[fi].start < upTo {
+			if err := emit(file[fi]); err != nil {
+				return err
+			}
+			fi++
+		}
+		return nil
+	}
+	oi := 0
+	err := o.base.Extents(ctx, func(off, n int64) error {
+		for end := off + n; off < end; {
+			for oi < len(own) && own[oi].end <= off {
+				oi++
+			}
+			stop := end
+			if oi < len(own) {
+				if own[oi].start <= off { // inside an own range: skip it
+					off = min(end, own[oi].end)
+					continue
+				}
+				stop = min(end, own[oi].start)
+			}
+			if err := flushFile(off); err != nil {
+				return err
+			}
+			if err := emit(rng{off, stop}); err != nil {
+				return err
+			}
+			off = stop
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := flushFile(o.size + 1); err != nil {
+		return err
+	}
+	if cur.start >= 0 {
+		return fn(cur.start, cur.end-cur.start)
+	}
+	return nil
+}
