@@ -2,7 +2,8 @@
 # containerd with the systemd cgroup driver (what kubeadm configures the kubelet for), the Flatcar
 # way: a config in /etc/containerd and a drop-in pointing Flatcar's containerd.service at it
 # (its ExecStart reads ${CONTAINERD_CONFIG}); and kubeadm.service ordered after containerd
-# (image-builder #939: kubeadm raced containerd on Flatcar). Runs as root.
+# (image-builder #939: kubeadm raced containerd on Flatcar). Runs as root. The NODE_* paths come
+# from pkg/node.
 set -euo pipefail
 die() { echo "flatcar-capo configure-containerd: ERROR: $*" >&2; exit 1; }
 say() { echo "flatcar-capo configure-containerd: $*"; }
@@ -19,9 +20,9 @@ set_under() {
 }
 
 [ "$(id -u)" = 0 ] || die "must run as root"
-conf=/etc/containerd/config.toml
-install -d -m 0755 /etc/containerd /etc/systemd/system/containerd.service.d \
-  /etc/systemd/system/kubeadm.service.d
+: "${NODE_CONTAINERD_CONFIG:?}" "${NODE_CONTAINERD_DROPIN:?}" "${NODE_KUBEADM_DROPIN:?}"
+conf=$NODE_CONTAINERD_CONFIG
+install -d -m 0755 "$(dirname "$conf")" "$(dirname "$NODE_CONTAINERD_DROPIN")" "$(dirname "$NODE_KUBEADM_DROPIN")"
 
 # Start from Flatcar's own config when there is one, so its other settings stay.
 if [ ! -f "$conf" ] && [ -f /usr/share/containerd/config.toml ]; then
@@ -50,28 +51,27 @@ fi
 chmod 0644 "$conf"
 grep -Eq '^[[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*true' "$conf" || die "could not set SystemdCgroup = true in $conf"
 
-cat >/etc/systemd/system/containerd.service.d/10-flatcar-capo.conf <<'UNIT'
+cat >"$NODE_CONTAINERD_DROPIN" <<UNIT
 # flatcar-capo: containerd reads the config with SystemdCgroup = true.
 [Service]
-Environment=CONTAINERD_CONFIG=/etc/containerd/config.toml
+Environment=CONTAINERD_CONFIG=$conf
 UNIT
 
 # kubeadm.service comes with the node's Ignition (CABPK) at first boot; this drop-in is already
 # there then and orders it after containerd.
-cat >/etc/systemd/system/kubeadm.service.d/10-flatcar-capo-containerd.conf <<'UNIT'
+cat >"$NODE_KUBEADM_DROPIN" <<'UNIT'
 # flatcar-capo: kubeadm must not start before containerd (image-builder #939).
 [Unit]
 Requires=containerd.service
 After=containerd.service
 UNIT
-chmod 0644 /etc/systemd/system/containerd.service.d/10-flatcar-capo.conf \
-  /etc/systemd/system/kubeadm.service.d/10-flatcar-capo-containerd.conf
+chmod 0644 "$NODE_CONTAINERD_DROPIN" "$NODE_KUBEADM_DROPIN"
 
 systemctl daemon-reload
 systemctl enable containerd.service 2>&1 || die "systemctl enable containerd.service failed"
 env_line=$(systemctl show -p Environment --value containerd.service)
 case "$env_line" in
-  *CONTAINERD_CONFIG=/etc/containerd/config.toml*) ;;
+  *CONTAINERD_CONFIG="$conf"*) ;;
   *) die "containerd.service does not see CONTAINERD_CONFIG=$conf (Environment=$env_line)" ;;
 esac
 say "containerd: systemd cgroup driver ($conf); kubeadm.service ordered after containerd.service"

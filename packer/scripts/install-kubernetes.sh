@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Kubernetes payload that flatcar-capo fetched and checked on the host:
-#   $PAYLOAD_DIR/bin/{kubeadm,kubelet,kubectl}  -> /opt/bin (0755)
-#   $PAYLOAD_DIR/crictl.tar.gz                   -> /opt/bin/crictl
-#   $PAYLOAD_DIR/cni-plugins.tgz                 -> /opt/cni/bin
+#   $PAYLOAD_DIR/bin/{kubeadm,kubelet,kubectl}  -> $NODE_BIN_DIR (0755)
+#   $PAYLOAD_DIR/crictl.tar.gz                   -> $NODE_BIN_DIR/crictl
+#   $PAYLOAD_DIR/cni-plugins.tgz                 -> $NODE_CNI_BIN_DIR
 #   $PAYLOAD_DIR/versions.env                    versions, shown in the log
 #   $PAYLOAD_DIR/SHA256SUMS (optional)           checked first: the upload arrived intact
 # and the kubelet unit with kubeadm's drop-in, enabled. Flatcar's /usr is read-only, hence /opt.
-# Runs as root (Packer's shell provisioner with sudo).
+# Runs as root (Packer's shell provisioner with sudo). The NODE_* paths come from pkg/node.
 set -euo pipefail
 die() { echo "flatcar-capo install-kubernetes: ERROR: $*" >&2; exit 1; }
 say() { echo "flatcar-capo install-kubernetes: $*"; }
 
 [ "$(id -u)" = 0 ] || die "must run as root"
 : "${PAYLOAD_DIR:?PAYLOAD_DIR is not set}"
+: "${NODE_BIN_DIR:?}" "${NODE_CNI_BIN_DIR:?}" "${NODE_KUBELET_UNIT:?}" "${NODE_KUBELET_DROPIN:?}" "${NODE_VOLUME_PLUGIN_DIR:?}"
+bin=$NODE_BIN_DIR cni=$NODE_CNI_BIN_DIR unit=$NODE_KUBELET_UNIT dropin=$NODE_KUBELET_DROPIN
 [ -d "$PAYLOAD_DIR" ] || die "payload directory $PAYLOAD_DIR is missing (the file upload failed?)"
 cd "$PAYLOAD_DIR"
 for f in bin/kubeadm bin/kubelet bin/kubectl crictl.tar.gz cni-plugins.tgz versions.env; do
@@ -25,19 +27,19 @@ fi
 . ./versions.env
 say "installing Kubernetes ${KUBERNETES_VERSION:-?} (crictl ${CRICTL_VERSION:-?}, CNI plugins ${CNI_PLUGINS_VERSION:-?})"
 
-install -d -m 0755 /opt/bin /opt/cni/bin /etc/systemd/system/kubelet.service.d \
+install -d -m 0755 "$bin" "$cni" "$(dirname "$dropin")" \
   /etc/kubernetes/manifests /var/lib/kubelet
 for b in kubeadm kubelet kubectl; do
-  install -m 0755 "bin/$b" "/opt/bin/$b"
+  install -m 0755 "bin/$b" "$bin/$b"
 done
-tar -xzf crictl.tar.gz -C /opt/bin --no-same-owner crictl || die "crictl.tar.gz holds no crictl"
-chmod 0755 /opt/bin/crictl
-tar -xzf cni-plugins.tgz -C /opt/cni/bin --no-same-owner || die "cannot unpack cni-plugins.tgz"
-chown -R root:root /opt/cni/bin
-[ -n "$(ls -A /opt/cni/bin)" ] || die "cni-plugins.tgz was empty"
+tar -xzf crictl.tar.gz -C "$bin" --no-same-owner crictl || die "crictl.tar.gz holds no crictl"
+chmod 0755 "$bin/crictl"
+tar -xzf cni-plugins.tgz -C "$cni" --no-same-owner || die "cannot unpack cni-plugins.tgz"
+chown -R root:root "$cni"
+[ -n "$(ls -A "$cni")" ] || die "cni-plugins.tgz was empty"
 
 # kubelet.service as kubernetes/release ships it, with Flatcar's /opt/bin path.
-cat >/etc/systemd/system/kubelet.service <<'UNIT'
+cat >"$unit" <<UNIT
 [Unit]
 Description=kubelet: The Kubernetes Node Agent
 Documentation=https://kubernetes.io/docs/
@@ -45,7 +47,7 @@ Wants=network-online.target
 After=network-online.target
 
 [Service]
-ExecStart=/opt/bin/kubelet
+ExecStart=$bin/kubelet
 Restart=always
 StartLimitInterval=0
 RestartSec=10
@@ -56,20 +58,20 @@ UNIT
 
 # kubeadm's drop-in: kubeadm writes the kubeconfigs, config.yaml and kubeadm-flags.env at join.
 # The volume plugin dir must be writable, and Flatcar's /usr is not.
-cat >/etc/systemd/system/kubelet.service.d/10-kubeadm.conf <<'UNIT'
+cat >"$dropin" <<UNIT
 [Service]
 Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"
 Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"
-Environment="KUBELET_FLATCAR_ARGS=--volume-plugin-dir=/opt/libexec/kubernetes/kubelet-plugins/volume/exec/"
+Environment="KUBELET_FLATCAR_ARGS=--volume-plugin-dir=$NODE_VOLUME_PLUGIN_DIR"
 EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
 EnvironmentFile=-/etc/default/kubelet
 ExecStart=
-ExecStart=/opt/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_FLATCAR_ARGS $KUBELET_EXTRA_ARGS
+ExecStart=$bin/kubelet \$KUBELET_KUBECONFIG_ARGS \$KUBELET_CONFIG_ARGS \$KUBELET_KUBEADM_ARGS \$KUBELET_FLATCAR_ARGS \$KUBELET_EXTRA_ARGS
 UNIT
-chmod 0644 /etc/systemd/system/kubelet.service /etc/systemd/system/kubelet.service.d/10-kubeadm.conf
+chmod 0644 "$unit" "$dropin"
 
 systemctl daemon-reload
 systemctl enable kubelet.service
 systemctl is-enabled --quiet kubelet.service || die "kubelet.service is not enabled after systemctl enable"
-/opt/bin/kubeadm version -o short >/dev/null 2>&1 || say "warning: /opt/bin/kubeadm version did not run"
-say "installed: $(cd /opt/bin && echo kubeadm kubelet kubectl crictl), CNI: $(ls /opt/cni/bin | tr '\n' ' ')"
+"$bin/kubeadm" version -o short >/dev/null 2>&1 || say "warning: $bin/kubeadm version did not run"
+say "installed: $(cd "$bin" && echo kubeadm kubelet kubectl crictl), CNI: $(ls "$cni" | tr '\n' ' ')"

@@ -4,7 +4,8 @@
 # the payload), re-arms Ignition (/boot/flatcar/first_boot), masks automatic updates unless
 # KEEP_UPDATES=1, and leaves the build user's removal to Packer's shutdown command: the user is
 # logged in over SSH now, and that command is the last thing Packer runs as it.
-# Runs as root. Environment: BUILD_USER (default: $SUDO_USER), KEEP_UPDATES, PAYLOAD_DIR.
+# Runs as root. Environment: BUILD_USER (default: $SUDO_USER), KEEP_UPDATES, PAYLOAD_DIR, and the
+# NODE_* paths and units of pkg/node.
 set -euo pipefail
 die() { echo "flatcar-capo sysprep: ERROR: $*" >&2; exit 1; }
 say() { echo "flatcar-capo sysprep: $*"; }
@@ -14,6 +15,7 @@ user=${BUILD_USER:-${SUDO_USER:-}}
 [ -n "$user" ] || die "BUILD_USER is not set and sudo did not say who called it"
 [ "$user" != root ] || die "refusing to remove the root user (BUILD_USER=root)"
 id "$user" >/dev/null 2>&1 || die "build user $user does not exist"
+: "${NODE_KUBEADM_DROPIN:?}" "${NODE_KUBELET_UNIT:?}" "${NODE_UPDATE_UNITS:?}"
 
 # 1. Our units, checked where they will run.
 after=$(systemctl show -p After --value kubeadm.service)
@@ -23,12 +25,12 @@ case " $after " in
     if [ "$(systemctl show -p LoadState --value kubeadm.service)" = loaded ]; then
       die "kubeadm.service is not ordered after containerd.service (After=$after)"
     fi
-    grep -qx 'After=containerd.service' /etc/systemd/system/kubeadm.service.d/10-flatcar-capo-containerd.conf ||
+    grep -qx 'After=containerd.service' "$NODE_KUBEADM_DROPIN" ||
       die "the kubeadm.service drop-in ordering it after containerd.service is missing"
     say "kubeadm.service is not in the image (the node's Ignition adds it); its drop-in orders it after containerd.service"
     ;;
 esac
-verify=(/etc/systemd/system/kubelet.service)
+verify=("$NODE_KUBELET_UNIT")
 frag=$(systemctl show -p FragmentPath --value kubeadm.service)
 [ -n "$frag" ] && [ -f "$frag" ] && verify+=("$frag")
 if ! out=$(systemd-analyze verify "${verify[@]}" 2>&1); then
@@ -39,8 +41,9 @@ systemctl is-enabled --quiet kubelet.service || die "kubelet.service is not enab
 
 # 2. Automatic updates would reboot nodes behind the cluster's back; CAPI rolls images instead.
 if [ "${KEEP_UPDATES:-0}" != 1 ]; then
-  systemctl mask update-engine.service locksmithd.service
-  say "masked update-engine.service and locksmithd.service"
+  # shellcheck disable=SC2086 # a list of unit names
+  systemctl mask $NODE_UPDATE_UNITS
+  say "masked $NODE_UPDATE_UNITS"
 fi
 
 # 3. What identifies this VM or this build.

@@ -17,7 +17,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs/rootfstest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
@@ -194,7 +194,7 @@ func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (roo
 	if got := rootfstest.Stat(t, root, "/etc/extensions/kubernetes.raw"); got.Type != "symlink" || got.LinkTarget != stored {
 		t.Errorf("/etc/extensions/kubernetes.raw: %+v", got)
 	}
-	for _, u := range rootfs.UpdateUnits {
+	for _, u := range node.UpdateUnits {
 		out := rootfstest.Run(t, "debugfs", "-R", "stat /etc/systemd/system/"+u, root)
 		masked := strings.Contains(out, `Fast link dest: "/dev/null"`)
 		if masked == keepUpdates {
@@ -202,8 +202,8 @@ func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (roo
 		}
 	}
 	dropIn := filepath.Join(t.TempDir(), "dropin")
-	rootfstest.Run(t, "debugfs", "-R", "dump /"+rootfs.KubeadmDropIn+" "+dropIn, root)
-	if b, _ := os.ReadFile(dropIn); string(b) != rootfs.KubeadmDropInContent {
+	rootfstest.Run(t, "debugfs", "-R", "dump "+node.KubeadmDropIn+" "+dropIn, root)
+	if b, _ := os.ReadFile(dropIn); string(b) != node.KubeadmDropInContent {
 		t.Errorf("kubeadm drop-in: %q", b)
 	}
 	return root

@@ -9,6 +9,7 @@ import (
 	"text/template"
 
 	packerfiles "github.com/flatcar-capo/flatcar-capo/packer"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
 // TemplateFile is the rendered template's name in the build directory.
@@ -30,10 +31,10 @@ type templateData struct {
 	SysprepScript                    string
 }
 
-// scriptEnv is the environment of the provisioning scripts: the caller's Vars plus where the
-// payload is and whom sysprep removes.
+// scriptEnv is the environment of the provisioning scripts: where things go on the node
+// (pkg/node), the caller's Vars, where the payload is and whom sysprep removes.
 func scriptEnv(cfg Config) []string {
-	env := map[string]string{}
+	env := node.Env()
 	for k, v := range cfg.Vars {
 		env[k] = v
 	}

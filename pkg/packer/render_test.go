@@ -48,7 +48,7 @@ func TestRenderPerPackerVersion(t *testing.T) {
 		`format           = "raw"`, `disable_vnc       = true`, `http_bind_address = "127.0.0.1"`,
 		`["-vnc", "none"]`, `hostfwd=tcp:127.0.0.1:{{ .SSHHostPort }}-:22`, `["-device", "virtio-net,netdev=user.0"]`,
 		`file=` + filepath.Join(cfg.OutputDir, "flatcar.img") + `,if=virtio`,
-		`"KUBERNETES_VERSION=v1.33.4"`, `"BUILD_USER=builder"`, `"PAYLOAD_DIR=` + GuestPayloadDir + `"`,
+		`"KUBERNETES_VERSION=v1.33.4"`, `"BUILD_USER=builder"`, `"PAYLOAD_DIR=` + GuestPayloadDir + `"`, `"NODE_BIN_DIR=/opt/bin"`, `"NODE_UPDATE_UNITS=update-engine.service locksmithd.service"`,
 		filepath.Join(cfg.WorkDir, "scripts", "sysprep.sh"), `shutdown_command     = "sudo -n sh /run/flatcar-capo-shutdown.sh"`,
 		`source      = "` + cfg.Payload + `/"`,
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
 const mtime2020 = 1577836800 // 2020-01-01T00:00:00Z
@@ -167,7 +169,7 @@ func checkBaked(t *testing.T, srcRoot, root, sysext string) {
 	}
 	dump := filepath.Join(t.TempDir(), "dropin")
 	run(t, "debugfs", "-R", "dump /etc/systemd/system/kubeadm.service.d/10-flatcar.conf "+dump, root)
-	if b, _ := os.ReadFile(dump); string(b) != KubeadmDropInContent {
+	if b, _ := os.ReadFile(dump); string(b) != node.KubeadmDropInContent {
 		t.Errorf("kubeadm drop-in: %q", b)
 	}
 }

@@ -5,30 +5,9 @@ import (
 	"path"
 	"strings"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
-
-// Where the baked files go (Flatcar's sysext-bakery and CAPO's flatcar-sysext flavor).
-const (
-	ExtensionsStore = "opt/extensions"                                       // storage only, not a search path
-	ExtensionsDir   = "etc/extensions"                                       // where systemd-sysext looks
-	KubeadmDropIn   = "etc/systemd/system/kubeadm.service.d/10-flatcar.conf" // kubeadm after containerd
-	systemdUnitDir  = "etc/systemd/system"
-)
-
-// KubeadmDropInContent is CAPO's flatcar-sysext drop-in: kubeadm runs after containerd and
-// coreos-metadata and reads the metadata environment (COREOS_OPENSTACK_*).
-const KubeadmDropInContent = `[Unit]
-Requires=containerd.service coreos-metadata.service
-After=containerd.service coreos-metadata.service
-
-[Service]
-EnvironmentFile=/run/metadata/flatcar
-`
-
-// UpdateUnits are masked unless updates are kept: update-engine and locksmithd must not reboot
-// a node into another Flatcar behind the cluster's back (image-builder and CAPO mask them too).
-var UpdateUnits = []string{"update-engine.service", "locksmithd.service"}
 
 // Extension is one sysext to bake: stored as /opt/extensions/<Name>/<FileName> and linked from
 // /etc/extensions/<Name>.raw (absolute link), the name systemd-sysext matches against the
@@ -58,21 +37,24 @@ func (l Layout) Entries() ([]Entry, error) {
 			return nil, fmt.Errorf("two sysexts named %q: systemd-sysext merges one image per name", x.Name)
 		}
 		names[x.Name] = true
-		stored := path.Join(ExtensionsStore, x.Name, x.FileName)
-		raw, err := HostFile(stored, 0o644, x.Source)
+		stored := node.ExtensionFile(x.Name, x.FileName)
+		raw, err := HostFile(inRoot(stored), 0o644, x.Source)
 		if err != nil {
 			return nil, fmt.Errorf("sysext %s: %w", x.Name, err)
 		}
-		entries = append(entries, raw, Symlink(path.Join(ExtensionsDir, x.Name+".raw"), "/"+stored))
+		entries = append(entries, raw, Symlink(inRoot(node.ExtensionLink(x.Name)), stored))
 	}
-	entries = append(entries, Bytes(KubeadmDropIn, 0o644, []byte(KubeadmDropInContent)))
+	entries = append(entries, Bytes(inRoot(node.KubeadmDropIn), 0o644, []byte(node.KubeadmDropInContent)))
 	if !l.KeepUpdates {
-		for _, u := range UpdateUnits {
-			entries = append(entries, Symlink(path.Join(systemdUnitDir, u), "/dev/null"))
+		for _, u := range node.UpdateUnits {
+			entries = append(entries, Symlink(inRoot(path.Join(node.UnitDir, u)), "/dev/null"))
 		}
 	}
 	return entries, nil
 }
+
+// inRoot is a node path as an entry of the ROOT filesystem (no leading slash).
+func inRoot(p string) string { return strings.TrimPrefix(p, "/") }
 
 // KubernetesExtension is the Kubernetes sysext entry with the conventional names.
 func KubernetesExtension(source, version, arch string) (Extension, error) {

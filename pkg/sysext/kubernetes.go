@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
 // The Kubernetes sysext's conventional name and places (Flatcar's sysext-bakery, CAPO).
 const (
 	KubernetesName = "kubernetes"
 	// KubernetesLink is the link systemd-sysext finds; its name must match extension-release.kubernetes.
-	KubernetesLink = "/etc/extensions/kubernetes.raw"
+	KubernetesLink = node.ExtensionsDir + "/" + KubernetesName + ".raw"
 	// KubernetesDir holds the versioned images (storage only; not a search path).
-	KubernetesDir = "/opt/extensions/kubernetes"
+	KubernetesDir = node.ExtensionsStore + "/" + KubernetesName
 )
 
 var (
@@ -93,9 +94,9 @@ func KubernetesSpec(in KubernetesInput) (Spec, error) {
 	var files []File
 	for _, b := range []struct{ name, src string }{{"kubelet", in.Kubelet}, {"kubeadm", in.Kubeadm}, {"kubectl", in.Kubectl}} {
 		if b.src == "" {
-			return Spec{}, fmt.Errorf("the %s binary is missing (needed in usr/bin/%s)", b.name, b.name)
+			return Spec{}, fmt.Errorf("the %s binary is missing (needed in %s/%s)", b.name, inImage(node.SysextBinDir), b.name)
 		}
-		files = append(files, File{Path: "usr/bin/" + b.name, Mode: 0o755, Source: b.src})
+		files = append(files, File{Path: inImage(node.SysextBinDir) + "/" + b.name, Mode: 0o755, Source: b.src})
 	}
 	unit := kubeletService
 	if in.CNIPlugins != "" {
@@ -105,19 +106,19 @@ func KubernetesSpec(in KubernetesInput) (Spec, error) {
 		}
 		files = append(files, cni...)
 	} else {
-		unit = dropLine(unit, "/usr/local/bin/cni/")
+		unit = dropLine(unit, node.SysextCNIDir+"/")
 	}
 	if in.Crictl != "" {
-		f := File{Path: "usr/bin/crictl", Mode: 0o755, Source: in.Crictl}
+		f := File{Path: inImage(node.SysextBinDir) + "/crictl", Mode: 0o755, Source: in.Crictl}
 		if isTarGz(in.Crictl) {
-			f = File{Path: "usr/bin/crictl", Mode: 0o755, Archive: in.Crictl, Member: "crictl"}
+			f = File{Path: inImage(node.SysextBinDir) + "/crictl", Mode: 0o755, Archive: in.Crictl, Member: "crictl"}
 		}
 		files = append(files, f)
 	}
 	files = append(files,
-		File{Path: "usr/lib/systemd/system/kubelet.service", Data: unit},
-		File{Path: "usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf", Data: kubeadmDropIn},
-		File{Path: "usr/lib/systemd/system/multi-user.target.d/10-kubelet-service.conf", Data: upholdsDropIn},
+		File{Path: inImage(node.SysextKubeletUnit), Data: unit},
+		File{Path: inImage(node.SysextKubeletDropIn), Data: kubeadmDropIn},
+		File{Path: inImage(node.SysextUpholds), Data: upholdsDropIn},
 	)
 	return Spec{
 		Name: KubernetesName, Release: rel, ReleaseOrder: []string{"ID", "SYSEXT_LEVEL", "ARCHITECTURE", "EXTENSION_RELOAD_MANAGER"},
@@ -136,7 +137,7 @@ func CreateKubernetes(ctx context.Context, in KubernetesInput, out string) (*Inf
 
 func cniFiles(src string) ([]File, error) {
 	if isTarGz(src) {
-		return []File{{Path: "usr/local/bin/cni", Archive: src}}, nil
+		return []File{{Path: inImage(node.SysextCNIDir), Archive: src}}, nil
 	}
 	entries, err := os.ReadDir(src)
 	if err != nil {
@@ -147,13 +148,16 @@ func cniFiles(src string) ([]File, error) {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		files = append(files, File{Path: "usr/local/bin/cni/" + e.Name(), Mode: 0o755, Source: src + "/" + e.Name()})
+		files = append(files, File{Path: inImage(node.SysextCNIDir) + "/" + e.Name(), Mode: 0o755, Source: src + "/" + e.Name()})
 	}
 	if len(files) == 0 {
 		return nil, errors.New("CNI plugins: " + src + " holds no files")
 	}
 	return files, nil
 }
+
+// inImage is a node path as a path inside the sysext image (relative).
+func inImage(p string) string { return strings.TrimPrefix(p, "/") }
 
 func isTarGz(p string) bool { return strings.HasSuffix(p, ".tgz") || strings.HasSuffix(p, ".tar.gz") }
 

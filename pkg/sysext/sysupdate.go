@@ -37,9 +37,9 @@ MatchPattern=kubernetes-v%s.%s.@v-%%a.raw
 [Target]
 InstancesMax=3
 Type=regular-file
-Path=/opt/extensions/kubernetes
-CurrentSymlink=/etc/extensions/kubernetes.raw
-`, url, parts[0], parts[1])), nil
+Path=%s
+CurrentSymlink=%s
+`, url, parts[0], parts[1], KubernetesDir, KubernetesLink)), nil
 }
 
 // SysupdateNoop (the bakery's noop.conf, /etc/sysupdate.d/noop.conf) keeps systemd-sysupdate

@@ -1,0 +1,91 @@
+// Package node is the one definition of what flatcar-capo installs on a node: the places (Flatcar's
+// /usr is read-only, so binaries go to /opt), the units and drop-ins, and the update masks. The
+// sysext bake (pkg/rootfs, pkg/sysext) uses it in Go, the Packer scripts get it as environment
+// variables (Env), and a test holds the scripts, the sysext units and the CAPO templates to it.
+package node
+
+import (
+	"path"
+	"strings"
+)
+
+// Directories and files of the node, absolute paths.
+const (
+	BinDir    = "/opt/bin"     // packer method: kubeadm, kubelet, kubectl, crictl
+	CNIBinDir = "/opt/cni/bin" // CNI plugins (the sysext's kubelet.service copies them here)
+	UnitDir   = "/etc/systemd/system"
+
+	// ExtensionsStore holds the baked sysext images (storage only, not a search path);
+	// ExtensionsDir is where systemd-sysext looks (Flatcar's sysext-bakery, CAPO).
+	ExtensionsStore = "/opt/extensions"
+	ExtensionsDir   = "/etc/extensions"
+
+	// The packer method's kubelet (kubernetes/release's unit with /opt/bin) and kubeadm's drop-in.
+	KubeletUnit   = UnitDir + "/" + Kubelet
+	KubeletDropIn = UnitDir + "/" + Kubelet + ".d/10-kubeadm.conf"
+
+	// containerd with the systemd cgroup driver (packer method): the config and the drop-in
+	// that points Flatcar's containerd.service at it.
+	ContainerdConfig = "/etc/containerd/config.toml"
+	ContainerdDropIn = UnitDir + "/" + Containerd + ".d/10-flatcar-capo.conf"
+
+	// KubeadmDropIn orders kubeadm.service (which the node's Ignition brings) after containerd and
+	// coreos-metadata: the sysext bake writes it, the CAPO templates carry the same one.
+	KubeadmDropIn = UnitDir + "/" + Kubeadm + ".d/10-flatcar.conf"
+	// KubeadmContainerdDropIn is the packer method's: after containerd only (image-builder #939).
+	KubeadmContainerdDropIn = UnitDir + "/" + Kubeadm + ".d/10-flatcar-capo-containerd.conf"
+
+	// VolumePluginDir is the kubelet's flex-volume directory (its default is under /usr).
+	VolumePluginDir = "/opt/libexec/kubernetes/kubelet-plugins/volume/exec/"
+)
+
+// The Kubernetes sysext's layout (Flatcar's sysext-bakery): merged into /usr on the node.
+const (
+	SysextBinDir        = "/usr/bin"
+	SysextCNIDir        = "/usr/local/bin/cni" // copied to CNIBinDir by its kubelet.service
+	SysextUnitDir       = "/usr/lib/systemd/system"
+	SysextKubeletUnit   = SysextUnitDir + "/" + Kubelet
+	SysextKubeletDropIn = SysextUnitDir + "/" + Kubelet + ".d/10-kubeadm.conf"
+	// SysextUpholds starts kubelet with multi-user.target (a sysext cannot enable units in /etc).
+	SysextUpholds = SysextUnitDir + "/multi-user.target.d/10-kubelet-service.conf"
+)
+
+// Units.
+const (
+	Kubelet    = "kubelet.service"
+	Kubeadm    = "kubeadm.service"
+	Containerd = "containerd.service"
+)
+
+// KubeadmDropInContent is CAPO's flatcar-sysext drop-in: kubeadm runs after containerd and
+// coreos-metadata and reads the metadata environment (COREOS_OPENSTACK_*).
+const KubeadmDropInContent = `[Unit]
+Requires=containerd.service coreos-metadata.service
+After=containerd.service coreos-metadata.service
+
+[Service]
+EnvironmentFile=/run/metadata/flatcar
+`
+
+// UpdateUnits are masked unless updates are kept: update-engine and locksmithd must not reboot
+// a node into another Flatcar behind the cluster's back (image-builder and CAPO mask them too).
+var UpdateUnits = []string{"update-engine.service", "locksmithd.service"}
+
+// ExtensionLink is where systemd-sysext finds the sysext NAME (its extension-release.NAME must
+// match), and ExtensionFile where the bake stores its image.
+func ExtensionLink(name string) string           { return path.Join(ExtensionsDir, name+".raw") }
+func ExtensionFile(name, fileName string) string { return path.Join(ExtensionsStore, name, fileName) }
+
+// Env is what the Packer scripts know of this definition (they repeat none of it).
+func Env() map[string]string {
+	return map[string]string{
+		"NODE_BIN_DIR":           BinDir,
+		"NODE_CNI_BIN_DIR":       CNIBinDir,
+		"NODE_KUBELET_UNIT":      KubeletUnit,
+		"NODE_KUBELET_DROPIN":    KubeletDropIn,
+		"NODE_CONTAINERD_CONFIG": ContainerdConfig,
+		"NODE_CONTAINERD_DROPIN": ContainerdDropIn,
+		"NODE_KUBEADM_DROPIN":    KubeadmContainerdDropIn,
+		"NODE_UPDATE_UNITS":      strings.Join(UpdateUnits, " "),
+	}
+}
