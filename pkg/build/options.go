@@ -7,6 +7,7 @@ package build
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -196,5 +197,11 @@ func (o *Options) validate() error {
 	if err := o.Images.validate(o.Method); err != nil {
 		return err
 	}
-	return o.Kubernetes.Validate()
+	if err := o.Kubernetes.Validate(); err != nil {
+		return err
+	}
+	if st, err := os.Stat(o.OutputDir); o.OutputDir != "" && err == nil && !st.IsDir() { // before any work
+		return fmt.Errorf("--output-dir %s is an existing file, not a directory; give a directory (it is created when missing)", o.OutputDir)
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -125,9 +124,6 @@ func checkBuildFlags(o *build.Options, vf verifyFlags, diskSize string) error {
 	}
 	if err := o.Validate(); err != nil {
 		return err
-	}
-	if st, err := os.Stat(o.OutputDir); o.OutputDir != "" && err == nil && !st.IsDir() { // before any work
-		return Usagef("--output-dir %s is an existing file, not a directory; give a directory (it is created when missing)", o.OutputDir)
 	}
 	o.InsecureSkipVerify = vf.insecure
 	var err error

@@ -48,18 +48,16 @@ re-verified (signature and SHA512) on every use.`,
 			if err != nil {
 				return err
 			}
-			switch compression {
-			case fetch.CompressionAuto, "none", "bz2":
-			default:
-				return Usagef("invalid --compression %q: must be auto, none or bz2", compression)
+			opts := fetch.Options{Release: rel, Image: rf.image, Compression: compression, OutputFile: outputFile,
+				CacheDir: cacheDir, InsecureSkipVerify: vf.insecure, Progress: progress.Auto, Log: cmd.ErrOrStderr()}
+			if err := opts.Validate(); err != nil {
+				return err
 			}
 			if outputFile != "" { // the default name needs the resolved version: fetch checks it then
 				if err := atomicfile.CheckPath(outputFile); err != nil {
 					return err
 				}
 			}
-			opts := fetch.Options{Release: rel, Image: rf.image, Compression: compression, OutputFile: outputFile,
-				CacheDir: cacheDir, InsecureSkipVerify: vf.insecure, Progress: progress.Auto, Log: cmd.ErrOrStderr()}
 			if quiet {
 				opts.Progress = progress.Quiet
 			}

@@ -106,14 +106,9 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 			if err != nil {
 				return err
 			}
-			if releaseID != "_any" && releaseID != sysext.FlatcarID {
-				return Usagef("--release-id must be _any or flatcar, not %q", releaseID)
-			}
-			if compression != "zstd" && compression != "gzip" {
-				return Usagef("--compression must be gzip or zstd, not %q (the kernel rejects go-diskfs' xz and lz4)", compression)
-			}
-			if cmd.Flags().Changed("compression-level") && (compression != "gzip" || level < 1 || level > 9) {
-				return Usagef("--compression-level is gzip's, 1 (fastest) to 9 (smallest); got %d with --compression %s", level, compression)
+			image := sysext.CreateOptions{ReleaseID: releaseID, Compression: compression, Level: level, LevelGiven: cmd.Flags().Changed("compression-level")}
+			if err := image.Validate(); err != nil {
+				return err
 			}
 			v, err := resolveKubernetesVersion(cmd.Context(), c, dl.Mirror, dl.Kubernetes)
 			if err != nil {
@@ -146,10 +141,7 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 				}
 				in = sysextInputFromSet(set)
 			}
-			in.ReleaseID, in.Compression = releaseID, compression
-			if compression == "gzip" {
-				in.CompressionLevel = level
-			}
+			image.Apply(&in)
 			info, err := sysext.CreateKubernetes(cmd.Context(), in, outFile)
 			if err != nil {
 				return err

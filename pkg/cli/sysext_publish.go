@@ -35,9 +35,6 @@ makes nodes download the sysext verified, and update to newer patches from that 
   flatcar-capo sysext publish /srv/www/ext --url http://10.0.0.5/ext`,
 		Args: ExactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-				return Usagef("--url %q: want the http(s) URL DIR is served at, e.g. http://10.0.0.5/ext", url)
-			}
 			p, err := sysext.Publish(args[0], url)
 			if err != nil {
 				return err

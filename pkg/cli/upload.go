@@ -57,18 +57,16 @@ Prints the image ID, one line per cloud.`,
   flatcar-capo upload flatcar.raw --name flatcar-k8s --cloud east --cloud west --on-exists replace -o json`,
 		Args: ExactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if name == "" {
-				return Usagef("--name is required: CAPO finds the image by its name")
+			req := &glance.Request{Name: name, Visibility: visibility, Wait: wait}
+			if err := req.Validate(); err != nil {
+				return err
 			}
 			mode, err := glance.ParseOnExists(onExists)
 			if err != nil {
 				return err
 			}
-			if err := glance.ValidVisibility(visibility); err != nil {
-				return err
-			}
+			req.OnExists = mode
 			file := args[0]
-			req := &glance.Request{Name: name, Visibility: visibility, OnExists: mode, Wait: wait}
 			if err := req.SetFile(file, disk.Format(diskFormat)); err != nil {
 				return err // a compressed or foreign image is a failure (exit 1), like in every command
 			}

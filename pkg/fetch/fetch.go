@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
@@ -151,6 +152,14 @@ func Fetch(ctx context.Context, c *httpx.Client, o Options) (*Result, error) {
 	}
 	return nil, fmt.Errorf("release %s (%s, %s) has no %s image: the server answered 404 for %s",
 		rel.Version, rel.Channel, rel.Arch, o.Image, strings.Join(missing, " and "))
+}
+
+// Validate checks the caller's choices before any request; its errors wrap errs.ErrInvalid.
+func (o Options) Validate() error {
+	if _, err := compressions(o.Compression); err != nil {
+		return errs.Invalidf("invalid --compression %q: must be auto, none or bz2", o.Compression)
+	}
+	return nil
 }
 
 func compressions(c string) ([]string, error) {

@@ -127,6 +127,15 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 	return m, nil
 }
 
+// Validate checks the caller's choices of an upload (name, visibility); its errors wrap
+// errs.ErrInvalid.
+func (r *Request) Validate() error {
+	if r.Name == "" {
+		return errs.Invalidf("--name is required: CAPO finds the image by its name")
+	}
+	return ValidVisibility(r.Visibility)
+}
+
 // ValidVisibility accepts Glance's visibilities ("" leaves Glance's default).
 func ValidVisibility(v string) error {
 	switch v {

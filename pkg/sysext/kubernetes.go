@@ -50,6 +50,36 @@ type KubernetesInput struct {
 	ModTime          time.Time // see Spec.ModTime
 }
 
+// CreateOptions are sysext create's choices of the image, checked before any download.
+type CreateOptions struct {
+	ReleaseID   string // _any or flatcar
+	Compression string // gzip or zstd
+	Level       int    // gzip's level
+	LevelGiven  bool   // Level was asked for (else DefaultGzipLevel; zstd takes none)
+}
+
+// Validate checks o; its errors wrap errs.ErrInvalid.
+func (o CreateOptions) Validate() error {
+	if o.ReleaseID != "_any" && o.ReleaseID != FlatcarID {
+		return errs.Invalidf("--release-id must be _any or flatcar, not %q", o.ReleaseID)
+	}
+	if o.Compression != "zstd" && o.Compression != "gzip" {
+		return errs.Invalidf("--compression must be gzip or zstd, not %q (the kernel rejects go-diskfs' xz and lz4)", o.Compression)
+	}
+	if o.LevelGiven && (o.Compression != "gzip" || o.Level < 1 || o.Level > 9) {
+		return errs.Invalidf("--compression-level is gzip's, 1 (fastest) to 9 (smallest); got %d with --compression %s", o.Level, o.Compression)
+	}
+	return nil
+}
+
+// Apply sets in's release ID and compression from o.
+func (o CreateOptions) Apply(in *KubernetesInput) {
+	in.ReleaseID, in.Compression = o.ReleaseID, o.Compression
+	if o.Compression == "gzip" {
+		in.CompressionLevel = o.Level
+	}
+}
+
 var versionPattern = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 
 // ValidVersion checks a Kubernetes version as the release server spells it (v1.33.4).

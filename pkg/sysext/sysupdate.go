@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // SysupdateConf is the systemd-sysupdate transfer of Flatcar's sysext-bakery (kubernetes-1.NN.conf,
@@ -86,6 +87,9 @@ type PublishedSysext struct {
 // --flavor sysext reads for Ignition's verification.hash), kubernetes-1.NN.conf for each
 // Kubernetes minor present and noop.conf. Each file is written to a temporary name first.
 func Publish(dir, url string) (*Published, error) {
+	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+		return nil, errs.Invalidf("--url %q: want the http(s) URL DIR is served at, e.g. http://10.0.0.5/ext", url)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
