@@ -87,5 +87,6 @@ func Env() map[string]string {
 		"NODE_CONTAINERD_DROPIN": ContainerdDropIn,
 		"NODE_KUBEADM_DROPIN":    KubeadmContainerdDropIn,
 		"NODE_UPDATE_UNITS":      strings.Join(UpdateUnits, " "),
+		"NODE_VOLUME_PLUGIN_DIR": VolumePluginDir,
 	}
 }

@@ -132,6 +132,14 @@ func TestScriptsGetTheirPathsFromEnv(t *testing.T) {
 			}
 		}
 	}
+	for _, f := range scripts {
+		b, _ := os.ReadFile(f)
+		for _, m := range regexp.MustCompile(`\bNODE_[A-Z_]+`).FindAllString(string(b), -1) {
+			if _, ok := env[m]; !ok {
+				t.Errorf("%s reads %s, which Env does not set", f, m)
+			}
+		}
+	}
 	for _, k := range keys {
 		if !used[k] {
 			t.Errorf("no Packer script reads %s: drop it from Env or use it", k)

@@ -197,10 +197,10 @@ func split(s string) (words []string, comment string, err error) {
 
 var inlineCode = regexp.MustCompile("`(flatcar-capo [^`]+)`")
 
-// InlineCommands returns the `flatcar-capo ...` spans of the README's prose and tables (outside
+// inlineCommands returns the `flatcar-capo ...` spans of the README's prose and tables (outside
 // code blocks): command synopses, whose subcommands and flags must exist even though they are
 // not runnable as written.
-func InlineCommands(r io.Reader) ([]Line, error) {
+func inlineCommands(r io.Reader) ([]Line, error) {
 	var (
 		out     []Line
 		inBlock bool
@@ -227,9 +227,9 @@ func InlineCommands(r io.Reader) ([]Line, error) {
 
 var longFlag = regexp.MustCompile(`(^|[\s\[|\\])(--[a-z][a-z0-9-]*)`)
 
-// Synopsis splits a command synopsis into its leading words (the candidate subcommand path) and
+// synopsis splits a command synopsis into its leading words (the candidate subcommand path) and
 // the long flags it names anywhere.
-func Synopsis(text string) (words, flags []string) {
+func synopsis(text string) (words, flags []string) {
 	for _, w := range strings.Fields(strings.TrimPrefix(text, "flatcar-capo ")) {
 		if !regexp.MustCompile(`^[a-z][a-z0-9-]*$`).MatchString(w) {
 			break

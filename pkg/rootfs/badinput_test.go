@@ -85,7 +85,7 @@ func TestBakeRefuses(t *testing.T) {
 			before := fileSum(t, src)
 			outDir := t.TempDir()
 			dst := filepath.Join(outDir, "out.img")
-			res, err := Bake(context.Background(), src, dst, c.added(t))
+			res, err := bake(context.Background(), src, dst, c.added(t))
 			if err == nil {
 				t.Fatalf("Bake succeeded (%+v), want a refusal", res)
 			}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
@@ -19,7 +18,7 @@ import (
 // PartitionName is the GPT name of Flatcar's ROOT partition (number 9).
 const PartitionName = "ROOT"
 
-// Result reports what Bake did.
+// Result reports what BakeInPlace did.
 type Result struct {
 	Output      string        `json:"output"`
 	Partition   int           `json:"partition"`
@@ -34,54 +33,12 @@ type Result struct {
 	SkippedZero int64         `json:"skippedZeroBytes"` // zero metadata not written over ROOT's zeros
 }
 
-// Bake writes dst: a copy of the raw image src whose ROOT is a fresh ext4 holding the original
-// ROOT's entries plus added (an added entry replaces an original one of the same path and type;
-// missing parent directories are created 0755 root:root). src is only read. dst appears only
-// when complete and verified; on any failure nothing is left behind. Added entries without a
-// ModTime get the bake's epoch (SOURCE_DATE_EPOCH, else the original ROOT's time): the same
-// inputs give the same bytes (reproducible.go).
-func Bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) {
-	start := time.Now()
-	in, err := disk.Open(src, false)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
-	if in.Format != disk.FormatRaw {
-		return nil, fmt.Errorf("%s is a %s image; the ROOT bake works on a raw image: convert it first with 'flatcar-capo convert %s OUT.raw'", src, in.Format, src)
-	}
-	part, err := findRoot(in)
-	if err != nil {
-		return nil, err
-	}
-	pl, err := newPlan(src, in.Section(part), disk.PartitionName(part), added, start)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := pl.fits(part.Size); err != nil {
-		return nil, err
-	}
-	out, err := atomicfile.Create(dst)
-	if err != nil {
-		return nil, err
-	}
-	defer out.Abort()
-	if err := disk.CopySparse(ctx, out.File, in.File()); err != nil {
-		return nil, fmt.Errorf("copying %s: %w", src, err)
-	}
-	res, err := pl.writeFile(ctx, out.File, dst)
-	if err != nil {
-		return nil, err
-	}
-	if err := out.Commit(0o644); err != nil {
-		return nil, err
-	}
-	res.Duration = time.Since(start)
-	return res, nil
-}
-
-// BakeInPlace is Bake without copying the image, for a build's own scratch copy: the original
-// ROOT's data is copied aside (a temporary sparse file next to image, a few MiB for a release
+// BakeInPlace replaces the ROOT of the raw image with a fresh ext4 holding the original ROOT's
+// entries plus added (an added entry replaces an original one of the same path and type;
+// missing parent directories are created 0755 root:root). Added entries without a ModTime get
+// the bake's epoch (SOURCE_DATE_EPOCH, else the original ROOT's time): the same inputs give the
+// same bytes (reproducible.go). It is meant for a build's own scratch copy: the original ROOT's
+// data is copied aside (a temporary sparse file next to image, a few MiB for a release
 // image), then image's ROOT is replaced in place. Everything that can be refused is refused
 // before image is written; a failure while writing leaves its ROOT unusable, so image must be a
 // copy the caller discards on error.

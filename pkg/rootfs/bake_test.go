@@ -63,7 +63,7 @@ func TestBakeCarriesRootAndAddsSysext(t *testing.T) {
 	fsck(t, srcRoot, "of the source ROOT")
 
 	sysext := randomFile(t, 110<<20+7)
-	ext, err := KubernetesExtension(sysext, "v1.33.4", "amd64")
+	ext, err := kubernetesExtension(sysext, "v1.33.4", "amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestBakeCarriesRootAndAddsSysext(t *testing.T) {
 	}
 	dst := filepath.Join(t.TempDir(), "baked.img")
 	start := time.Now()
-	res, err := Bake(context.Background(), src, dst, added)
+	res, err := bake(context.Background(), src, dst, added)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestBakeInPlace(t *testing.T) {
 	img := image(t, 0, dir, cmds...)
 	srcRoot := extractRoot(t, img)
 	sysext := randomFile(t, 5<<20)
-	ext, err := KubernetesExtension(sysext, "v1.33.4", "x86-64")
+	ext, err := kubernetesExtension(sysext, "v1.33.4", "x86-64")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs/rootfstest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
@@ -117,4 +118,13 @@ func dirListing(t testing.TB, dir string) []string {
 		names = append(names, d.Name())
 	}
 	return names
+}
+
+// kubernetesExtension is the Kubernetes sysext entry with the conventional names.
+func kubernetesExtension(source, version, arch string) (Extension, error) {
+	name, err := sysext.KubernetesFileName(version, arch)
+	if err != nil {
+		return Extension{}, err
+	}
+	return Extension{Name: sysext.KubernetesName, FileName: name, Source: source}, nil
 }

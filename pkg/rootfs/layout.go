@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
-	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
 // Extension is one sysext to bake: stored as /opt/extensions/<Name>/<FileName> and linked from
@@ -55,12 +54,3 @@ func (l Layout) Entries() ([]Entry, error) {
 
 // inRoot is a node path as an entry of the ROOT filesystem (no leading slash).
 func inRoot(p string) string { return strings.TrimPrefix(p, "/") }
-
-// KubernetesExtension is the Kubernetes sysext entry with the conventional names.
-func KubernetesExtension(source, version, arch string) (Extension, error) {
-	name, err := sysext.KubernetesFileName(version, arch)
-	if err != nil {
-		return Extension{}, err
-	}
-	return Extension{Name: sysext.KubernetesName, FileName: name, Source: source}, nil
-}

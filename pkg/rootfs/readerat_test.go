@@ -25,7 +25,7 @@ func TestReaderAtRandomReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out.img")
-	if _, err := Bake(context.Background(), src, dst, []Entry{e}); err != nil {
+	if _, err := bake(context.Background(), src, dst, []Entry{e}); err != nil {
 		t.Fatal(err)
 	}
 	want, err := os.ReadFile(big)

@@ -48,9 +48,6 @@ type File struct {
 	Member  string
 }
 
-// Compressions are the values Spec.Compression accepts, default first.
-var Compressions = []string{"gzip", "zstd"}
-
 // DefaultGzipLevel is the fastest: a sysext is made on every build, and level 6 saves 7% of the
 // size for four times the time (scripts/bench/sysext-create.sh).
 const DefaultGzipLevel = 1

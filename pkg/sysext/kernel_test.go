@@ -24,7 +24,7 @@ func TestKernelMountsCreatedSysext(t *testing.T) {
 	testutil.RequireRoot(t, "loop-mounting the sysext with the kernel's squashfs driver")
 	testutil.RequireTools(t, "mount", "umount")
 	dir := t.TempDir()
-	for _, comp := range Compressions {
+	for _, comp := range []string{"gzip", "zstd"} {
 		t.Run(comp, func(t *testing.T) {
 			in := kubernetesInput(t, dir)
 			in.Compression = comp

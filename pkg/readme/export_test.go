@@ -1,0 +1,7 @@
+package readme
+
+// The README tests (package readme_test) check these helpers directly.
+var (
+	InlineCommands = inlineCommands
+	Synopsis       = synopsis
+)
