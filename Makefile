@@ -84,7 +84,8 @@ test: deps vet
 # The pure-Go tests, for contributors: no root, no apt, about a minute. Every test that needs a
 # tool, root or a machine precondition skips (testutil.Unit), and -short keeps inputs small.
 test-unit:
-	FLATCAR_CAPO_UNIT_TESTS=1 $(GO) test -short -count=1 -timeout 10m ./...
+	$(GO) build -o bin/flatcar-capo-unit ./cmd/flatcar-capo
+	FLATCAR_CAPO_UNIT_TESTS=1 FLATCAR_CAPO_TEST_BINARY=$(CURDIR)/bin/flatcar-capo-unit $(GO) test -short -count=1 -timeout 10m ./...
 
 $(SUMMARY): scripts/testsummary/main.go
 	$(GO) build -o $@ ./scripts/testsummary

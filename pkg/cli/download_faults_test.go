@@ -24,7 +24,8 @@ var faultEnv = []string{"FLATCAR_CAPO_STALL_TIMEOUT=1s", "FLATCAR_CAPO_RETRIES=2
 const faultBound = 45 * time.Second
 
 // faultWorld is a Kubernetes mirror and a release server (version.txt only, what a dry run
-// reads) behind one fault-injecting server on 127.0.0.1, with a private cache and TMPDIR.
+// reads) behind one fault-injecting server on 127.0.0.1, with a private cache and TMPDIR, so the
+// subtests run in parallel (they mostly wait for timeouts).
 type faultWorld struct {
 	srv                   *httpxtest.Server
 	k8s                   kubernetes.Options
@@ -119,6 +120,7 @@ func mustFailFast(t *testing.T, r testutil.Result, took time.Duration, url strin
 // build hung forever on the Kubernetes binaries, --sysext URL and a dry run's version.txt).
 func TestStalledDownloadsFailWithinStallTimeout(t *testing.T) {
 	t.Run("sysext create", func(t *testing.T) {
+		t.Parallel()
 		w := newFaultWorld(t)
 		w.srv.Stall("/kubelet", 100)
 		r, took := w.sysextCreate(t)
@@ -126,6 +128,7 @@ func TestStalledDownloadsFailWithinStallTimeout(t *testing.T) {
 		w.mustBeClean(t, "kubelet")
 	})
 	t.Run("build --method sysext, Kubernetes binaries", func(t *testing.T) {
+		t.Parallel()
 		w := newFaultWorld(t)
 		w.srv.Stall("/kubelet", 100)
 		r, took := w.buildSysext(t)
@@ -133,6 +136,7 @@ func TestStalledDownloadsFailWithinStallTimeout(t *testing.T) {
 		w.mustBeClean(t, "kubelet")
 	})
 	t.Run("build --method sysext --sysext URL", func(t *testing.T) {
+		t.Parallel()
 		w := newFaultWorld(t)
 		w.srv.Stall("/sysexts/kubernetes.raw", 100)
 		r, took := w.buildSysext(t, "--sysext", w.srv.URL+"/sysexts/kubernetes.raw")
@@ -140,6 +144,7 @@ func TestStalledDownloadsFailWithinStallTimeout(t *testing.T) {
 		w.mustBeClean(t)
 	})
 	t.Run("build --dry-run", func(t *testing.T) {
+		t.Parallel()
 		w := newFaultWorld(t)
 		w.srv.Stall("/version.txt", 20)
 		r, took := w.run(t, append([]string{"build", "--dry-run", "--release-server", w.srv.URL + "/{channel}"}, w.mirrorArgs()...)...)
@@ -151,6 +156,7 @@ func TestStalledDownloadsFailWithinStallTimeout(t *testing.T) {
 // httpx the Kubernetes binaries and --sysext URL failed at the first 503).
 func TestDownloadsRetry503(t *testing.T) {
 	t.Run("sysext create", func(t *testing.T) {
+		t.Parallel()
 		w := newFaultWorld(t)
 		w.srv.Fail("/kubelet", http.StatusServiceUnavailable, 2)
 		r, _ := w.sysextCreate(t)
@@ -161,6 +167,7 @@ func TestDownloadsRetry503(t *testing.T) {
 	})
 	// The build stops later (the base image here is no Flatcar image); the download steps pass.
 	t.Run("build --method sysext, Kubernetes binaries", func(t *testing.T) {
+		t.Parallel()
 		w := newFaultWorld(t)
 		w.srv.Fail("/kubelet", http.StatusServiceUnavailable, 2)
 		r, _ := w.buildSysext(t)
@@ -169,6 +176,7 @@ func TestDownloadsRetry503(t *testing.T) {
 		}
 	})
 	t.Run("build --method sysext --sysext URL", func(t *testing.T) {
+		t.Parallel()
 		w := newFaultWorld(t)
 		w.srv.Fail("/sysexts/kubernetes.raw", http.StatusServiceUnavailable, 2)
 		r, _ := w.buildSysext(t, "--sysext", w.srv.URL+"/sysexts/kubernetes.raw")
@@ -180,6 +188,7 @@ func TestDownloadsRetry503(t *testing.T) {
 		}
 	})
 	t.Run("build --dry-run", func(t *testing.T) {
+		t.Parallel()
 		w := newFaultWorld(t)
 		w.srv.Fail("/version.txt", http.StatusServiceUnavailable, 2)
 		r, _ := w.run(t, append([]string{"build", "--dry-run", "--release-server", w.srv.URL + "/{channel}"}, w.mirrorArgs()...)...)
@@ -212,6 +221,7 @@ func TestTrickleHitsDownloadTimeout(t *testing.T) {
 		}, (*faultWorld).kubeletURL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			w := newFaultWorld(t)
 			w.srv.Trickle(tc.suffix, 50*time.Millisecond)
 			start := time.Now()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -26,7 +25,6 @@ var stack struct {
 	startErr error
 	stop     func()
 	dir      string
-	missing  string // a tool the OpenStack tests need that is not installed
 	env      map[string]string
 	password string
 }
@@ -40,12 +38,6 @@ func TestMain(m *testing.M) {
 }
 
 func runWithOpenStack(m *testing.M) int {
-	for _, tool := range testutil.OpenStackTools {
-		if _, err := exec.LookPath(tool); err != nil {
-			stack.missing = tool // each OpenStack test skips (fails in strict mode) through testutil
-			break
-		}
-	}
 	code := m.Run()
 	stack.mu.Lock() // waits for a start still under way
 	defer stack.mu.Unlock()
@@ -129,9 +121,7 @@ func readOpenrc(path string) map[string]string { return readEnvFile(path) }
 // needOpenStack skips visibly when the packages are missing (fails in strict mode).
 func needOpenStack(t *testing.T) {
 	t.Helper()
-	if stack.missing != "" {
-		testutil.RequireTool(t, stack.missing)
-	}
+	testutil.RequireTools(t, testutil.OpenStackTools...) // a unit run skips here, before the start
 	if err := startOpenStack(); err != nil {
 		t.Fatal(err)
 	}

@@ -32,11 +32,18 @@ func Testdata(elem ...string) string {
 	return filepath.Join(append([]string{RepoRoot(), "testdata"}, elem...)...)
 }
 
+// BinaryEnv names a flatcar-capo that `make test-unit` built once for every test package (each
+// would otherwise link its own, seconds each on a loaded machine).
+const BinaryEnv = "FLATCAR_CAPO_TEST_BINARY"
+
 // Binary returns the path of a freshly built flatcar-capo (built once per test binary). Not with
 // -race under the race detector: that recompiles every dependency (Kubernetes API types
 // included) for minutes; the race run of make test runs the in-process tests instead.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if p := os.Getenv(BinaryEnv); p != "" {
+		return p
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "flatcar-capo-bin-")
 		if err != nil {
