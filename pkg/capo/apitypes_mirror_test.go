@@ -7,12 +7,19 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo/internal/apigen"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo/internal/apimirror"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	kubeadmv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
+	kubeadmv1beta2 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 )
 
 // The tests hold pkg/capo's mirror types (internal/apimirror) to the upstream types they are
@@ -217,6 +224,7 @@ func corpus(t *testing.T) []*Document {
 			}
 		}
 	}
+	add("lint_test.go", []byte(lintTestFixtures))
 	for _, glob := range []string{"../../testdata/*/*.yaml", "../../examples/*/*.yaml"} {
 		files, _ := filepath.Glob(glob)
 		for _, f := range files {
@@ -229,6 +237,42 @@ func corpus(t *testing.T) []*Document {
 	}
 	return docs
 }
+
+// lintTestFixtures are the documents lint_test.go writes inline.
+const lintTestFixtures = `apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: KubeadmControlPlane
+metadata:
+  name: cp
+  annotations:
+    kubectl.kubernetes.io/last-applied-configuration: '{"spec":{"kubeadmConfigSpec":{"joinConfiguration":{}}}}'
+spec:
+  kubeadmConfigSpec:
+    format: ignition
+---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: MachineDeployment
+metadata: {name: md}
+spec:
+  template:
+    spec:
+      bootstrap: {configRef: {kind: KubeadmConfigTemplate, name: w}}
+      infrastructureRef: {kind: OpenStackMachineTemplate, name: w}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1beta2
+kind: KubeadmConfigTemplate
+metadata: {name: w}
+spec:
+  template:
+    spec:
+      joinConfiguration:
+        nodeRegistration:
+          kubeletExtraArgs:
+          - {name: provider-id, value: "openstack:///x"}
+---
+kind: KubeadmControlPlane
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+spec: {kubeadmConfigSpec: {format: ignition, files: [1]}}
+`
 
 func clone(v any) any {
 	switch v := v.(type) {
@@ -413,34 +457,42 @@ func setPath(obj map[string]any, path []any, v any) {
 	}
 }
 
+// compareDecode fails t when DecodeStrict or UnknownFields say something else with the mirror
+// than with the upstream types; it reports whether d was rejected and had unknown fields.
+func compareDecode(t *testing.T, d *Document) (rejected, unknown bool) {
+	t.Helper()
+	ut := upstreamTypes[d.APIVersion+"/"+d.Kind]
+	_, uerr := decodeInto(d, ut)
+	_, merr := DecodeStrict(d)
+	if errText(uerr) != errText(merr) {
+		raw, _ := json.Marshal(d.obj)
+		t.Errorf("DecodeStrict differs on %.300s\nmirror:   %v\nupstream: %v", raw, merr, uerr)
+	}
+	up, mp := unknownPaths(d, ut), UnknownFields(d)
+	ms := []string{}
+	for _, p := range mp {
+		ms = append(ms, p.String())
+	}
+	sort.Strings(ms)
+	if strings.Join(up, " ") != strings.Join(ms, " ") {
+		raw, _ := json.Marshal(d.obj)
+		t.Errorf("UnknownFields differs on %.300s\nmirror:   %v\nupstream: %v", raw, ms, up)
+	}
+	return uerr != nil, len(up) > 0
+}
+
 // Equivalence: on every corpus document and its mutants, DecodeStrict's verdict and error and
 // UnknownFields' paths are the same with the mirror as with the upstream types.
 func TestMirrorDecodesAsUpstream(t *testing.T) {
 	var checked, rejected, unknown int
 	check := func(d *Document) {
 		t.Helper()
-		ut := upstreamTypes[d.APIVersion+"/"+d.Kind]
-		_, uerr := decodeInto(d, ut)
-		_, merr := DecodeStrict(d)
-		if errText(uerr) != errText(merr) {
-			raw, _ := json.Marshal(d.obj)
-			t.Errorf("DecodeStrict differs on %.300s\nmirror:   %v\nupstream: %v", raw, merr, uerr)
-		}
-		up, mp := unknownPaths(d, ut), UnknownFields(d)
-		ms := []string{}
-		for _, p := range mp {
-			ms = append(ms, p.String())
-		}
-		sort.Strings(ms)
-		if strings.Join(up, " ") != strings.Join(ms, " ") {
-			raw, _ := json.Marshal(d.obj)
-			t.Errorf("UnknownFields differs on %.300s\nmirror:   %v\nupstream: %v", raw, ms, up)
-		}
+		rej, unk := compareDecode(t, d)
 		checked++
-		if uerr != nil {
+		if rej {
 			rejected++
 		}
-		if len(up) > 0 {
+		if unk {
 			unknown++
 		}
 	}
@@ -480,4 +532,51 @@ func TestMirrorDecodesAsUpstream(t *testing.T) {
 	if typed < 40 || rejected < checked/3 || unknown < 100 || len(leafTypes) != len(apigen.Leaves) {
 		t.Errorf("corpus too small to mean anything")
 	}
+}
+
+// leafPairs are the upstream types that decode JSON themselves, each with its mirror.
+var leafPairs = []struct {
+	upstream, mirror func() json.Unmarshaler
+}{
+	{func() json.Unmarshaler { return &metav1.Time{} }, func() json.Unmarshaler { return &apimirror.Metav1_Time{} }},
+	{func() json.Unmarshaler { return &metav1.Duration{} }, func() json.Unmarshaler { return &apimirror.Metav1_Duration{} }},
+	{func() json.Unmarshaler { return &metav1.FieldsV1{} }, func() json.Unmarshaler { return &apimirror.Metav1_FieldsV1{} }},
+	{func() json.Unmarshaler { return &intstr.IntOrString{} }, func() json.Unmarshaler { return &apimirror.Intstr_IntOrString{} }},
+	{func() json.Unmarshaler { return &resource.Quantity{} }, func() json.Unmarshaler { return &apimirror.Resource_Quantity{} }},
+	{func() json.Unmarshaler { return &apiextensionsv1.JSON{} }, func() json.Unmarshaler { return &apimirror.Apiextv1_JSON{} }},
+	{func() json.Unmarshaler { return &kubeadmv1beta1.BootstrapTokenString{} }, func() json.Unmarshaler { return &apimirror.Kubeadmv1beta1_BootstrapTokenString{} }},
+	{func() json.Unmarshaler { return &kubeadmv1beta2.BootstrapTokenString{} }, func() json.Unmarshaler { return &apimirror.Kubeadmv1beta2_BootstrapTokenString{} }},
+}
+
+// hugeExponent: resource.ParseQuantity rounds 1e-99999 by computing 10^99999 (upstream's cost,
+// which the mirror does not share); the fuzzer need not wait for it.
+var hugeExponent = regexp.MustCompile(`[eE][-+]?0*[0-9]{4}`)
+
+// FuzzMirrorLeaves: on any JSON value, each hand-written leaf accepts, rejects and words its
+// error as the upstream type's UnmarshalJSON does.
+func FuzzMirrorLeaves(f *testing.F) {
+	if len(leafPairs) != len(apigen.Leaves) {
+		f.Fatalf("%d leaf pairs for %d leaves", len(leafPairs), len(apigen.Leaves))
+	}
+	for _, p := range leafPairs {
+		if q := apigen.Qualified(reflect.TypeOf(p.upstream()).Elem()); !apigen.Leaves[q] {
+			f.Fatalf("%s is not in apigen.Leaves", q)
+		}
+	}
+	for _, v := range leafProbes {
+		b, _ := json.Marshal(v)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.Trim(data, " \t\r\n") // encoding/json hands over the value alone
+		if !json.Valid(data) || len(data) > 256 || hugeExponent.Match(data) {
+			return
+		}
+		for _, p := range leafPairs {
+			u, m := p.upstream(), p.mirror()
+			if ue, me := errText(u.UnmarshalJSON(data)), errText(m.UnmarshalJSON(data)); ue != me {
+				t.Errorf("%T on %q: upstream %s, mirror %s", u, data, ue, me)
+			}
+		}
+	})
 }
