@@ -5,10 +5,12 @@ package testutil
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +47,10 @@ func Binary(t testing.TB) string {
 		return p
 	}
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "flatcar-capo-bin-")
+		removeStaleBinaries()
+		// The pid in the name lets a later test process remove this directory once this one
+		// has exited (a test binary has no exit hook without a TestMain in every package).
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", binDirPrefix, os.Getpid()))
 		if err != nil {
 			buildErr = err
 			return
@@ -64,6 +69,32 @@ func Binary(t testing.TB) string {
 		t.Fatalf("building flatcar-capo: %v", buildErr)
 	}
 	return binPath
+}
+
+const binDirPrefix = "flatcar-capo-bin-"
+
+// removeStaleBinaries deletes the binaries earlier test processes built and left behind: a
+// directory whose pid no longer runs (or that predates pids in the name) is stale.
+func removeStaleBinaries() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
+	for _, dir := range dirs {
+		minAge := time.Minute // a directory made just now may belong to a process still starting
+		pidText, _, hasPid := strings.Cut(strings.TrimPrefix(filepath.Base(dir), binDirPrefix), "-")
+		if pid, err := strconv.Atoi(pidText); hasPid && err == nil && pid > 0 && processRuns(pid) {
+			continue
+		} else if !hasPid {
+			minAge = 6 * time.Hour // no owner to ask: only when surely no test still runs it
+		}
+		if info, err := os.Lstat(dir); err != nil || !info.IsDir() || time.Since(info.ModTime()) < minAge {
+			continue
+		}
+		os.RemoveAll(dir)
+	}
+}
+
+func processRuns(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
 }
 
 // Result is what a command run produced.
