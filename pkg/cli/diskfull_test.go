@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"math/rand"
@@ -154,9 +153,9 @@ func TestDiskFull(t *testing.T) {
 				if in != "" {
 					inputs = append(inputs, in)
 				}
-				sums := map[string][32]byte{}
+				sums := map[string]string{}
 				for _, p := range inputs {
-					sums[p] = sha256File(t, p)
+					sums[p] = testutil.SHA256File(t, p)
 				}
 				var blocksBefore int64
 				if c.inPlace {
@@ -186,7 +185,7 @@ func TestDiskFull(t *testing.T) {
 					t.Errorf("left behind on the full disk:\nbefore: %s\nafter:  %s", before, after)
 				}
 				for _, p := range inputs {
-					if sha256File(t, p) != sums[p] {
+					if testutil.SHA256File(t, p) != sums[p] {
 						t.Errorf("input %s changed", p)
 					}
 				}
@@ -271,22 +270,6 @@ func blocks(t *testing.T, p string) int64 {
 		t.Fatal(err)
 	}
 	return st.Blocks
-}
-
-func sha256File(t *testing.T, p string) [32]byte {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	var s [32]byte
-	copy(s[:], h.Sum(nil))
-	return s
 }
 
 // copySparseFile copies src's data extents to dst, so a 600 MiB sparse image fits the tmpfs.

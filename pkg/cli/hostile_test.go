@@ -94,7 +94,7 @@ func TestHostileGPTLayouts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			img := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
 			setGPTRange(t, img, c.number, c.first, c.last)
-			before := sha256File(t, img)
+			before := testutil.SHA256File(t, img)
 			dir := t.TempDir()
 			runs := [][]string{
 				{"inspect", img},
@@ -110,7 +110,7 @@ func TestHostileGPTLayouts(t *testing.T) {
 					t.Errorf("%s: exit %d, want 1 with %q:\n%s", strings.Join(args[:2], " "), r.Code, c.want, r.Combined())
 				}
 			}
-			if sha256File(t, img) != before {
+			if testutil.SHA256File(t, img) != before {
 				t.Error("the image was changed")
 			}
 			if left := listDir(t, dir); left != "" { // build's output directory keeps only its lock
@@ -137,7 +137,7 @@ func TestHostileGrubCfg(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			img := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true, GrubCfg: c.cfg})
-			before := sha256File(t, img)
+			before := testutil.SHA256File(t, img)
 			out := filepath.Join(t.TempDir(), "o.raw")
 			for _, args := range [][]string{
 				{"inspect", img},
@@ -156,7 +156,7 @@ func TestHostileGrubCfg(t *testing.T) {
 				}
 				t.Logf("%s: %v", strings.Join(args[:2], " "), took)
 			}
-			if sha256File(t, img) != before {
+			if testutil.SHA256File(t, img) != before {
 				t.Error("the image was changed")
 			}
 			if _, err := os.Stat(out); !os.IsNotExist(err) {

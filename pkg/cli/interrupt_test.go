@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -117,29 +116,7 @@ func TestInterruptedUploadReportsWhatIsLeft(t *testing.T) {
 `, fake.srv.URL))
 			cmd := exec.Command(testutil.Binary(t), "upload", img, "--name", "x", "--cloud", "fake")
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "OS_CLIENT_CONFIG_FILE=" + filepath.Join(dir, "clouds.yaml")}
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			var err error
-			select {
-			case <-fake.transferring:
-				cmd.Process.Signal(os.Interrupt)
-				err = <-exited
-			case err = <-exited:
-				t.Fatalf("upload ended before sending data (%v):\n%s", err, stderr.String())
-			case <-time.After(2 * time.Minute):
-				cmd.Process.Kill()
-				t.Fatalf("the upload never started sending data:\n%s", stderr.String())
-			}
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-				t.Fatalf("exit %v, want 130; stderr:\n%s", err, stderr.String())
-			}
-			out := stderr.String()
+			out := testutil.Interrupt(t, cmd, fake.transferring, "sending data")
 			for _, w := range c.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, out)
@@ -181,31 +158,10 @@ func TestInterruptedFetchLeavesNoOutput(t *testing.T) {
 	cmd := exec.Command(testutil.Binary(t), "fetch", "--release-server", srv.URL+"/{channel}", "--insecure-skip-verify",
 		"--output-file", out, "--retries", "0")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	var err error
-	select {
-	case <-downloading:
-		cmd.Process.Signal(os.Interrupt)
-		err = <-exited
-	case err = <-exited:
-		t.Fatalf("fetch ended before the download started (%v):\n%s", err, stderr.String())
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("the download never started:\n%s", stderr.String())
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit %v, want 130; stderr:\n%s", err, stderr.String())
-	}
+	stderr := testutil.Interrupt(t, cmd, downloading, "the download")
 	want := "nothing was left behind: " + out + " was not written"
-	if !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "context canceled") {
-		t.Fatalf("stderr lacks %q (or says context canceled):\n%s", want, stderr.String())
+	if !strings.Contains(stderr, want) || strings.Contains(stderr, "context canceled") {
+		t.Fatalf("stderr lacks %q (or says context canceled):\n%s", want, stderr)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("files left in the output directory: %v", entries)
@@ -244,29 +200,7 @@ func TestInterruptedSysextCreateAndBuildSayWhatIsLeft(t *testing.T) {
 			args := append(c.args, "--kubernetes-mirror", srv.URL, "--github-mirror", srv.URL, "--cache-dir", filepath.Join(dir, "cache"))
 			cmd := exec.Command(testutil.Binary(t), args...)
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			var err error
-			select {
-			case <-downloading:
-				cmd.Process.Signal(os.Interrupt)
-				err = <-exited
-			case err = <-exited:
-				t.Fatalf("ended before downloading (%v):\n%s", err, stderr.String())
-			case <-time.After(2 * time.Minute):
-				cmd.Process.Kill()
-				t.Fatalf("never downloaded:\n%s", stderr.String())
-			}
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-				t.Fatalf("exit %v, want 130; stderr:\n%s", err, stderr.String())
-			}
-			if out := stderr.String(); !strings.Contains(out, c.want) || strings.Contains(out, "did not say what it left behind") {
+			if out := testutil.Interrupt(t, cmd, downloading, "downloading"); !strings.Contains(out, c.want) || strings.Contains(out, "did not say what it left behind") {
 				t.Errorf("stderr lacks %q:\n%s", c.want, out)
 			}
 		})

@@ -10,26 +10,13 @@ import (
 // CountActiveImages counts the active images matching name and every tag, as CAPO's image filter
 // does (it needs exactly one).
 func CountActiveImages(ctx context.Context, c *Cloud, name string, tags []string) (int, error) {
-	opts := images.ListOpts{Name: name, Status: images.ImageStatusActive, Tags: tags}
-	pages, err := images.List(c.Image, opts).AllPages(ctx)
-	if err != nil {
-		return 0, glanceError(c, fmt.Sprintf("listing the images named %q", name), err)
-	}
-	all, err := images.ExtractImages(pages)
-	if err != nil {
-		return 0, err
-	}
-	return len(all), nil
+	all, err := activeImages(ctx, c, name, tags)
+	return len(all), err
 }
 
 // MinDiskOfImages is the largest min_disk (GiB) of the active images matching name and tags.
 func MinDiskOfImages(ctx context.Context, c *Cloud, name string, tags []string) (int, error) {
-	opts := images.ListOpts{Name: name, Status: images.ImageStatusActive, Tags: tags}
-	pages, err := images.List(c.Image, opts).AllPages(ctx)
-	if err != nil {
-		return 0, glanceError(c, fmt.Sprintf("listing the images named %q", name), err)
-	}
-	all, err := images.ExtractImages(pages)
+	all, err := activeImages(ctx, c, name, tags)
 	if err != nil {
 		return 0, err
 	}
@@ -38,4 +25,14 @@ func MinDiskOfImages(ctx context.Context, c *Cloud, name string, tags []string) 
 		m = max(m, img.MinDiskGigabytes)
 	}
 	return m, nil
+}
+
+// activeImages lists the active images matching name and every tag.
+func activeImages(ctx context.Context, c *Cloud, name string, tags []string) ([]images.Image, error) {
+	opts := images.ListOpts{Name: name, Status: images.ImageStatusActive, Tags: tags}
+	pages, err := images.List(c.Image, opts).AllPages(ctx)
+	if err != nil {
+		return nil, glanceError(c, fmt.Sprintf("listing the images named %q", name), err)
+	}
+	return images.ExtractImages(pages)
 }

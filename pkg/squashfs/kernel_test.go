@@ -2,7 +2,6 @@ package squashfs
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -61,7 +60,7 @@ func TestKernelReadsImage(t *testing.T) {
 						return nil
 					}
 					pst, _ := os.Lstat(parent)
-					if dotdot := dotdotIno(t, m); dotdot != pst.Sys().(*syscall.Stat_t).Ino {
+					if dotdot := testutil.DotDotIno(t, m); dotdot != pst.Sys().(*syscall.Stat_t).Ino {
 						t.Errorf("%s: .. is inode %d, the parent is %d", rel, dotdot, pst.Sys().(*syscall.Stat_t).Ino)
 					}
 				case d.Type()&fs.ModeSymlink != 0:
@@ -84,33 +83,4 @@ func TestKernelReadsImage(t *testing.T) {
 			}
 		})
 	}
-}
-
-// dotdotIno reads a directory's ".." entry as the kernel lists it (getdents64), which is the
-// inode's parent field, not the path's parent.
-func dotdotIno(t *testing.T, dir string) uint64 {
-	t.Helper()
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(fd)
-	buf := make([]byte, 1<<16)
-	n, err := syscall.Getdents(fd, buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for b := buf[:n]; len(b) >= 19; {
-		ino, reclen := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint16(b[16:])
-		name := b[19:reclen]
-		if i := bytes.IndexByte(name, 0); i >= 0 {
-			name = name[:i]
-		}
-		if string(name) == ".." {
-			return ino
-		}
-		b = b[reclen:]
-	}
-	t.Fatalf("%s: no .. entry", dir)
-	return 0
 }

@@ -1,9 +1,7 @@
 package sysext
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -136,7 +134,7 @@ func checkDirLinks(t *testing.T, mnt string) {
 		if err := syscall.Lstat(filepath.Dir(p), &parent); err != nil {
 			return err
 		}
-		if got := dotdot(t, p); got != parent.Ino {
+		if got := testutil.DotDotIno(t, p); got != parent.Ino {
 			t.Errorf("%s: .. is inode %d, the parent directory is %d", p, got, parent.Ino)
 		}
 		return nil
@@ -144,32 +142,4 @@ func checkDirLinks(t *testing.T, mnt string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// dotdot returns the inode number the kernel lists for a directory's ".." entry.
-func dotdot(t *testing.T, dir string) uint64 {
-	t.Helper()
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(fd)
-	buf := make([]byte, 1<<16)
-	n, err := syscall.Getdents(fd, buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for b := buf[:n]; len(b) >= 19; {
-		ino, reclen := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint16(b[16:])
-		name := b[19:reclen]
-		if i := bytes.IndexByte(name, 0); i >= 0 {
-			name = name[:i]
-		}
-		if string(name) == ".." {
-			return ino
-		}
-		b = b[reclen:]
-	}
-	t.Fatalf("%s has no .. entry", dir)
-	return 0
 }

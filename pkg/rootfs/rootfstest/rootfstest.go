@@ -4,8 +4,6 @@ package rootfstest
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // Run runs a tool and fails the test with its output when it fails.
@@ -137,16 +136,5 @@ func DumpSum(t testing.TB, fsFile, p string) string {
 	return FileSum(t, out)
 }
 
-func FileSum(t testing.TB, p string) string {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+// FileSum is the hex sha256 of the host file p.
+func FileSum(t testing.TB, p string) string { t.Helper(); return testutil.SHA256File(t, p) }
