@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
@@ -33,7 +34,7 @@ func TestSysextOverlayMatchesRawWorkCopy(t *testing.T) {
 		o := testOptions(t, base)
 		o.Method, o.Images.NoPreload, o.Compress = MethodSysext, true, compress
 		o.Kubernetes, o.CacheDir = first.Kubernetes, first.CacheDir // one mirror, one cache
-		var log bytes.Buffer
+		var log lockedBuffer // the Kubernetes downloads report from their goroutines
 		o.Log = &log
 		if _, err := Run(context.Background(), o); err != nil {
 			t.Fatalf("build (overlay %v): %v\n%s", viaOverlay, err, log.String())
@@ -78,6 +79,23 @@ func TestSysextOverlayMatchesRawWorkCopy(t *testing.T) {
 			t.Errorf("overlay files still open: %v", leaked)
 		}
 	})
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // cancelOn cancels when a progress line contains s.

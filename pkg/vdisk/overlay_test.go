@@ -129,6 +129,21 @@ func TestOverlayMatchesACopy(t *testing.T) {
 	if _, err := o.WriteAt([]byte{1}, size); err == nil {
 		t.Error("a write past the end succeeded")
 	}
+	// Touched tells the bake whether the base still holds a range as it was.
+	fresh, err := NewOverlay(base, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	fresh.WriteAt([]byte{1}, 2*OverlayBlock+5)
+	for _, c := range []struct {
+		off, n int64
+		want   bool
+	}{{0, 2 * OverlayBlock, false}, {0, 2*OverlayBlock + 1, true}, {3 * OverlayBlock, size - 3*OverlayBlock, false}, {2*OverlayBlock + 4000, 1, true}} {
+		if got := fresh.Touched(c.off, c.n); got != c.want {
+			t.Errorf("Touched(%d, %d) = %v after one byte at %d", c.off, c.n, got, 2*OverlayBlock+5)
+		}
+	}
 }
 
 func allZero(b []byte) bool { return IsZero(b) }
