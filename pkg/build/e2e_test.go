@@ -53,7 +53,9 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	fx.rel = standin.PublishRelease(t, fx.srv, standin.ReleaseOptions{})
+	// Its /usr carries a real containerd as Flatcar's built-in sysext, so the build VM imports the
+	// preloaded images (install-images.sh) and the boot reads them from containerd.
+	fx.rel = standin.PublishRelease(t, fx.srv, standin.ReleaseOptions{Sysexts: []string{registrytest.ContainerdSysext(t, fx.dir)}})
 	t.Logf("stand-in release %s ready in %.1fs", fx.rel.Version, time.Since(start).Seconds())
 	if p := testutil.CachedPacker112(); p != "" {
 		if _, err := os.Stat(p); err == nil {
@@ -282,7 +284,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		if err := configdrive.Write(drive, ign, configdrive.MetaData{UUID: "6f1d2c3e-0000-4000-8000-000000000009", Name: "node", Hostname: "node"}); err != nil {
 			t.Fatal(err)
 		}
-		g := standin.Boot(t, image, standin.BootOptions{ConfigDrive: drive, Snapshot: true, Key: key, Timeout: 600 * time.Second})
+		g := standin.Boot(t, image, standin.BootOptions{ConfigDrive: drive, Snapshot: true, Key: key, Timeout: 600 * time.Second, Memory: 1536})
 		cmdline, err := g.Cmdline()
 		if err != nil {
 			t.Fatal(err)
@@ -305,6 +307,8 @@ func TestBuildEndToEnd(t *testing.T) {
 				t.Fatalf("%s: %q lacks %q", cmd, got, want)
 			}
 		}
+		// The Packer method's proof of preloading: the images the build VM imported, offline.
+		preloadProof{reg: fx.reg, pushed: fx.pushed, inVM: true}.check(t, g)
 	})
 
 	t.Run("CtrlCDuringPackerLeavesNothing", func(t *testing.T) {
@@ -482,6 +486,11 @@ func checkBuilt(t *testing.T, r testutil.Result, out string, fx *fixture) *build
 	if !strings.Contains(r.Stderr, "[1/") || !strings.Contains(r.Stderr, "packer") {
 		t.Fatalf("no progress lines:\n%s", r.Stderr)
 	}
+	// The build VM runs the base image's containerd: install-images.sh imported the images there.
+	if want := fmt.Sprintf("%d images imported into containerd's k8s.io namespace and pinned", len(fx.pushed.Refs)); !strings.Contains(r.Stderr, want) ||
+		strings.Contains(r.Stderr, "the first boot imports them") {
+		t.Fatalf("the build VM did not import the images (want %q):\n%s", want, r.Stderr)
+	}
 	var leftovers []string
 	dots, _ := filepath.Glob(filepath.Join(out, ".*"))
 	for _, f := range dots {
@@ -510,7 +519,7 @@ func checkImage(t *testing.T, fx *fixture, image string) {
 	for _, p := range kubetest.CNIPlugins {
 		root.read("/opt/cni/bin/" + p)
 	}
-	// The preloaded images (the stand-in's containerd is inert, so the first boot imports them).
+	// The preloaded images.
 	var list images.List
 	if err := json.Unmarshal(root.read("/"+images.ListFile), &list); err != nil || len(list.Images) != 7 {
 		t.Errorf("%s: %v, %d images", images.ListFile, err, len(list.Images))
@@ -520,8 +529,15 @@ func checkImage(t *testing.T, fx *fixture, image string) {
 			t.Errorf("preloaded %s %s, pushed %s", im.Name, im.Digest, fx.pushed.Digest[im.Name])
 		}
 	}
-	if e := root.entry("/" + images.ArchiveFile); e == nil {
-		t.Errorf("no %s", images.ArchiveFile)
+	// Imported in the build VM: the blobs are in containerd's content store, the archive is gone.
+	if !root.absent("/" + images.ArchiveFile) {
+		t.Errorf("%s is still in the image after the build VM's import: images stored twice", images.ArchiveFile)
+	}
+	for _, ref := range fx.pushed.Refs {
+		d := strings.TrimPrefix(fx.pushed.Manifest[ref], "sha256:")
+		if root.entry("/var/lib/containerd/io.containerd.content.v1.content/blobs/sha256/"+d) == nil {
+			t.Errorf("%s: manifest %s is not in containerd's content store in ROOT", ref, d)
+		}
 	}
 	if root.entry("/"+images.ImportWants) == nil || !strings.Contains(string(root.read("/"+images.ConfDropIn)), "SystemdCgroup = true") {
 		t.Errorf("import unit not enabled or containerd drop-in missing")

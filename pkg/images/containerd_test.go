@@ -23,12 +23,8 @@ func TestContainerdMergesDropIn(t *testing.T) {
 		dir := t.TempDir()
 		confd := filepath.Join(dir, "conf.d")
 		os.MkdirAll(confd, 0o755)
-		base, err := os.ReadFile("testdata/flatcar-containerd-config.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
 		cfg := filepath.Join(dir, "config.toml")
-		os.WriteFile(cfg, []byte(strings.ReplaceAll(string(base), "CONFD", confd)), 0o644)
+		os.WriteFile(cfg, []byte(registrytest.FlatcarContainerdConfig(confd)), 0o644)
 		os.WriteFile(filepath.Join(confd, "10-flatcar-capo.toml"), []byte(dropIn), 0o644)
 		out, err := exec.Command(bin, "--config", cfg, "config", "dump").CombinedOutput()
 		if err != nil {

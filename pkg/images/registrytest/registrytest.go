@@ -408,27 +408,6 @@ func (r *Registry) BlobFile(d v1.Hash) string {
 	return filepath.Join(r.Storage, "docker/registry/v2/blobs", d.Algorithm, d.Hex[:2], d.Hex, "data")
 }
 
-// ContainerdVersion is the containerd scripts/install-containerd.sh builds (Flatcar's 2.1.x).
-const ContainerdVersion = "2.1.5"
-
-// ContainerdDir is the directory of containerd, ctr, containerd-shim-runc-v2 and crictl built by
-// scripts/install-containerd.sh; the test skips (fails in strict mode) when they are missing.
-func ContainerdDir(t testing.TB) string {
-	t.Helper()
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
-	dir := filepath.Join(cache, "flatcar-capo", "containerd", ContainerdVersion)
-	for _, b := range []string{"containerd", "ctr", "containerd-shim-runc-v2", "crictl"} {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			testutil.RequireEnv(t, err, "containerd "+ContainerdVersion+" (run scripts/install-containerd.sh)")
-		}
-	}
-	return dir
-}
-
 // Layer sizes (MiB) like kubeadm's real images for 1.33 (registry.k8s.io, linux/amd64,
 // compressed): about 250 MB in all, each image a shared base layer plus its own.
 var realSizes = map[string][]int{

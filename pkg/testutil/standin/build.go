@@ -25,7 +25,7 @@ const (
 )
 
 // Tools are the host programs Build runs.
-var Tools = []string{"mmdebstrap", "chroot", "mkfs.ext4", "mkfs.btrfs", "mkfs.vfat", "mcopy", "grub-mkimage", "busybox"}
+var Tools = []string{"mmdebstrap", "chroot", "mkfs.ext4", "debugfs", "e2fsck", "mkfs.btrfs", "mkfs.vfat", "mcopy", "grub-mkimage", "busybox"}
 
 // ErrNeedsRoot: mmdebstrap --mode=root and the chroot steps need root (CI runs as root).
 var ErrNeedsRoot = errors.New("building the stand-in guest needs root (mmdebstrap --mode=root; CI runs tests as root)")
@@ -59,7 +59,11 @@ func Build(ctx context.Context, opts Options) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(root, key)
-	diskOpts := opts.diskOptions(dir, k)
+	usr, err := opts.usrName()
+	if err != nil {
+		return "", err
+	}
+	diskOpts := opts.diskOptions(dir, usr, k)
 	image := filepath.Join(dir, "disk-"+opts.oem()+"-"+diskHash(diskOpts)+".img")
 	if _, err := os.Stat(image); err == nil {
 		return image, nil
@@ -86,6 +90,9 @@ func Build(ctx context.Context, opts Options) (string, error) {
 	if err := buildSystem(ctx, root, dir, k, opts); err != nil {
 		return "", err
 	}
+	if err := addSysexts(ctx, filepath.Join(dir, "usr.ext4"), diskOpts.USRAImage, opts); err != nil {
+		return "", err
+	}
 	start := time.Now()
 	tmp := image + ".tmp"
 	initrd, err := os.ReadFile(filepath.Join(dir, "initrd.img"))
@@ -108,8 +115,8 @@ func Build(ctx context.Context, opts Options) (string, error) {
 	return image, nil
 }
 
-// diskOptions describe the disk around the built /usr (the initramfs is read from dir later).
-func (o Options) diskOptions(dir string, k kernelInfo) flatcardisk.Options {
+// diskOptions describe the disk around the built /usr (dir/usr; the initramfs is read from dir later).
+func (o Options) diskOptions(dir, usr string, k kernelInfo) flatcardisk.Options {
 	return flatcardisk.Options{
 		OEM:       flatcardisk.OEMBtrfs,
 		OEMID:     o.oem(),
@@ -118,7 +125,7 @@ func (o Options) diskOptions(dir string, k kernelInfo) flatcardisk.Options {
 		Bootable:  true,
 		DiskSize:  DiskSize,
 		USRASize:  USRASize,
-		USRAImage: filepath.Join(dir, "usr.ext4"),
+		USRAImage: filepath.Join(dir, usr),
 		Kernel:    k.path,
 	}
 }

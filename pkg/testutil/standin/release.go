@@ -73,6 +73,9 @@ type ReleaseOptions struct {
 	Channel    string // default "stable"
 	Version    string // default Version (what the guest's os-release says)
 	NotCurrent bool   // do not also publish it as the channel's current release
+	// Sysexts are built into the images' /usr as Flatcar's containerd-flatcar is (Options.Sysexts),
+	// e.g. registrytest.ContainerdSysext for a real containerd.
+	Sysexts []string
 }
 
 // Release is what PublishRelease published.
@@ -108,8 +111,8 @@ func PublishRelease(t testing.TB, srv *fetchtest.Server, opts ReleaseOptions) *R
 		t.Fatal(err)
 	}
 	for _, oem := range []string{"qemu", "openstack"} {
-		Image(t, Options{OEM: oem}) // fails the test with a clear message if it cannot be built
-		path, err := BuildQcow2(context.Background(), Options{OEM: oem, Log: t.Logf})
+		Image(t, Options{OEM: oem, Sysexts: opts.Sysexts}) // fails the test with a clear message if it cannot be built
+		path, err := BuildQcow2(context.Background(), Options{OEM: oem, Sysexts: opts.Sysexts, Log: t.Logf})
 		if err != nil {
 			t.Fatalf("standin: %v", err)
 		}

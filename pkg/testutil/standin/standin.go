@@ -25,6 +25,11 @@ type Options struct {
 	// OEM is the platform the OEM partition's grub.cfg names: "qemu" (default; with
 	// flatcar.autologin, like a qemu release image) or "openstack".
 	OEM string
+	// Sysexts are built-in system extensions, as Flatcar ships containerd-flatcar: each NAME.raw
+	// goes into /usr/share/flatcar/ with /etc/extensions/NAME.raw linking to it (in the /etc
+	// overlay's lower layer), so systemd-sysext merges it at every boot. Keyed by content: a
+	// variant of USR-A is made from the cached one, the Debian root is not rebuilt.
+	Sysexts []string
 	// Log, if set, gets one line per build stage with its time (not part of the cache key).
 	Log func(format string, args ...any)
 }
