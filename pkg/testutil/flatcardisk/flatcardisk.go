@@ -305,7 +305,7 @@ func Build(t testing.TB, opts Options) string {
 		t.Fatalf("flatcardisk: building a Flatcar-layout disk: %v", err)
 	}
 	dst := filepath.Join(t.TempDir(), "flatcar.img")
-	if err := copySparse(src, dst); err != nil {
+	if err := CopySparse(src, dst); err != nil {
 		t.Fatalf("flatcardisk: %v", err)
 	}
 	return dst

@@ -51,8 +51,8 @@ func copyInto(dst *os.File, off int64, src string) error {
 	})
 }
 
-// copySparse copies src to a new file dst: a reflink where the filesystem can, else a sparse copy.
-func copySparse(src, dst string) error {
+// CopySparse copies src to a new file dst (0600): a reflink where the filesystem can, else a sparse copy.
+func CopySparse(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err

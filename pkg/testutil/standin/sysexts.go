@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // builtinDir is where Flatcar keeps its built-in sysexts (relative to /usr, USR-A's root).
@@ -66,7 +66,7 @@ func addSysexts(ctx context.Context, base, out string, opts Options) error {
 	start := time.Now()
 	tmp := out + ".tmp"
 	defer os.Remove(tmp)
-	if err := copySparse(ctx, base, tmp); err != nil {
+	if err := flatcardisk.CopySparse(base, tmp); err != nil {
 		return err
 	}
 	var script strings.Builder
@@ -118,21 +118,4 @@ func addSysexts(ctx context.Context, base, out string, opts Options) error {
 func debugfsStat(ctx context.Context, fsImage, path string) string {
 	b, _ := exec.CommandContext(ctx, "debugfs", "-R", "stat "+path, fsImage).CombinedOutput()
 	return string(b)
-}
-
-func copySparse(ctx context.Context, src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
-	if err != nil {
-		return err
-	}
-	if err := disk.CopySparse(ctx, out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("standin: copying %s: %w", src, err)
-	}
-	return out.Close()
 }
