@@ -29,8 +29,9 @@ archive=/var/lib/flatcar-capo/images/images.tar
 [ -f "$archive" ] || { say "containerd settings installed (no images)"; exit 0; }
 n=$(grep -c . /var/lib/flatcar-capo/images/names || true)
 if command -v ctr >/dev/null 2>&1 && systemctl start containerd.service 2>/dev/null && timeout 60 sh -c 'until ctr version >/dev/null 2>&1; do sleep 1; done'; then
+  SECONDS=0
   /opt/flatcar-capo/bin/import-images || die "importing the images into the build VM's containerd failed"
-  say "$n images imported into containerd's k8s.io namespace and pinned"
+  say "$n images imported into containerd's k8s.io namespace and pinned in $SECONDS s"
 else
   say "$n images installed; no working containerd in the build VM, so the first boot imports them ($archive)"
 fi
