@@ -119,37 +119,36 @@ func mustFailFast(t *testing.T, r testutil.Result, took time.Duration, url strin
 // stall timeout, naming the URL, and leaves no partial file (before httpx: sysext create and
 // build hung forever on the Kubernetes binaries, --sysext URL and a dry run's version.txt).
 func TestStalledDownloadsFailWithinStallTimeout(t *testing.T) {
-	t.Run("sysext create", func(t *testing.T) {
-		t.Parallel()
-		w := newFaultWorld(t)
-		w.srv.Stall("/kubelet", 100)
-		r, took := w.sysextCreate(t)
-		mustFailFast(t, r, took, w.kubeletURL())
-		w.mustBeClean(t, "kubelet")
-	})
-	t.Run("build --method sysext, Kubernetes binaries", func(t *testing.T) {
-		t.Parallel()
-		w := newFaultWorld(t)
-		w.srv.Stall("/kubelet", 100)
-		r, took := w.buildSysext(t)
-		mustFailFast(t, r, took, w.kubeletURL())
-		w.mustBeClean(t, "kubelet")
-	})
-	t.Run("build --method sysext --sysext URL", func(t *testing.T) {
-		t.Parallel()
-		w := newFaultWorld(t)
-		w.srv.Stall("/sysexts/kubernetes.raw", 100)
-		r, took := w.buildSysext(t, "--sysext", w.srv.URL+"/sysexts/kubernetes.raw")
-		mustFailFast(t, r, took, w.srv.URL+"/sysexts/kubernetes.raw")
-		w.mustBeClean(t)
-	})
-	t.Run("build --dry-run", func(t *testing.T) {
-		t.Parallel()
-		w := newFaultWorld(t)
-		w.srv.Stall("/version.txt", 20)
-		r, took := w.run(t, append([]string{"build", "--dry-run", "--release-server", w.srv.URL + "/{channel}"}, w.mirrorArgs()...)...)
-		mustFailFast(t, r, took, w.srv.URL+"/stable/amd64-usr/current/version.txt")
-	})
+	sysextURL := "/sysexts/kubernetes.raw"
+	for _, c := range []struct {
+		name, stall string
+		after       int64 // bytes sent before the stall
+		run         func(w *faultWorld, t *testing.T) (testutil.Result, time.Duration)
+		url         func(w *faultWorld) string
+		unverified  []string // nil: nothing to check in the cache (a dry run writes none)
+	}{
+		{"sysext create", "/kubelet", 100, (*faultWorld).sysextCreate, (*faultWorld).kubeletURL, []string{"kubelet"}},
+		{"build --method sysext, Kubernetes binaries", "/kubelet", 100, func(w *faultWorld, t *testing.T) (testutil.Result, time.Duration) {
+			return w.buildSysext(t)
+		}, (*faultWorld).kubeletURL, []string{"kubelet"}},
+		{"build --method sysext --sysext URL", sysextURL, 100, func(w *faultWorld, t *testing.T) (testutil.Result, time.Duration) {
+			return w.buildSysext(t, "--sysext", w.srv.URL+sysextURL)
+		}, func(w *faultWorld) string { return w.srv.URL + sysextURL }, []string{}},
+		{"build --dry-run", "/version.txt", 20, func(w *faultWorld, t *testing.T) (testutil.Result, time.Duration) {
+			return w.run(t, append([]string{"build", "--dry-run", "--release-server", w.srv.URL + "/{channel}"}, w.mirrorArgs()...)...)
+		}, func(w *faultWorld) string { return w.srv.URL + "/stable/amd64-usr/current/version.txt" }, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w := newFaultWorld(t)
+			w.srv.Stall(c.stall, c.after)
+			r, took := c.run(w, t)
+			mustFailFast(t, r, took, c.url(w))
+			if c.unverified != nil {
+				w.mustBeClean(t, c.unverified...)
+			}
+		})
+	}
 }
 
 // A mirror that answers 503 twice and then serves: every download retries and succeeds (before
