@@ -70,8 +70,8 @@ func fuzzOpenBody(t *testing.T, data []byte) {
 		if err != nil {
 			return
 		}
-		buf := make([]byte, 3*r.ClusterSize()/2)
-		for _, off := range []int64{0, r.Size() / 2, r.Size() - 1, r.ClusterSize() - 1} {
+		buf := make([]byte, 3*r.cs/2)
+		for _, off := range []int64{0, r.Size() / 2, r.Size() - 1, r.cs - 1} {
 			if off >= 0 {
 				r.ReadAt(buf, off)
 			}

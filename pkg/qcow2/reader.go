@@ -138,9 +138,6 @@ func (r *Reader) Header() Header { return r.h }
 // Size is the virtual disk size.
 func (r *Reader) Size() int64 { return int64(r.h.Size) }
 
-// ClusterSize is the image's cluster size in bytes.
-func (r *Reader) ClusterSize() int64 { return r.cs }
-
 // overlapsMetadata reports whether host cluster off is the header, the L1 or the refcount table.
 func (r *Reader) overlapsMetadata(off int64) bool {
 	in := func(start, n int64) bool { return off+r.cs > start && off < start+n }
