@@ -34,7 +34,8 @@ func TestSysextOverlayMatchesRawWorkCopy(t *testing.T) {
 		o := testOptions(t, base)
 		o.Method, o.Images.NoPreload, o.Compress = MethodSysext, true, compress
 		o.Kubernetes, o.CacheDir = first.Kubernetes, first.CacheDir // one mirror, one cache
-		var log lockedBuffer                                        // the Kubernetes downloads report from their goroutines
+		// The Kubernetes downloads report from their goroutines.
+		var log lockedBuffer
 		o.Log = &log
 		if _, err := Run(context.Background(), o); err != nil {
 			t.Fatalf("build (overlay %v): %v\n%s", viaOverlay, err, log.String())
