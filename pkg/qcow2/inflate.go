@@ -497,26 +497,25 @@ func codes(b *bitReader, dst []byte, op *int, lit *litTable, dist *distTable) (d
 			case distance >= 8:
 				// whole words, overshooting into bytes written later anyway; each word reads
 				// only bytes written before it
-				w := dst[o : end+40]
-				s := dst[from : end+40-distance]
+				w, s := (*[40]byte)(dst[o:]), (*[40]byte)(dst[from:])
 				binary.LittleEndian.PutUint64(w[0:], binary.LittleEndian.Uint64(s[0:]))
 				binary.LittleEndian.PutUint64(w[8:], binary.LittleEndian.Uint64(s[8:]))
 				binary.LittleEndian.PutUint64(w[16:], binary.LittleEndian.Uint64(s[16:]))
 				binary.LittleEndian.PutUint64(w[24:], binary.LittleEndian.Uint64(s[24:]))
 				binary.LittleEndian.PutUint64(w[32:], binary.LittleEndian.Uint64(s[32:]))
 				for k := 40; k < length; k += 8 {
-					binary.LittleEndian.PutUint64(w[k:], binary.LittleEndian.Uint64(s[k:]))
+					binary.LittleEndian.PutUint64(dst[o+k:], binary.LittleEndian.Uint64(dst[from+k:]))
 				}
 			case distance == 1: // a run of one byte
 				v := uint64(dst[from]) * 0x0101010101010101
-				w := dst[o : end+40]
+				w := (*[40]byte)(dst[o:])
 				binary.LittleEndian.PutUint64(w[0:], v)
 				binary.LittleEndian.PutUint64(w[8:], v)
 				binary.LittleEndian.PutUint64(w[16:], v)
 				binary.LittleEndian.PutUint64(w[24:], v)
 				binary.LittleEndian.PutUint64(w[32:], v)
-				for k := 40; k < length; k += 8 {
-					binary.LittleEndian.PutUint64(w[k:], v)
+				for k := o + 40; k < end; k += 8 {
+					binary.LittleEndian.PutUint64(dst[k:], v)
 				}
 			default: // 2-7: words stepping by the distance, so each reads what is written
 				for k := o; k < end; k += distance {
