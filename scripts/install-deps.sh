@@ -11,7 +11,7 @@ common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-comm
 test=(packer dropbear-bin openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
   gcc libc6-dev squashfs-tools docker-registry) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks;
   # docker-registry: the real registry of the image-preload tests
-bench=(libguestfs-tools hyperfine time skopeo) # skopeo: scripts/bench/preload.sh's baseline
+bench=(libguestfs-tools hyperfine time skopeo linux-perf) # skopeo: scripts/bench/preload.sh's baseline; linux-perf: profiles (perf record/stat) of the benches
 # make test-image: podman runs the container image (rootful podman, a non-root user inside).
 image=(podman crun uidmap fuse-overlayfs slirp4netns)
 # make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq.

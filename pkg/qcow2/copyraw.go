@@ -40,7 +40,10 @@ func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, p
 		errOnce.Do(func() { firstErr = err })
 		cancel()
 	}
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		writeMu sync.Mutex
+	)
 	for range max(workers, minReaders) { // several reads in flight keep a cold disk busy
 		wg.Add(1)
 		go func() {
@@ -50,7 +53,7 @@ func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, p
 				if ctx.Err() != nil {
 					continue
 				}
-				if err := copyPiece(src, dst, buf[:p.n], p.off); err != nil {
+				if err := copyPiece(src, dst, &writeMu, buf[:p.n], p.off); err != nil {
 					fail(err)
 					continue
 				}
@@ -85,12 +88,18 @@ func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, p
 	return nil
 }
 
-// copyPiece reads len(buf) bytes at off and writes the blocks that are not all zero.
-func copyPiece(src vdisk.Disk, dst *os.File, buf []byte, off int64) error {
+// copyPiece reads len(buf) bytes at off and writes the blocks that are not all zero. Writes
+// take turns (writeMu): buffered writes to one file serialise on its inode lock in the kernel
+// anyway, and a thread blocked there holds its P, so a second writer stalled a decoder; parked
+// on a Go mutex it leaves the core to the other readers.
+func copyPiece(src vdisk.Disk, dst *os.File, writeMu *sync.Mutex, buf []byte, off int64) error {
 	if err := readFull(src, buf, off); err != nil {
 		return err
 	}
-	if err := vdisk.WriteNonZero(dst, buf, off); err != nil {
+	writeMu.Lock()
+	err := vdisk.WriteNonZero(dst, buf, off)
+	writeMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", dst.Name(), err)
 	}
 	return nil

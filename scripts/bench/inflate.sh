@@ -5,7 +5,8 @@
 # scripts/bench/convert.sh (9 GiB, ~1 GiB of binaries, text, random bytes and zeros) and, when
 # scripts/bench/sysext-build.sh has made it, its Flatcar-sized image. Checks that both raws are
 # identical to the source. Prints ours, qemu-img's, the ratio and the load of each row.
-# Usage: scripts/bench/inflate.sh (FLATCAR_CAPO_BIN=PATH: a binary built elsewhere)
+# Usage: scripts/bench/inflate.sh (FLATCAR_CAPO_BIN=PATH: a binary built elsewhere; RUNS=N;
+# MODES="warm cold")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin"
@@ -24,10 +25,10 @@ run() { # prints "wall cpu maxrss_kib"
   sync
   if [ "$mode" = cold ]; then echo 3 >/proc/sys/vm/drop_caches; else cat "$in" >/dev/null; fi
   /usr/bin/time -o "$work/t" -f '%e %U %S %M' "$@" >/dev/null 2>&1
-  awk '{printf "%s %.2f %d\n", $1, $2 + $3, $4}' "$work/t"
+  awk '{printf "%s %.2f %d %.2f %.2f\n", $1, $2 + $3, $4, $2, $3}' "$work/t"
 }
 minwall() { sort -n | head -1; }
-echo "| input | cache | flatcar-capo | qemu-img | ratio (goal >= 1.5x) | CPU s ours / qemu-img | peak RSS ours / qemu-img | load |"
+echo "| input | cache | flatcar-capo | qemu-img | ratio (goal >= 1.5x) | CPU s ours / qemu-img (user+sys) | peak RSS ours / qemu-img | load |"
 echo "|---|---|---|---|---|---|---|---|"
 for raw in "${images[@]}"; do
   name=$(basename "$(dirname "$raw")")
@@ -40,10 +41,10 @@ for raw in "${images[@]}"; do
       rm -f "$ours" "$theirs"; run "$bin" convert -q "$in" "$ours" >>"$work/o"
       rm -f "$ours" "$theirs"; run qemu-img convert -f qcow2 -O raw "$in" "$theirs" >>"$work/q"
     done
-    read -r ow oc om < <(minwall <"$work/o")
-    read -r qw qc qm < <(minwall <"$work/q")
-    awk -v n="$name ($(du -m "$in" | cut -f1) MB)" -v m="$mode" -v ow="$ow" -v qw="$qw" -v oc="$oc" -v qc="$qc" -v om="$om" -v qm="$qm" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
-      'BEGIN{printf "| %s | %s | %.2f s | %.2f s | %.2fx | %s / %s | %d / %d MiB | %s |\n", n, m, ow, qw, qw/ow, oc, qc, om/1024, qm/1024, l}'
+    read -r ow oc om ou os < <(minwall <"$work/o")
+    read -r qw qc qm qu qs < <(minwall <"$work/q")
+    awk -v n="$name ($(du -m "$in" | cut -f1) MB)" -v m="$mode" -v ow="$ow" -v qw="$qw" -v oc="$oc" -v qc="$qc" -v om="$om" -v qm="$qm" -v ou="$ou" -v os="$os" -v qu="$qu" -v qs="$qs" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+      'BEGIN{printf "| %s | %s | %.2f s | %.2f s | %.2fx | %s / %s (%s+%s / %s+%s) | %d / %d MiB | %s |\n", n, m, ow, qw, qw/ow, oc, qc, ou, os, qu, qs, om/1024, qm/1024, l}'
   done
   "$bin" convert -q "$in" "$ours" >/dev/null && qemu-img convert -f qcow2 -O raw "$in" "$theirs" && cmp "$ours" "$theirs" && cmp "$ours" "$raw" || { echo "raw outputs differ" >&2; exit 1; }
   rm -f "$ours" "$theirs"
