@@ -60,9 +60,6 @@ second time.`,
   flatcar-capo oem set flatcar.raw --id openstack --protective-mbr`,
 		Args: ExactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("id") && opts.ID == "" {
-				return Usagef("--id is required, e.g. --id openstack (Flatcar's OEM ids: %s)", joinIDs())
-			}
 			output.Format = disk.Format(to)
 			res, err := oem.SetFile(cmd.Context(), args[0], output, opts)
 			if err != nil {
@@ -82,17 +79,6 @@ second time.`,
 	f.BoolVar(&output.Compress, "compress", false, "compress the clusters of a qcow2 --output-file")
 	AddOutputFlag(f, &out)
 	return cmd
-}
-
-func joinIDs() string {
-	s := ""
-	for i, id := range oem.KnownIDs {
-		if i > 0 {
-			s += ", "
-		}
-		s += id
-	}
-	return s
 }
 
 func printSetResult(w io.Writer, r oem.SetResult) error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // SetOptions are the requested OEM settings. Values are validated by Validate before any write.
@@ -21,6 +22,9 @@ type SetOptions struct {
 
 // Validate checks every value; a failure wraps errs.ErrInvalid (usage error, exit 2).
 func (o SetOptions) Validate() ([]string, error) {
+	if o.ID == "" {
+		return nil, errs.Invalidf("--id is required, e.g. --id openstack (Flatcar's OEM ids: %s)", strings.Join(KnownIDs, ", "))
+	}
 	if err := ValidateID(o.ID, o.AllowUnknownID); err != nil {
 		return nil, err
 	}
