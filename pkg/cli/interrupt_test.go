@@ -116,7 +116,7 @@ func TestInterruptedUploadReportsWhatIsLeft(t *testing.T) {
 `, fake.srv.URL))
 			cmd := exec.Command(testutil.Binary(t), "upload", img, "--name", "x", "--cloud", "fake")
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "OS_CLIENT_CONFIG_FILE=" + filepath.Join(dir, "clouds.yaml")}
-			out := testutil.Interrupt(t, cmd, fake.transferring, "sending data")
+			out := testutil.Interrupt(t, cmd, fake.transferring, "the first image bytes")
 			for _, w := range c.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, out)
@@ -200,7 +200,7 @@ func TestInterruptedSysextCreateAndBuildSayWhatIsLeft(t *testing.T) {
 			args := append(c.args, "--kubernetes-mirror", srv.URL, "--github-mirror", srv.URL, "--cache-dir", filepath.Join(dir, "cache"))
 			cmd := exec.Command(testutil.Binary(t), args...)
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-			if out := testutil.Interrupt(t, cmd, downloading, "downloading"); !strings.Contains(out, c.want) || strings.Contains(out, "did not say what it left behind") {
+			if out := testutil.Interrupt(t, cmd, downloading, "a download"); !strings.Contains(out, c.want) || strings.Contains(out, "did not say what it left behind") {
 				t.Errorf("stderr lacks %q:\n%s", c.want, out)
 			}
 		})

@@ -11,7 +11,7 @@ import (
 
 // Interrupt starts cmd, sends it SIGINT (Ctrl-C) once ready delivers or closes, and returns its
 // stderr; the test fails unless the command then exits 130. what names the awaited point for
-// the failure messages ("sending data").
+// the failure messages ("the first image bytes").
 func Interrupt(t testing.TB, cmd *exec.Cmd, ready <-chan struct{}, what string) string {
 	t.Helper()
 	var stderr strings.Builder
@@ -27,10 +27,10 @@ func Interrupt(t testing.TB, cmd *exec.Cmd, ready <-chan struct{}, what string) 
 		cmd.Process.Signal(os.Interrupt)
 		err = <-exited
 	case err = <-exited:
-		t.Fatalf("the command ended before %s (%v):\n%s", what, err, stderr.String())
+		t.Fatalf("waiting for %s: the command ended first (%v):\n%s", what, err, stderr.String())
 	case <-time.After(3 * time.Minute):
 		cmd.Process.Kill()
-		t.Fatalf("the command never got to %s:\n%s", what, stderr.String())
+		t.Fatalf("waiting for %s: not within 3 minutes:\n%s", what, stderr.String())
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
