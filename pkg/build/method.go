@@ -7,7 +7,8 @@ import (
 )
 
 // A Method is how Kubernetes gets into the image: its steps turn the work copy (KeyWork) into
-// a raw image with Kubernetes installed (KeyRaw), between the common steps:
+// a raw image with Kubernetes installed (KeyRaw), or edit the overlay (KeyOverlay) of an
+// overlayMethods entry, between the common steps:
 //
 //	resolve, reuse, tools, workdir, kubernetes, fetch, work copy | method steps | OEM, inspect, qcow2, record, upload
 type Method interface {

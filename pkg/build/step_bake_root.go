@@ -45,7 +45,7 @@ func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 		entries[i].ModTime = epoch.Now()
 	}
 	// The work copy is this build's own: bake in place (no second copy of the image); a failure
-	// fails the build, whose directory is removed.
+	// fails the build, whose directory is removed. The overlay's old ROOT is the base's.
 	var res *rootfs.Result
 	if w := overlay(state); w != nil {
 		res, err = rootfs.BakeOverlay(ctx, w.name, w.Overlay, entries)

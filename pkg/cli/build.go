@@ -30,7 +30,8 @@ command that chains the steps the other commands do one at a time:
 
   resolve + fetch   the release image, verified (OpenPGP + SHA512) and cached as 'fetch' does;
                     --base-image uses a local raw or qcow2 image instead
-  work copy         a sparse raw copy; the download is never modified
+  work copy         a sparse raw copy (--method sysext: a copy-on-write overlay, nothing copied);
+                    the download is never modified
   kubernetes        kubeadm, kubelet, kubectl, crictl and the CNI plugins, downloaded on this host and
                     checked against their .sha256 before anything boots (--kubernetes-mirror,
                     --github-mirror for air-gapped sites)
