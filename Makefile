@@ -82,10 +82,11 @@ test: deps vet
 	exit $$status
 
 # The pure-Go tests, for contributors: no root, no apt, about a minute. Every test that needs a
-# tool, root or a machine precondition skips (testutil.Unit), and -short keeps inputs small.
+# tool, root or a machine precondition skips (testutil.Unit), and -short keeps inputs small. The
+# binary is linked once for every package, and -parallel 8 lets the fault tests wait together.
 test-unit:
 	$(GO) build -o bin/flatcar-capo-unit ./cmd/flatcar-capo
-	FLATCAR_CAPO_UNIT_TESTS=1 FLATCAR_CAPO_TEST_BINARY=$(CURDIR)/bin/flatcar-capo-unit $(GO) test -short -count=1 -timeout 10m ./...
+	FLATCAR_CAPO_UNIT_TESTS=1 FLATCAR_CAPO_TEST_BINARY=$(CURDIR)/bin/flatcar-capo-unit $(GO) test -short -count=1 -parallel 8 -timeout 10m ./...
 
 $(SUMMARY): scripts/testsummary/main.go
 	$(GO) build -o $@ ./scripts/testsummary

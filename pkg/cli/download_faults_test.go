@@ -119,6 +119,7 @@ func mustFailFast(t *testing.T, r testutil.Result, took time.Duration, url strin
 // stall timeout, naming the URL, and leaves no partial file (before httpx: sysext create and
 // build hung forever on the Kubernetes binaries, --sysext URL and a dry run's version.txt).
 func TestStalledDownloadsFailWithinStallTimeout(t *testing.T) {
+	t.Parallel() // with the other fault tests: all wait on timeouts
 	sysextURL := "/sysexts/kubernetes.raw"
 	for _, c := range []struct {
 		name, stall string
@@ -154,6 +155,7 @@ func TestStalledDownloadsFailWithinStallTimeout(t *testing.T) {
 // A mirror that answers 503 twice and then serves: every download retries and succeeds (before
 // httpx the Kubernetes binaries and --sysext URL failed at the first 503).
 func TestDownloadsRetry503(t *testing.T) {
+	t.Parallel() // with the other fault tests: all wait on timeouts
 	t.Run("sysext create", func(t *testing.T) {
 		t.Parallel()
 		w := newFaultWorld(t)
@@ -199,6 +201,7 @@ func TestDownloadsRetry503(t *testing.T) {
 // --download-timeout (here FLATCAR_CAPO_DOWNLOAD_TIMEOUT=2s), naming the URL; before, any
 // progress reset the retry budget and the command ran for hours.
 func TestTrickleHitsDownloadTimeout(t *testing.T) {
+	t.Parallel() // with the other fault tests: all wait on timeouts
 	env := []string{"FLATCAR_CAPO_DOWNLOAD_TIMEOUT=2s"}
 	for _, tc := range []struct {
 		name, suffix string
