@@ -35,6 +35,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // (one line says so), then serves the verified file from the cache: one image download in all.
 // Before, it failed at once with "another flatcar-capo is downloading".
 func TestFetchSharedCacheWaitsForDownload(t *testing.T) {
+	t.Parallel() // its own world; it waits on locks and timeouts
 	w := newWorld(t)
 	srv := w.through(t)
 	release := srv.Hold(imgName, 1<<20)
@@ -61,6 +62,7 @@ func TestFetchSharedCacheWaitsForDownload(t *testing.T) {
 // Reading a verified cache entry takes a shared lock: it runs beside another reader. A writer
 // holding the lock longer than --download-timeout ends the wait with a clear error.
 func TestFetchCacheLockSharedAndBounded(t *testing.T) {
+	t.Parallel() // its own world; it waits on locks and timeouts
 	w := newWorld(t)
 	w.run(t, "fetch", "--output-file", "a.img").MustSucceed(t)
 	lock, err := os.Open(filepath.Join(w.cache, "amd64-usr", currentVersion, imgName+".lock"))
@@ -95,6 +97,7 @@ func TestFetchCacheLockSharedAndBounded(t *testing.T) {
 // --download-timeout, naming the URL, with the bytes kept for a resume; no output. Before, the
 // retry budget reset on every byte and the fetch ran for hours.
 func TestFetchTrickleHitsDownloadTimeout(t *testing.T) {
+	t.Parallel() // its own world; it waits on locks and timeouts
 	w := newWorld(t)
 	srv := w.through(t)
 	srv.Trickle(imgName, 20*time.Millisecond)
