@@ -47,6 +47,7 @@ for raw in "${images[@]}"; do
       'BEGIN{printf "| %s | %s | %.2f s | %.2f s | %.2fx | %s / %s (%s+%s / %s+%s) | %d / %d MiB | %s |\n", n, m, ow, qw, qw/ow, oc, qc, ou, os, qu, qs, om/1024, qm/1024, l}'
   done
   "$bin" convert -q "$in" "$ours" >/dev/null && qemu-img convert -f qcow2 -O raw "$in" "$theirs" && cmp "$ours" "$theirs" && cmp "$ours" "$raw" || { echo "raw outputs differ" >&2; exit 1; }
+  echo "$name: raws identical; allocated ours / qemu-img: $(du -k "$ours" | cut -f1) / $(du -k "$theirs" | cut -f1) KiB"
   rm -f "$ours" "$theirs"
 done
 echo "cores: $(nproc), $(qemu-img --version | head -1), best of $runs interleaved runs"
