@@ -122,7 +122,9 @@ func TestDiskFull(t *testing.T) {
 				return append([]string{"sysext", "create", "--kubernetes-version", "v1.33.4", "--output-file", out("k.raw")}, mirror.Args()...)
 			},
 			path: func(string) string { return out("k.raw") }},
-		{name: "build --method sysext", inputs: []string{qcow, prebuilt},
+		// Its artifact is ~1.4 MiB: the ROOT rebuilt on a copy-on-write overlay drops the noise
+		// in ROOT's free blocks, and no raw work copy is written (issue 20), so leave less room.
+		{name: "build --method sysext", inputs: []string{qcow, prebuilt}, room: 512 << 10,
 			args: func(string) []string {
 				return []string{"build", "--method", "sysext", "--base-image", qcow, "--version", "4459.2.0", "--kubernetes-version", "v1.33.4", "--sysext", prebuilt, "--no-preload-images",
 					"--cache-dir", filepath.Join(work, "build-cache"), "--output-dir", out("build"),
