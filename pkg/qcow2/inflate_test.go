@@ -5,7 +5,10 @@ import (
 	stdflate "compress/flate"
 	"io"
 	"math/rand"
+	"os"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/flate"
 )
@@ -188,4 +191,61 @@ func FuzzInflateCluster(f *testing.F) {
 			t.Fatal("decoded differently from klauspost's decoder")
 		}
 	})
+}
+
+// BenchmarkInflateImage decodes every compressed cluster of the image INFLATE_IMAGE names
+// (e.g. scripts/bench/inflate.sh's inputs) on one core, the compressed bytes in memory, and
+// reports the process CPU time per pass: the decoder's share of a convert, without the I/O.
+// INFLATE_VERIFY=1 first checks every cluster against klauspost/compress's decoder.
+func BenchmarkInflateImage(b *testing.B) {
+	path := os.Getenv("INFLATE_IMAGE")
+	if path == "" {
+		b.Fatal("set INFLATE_IMAGE to the path of a compressed qcow2")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := Open(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var srcs [][]byte
+	for vc := range r.Size() / r.cs {
+		m, err := r.lookup(vc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if m.kind == kindCompressed {
+			srcs = append(srcs, data[m.host:min(m.host+m.csize, int64(len(data)))])
+		}
+	}
+	out := make([]byte, r.cs)
+	var f inflater
+	if os.Getenv("INFLATE_VERIFY") != "" {
+		for i, s := range srcs {
+			want, werr := reference(s, len(out))
+			if err := f.inflateCluster(out, s); err != nil || werr != nil || !bytes.Equal(out, want) {
+				b.Fatalf("cluster %d of %d decodes differently (%v, %v)", i, len(srcs), err, werr)
+			}
+		}
+	}
+	b.SetBytes(int64(len(srcs)) * r.cs)
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for range b.N {
+		for _, s := range srcs {
+			if err := f.inflateCluster(out, s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/pass")
+	b.ReportMetric(float64(len(srcs)), "clusters")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
