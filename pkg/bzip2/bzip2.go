@@ -103,26 +103,10 @@ func (z *reader) Read(p []byte) (int, error) {
 	return z.out.read(p), nil
 }
 
-// WriteTo lets io.Copy write large pieces.
+// WriteTo lets io.Copy write large pieces. The wrappers hide WriteTo and ReadFrom so
+// io.CopyBuffer loops over Read with this buffer instead of calling back here.
 func (z *reader) WriteTo(w io.Writer) (int64, error) {
-	var total int64
-	buf := make([]byte, 256<<10)
-	for {
-		n, err := z.Read(buf)
-		if n > 0 {
-			n, werr := w.Write(buf[:n])
-			total += int64(n)
-			if werr != nil {
-				return total, werr
-			}
-		}
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
+	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{z}, make([]byte, 256<<10))
 }
 
 // stop tells the splitter and the workers to exit.

@@ -122,24 +122,8 @@ func (s *Stream) Seek(offset int64, whence int) (int64, error) {
 	return offset, nil
 }
 
-// WriteTo writes the rest of the image to w.
+// WriteTo writes the rest of the image to w, a chunk at a time (the wrappers keep
+// io.CopyBuffer from calling back here or handing the copy to w's ReadFrom).
 func (s *Stream) WriteTo(w io.Writer) (int64, error) {
-	buf := make([]byte, chunkBytes)
-	var total int64
-	for {
-		n, err := s.Read(buf)
-		if n > 0 {
-			m, werr := w.Write(buf[:n])
-			total += int64(m)
-			if werr != nil {
-				return total, werr
-			}
-		}
-		if err == io.EOF {
-			return total, nil
-		}
-		if err != nil {
-			return total, err
-		}
-	}
+	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{s}, make([]byte, chunkBytes))
 }
