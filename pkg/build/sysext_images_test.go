@@ -295,30 +295,22 @@ func archiveNames(t *testing.T, p string) map[string]string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
 	out := map[string]string{}
 	blobs := map[string]bool{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	testutil.EachTarEntry(t, f, func(h *tar.Header, body io.Reader) {
 		if blobs[h.Name] {
 			t.Errorf("%s twice in the archive", h.Name)
 		}
 		blobs[h.Name] = true
 		if h.Name == "index.json" {
 			var idx v1.IndexManifest
-			if err := json.NewDecoder(tr).Decode(&idx); err != nil {
+			if err := json.NewDecoder(body).Decode(&idx); err != nil {
 				t.Fatal(err)
 			}
 			for _, m := range idx.Manifests {
 				out[m.Annotations[images.AnnotationImageName]] = m.Digest.String()
 			}
 		}
-	}
+	})
 	return out
 }

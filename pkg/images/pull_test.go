@@ -15,6 +15,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 const k8s = "v1.33.4"
@@ -240,22 +241,14 @@ func TestArchive(t *testing.T) {
 	}
 	f, _ = os.Open(out)
 	defer f.Close()
-	tr := tar.NewReader(f)
 	var names []string
 	var idx v1.IndexManifest
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	testutil.EachTarEntry(t, f, func(h *tar.Header, body io.Reader) {
 		names = append(names, h.Name)
 		if h.Name == "index.json" {
-			json.NewDecoder(tr).Decode(&idx)
+			json.NewDecoder(body).Decode(&idx)
 		}
-	}
+	})
 	if names[0] != "oci-layout" || names[1] != "index.json" {
 		t.Errorf("first entries %v", names[:2])
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // TestImageReproducibleAndMultiArch: the same inputs give the same index digest and the same
@@ -65,18 +67,8 @@ func TestImageReproducibleAndMultiArch(t *testing.T) {
 		}
 		layers, _ := img.Layers()
 		rc, _ := layers[0].Uncompressed()
-		tr := tar.NewReader(rc)
 		files := map[string]*tar.Header{}
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[h.Name] = h
-		}
+		testutil.EachTarEntry(t, rc, func(h *tar.Header, _ io.Reader) { files[h.Name] = h })
 		for _, want := range []string{"usr/local/bin/flatcar-capo", "etc/ssl/certs/ca-certificates.crt", "etc/passwd"} {
 			if files[want] == nil {
 				t.Errorf("%s: no %s in the layer", m.Platform.Architecture, want)
