@@ -19,20 +19,6 @@ func sgdiskVerify(t *testing.T, path string) string {
 	return string(out)
 }
 
-func partitionsOf(t *testing.T, path string) []disk.Partition {
-	t.Helper()
-	img, err := disk.Open(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer img.Close()
-	parts, err := img.Partitions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parts
-}
-
 // tableBytes returns the first and last 34 sectors (MBR, headers, partition arrays).
 func tableBytes(t *testing.T, path string) string {
 	t.Helper()
@@ -56,7 +42,7 @@ func TestGrowMovesTheBackupGPT(t *testing.T) {
 	for _, hybrid := range []bool{false, true} {
 		path := filepath.Join(t.TempDir(), "disk.raw")
 		copyFile(t, flatcardisk.Build(t, flatcardisk.Options{HybridMBR: hybrid}), path)
-		before := partitionsOf(t, path)
+		before := flatcardisk.Partitions(t, path)
 		const size = 1 << 30
 		if err := os.Truncate(path, size); err != nil {
 			t.Fatal(err)
@@ -70,7 +56,7 @@ func TestGrowMovesTheBackupGPT(t *testing.T) {
 		if out := sgdiskVerify(t, path); !strings.Contains(out, "No problems found") {
 			t.Fatalf("hybrid=%t: sgdisk -v after Grow:\n%s", hybrid, out)
 		}
-		if after := partitionsOf(t, path); !reflect.DeepEqual(before, after) {
+		if after := flatcardisk.Partitions(t, path); !reflect.DeepEqual(before, after) {
 			t.Fatalf("partitions changed:\nbefore %+v\nafter  %+v", before, after)
 		}
 		img, _ := disk.Open(path, false)

@@ -285,6 +285,21 @@ func OEMPartition(path string) (start, size int64, err error) {
 	return p.Start, p.Size, nil
 }
 
+// Partitions returns the partitions in the image's GPT; an unreadable table fails the test.
+func Partitions(t testing.TB, path string) []disk.Partition {
+	t.Helper()
+	img, err := disk.Open(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer img.Close()
+	parts, err := img.Partitions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parts
+}
+
 var (
 	cacheMu  sync.Mutex
 	cache    = map[string]string{} // Options.key() -> built image

@@ -32,20 +32,6 @@ var wantParts = []struct {
 	{9, "ROOT", "3884DD41-8582-4404-B9A8-E9B84F2DF50E"},
 }
 
-func readGPT(t *testing.T, path string) []disk.Partition {
-	t.Helper()
-	img, err := disk.Open(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer img.Close()
-	parts, err := img.Partitions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parts
-}
-
 func TestGPTHasFlatcarLayout(t *testing.T) {
 	testutil.RequireTools(t, append(fsTools, "sgdisk")...)
 	tests := []struct {
@@ -68,7 +54,7 @@ func TestGPTHasFlatcarLayout(t *testing.T) {
 			if st.Size() != tc.size {
 				t.Errorf("image size %d, want %d", st.Size(), tc.size)
 			}
-			parts := readGPT(t, img)
+			parts := Partitions(t, img)
 			var i int
 			for _, w := range wantParts {
 				if w.name == "OEM" && tc.oemSize == 0 {
@@ -112,7 +98,7 @@ func TestOEMPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range readGPT(t, img) {
+	for _, p := range Partitions(t, img) {
 		if p.Number == 6 && (p.Start != start || p.Size != size) {
 			t.Errorf("OEMPartition = %d+%d, GPT entry 6 is %d+%d", start, size, p.Start, p.Size)
 		}
@@ -295,7 +281,7 @@ func TestESPAndFirstBoot(t *testing.T) {
 			t.Errorf("ESP grub.cfg: %v %q", err, cfg)
 		}
 		// FAT32 (go-diskfs reads only FAT32), label EFI-SYSTEM.
-		start := readGPT(t, img)[0].Start
+		start := Partitions(t, img)[0].Start
 		boot := make([]byte, 512)
 		f, _ := os.Open(img)
 		f.ReadAt(boot, start)
@@ -357,7 +343,7 @@ func TestBootableHasGRUBKernelAndInitramfs(t *testing.T) {
 		t.Errorf("ESP /EFI/boot holds %v", got)
 	}
 	var biosBoot disk.Partition
-	for _, p := range readGPT(t, img) {
+	for _, p := range Partitions(t, img) {
 		if p.Name == "BIOS-BOOT" {
 			biosBoot = p
 		}
