@@ -53,17 +53,7 @@ func (ff *fleetFlags) load() (fleet.Config, error) {
 	if err != nil {
 		return c, err
 	}
-	return validateFleet(c)
-}
-
-func validateFleet(c fleet.Config) (fleet.Config, error) {
-	if err := c.Validate(); err != nil {
-		return c, err
-	}
-	if len(c.Clouds) == 0 {
-		return c, Usagef("no cloud: give --cloud (or clouds in the config): the images are looked up in each cloud's Glance")
-	}
-	return c, nil
+	return c, c.ValidateClouds()
 }
 
 type planReport struct {

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fleet"
-	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
 func init() { register(newPruneCommand) }
@@ -48,32 +47,16 @@ touched, nor are images still uploading or whose slot cannot be told. --channel,
   flatcar-capo prune --config fleet.yaml --yes -o json`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if yes && hide {
-				return Usagef("--yes (delete) and --hide are two ways to prune: choose one")
-			}
 			ff.c.Keep = keep
 			c, err := ff.merged()
 			if err != nil {
 				return err
 			}
-			// What the user did not narrow is not narrowed: every channel, method and minor.
-			versions := c.KubernetesVersions
-			allChannels, allMethods := len(c.Channels) == 0, len(c.Methods) == 0
-			if len(versions) == 0 {
-				c.KubernetesVersions = []string{"any"} // Validate wants one; prune needs none
-			}
-			if c, err = validateFleet(c); err != nil {
+			opts := fleet.PruneOptions{Config: c, Yes: yes, Hide: hide}
+			if err := opts.Validate(); err != nil {
 				return err
 			}
-			if allChannels {
-				c.Channels = release.Channels
-			}
-			if allMethods {
-				c.Methods = fleet.Methods
-			}
-			if c.Keep == 0 {
-				c.Keep = 1
-			}
+			c = opts.Config
 			prot, err := fleet.LoadProtect(protect)
 			if err != nil {
 				return err
@@ -87,19 +70,19 @@ touched, nor are images still uploading or whose slot cannot be told. --channel,
 					errs = append(errs, fmt.Errorf("cloud %s: %w", cl, err))
 					continue
 				}
-				imgs = append(imgs, filterImages(some, c, versions)...)
+				imgs = append(imgs, filterImages(some, c, opts.Versions)...)
 			}
 			var unsure []fleet.Image
 			for _, cl := range c.Clouds {
 				unsure = append(unsure, cat.Unsure[cl]...)
 			}
 			ds := fleet.Decide(imgs, unsure, c.Keep, hide, prot)
-			if yes || hide {
+			if !opts.DryRun() {
 				if err := fleet.Apply(cmd.Context(), ds, cat); err != nil {
 					errs = append(errs, err)
 				}
 			}
-			rep := pruneReport{DryRun: !yes && !hide, Decisions: ds, Errors: []string{}}
+			rep := pruneReport{DryRun: opts.DryRun(), Decisions: ds, Errors: []string{}}
 			if rep.Decisions == nil {
 				rep.Decisions = []fleet.Decision{}
 			}

@@ -122,6 +122,17 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// ValidateClouds is Validate for the commands that ask Glance (plan, prune): at least one cloud.
+func (c *Config) ValidateClouds() error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if len(c.Clouds) == 0 {
+		return errs.Invalidf("no cloud: give --cloud (or clouds in the config): the images are looked up in each cloud's Glance")
+	}
+	return nil
+}
+
 // splitAll accepts both repeated flags and comma lists (--channel stable,beta).
 func splitAll(vs []string) []string {
 	var out []string

@@ -13,6 +13,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/build"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
 func TestImageNameMatchesBuild(t *testing.T) {
@@ -257,5 +259,39 @@ func TestConfigValidate(t *testing.T) {
 	os.WriteFile(path, []byte("channels: [stable]\nkubernetesVersion: [v1.35.2]\n"), 0o644)
 	if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), "kubernetesVersion") {
 		t.Errorf("a misspelt key: %v", err)
+	}
+}
+
+func TestValidateCloudsWantsOne(t *testing.T) {
+	c := Config{KubernetesVersions: []string{"v1.35.2"}}
+	if err := c.ValidateClouds(); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "no cloud: give --cloud") {
+		t.Errorf("no cloud: %v", err)
+	}
+	c = Config{KubernetesVersions: []string{"v1.35.2"}, Clouds: []string{"east"}}
+	if err := c.ValidateClouds(); err != nil {
+		t.Errorf("one cloud: %v", err)
+	}
+}
+
+func TestPruneOptionsValidate(t *testing.T) {
+	east := Config{Clouds: []string{"east"}}
+	for _, o := range []PruneOptions{
+		{Config: east, Yes: true, Hide: true}, // two ways to prune
+		{},                                    // no cloud
+		{Config: Config{Clouds: []string{"east"}, Keep: -1}},
+		{Config: Config{Clouds: []string{"east"}, Channels: []string{"stabel"}}},
+	} {
+		if err := o.Validate(); !errors.Is(err, errs.ErrInvalid) {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	o := PruneOptions{Config: east, Hide: true}
+	err := o.Validate()
+	if err != nil || !reflect.DeepEqual(o.Channels, release.Channels) || !reflect.DeepEqual(o.Methods, Methods) || o.Keep != 1 || o.Versions != nil || o.DryRun() {
+		t.Errorf("defaults (every channel and method, keep 1, no version filter): %v %+v", err, o)
+	}
+	o = PruneOptions{Config: Config{Clouds: []string{"east"}, KubernetesVersions: []string{"v1.34.6,v1.35.2"}, Keep: 2}}
+	if err := o.Validate(); err != nil || !reflect.DeepEqual(o.Versions, []string{"v1.34.6", "v1.35.2"}) || o.Keep != 2 || !o.DryRun() {
+		t.Errorf("named versions are split for the minor filter: %v %+v", err, o)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
 // Prune actions.
@@ -108,4 +111,49 @@ func Apply(ctx context.Context, ds []Decision, r Remover) error {
 		d.Done = true
 	}
 	return errors.Join(errs...)
+}
+
+// PruneOptions are prune's choices: the fleet config (clouds, and the channels, methods and
+// Kubernetes versions that narrow what is considered) and what to do with the older images.
+type PruneOptions struct {
+	Config
+	Yes  bool // delete the images Decide marks
+	Hide bool // set os_hidden on them instead
+	// Versions are the Kubernetes versions asked for (comma lists split), set by Validate: nil
+	// (every minor) when none was named, since prune, unlike plan, needs none.
+	Versions []string
+}
+
+// DryRun says nothing is changed: neither Yes nor Hide.
+func (o *PruneOptions) DryRun() bool { return !o.Yes && !o.Hide }
+
+// Validate checks o and fills prune's defaults: what the user did not narrow is not narrowed
+// (every channel and method), and keep is 1. Its errors wrap errs.ErrInvalid.
+func (o *PruneOptions) Validate() error {
+	if o.Yes && o.Hide {
+		return errs.Invalidf("--yes (delete) and --hide are two ways to prune: choose one")
+	}
+	c := o.Config
+	named := len(splitAll(c.KubernetesVersions)) > 0
+	allChannels, allMethods := len(c.Channels) == 0, len(c.Methods) == 0
+	if !named {
+		c.KubernetesVersions = []string{"any"} // Validate wants one; prune needs none
+	}
+	if err := c.ValidateClouds(); err != nil {
+		return err
+	}
+	if o.Versions = nil; named {
+		o.Versions = c.KubernetesVersions
+	}
+	if allChannels {
+		c.Channels = release.Channels
+	}
+	if allMethods {
+		c.Methods = Methods
+	}
+	if c.Keep == 0 {
+		c.Keep = 1
+	}
+	o.Config = c
+	return nil
 }
