@@ -70,13 +70,9 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
   flatcar-capo manifests --flavor sysext --sysext-url http://10.0.0.5/extensions --kubernetes-version v1.33.4`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			values := map[string]string{}
-			for _, s := range sets {
-				k, v, ok := strings.Cut(s, "=")
-				if !ok || k == "" {
-					return Usagef("--set %q is not VAR=value", s)
-				}
-				values[k] = v
+			values, err := capo.ParseSets(sets)
+			if err != nil {
+				return err
 			}
 			if err := im.readRecord(); err != nil {
 				return err
@@ -97,13 +93,9 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				return err
 			}
 			if sysextURL != "" {
-				if flavor != capo.FlavorSysext {
-					return Usagef("--sysext-url is for --flavor sysext (the other flavors download nothing at boot)")
+				if values[capo.VarSysextURL], err = capo.SysextURL(flavor, sysextURL); err != nil {
+					return err
 				}
-				if !strings.HasPrefix(sysextURL, "http://") && !strings.HasPrefix(sysextURL, "https://") {
-					return Usagef("--sysext-url %q: want the http(s) URL of the directory serving kubernetes-<version>-x86-64.raw", sysextURL)
-				}
-				values[capo.VarSysextURL] = strings.TrimRight(sysextURL, "/")
 			}
 			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.HasPrefix(v, "v") && kubernetes.IsExact("v"+v) {
 				values[capo.VarKubernetesVersion] = "v" + v // CAPI wants the v prefix

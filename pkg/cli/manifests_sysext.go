@@ -35,19 +35,10 @@ func addSysextHashFlags(f *pflag.FlagSet, s *sysextHashFlags) {
 // record, or the server's FILE.sha512 (downloading the file to check it). Without a Kubernetes
 // version the variable is left for clusterctl.
 func (s *sysextHashFlags) fill(ctx context.Context, flavor string, values map[string]string, rec *build.Record) error {
-	if s.sysupdateURL != "" && !strings.HasPrefix(s.sysupdateURL, "http://") && !strings.HasPrefix(s.sysupdateURL, "https://") {
-		return Usagef("--sysupdate-url %q: want the http(s) URL of a directory made by sysext publish", s.sysupdateURL)
+	if err := (capo.SysextHashOptions{Flavor: flavor, File: s.file, InsecureNoHash: s.insecure, SysupdateURL: s.sysupdateURL}).Validate(); err != nil {
+		return err
 	}
-	if flavor != capo.FlavorSysext {
-		if s.file != "" || s.insecure {
-			return Usagef("--sysext and --insecure-no-hash are for --flavor sysext (the flavor that downloads the sysext at boot)")
-		}
-		return nil
-	}
-	if s.insecure {
-		if s.file != "" {
-			return Usagef("--insecure-no-hash and --sysext contradict each other: --sysext gives the hash")
-		}
+	if flavor != capo.FlavorSysext || s.insecure {
 		return nil
 	}
 	if _, ok := values[capo.VarSysextSHA512]; ok {

@@ -89,8 +89,9 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
   flatcar-capo sysext create --kubernetes-version v1.33.4 --binaries ./k8s-v1.33.4 --output-file kubernetes.raw`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dl.Kubernetes == "" {
-				return Usagef("--kubernetes-version is required, e.g. --kubernetes-version stable, 1.36 or %s", kubernetes.ExampleVersion)
+			image := sysext.CreateOptions{Kubernetes: dl.Kubernetes, ReleaseID: releaseID, Compression: compression, Level: level, LevelGiven: cmd.Flags().Changed("compression-level")}
+			if err := image.Validate(); err != nil {
+				return err
 			}
 			if err := validateArch(&dl.Arch); err != nil {
 				return err
@@ -104,10 +105,6 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 			}
 			c, err := newClient(cmd, net, false)
 			if err != nil {
-				return err
-			}
-			image := sysext.CreateOptions{ReleaseID: releaseID, Compression: compression, Level: level, LevelGiven: cmd.Flags().Changed("compression-level")}
-			if err := image.Validate(); err != nil {
 				return err
 			}
 			v, err := resolveKubernetesVersion(cmd.Context(), c, dl.Mirror, dl.Kubernetes)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
@@ -52,6 +53,7 @@ type KubernetesInput struct {
 
 // CreateOptions are sysext create's choices of the image, checked before any download.
 type CreateOptions struct {
+	Kubernetes  string // the version asked for (exact, a minor or stable): required
 	ReleaseID   string // _any or flatcar
 	Compression string // gzip or zstd
 	Level       int    // gzip's level
@@ -60,6 +62,9 @@ type CreateOptions struct {
 
 // Validate checks o; its errors wrap errs.ErrInvalid.
 func (o CreateOptions) Validate() error {
+	if o.Kubernetes == "" {
+		return errs.Invalidf("--kubernetes-version is required, e.g. --kubernetes-version stable, 1.36 or %s", kubernetes.ExampleVersion)
+	}
 	if o.ReleaseID != "_any" && o.ReleaseID != FlatcarID {
 		return errs.Invalidf("--release-id must be _any or flatcar, not %q", o.ReleaseID)
 	}

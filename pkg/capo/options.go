@@ -1,0 +1,61 @@
+package capo
+
+import (
+	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+)
+
+// The rules of manifests' values, before anything is looked up or rendered. Their errors wrap
+// errs.ErrInvalid and name the flag, since each value comes from one.
+
+// ParseSets turns --set VAR=value pairs into template values (a later pair wins).
+func ParseSets(sets []string) (map[string]string, error) {
+	values := map[string]string{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, errs.Invalidf("--set %q is not VAR=value", s)
+		}
+		values[k] = v
+	}
+	return values, nil
+}
+
+// SysextURL checks --sysext-url for a flavor and returns it as VarSysextURL's value.
+func SysextURL(flavor, url string) (string, error) {
+	if flavor != FlavorSysext {
+		return "", errs.Invalidf("--sysext-url is for --flavor sysext (the other flavors download nothing at boot)")
+	}
+	if !isHTTP(url) {
+		return "", errs.Invalidf("--sysext-url %q: want the http(s) URL of the directory serving kubernetes-<version>-x86-64.raw", url)
+	}
+	return strings.TrimRight(url, "/"), nil
+}
+
+// SysextHashOptions are how the sysext flavor's verification.hash is had: from a local copy of
+// the served file (File), not at all (InsecureNoHash), plus the bakery for patch updates.
+type SysextHashOptions struct {
+	Flavor         string
+	File           string
+	InsecureNoHash bool
+	SysupdateURL   string
+}
+
+// Validate checks the combination before any download.
+func (o SysextHashOptions) Validate() error {
+	if o.SysupdateURL != "" && !isHTTP(o.SysupdateURL) {
+		return errs.Invalidf("--sysupdate-url %q: want the http(s) URL of a directory made by sysext publish", o.SysupdateURL)
+	}
+	if o.Flavor != FlavorSysext && (o.File != "" || o.InsecureNoHash) {
+		return errs.Invalidf("--sysext and --insecure-no-hash are for --flavor sysext (the flavor that downloads the sysext at boot)")
+	}
+	if o.InsecureNoHash && o.File != "" {
+		return errs.Invalidf("--insecure-no-hash and --sysext contradict each other: --sysext gives the hash")
+	}
+	return nil
+}
+
+func isHTTP(url string) bool {
+	return strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")
+}
