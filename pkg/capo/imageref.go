@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // How the OpenStackMachineTemplates name their image (--image-ref).
@@ -139,4 +141,34 @@ spec:
           value: %s
 `, format, src.URL, src.SHA512)
 	return b.String(), nil
+}
+
+// ImageRefOptions are manifests' image selection as its flags (and a build record) give it,
+// checked before the template is rendered.
+type ImageRefOptions struct {
+	Ref         string       // ImageRefs; ImageRefORC when Source is set
+	ID          string       // --image-id, or the build record's Glance ID
+	SetID       string       // VarImageID as --set gives it
+	Source      *ImageSource // --image-source, its sha512 from --image-sha512 or the record
+	SHA512Given bool         // --image-sha512 was given
+}
+
+// Validate checks the combination; its errors wrap errs.ErrInvalid.
+func (o ImageRefOptions) Validate() error {
+	if o.ID != "" && o.Ref == ImageRefFilter {
+		return errs.Invalidf("--image-id is for --image-ref id or orc; --image-ref filter selects the image by name")
+	}
+	if o.Ref == ImageRefID && o.ID == "" && o.SetID == "" {
+		return errs.Invalidf("--image-ref id needs the Glance ID: --image-id ID, or --from-record of a build that uploaded (--cloud)")
+	}
+	if o.Source == nil {
+		if o.SHA512Given {
+			return errs.Invalidf("--image-sha512 is for --image-source")
+		}
+		return nil
+	}
+	if o.Source.SHA512 == "" {
+		return errs.Invalidf("--image-source needs the image's sha512 for ORC's download hash: --from-record BUILD.json or --image-sha512 HEX")
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // Input is one manifest file (or stdin) to lint.
@@ -30,6 +32,17 @@ type LintOptions struct {
 	MinDiskGiB int
 	// ImageMinDisk, when set with Images, gives the min_disk of a filter's image in the cloud.
 	ImageMinDisk ImageLookup
+}
+
+// Validate checks the options before any manifest is read; its errors wrap errs.ErrInvalid.
+func (o LintOptions) Validate() error {
+	if o.CAPIVersion == "" {
+		return nil
+	}
+	if _, err := ParseCAPIVersion(o.CAPIVersion); err != nil {
+		return errs.Invalidf("invalid --capi-version: %v", err)
+	}
+	return nil
 }
 
 // Finding is one problem, located by file, document, line and field path.

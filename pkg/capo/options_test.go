@@ -60,3 +60,57 @@ func TestSysextHashOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestImageRefOptionsValidate(t *testing.T) {
+	sum := strings.Repeat("ab", 64)
+	for _, c := range []struct {
+		o    ImageRefOptions
+		want string
+	}{
+		{ImageRefOptions{Ref: ImageRefFilter, ID: "1234"}, "--image-id is for --image-ref id or orc"},
+		{ImageRefOptions{Ref: ImageRefID}, "--image-ref id needs the Glance ID"},
+		{ImageRefOptions{Ref: ImageRefFilter, SHA512Given: true}, "--image-sha512 is for --image-source"},
+		{ImageRefOptions{Ref: ImageRefORC, Source: &ImageSource{URL: "http://x/i.qcow2"}}, "--image-source needs the image's sha512"},
+	} {
+		if err := c.o.Validate(); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v", c.o, err)
+		}
+	}
+	for _, o := range []ImageRefOptions{
+		{Ref: ImageRefFilter},
+		{Ref: ImageRefID, ID: "1234"},
+		{Ref: ImageRefID, SetID: "1234"}, // --set OPENSTACK_FLATCAR_IMAGE_ID=
+		{Ref: ImageRefORC, Source: &ImageSource{URL: "http://x/i.qcow2", SHA512: sum}, SHA512Given: true},
+	} {
+		if err := o.Validate(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+func TestLintOptionsValidate(t *testing.T) {
+	if err := (LintOptions{CAPIVersion: "one.two"}).Validate(); !errors.Is(err, errs.ErrInvalid) || !strings.HasPrefix(err.Error(), "invalid --capi-version: ") {
+		t.Errorf("bad version: %v", err)
+	}
+	for _, v := range []string{"", NewestCAPIVersion, "1.3.5"} {
+		if err := (LintOptions{CAPIVersion: v}).Validate(); err != nil {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+}
+
+func TestWithImageRepositoryRules(t *testing.T) {
+	manifest := []byte("kind: KubeadmControlPlane\nspec:\n  kubeadmConfigSpec:\n    clusterConfiguration:\n      apiServer: {}\n")
+	for _, repo := range []string{"", "https://registry.example/k8s", "registry.example/k8s/", "reg ${X}"} {
+		if _, err := WithImageRepository(manifest, repo); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "invalid --image-repository") {
+			t.Errorf("%q: %v", repo, err)
+		}
+	}
+	if _, err := WithImageRepository([]byte("kind: Secret\n"), "registry.example:5000/k8s"); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "no kubeadm clusterConfiguration") {
+		t.Errorf("no clusterConfiguration: %v", err)
+	}
+	out, err := WithImageRepository(manifest, "registry.example:5000/k8s")
+	if err != nil || !strings.Contains(string(out), "    clusterConfiguration:\n      imageRepository: registry.example:5000/k8s\n      apiServer: {}\n") {
+		t.Errorf("%v\n%s", err, out)
+	}
+}

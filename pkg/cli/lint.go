@@ -45,8 +45,9 @@ in docs/lint-rules.md.`,
   flatcar-capo lint cluster.yaml --cloud mycloud   # image filters must match exactly one image`,
 		Args: MinimumArgs(1, "FILE..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := capo.ParseCAPIVersion(capiVersion); err != nil {
-				return Usagef("invalid --capi-version: %v", err)
+			opts := capo.LintOptions{CAPIVersion: capiVersion}
+			if err := opts.Validate(); err != nil {
+				return err
 			}
 			inputs := make([]capo.Input, 0, len(args))
 			for _, name := range args {
@@ -63,7 +64,6 @@ in docs/lint-rules.md.`,
 				}
 				inputs = append(inputs, capo.Input{Name: name, Data: data})
 			}
-			opts := capo.LintOptions{CAPIVersion: capiVersion}
 			if cloud != "" {
 				c, err := glance.Connect(cmd.Context(), cloud)
 				if err != nil {

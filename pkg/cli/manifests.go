@@ -125,8 +125,8 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				return err
 			}
 			if imageRepo != "" {
-				if r.Manifest, err = withImageRepository(r.Manifest, imageRepo); err != nil {
-					return Usagef("%v", err)
+				if r.Manifest, err = capo.WithImageRepository(r.Manifest, imageRepo); err != nil {
+					return err
 				}
 			}
 			rep := manifestsReport{Rendered: r}

@@ -71,23 +71,15 @@ func (im *imageRefFlags) apply(cmd *cobra.Command, values map[string]string, fla
 	if id == "" && r != nil && len(r.Glance) > 0 && (ref == capo.ImageRefID || ref == capo.ImageRefORC) && im.source == "" {
 		id = r.Glance[0].ID
 	}
-	if id != "" {
-		if ref == capo.ImageRefFilter {
-			return "", nil, Usagef("--image-id is for --image-ref id or orc; --image-ref filter selects the image by name")
-		}
+	setID := values[capo.VarImageID] // from --set
+	if id != "" && ref != capo.ImageRefFilter {
 		values[capo.VarImageID] = id
 	}
-	if ref == capo.ImageRefID && values[capo.VarImageID] == "" {
-		return "", nil, Usagef("--image-ref id needs the Glance ID: --image-id ID, or --from-record of a build that uploaded (--cloud)")
+	var src *capo.ImageSource
+	if im.source != "" {
+		src = &capo.ImageSource{URL: im.source, SHA512: strings.ToLower(im.sha512), MinRAMMiB: glance.DefaultMinRAMMiB}
 	}
-	if im.source == "" {
-		if im.sha512 != "" {
-			return "", nil, Usagef("--image-sha512 is for --image-source")
-		}
-		return ref, nil, nil
-	}
-	src := &capo.ImageSource{URL: im.source, SHA512: strings.ToLower(im.sha512), MinRAMMiB: glance.DefaultMinRAMMiB}
-	if r != nil {
+	if src != nil && r != nil {
 		src.Arch = r.Arch
 		for _, a := range r.Artifacts {
 			if a.File == r.ImageName+".qcow2" && src.SHA512 == "" {
@@ -102,8 +94,8 @@ func (im *imageRefFlags) apply(cmd *cobra.Command, values map[string]string, fla
 			}
 		}
 	}
-	if src.SHA512 == "" {
-		return "", nil, Usagef("--image-source needs the image's sha512 for ORC's download hash: --from-record BUILD.json or --image-sha512 HEX")
+	if err := (capo.ImageRefOptions{Ref: ref, ID: id, SetID: setID, Source: src, SHA512Given: im.sha512 != ""}).Validate(); err != nil {
+		return "", nil, err
 	}
 	return ref, src, nil
 }
