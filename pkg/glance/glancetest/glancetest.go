@@ -146,15 +146,21 @@ func (f *Cloud) create(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, img)
 }
 
-func (f *Cloud) show(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// image returns the image the request's path names, or answers 404; the caller holds f.mu.
+func (f *Cloud) image(w http.ResponseWriter, r *http.Request) (map[string]any, bool) {
 	img, ok := f.images[r.PathValue("id")]
 	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "no such image"})
-		return
 	}
-	writeJSON(w, http.StatusOK, img)
+	return img, ok
+}
+
+func (f *Cloud) show(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if img, ok := f.image(w, r); ok {
+		writeJSON(w, http.StatusOK, img)
+	}
 }
 
 func (f *Cloud) upload(w http.ResponseWriter, r *http.Request) {
@@ -164,9 +170,8 @@ func (f *Cloud) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	img, ok := f.images[r.PathValue("id")]
+	img, ok := f.image(w, r)
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]any{"message": "no such image"})
 		return
 	}
 	if f.damage && len(data) > 0 {
@@ -181,8 +186,7 @@ func (f *Cloud) upload(w http.ResponseWriter, r *http.Request) {
 func (f *Cloud) delete(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.images[r.PathValue("id")]; !ok {
-		writeJSON(w, http.StatusNotFound, map[string]any{"message": "no such image"})
+	if _, ok := f.image(w, r); !ok {
 		return
 	}
 	delete(f.images, r.PathValue("id"))
