@@ -89,18 +89,24 @@ func (im *image) decompress(b []byte) []byte {
 	return out
 }
 
+// metaBlock returns the metadata block at pos (absolute), decompressed, and the next block's position.
+func (im *image) metaBlock(pos uint64) ([]byte, uint64) {
+	h := binary.LittleEndian.Uint16(im.raw[pos:])
+	size := uint64(h &^ uncompMeta)
+	blk := im.raw[pos+2 : pos+2+size]
+	if h&uncompMeta == 0 {
+		blk = im.decompress(blk)
+	}
+	return blk, pos + 2 + size
+}
+
 // meta reads n bytes of a metadata table from block position pos (absolute), offset off.
 func (im *image) meta(pos uint64, off, n int) ([]byte, uint64) {
 	var out []byte
 	for len(out) < off+n {
-		h := binary.LittleEndian.Uint16(im.raw[pos:])
-		size := uint64(h &^ uncompMeta)
-		blk := im.raw[pos+2 : pos+2+size]
-		if h&uncompMeta == 0 {
-			blk = im.decompress(blk)
-		}
+		var blk []byte
+		blk, pos = im.metaBlock(pos)
 		out = append(out, blk...)
-		pos += 2 + size
 	}
 	return out[off : off+n], pos
 }
@@ -118,14 +124,9 @@ func (im *image) inodeAt(ref uint64) (inode, []byte) {
 func (im *image) metaUpTo(start uint64, off int) []byte {
 	var out []byte
 	for p := start; p < im.sb.DirTable; {
-		h := binary.LittleEndian.Uint16(im.raw[p:])
-		size := uint64(h &^ uncompMeta)
-		blk := im.raw[p+2 : p+2+size]
-		if h&uncompMeta == 0 {
-			blk = im.decompress(blk)
-		}
+		var blk []byte
+		blk, p = im.metaBlock(p)
 		out = append(out, blk...)
-		p += 2 + size
 		if len(out) > off+3*metaSize {
 			break
 		}
