@@ -55,27 +55,9 @@ func fileHash(t *testing.T, path string) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// extractOEM copies the OEM partition into its own file for btrfs check / e2fsck.
-func extractOEM(t *testing.T, path string) string {
-	t.Helper()
-	start, size, err := flatcardisk.OEMPartition(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, _ := os.Open(path)
-	defer src.Close()
-	out := filepath.Join(t.TempDir(), "oem.fs")
-	dst, _ := os.Create(out)
-	defer dst.Close()
-	if _, err := io.Copy(dst, io.NewSectionReader(src, start, size)); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func checkFilesystem(t *testing.T, kind flatcardisk.OEMKind, image string) {
 	t.Helper()
-	part := extractOEM(t, image)
+	part := flatcardisk.ExtractOEM(t, image)
 	var cmd *exec.Cmd
 	if kind == flatcardisk.OEMExt4 {
 		cmd = exec.Command("e2fsck", "-fn", part)

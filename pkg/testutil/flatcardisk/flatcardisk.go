@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -298,6 +299,31 @@ func Partitions(t testing.TB, path string) []disk.Partition {
 		t.Fatal(err)
 	}
 	return parts
+}
+
+// ExtractOEM copies the OEM partition into a file of its own in t.TempDir(), for fsck tools
+// without offsets.
+func ExtractOEM(t testing.TB, img string) string {
+	t.Helper()
+	start, size, err := OEMPartition(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out := filepath.Join(t.TempDir(), "oem.fs")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, io.NewSectionReader(in, start, size)); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 var (

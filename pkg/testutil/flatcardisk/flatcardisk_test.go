@@ -3,7 +3,6 @@ package flatcardisk
 import (
 	"bytes"
 	"encoding/binary"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,30 +107,6 @@ func TestOEMPartition(t *testing.T) {
 	}
 }
 
-// extractOEM copies the OEM partition into a file of its own, for fsck tools without offsets.
-func extractOEM(t *testing.T, img string) string {
-	t.Helper()
-	start, size, err := OEMPartition(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out := filepath.Join(t.TempDir(), "oem.fs")
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(f, io.NewSectionReader(in, start, size)); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // grubCat reads a file through GRUB's own filesystem drivers, as the boot loader will.
 func grubCat(t *testing.T, img, path string) ([]byte, error) {
 	t.Helper()
@@ -210,7 +185,7 @@ func TestOEMContentsReadableByGRUBAndClean(t *testing.T) {
 				}
 			}
 
-			fs := extractOEM(t, img)
+			fs := ExtractOEM(t, img)
 			var check *exec.Cmd
 			if tc.opts.OEM == OEMExt4 {
 				check = exec.Command("e2fsck", "-fn", fs)
@@ -243,7 +218,7 @@ func TestBtrfsOnDiskShapes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.opts.OEM)+"/"+tc.tree, func(t *testing.T) {
-			fs := extractOEM(t, Build(t, tc.opts))
+			fs := ExtractOEM(t, Build(t, tc.opts))
 			out, err := exec.Command("btrfs", "inspect-internal", "dump-tree", "-t", tc.tree, fs).CombinedOutput()
 			if err != nil {
 				t.Fatalf("dump-tree: %v\n%s", err, out)
