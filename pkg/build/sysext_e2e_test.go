@@ -1,11 +1,8 @@
 package build_test
 
 import (
-	"crypto/sha512"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -243,14 +240,7 @@ func TestConcurrentBuildsOneOutputDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h := sha512.New()
-	io.Copy(h, f)
-	if len(rec.Artifacts) == 0 || rec.Artifacts[0].SHA512 != hex.EncodeToString(h.Sum(nil)) {
+	if len(rec.Artifacts) == 0 || rec.Artifacts[0].SHA512 != testutil.SHA512File(t, artifact) {
 		t.Errorf("the record does not describe the artifact: %+v", rec.Artifacts)
 	}
 	ents, _ := os.ReadDir(out)
