@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -117,9 +116,9 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 // fills the keyring and cache.
 func checkBuildFlags(o *build.Options, vf verifyFlags, diskSize string) error {
 	if diskSize != "" {
-		n, err := parseSize(diskSize)
+		n, err := build.ParseDiskSize(diskSize)
 		if err != nil {
-			return Usagef("invalid --disk-size %q: %v (e.g. 20G, 20GiB or a number of bytes)", diskSize, err)
+			return err
 		}
 		o.DiskSize = n
 	}
@@ -132,29 +131,6 @@ func checkBuildFlags(o *build.Options, vf verifyFlags, diskSize string) error {
 		return err
 	}
 	return fillCacheDir(&o.CacheDir)
-}
-
-// parseSize reads 20G / 20GiB / 512M / bytes (binary units).
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(s), "B"), "I"))
-	mult := int64(1)
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'K':
-			mult, s = 1<<10, s[:n-1]
-		case 'M':
-			mult, s = 1<<20, s[:n-1]
-		case 'G':
-			mult, s = 1<<30, s[:n-1]
-		case 'T':
-			mult, s = 1<<40, s[:n-1]
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("not a positive size")
-	}
-	return v * mult, nil
 }
 
 func printBuild(w io.Writer, r *build.Record) error {
