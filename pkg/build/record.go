@@ -152,6 +152,20 @@ func (r *Record) GlanceValues() glance.RecordValues {
 		UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
 }
 
+// RecordFile reads a record the caller names (manifests --from-record): one that cannot be
+// read, or is not a build record (no image name), wraps errs.ErrInvalid.
+func RecordFile(path string) (*Record, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errs.Invalidf("--from-record: %v", err)
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil || r.ImageName == "" {
+		return nil, errs.Invalidf("--from-record %s is not a build record (the .build.json next to a built image): %v", path, err)
+	}
+	return &r, nil
+}
+
 // ReadRecord reads the record next to artifact.
 func ReadRecord(artifact string) (*Record, error) {
 	b, err := os.ReadFile(RecordPath(artifact))

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -35,16 +33,9 @@ func (im *imageRefFlags) readRecord() error {
 	if im.record == "" {
 		return nil
 	}
-	b, err := os.ReadFile(im.record)
-	if err != nil {
-		return Usagef("--from-record: %v", err)
-	}
-	var r build.Record
-	if err := json.Unmarshal(b, &r); err != nil || r.ImageName == "" {
-		return Usagef("--from-record %s is not a build record (the .build.json next to a built image): %v", im.record, err)
-	}
-	im.rec = &r
-	return nil
+	var err error
+	im.rec, err = build.RecordFile(im.record)
+	return err
 }
 
 // apply fills values and the flavor from the record (flags win) and returns the render options'
