@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // recorder is a Device that records writes and can fail the n-th one (1-based; 0 never).
@@ -28,24 +30,6 @@ func (r *recorder) WriteAt(p []byte, off int64) (int, error) {
 	return r.File.WriteAt(p, off)
 }
 
-// corruptAt flips one byte of img at off.
-func corruptAt(t *testing.T, img string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(img, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0xff
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestOpenBadInput(t *testing.T) {
 	plain := mkImage(t, mixedSingle, qemuOEM(true))
 	fs, _ := openImage(t, plain)
@@ -64,10 +48,10 @@ func TestOpenBadInput(t *testing.T) {
 	}{
 		{"zeros", func(img string) { os.WriteFile(img, make([]byte, 1<<20), 0o600) }, ErrNotBtrfs, "no magic"},
 		{"too-small", func(img string) { os.WriteFile(img, make([]byte, 1000), 0o600) }, ErrNotBtrfs, "too small"},
-		{"superblock-csum", func(img string) { corruptAt(t, img, superOffset+0x12b) }, ErrCorrupt, "superblock checksum mismatch"},
-		{"chunk-tree-csum", func(img string) { corruptAt(t, img, phys(fs.sb.chunkRoot)+200) }, ErrCorrupt, "chunk tree: btrfs corrupt: tree block 1048576: checksum mismatch"},
-		{"root-tree-csum", func(img string) { corruptAt(t, img, phys(fs.sb.root)+200) }, ErrCorrupt, "root tree: btrfs corrupt: tree block"},
-		{"fs-tree-csum", func(img string) { corruptAt(t, img, phys(fs.fsTree.logical)+3000) }, ErrCorrupt, "FS tree root: btrfs corrupt: tree block"},
+		{"superblock-csum", func(img string) { testutil.FlipByte(t, img, superOffset+0x12b) }, ErrCorrupt, "superblock checksum mismatch"},
+		{"chunk-tree-csum", func(img string) { testutil.FlipByte(t, img, phys(fs.sb.chunkRoot)+200) }, ErrCorrupt, "chunk tree: btrfs corrupt: tree block 1048576: checksum mismatch"},
+		{"root-tree-csum", func(img string) { testutil.FlipByte(t, img, phys(fs.sb.root)+200) }, ErrCorrupt, "root tree: btrfs corrupt: tree block"},
+		{"fs-tree-csum", func(img string) { testutil.FlipByte(t, img, phys(fs.fsTree.logical)+3000) }, ErrCorrupt, "FS tree root: btrfs corrupt: tree block"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -98,7 +82,7 @@ func TestWriteRepairsBadCopy(t *testing.T) {
 	if err != nil || len(p) != 2 {
 		t.Fatalf("FS tree root copies = %v, %v; want 2 (DUP)", p, err)
 	}
-	corruptAt(t, img, p[0]+3000)
+	testutil.FlipByte(t, img, p[0]+3000)
 	fs, dev := openImage(t, img)
 	sameFiles(t, "ReadFile with one bad copy", readAllFS(t, fs, want), want)
 	rec := &recorder{File: dev}
@@ -188,7 +172,7 @@ func TestCorruptLeaf(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := fs.physical(leaf.logical, len(leaf.buf))
-	corruptAt(t, img, p[0]+2000)
+	testutil.FlipByte(t, img, p[0]+2000)
 
 	fs, dev := openImage(t, img)
 	if _, err := fs.ReadFile("/grub.cfg"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "checksum mismatch") {

@@ -120,44 +120,24 @@ func noCrash(t *testing.T, argv []string, res testutil.Result) {
 // checksum, so only a reader that checks the value refuses it (go-diskfs divided by it).
 func zeroBlocksPerGroup(t *testing.T, img string, p disk.Partition) {
 	t.Helper()
-	f, err := os.OpenFile(img, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sb := make([]byte, 1024)
-	if _, err := f.ReadAt(sb, p.Start+1024); err != nil {
-		t.Fatal(err)
-	}
-	if binary.LittleEndian.Uint16(sb[0x38:]) != 0xEF53 {
-		t.Fatalf("%s holds no ext4", disk.PartitionName(p))
-	}
-	binary.LittleEndian.PutUint32(sb[0x20:], 0)
-	if binary.LittleEndian.Uint32(sb[0x64:])&0x400 != 0 { // metadata_csum
-		binary.LittleEndian.PutUint32(sb[0x3fc:], crc.CRC32c(0xffffffff, sb[:0x3fc]))
-	}
-	if _, err := f.WriteAt(sb, p.Start+1024); err != nil {
-		t.Fatal(err)
-	}
+	testutil.PatchFile(t, img, p.Start+1024, 1024, func(sb []byte) {
+		if binary.LittleEndian.Uint16(sb[0x38:]) != 0xEF53 {
+			t.Fatalf("%s holds no ext4", disk.PartitionName(p))
+		}
+		binary.LittleEndian.PutUint32(sb[0x20:], 0)
+		if binary.LittleEndian.Uint32(sb[0x64:])&0x400 != 0 { // metadata_csum
+			binary.LittleEndian.PutUint32(sb[0x3fc:], crc.CRC32c(0xffffffff, sb[:0x3fc]))
+		}
+	})
 }
 
 // hugeFAT makes the FAT32 on p claim a FAT of 2^28 sectors (128 GiB).
 func hugeFAT(t *testing.T, img string, p disk.Partition) {
 	t.Helper()
-	f, err := os.OpenFile(img, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	bs := make([]byte, 512)
-	if _, err := f.ReadAt(bs, p.Start); err != nil {
-		t.Fatal(err)
-	}
-	if binary.LittleEndian.Uint16(bs[0x16:]) != 0 || string(bs[0x52:0x57]) != "FAT32" {
-		t.Fatalf("%s holds no FAT32", disk.PartitionName(p))
-	}
-	binary.LittleEndian.PutUint32(bs[0x24:], 1<<28-1)
-	if _, err := f.WriteAt(bs, p.Start); err != nil {
-		t.Fatal(err)
-	}
+	testutil.PatchFile(t, img, p.Start, 512, func(bs []byte) {
+		if binary.LittleEndian.Uint16(bs[0x16:]) != 0 || string(bs[0x52:0x57]) != "FAT32" {
+			t.Fatalf("%s holds no FAT32", disk.PartitionName(p))
+		}
+		binary.LittleEndian.PutUint32(bs[0x24:], 1<<28-1)
+	})
 }

@@ -109,15 +109,7 @@ func flipByte(t *testing.T, image string, offInOEM int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(image, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	f.ReadAt(b, start+offInOEM)
-	b[0] ^= 0xFF
-	f.WriteAt(b, start+offInOEM)
+	testutil.FlipByte(t, image, start+offInOEM)
 }
 
 func zeroRange(t *testing.T, image string, offInOEM, n int64) {
