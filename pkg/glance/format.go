@@ -93,31 +93,36 @@ func VirtualSize(path string) (int64, error) {
 	return qcow2VirtualSize(path)
 }
 
+// openQcow2 opens the qcow2 image at path; the caller closes the file.
+func openQcow2(path string) (*qcow2.Reader, *os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := qcow2.OpenFile(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, f, nil
+}
+
 // qcow2VirtualSize reads the virtual size from a qcow2's header.
 func qcow2VirtualSize(path string) (int64, error) {
-	f, err := os.Open(path)
+	r, f, err := openQcow2(path)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	r, err := qcow2.OpenFile(f)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
+	f.Close()
 	return r.Size(), nil
 }
 
 // Qcow2AsRaw opens the virtual disk of a qcow2 image: the bytes of the raw image it holds.
 func Qcow2AsRaw(path string) Opener {
 	return func() (io.ReaderAt, io.Closer, error) {
-		f, err := os.Open(path)
+		r, f, err := openQcow2(path)
 		if err != nil {
 			return nil, nil, err
-		}
-		r, err := qcow2.OpenFile(f)
-		if err != nil {
-			f.Close()
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		return r, f, nil
 	}
