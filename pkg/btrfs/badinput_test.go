@@ -56,7 +56,7 @@ func TestOpenBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			img := t.TempDir() + "/img"
-			run(t, "cp", "--sparse=always", plain, img)
+			testutil.MustRun(t, "cp", "--sparse=always", plain, img)
 			c.damage(img)
 			f, err := os.Open(img)
 			if err != nil {

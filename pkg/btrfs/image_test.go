@@ -75,17 +75,8 @@ func mkImage(t testing.TB, v variant, files oemFiles) string {
 		t.Fatal(err)
 	}
 	args := append([]string{"-q", "-f", "-L", "OEM", "--rootdir", root}, v.mkfsArgs...)
-	run(t, "mkfs.btrfs", append(args, img)...)
+	testutil.MustRun(t, "mkfs.btrfs", append(args, img)...)
 	return img
-}
-
-func run(t testing.TB, name string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
 
 // openImage opens img read-write and the filesystem on it.
@@ -124,7 +115,7 @@ func btrfsCheck(t testing.TB, img string) {
 func restoreFiles(t testing.TB, img string) oemFiles {
 	t.Helper()
 	dir := t.TempDir()
-	run(t, "btrfs", "restore", img, dir)
+	testutil.MustRun(t, "btrfs", "restore", img, dir)
 	return collect(t, dir)
 }
 

@@ -228,7 +228,7 @@ func kernelZlibImage(t *testing.T) (string, oemFiles) {
 	want := qemuOEM(true)
 	img := mkImage(t, mixedSingle, want)
 	dir := mountImage(t, img, "compress=zlib")
-	run(t, "btrfs", "property", "set", dir, "compression", "zlib")
+	testutil.MustRun(t, "btrfs", "property", "set", dir, "compression", "zlib")
 	big := bytes.Repeat([]byte("compressible sysext payload line\n"), 10000) // 330 KiB: 3 extents
 	for p, data := range map[string][]byte{"/grub.cfg": flatcarGrub(24, qemuSettings), "/sysext/big.raw": big} {
 		if err := os.WriteFile(dir+p, data, 0o644); err != nil {
@@ -279,7 +279,7 @@ func TestWriteNoCompressInode(t *testing.T) {
 	testutil.RequireTools(t, "chattr")
 	img := mkImage(t, mixedSingle, qemuOEM(true))
 	dir := mountImage(t, img)
-	run(t, "chattr", "+m", dir+"/grub.cfg")
+	testutil.MustRun(t, "chattr", "+m", dir+"/grub.cfg")
 	umount(t, dir)
 	fs, dev := openImage(t, img)
 	for _, c := range []struct {

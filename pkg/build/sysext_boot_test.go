@@ -110,7 +110,7 @@ func TestSysextBakedGuestBoots(t *testing.T) {
 
 	root := rootfstest.ExtractRoot(t, raw)
 	rootfstest.Fsck(t, root, "of ROOT after the first boot")
-	sb := rootfstest.Run(t, "dumpe2fs", "-h", root)
+	sb := testutil.MustRun(t, "dumpe2fs", "-h", root)
 	features := ""
 	for _, l := range strings.Split(sb, "\n") {
 		if strings.HasPrefix(l, "Filesystem features:") {

@@ -192,14 +192,14 @@ func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (roo
 		t.Errorf("/etc/extensions/kubernetes.raw: %+v", got)
 	}
 	for _, u := range node.UpdateUnits {
-		out := rootfstest.Run(t, "debugfs", "-R", "stat /etc/systemd/system/"+u, root)
+		out := testutil.MustRun(t, "debugfs", "-R", "stat /etc/systemd/system/"+u, root)
 		masked := strings.Contains(out, `Fast link dest: "/dev/null"`)
 		if masked == keepUpdates {
 			t.Errorf("%s masked=%v with --keep-updates=%v:\n%s", u, masked, keepUpdates, out)
 		}
 	}
 	dropIn := filepath.Join(t.TempDir(), "dropin")
-	rootfstest.Run(t, "debugfs", "-R", "dump "+node.KubeadmDropIn+" "+dropIn, root)
+	testutil.MustRun(t, "debugfs", "-R", "dump "+node.KubeadmDropIn+" "+dropIn, root)
 	if b, _ := os.ReadFile(dropIn); string(b) != node.KubeadmDropInContent {
 		t.Errorf("kubeadm drop-in: %q", b)
 	}

@@ -89,7 +89,7 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 	dump := func(p string) string {
 		t.Helper()
 		f := filepath.Join(t.TempDir(), "f")
-		rootfstest.Run(t, "debugfs", "-R", "dump /"+p+" "+f, root)
+		testutil.MustRun(t, "debugfs", "-R", "dump /"+p+" "+f, root)
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatalf("/%s: %v", p, err)
@@ -98,7 +98,7 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 	}
 	// The archive: kubeadm's names, the digests pushed, every blob once.
 	archive := filepath.Join(t.TempDir(), "images.tar")
-	rootfstest.Run(t, "debugfs", "-R", "dump /"+images.ArchiveFile+" "+archive, root)
+	testutil.MustRun(t, "debugfs", "-R", "dump /"+images.ArchiveFile+" "+archive, root)
 	names := archiveNames(t, archive)
 	for n, d := range want {
 		if names[n] != d {

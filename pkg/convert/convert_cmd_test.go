@@ -37,11 +37,7 @@ func sparseRaw(t *testing.T, dir string) string {
 func qemuImg(t *testing.T, args ...string) string {
 	t.Helper()
 	testutil.RequireTools(t, "qemu-img")
-	out, err := exec.Command("qemu-img", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("qemu-img %v: %v\n%s", args, err, out)
-	}
-	return string(out)
+	return testutil.MustRun(t, "qemu-img", args...)
 }
 
 func sameBytes(t *testing.T, a, b string) {

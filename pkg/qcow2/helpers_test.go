@@ -5,7 +5,6 @@ import (
 	"context"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -57,11 +56,7 @@ func makeRaw(t testing.TB, dir string) string {
 func qemuImg(t testing.TB, args ...string) string {
 	t.Helper()
 	testutil.RequireTools(t, "qemu-img")
-	out, err := exec.Command("qemu-img", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("qemu-img %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return testutil.MustRun(t, "qemu-img", args...)
 }
 
 // qemuCompare fails unless qemu-img check finds no problem in img and its content equals raw.

@@ -18,7 +18,7 @@ import (
 var e2tools = []string{"mkfs.ext4", "e2fsck", "debugfs", "dumpe2fs", "resize2fs"}
 
 var (
-	run         = rootfstest.Run
+	run         = testutil.MustRun
 	rootRange   = rootfstest.RootRange
 	extractRoot = rootfstest.ExtractRoot
 	fsck        = rootfstest.Fsck

@@ -10,22 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
-
-// Run runs a tool and fails the test with its output when it fails.
-func Run(t testing.TB, name string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
 
 // RootRange is the byte range of the partition named ROOT.
 func RootRange(t testing.TB, img string) (start, size int64) {
@@ -104,7 +93,7 @@ var (
 // Stat reads an inode with debugfs (e2fsprogs' reading, not ours).
 func Stat(t testing.TB, fsFile, p string) Inode {
 	t.Helper()
-	out := Run(t, "debugfs", "-R", "stat "+p, fsFile)
+	out := testutil.MustRun(t, "debugfs", "-R", "stat "+p, fsFile)
 	m := reType.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("debugfs stat %s: %s", p, out)
@@ -132,7 +121,7 @@ func Stat(t testing.TB, fsFile, p string) Inode {
 func DumpSum(t testing.TB, fsFile, p string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "dump")
-	Run(t, "debugfs", "-R", "dump "+p+" "+out, fsFile)
+	testutil.MustRun(t, "debugfs", "-R", "dump "+p+" "+out, fsFile)
 	return FileSum(t, out)
 }
 

@@ -1,0 +1,18 @@
+package testutil
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// MustRun runs a tool and returns its combined output; when the tool fails, so does the test,
+// with that output.
+func MustRun(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
