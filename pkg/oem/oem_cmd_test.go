@@ -57,7 +57,7 @@ func fileHash(t *testing.T, path string) [32]byte {
 
 func checkFilesystem(t *testing.T, kind flatcardisk.OEMKind, image string) {
 	t.Helper()
-	part := flatcardisk.ExtractOEM(t, image)
+	part := flatcardisk.ExtractPartition(t, image, "OEM")
 	var cmd *exec.Cmd
 	if kind == flatcardisk.OEMExt4 {
 		cmd = exec.Command("e2fsck", "-fn", part)

@@ -3,9 +3,6 @@
 package rootfstest
 
 import (
-	"bytes"
-	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // RootRange is the byte range of the partition named ROOT.
@@ -35,33 +33,7 @@ func RootRange(t testing.TB, img string) (start, size int64) {
 // debugfs, resize2fs, which take a whole device).
 func ExtractRoot(t testing.TB, img string) string {
 	t.Helper()
-	start, size := RootRange(t, img)
-	in, err := os.Open(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	path := filepath.Join(t.TempDir(), "root.ext4")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	out.Truncate(size)
-	buf := make([]byte, 1<<20)
-	zero := make([]byte, len(buf))
-	for off := int64(0); off < size; off += int64(len(buf)) {
-		n, err := in.ReadAt(buf[:min(int64(len(buf)), size-off)], start+off)
-		if err != nil && err != io.EOF {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(buf[:n], zero[:n]) {
-			if _, err := out.WriteAt(buf[:n], off); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return path
+	return flatcardisk.ExtractPartition(t, img, "ROOT")
 }
 
 // Fsck runs e2fsck -fn and fails the test unless the filesystem is clean.

@@ -6,6 +6,7 @@
 package flatcardisk
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -301,11 +303,16 @@ func Partitions(t testing.TB, path string) []disk.Partition {
 	return parts
 }
 
-// ExtractOEM copies the OEM partition into a file of its own in t.TempDir(), for fsck tools
-// without offsets.
-func ExtractOEM(t testing.TB, img string) string {
+// ExtractPartition copies the partition called name into a sparse file of its own in
+// t.TempDir(), for the tools that take a whole device (fsck, debugfs, resize2fs).
+func ExtractPartition(t testing.TB, img, name string) string {
 	t.Helper()
-	start, size, err := OEMPartition(img)
+	d, err := disk.Open(img, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.FindPartition(name)
+	d.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,16 +321,27 @@ func ExtractOEM(t testing.TB, img string) string {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	out := filepath.Join(t.TempDir(), "oem.fs")
-	f, err := os.Create(out)
+	path := filepath.Join(t.TempDir(), strings.ToLower(name)+".fs")
+	out, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	if _, err := io.Copy(f, io.NewSectionReader(in, start, size)); err != nil {
-		t.Fatal(err)
+	defer out.Close()
+	out.Truncate(p.Size)
+	buf := make([]byte, 1<<20)
+	zero := make([]byte, len(buf))
+	for off := int64(0); off < p.Size; off += int64(len(buf)) {
+		n, err := in.ReadAt(buf[:min(int64(len(buf)), p.Size-off)], p.Start+off)
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf[:n], zero[:n]) {
+			if _, err := out.WriteAt(buf[:n], off); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	return out
+	return path
 }
 
 var (

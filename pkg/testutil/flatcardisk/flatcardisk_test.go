@@ -185,7 +185,7 @@ func TestOEMContentsReadableByGRUBAndClean(t *testing.T) {
 				}
 			}
 
-			fs := ExtractOEM(t, img)
+			fs := ExtractPartition(t, img, "OEM")
 			var check *exec.Cmd
 			if tc.opts.OEM == OEMExt4 {
 				check = exec.Command("e2fsck", "-fn", fs)
@@ -218,7 +218,7 @@ func TestBtrfsOnDiskShapes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.opts.OEM)+"/"+tc.tree, func(t *testing.T) {
-			fs := ExtractOEM(t, Build(t, tc.opts))
+			fs := ExtractPartition(t, Build(t, tc.opts), "OEM")
 			out, err := exec.Command("btrfs", "inspect-internal", "dump-tree", "-t", tc.tree, fs).CombinedOutput()
 			if err != nil {
 				t.Fatalf("dump-tree: %v\n%s", err, out)
