@@ -1,7 +1,6 @@
 package build_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -317,30 +316,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		cmd.Dir = fx.dir
 		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+fx.reg.DockerConfig)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		stderr, _ := cmd.StderrPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var log bytes.Buffer
-		booted := make(chan struct{}, 1)
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				log.WriteString(sc.Text() + "\n")
-				if strings.Contains(sc.Text(), "packer:") && len(qemuUsing(out)) > 0 {
-					select {
-					case booted <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}()
-		select {
-		case <-booted:
-		case <-time.After(5 * time.Minute):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			t.Fatalf("QEMU never started\n%s", log.String())
-		}
+		output := startUntilQEMU(t, cmd, out, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) // what a terminal's Ctrl-C does
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -348,17 +324,17 @@ func TestBuildEndToEnd(t *testing.T) {
 		case <-done:
 		case <-time.After(3 * time.Minute):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			t.Fatalf("build did not stop after Ctrl-C\n%s", log.String())
+			t.Fatalf("build did not stop after Ctrl-C\n%s", output())
 		}
 		if code := cmd.ProcessState.ExitCode(); code != 130 {
-			t.Fatalf("exit code %d, want 130\n%s", code, log.String())
+			t.Fatalf("exit code %d, want 130\n%s", code, output())
 		}
 		if q := qemuUsing(out); len(q) > 0 {
 			t.Fatalf("QEMU left running: %v", q)
 		}
 		assertNoArtifact(t, out)
 		// It says what it really left (the packer log), not that it cannot tell.
-		if msg := log.String(); strings.Contains(msg, "did not say what it left behind") || !strings.Contains(msg, "left behind:\n  - the build's log") {
+		if msg := output(); strings.Contains(msg, "did not say what it left behind") || !strings.Contains(msg, "left behind:\n  - the build's log") {
 			t.Errorf("Ctrl-C report:\n%s", msg)
 		}
 	})
@@ -370,38 +346,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		cmd := exec.Command(testutil.Binary(t), fx.args("--base", "qemu", "--output-dir", out, "--force")...)
 		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+fx.reg.DockerConfig) // the registry login for the preloaded images
 		cmd.Dir = fx.dir
-		stderr, _ := cmd.StderrPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// QEMU is looked for every 200 ms (not only when a line arrives: packer may print its
-		// last line before QEMU is up and the next only after SSH), and the build's output is
-		// kept for the failure message.
-		var mu sync.Mutex
-		var lines []string
-		exited := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				mu.Lock()
-				lines = append(lines, sc.Text())
-				mu.Unlock()
-			}
-			close(exited)
-		}()
-		output := func() string { mu.Lock(); defer mu.Unlock(); return strings.Join(lines, "\n") }
-		for deadline := time.Now().Add(5 * time.Minute); len(qemuUsing(out)) == 0; {
-			select {
-			case <-exited:
-				cmd.Wait()
-				t.Fatalf("the build ended before QEMU started:\n%s", output())
-			case <-time.After(200 * time.Millisecond):
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatalf("QEMU never started:\n%s", output())
-			}
-		}
+		startUntilQEMU(t, cmd, out, func() { cmd.Process.Kill() })
 		below := descendants(cmd.Process.Pid)
 		cmd.Process.Signal(syscall.SIGKILL) // flatcar-capo alone, as the OOM killer or a CI timeout does
 		cmd.Wait()
@@ -459,6 +404,68 @@ func descendants(pid int) []int {
 }
 
 // checkBuilt checks a successful build's output and record.
+// startUntilQEMU starts the build cmd and returns once a QEMU of out runs, with the build's
+// output so far and to come (complete once cmd.Wait returned). QEMU is looked for every 200 ms
+// (not only when a line arrives: packer may print its last line before QEMU is up and the next
+// only after SSH); a build that ends first fails the test at once with its output, and after
+// 5 minutes kill stops it.
+func startUntilQEMU(t *testing.T, cmd *exec.Cmd, out string, kill func()) (output func() string) {
+	t.Helper()
+	var buf lockedBuffer
+	cmd.Stderr = &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		for processRuns(cmd.Process.Pid) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		close(exited)
+	}()
+	for deadline := time.Now().Add(5 * time.Minute); len(qemuUsing(out)) == 0; {
+		select {
+		case <-exited:
+			cmd.Wait()
+			t.Fatalf("the build ended before QEMU started:\n%s", buf.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			kill()
+			t.Fatalf("QEMU never started:\n%s", buf.String())
+		}
+	}
+	return buf.String
+}
+
+// processRuns says whether pid runs and is not a zombie (a child nobody waited for yet).
+func processRuns(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, after, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(after, "Z")
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func checkBuilt(t *testing.T, r testutil.Result, out string, fx *fixture) *build.Record {
 	t.Helper()
 	qcows, _ := filepath.Glob(filepath.Join(out, "*.qcow2"))
@@ -470,6 +477,13 @@ func checkBuilt(t *testing.T, r testutil.Result, out string, fx *fixture) *build
 	if rec.FlatcarVersion != fx.rel.Version || rec.KubernetesVersion != kubetest.Version || rec.Arch != "amd64" ||
 		rec.Method != build.MethodPacker || rec.Flavor != "baked" {
 		t.Fatalf("record %+v", rec)
+	}
+	// Packer's copy of the disk has no holes; the artifact must still store only the data
+	// (the stand-in's 3 GiB disk holds ~0.5 GiB), not the virtual size.
+	if st, err := os.Stat(artifact); err != nil {
+		t.Fatal(err)
+	} else if st.Size() > 3<<30/2 {
+		t.Fatalf("artifact %s is %d bytes for a 3 GiB disk: zeros stored", artifact, st.Size())
 	}
 	sum := sha512sum(t, artifact)
 	if len(rec.Artifacts) == 0 || rec.Artifacts[0].SHA512 != sum {

@@ -3,6 +3,7 @@ package build
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // stepPacker boots the work copy under Packer + QEMU, provisions it with the payload and
@@ -45,12 +48,27 @@ func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.
 		}
 		return halt(state, err)
 	}
+	// Packer copies its disk without holes (copy_file_range on the work copy): punch the
+	// all-zero clusters out again, or the artifact stores the whole virtual size.
+	freed, err := sparsify(ctx, res.Image)
+	if err != nil {
+		return halt(state, err)
+	}
 	state.Put(KeyRaw, res.Image)
-	note(state, "packer %s, accelerator %s", res.PackerVersion, res.Accelerator)
+	note(state, "packer %s, accelerator %s; %s of zeros in its disk made holes again", res.PackerVersion, res.Accelerator, progress.Bytes(freed))
 	return multistep.ActionContinue
 }
 
 func (*stepPacker) Cleanup(multistep.StateBag) {}
+
+func sparsify(ctx context.Context, image string) (int64, error) {
+	f, err := os.OpenFile(image, os.O_RDWR, 0)
+	if err != nil {
+		return 0, fmt.Errorf("packer's disk: %w", err)
+	}
+	defer f.Close()
+	return vdisk.PunchZeros(ctx, f, 64<<10)
+}
 
 // stopGrace is how long packer may take to stop after SIGTERM before its group is killed.
 const stopGrace = 6 * time.Second

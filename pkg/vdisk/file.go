@@ -102,3 +102,59 @@ func DataRanges(ctx context.Context, f *os.File, off, end int64, fn func(off, n 
 	}
 	return nil
 }
+
+// PunchZeros turns every all-zero, block-aligned block in f's data ranges into a hole and
+// returns how many bytes it freed; the file reads the same afterwards. A raw image another tool
+// wrote without holes (packer's copy of its disk) becomes as sparse as its content, so the
+// qcow2 made from it does not store gigabytes of zeros.
+func PunchZeros(ctx context.Context, f *os.File, block int64) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 1<<20)
+	var punched, runStart, runEnd int64 = 0, -1, -1
+	flush := func() error {
+		if runStart < 0 {
+			return nil
+		}
+		if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, runStart, runEnd-runStart); err != nil {
+			return fmt.Errorf("making %s sparse: %w", f.Name(), err)
+		}
+		punched += runEnd - runStart
+		runStart, runEnd = -1, -1
+		return nil
+	}
+	err = DataRanges(ctx, f, 0, st.Size(), func(off, n int64) error {
+		// Whole blocks only: a partial block at either end keeps its data.
+		lo, hi := (off+block-1)/block*block, (off+n)/block*block
+		for pos := lo; pos < hi; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			chunk := buf[:min(int64(len(buf)), hi-pos)]
+			if _, err := f.ReadAt(chunk, pos); err != nil {
+				return fmt.Errorf("reading %s: %w", f.Name(), err)
+			}
+			for i := int64(0); i < int64(len(chunk)); i += block {
+				at := pos + i
+				if !IsZero(chunk[i:min(i+block, int64(len(chunk)))]) {
+					if err := flush(); err != nil {
+						return err
+					}
+					continue
+				}
+				if runStart < 0 {
+					runStart = at
+				}
+				runEnd = min(at+block, hi)
+			}
+			pos += int64(len(chunk))
+		}
+		return flush()
+	})
+	if err != nil {
+		return punched, err
+	}
+	return punched, flush()
+}
