@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // Flatcar's /usr may be zstd-compressed btrfs: files the kernel wrote with compress-force=zstd
@@ -18,35 +18,12 @@ func TestReadKernelZstd(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.btrfs", "mount", "umount")
 	dir := t.TempDir()
 	img := filepath.Join(dir, "usr.btrfs")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	os.Truncate(img, 128<<20)
-	if out, err := exec.Command("mkfs.btrfs", "-q", "-L", "USR-A", img).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.btrfs: %v\n%s", err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	os.Mkdir(mnt, 0o755)
-	if out, err := exec.Command("mount", "-o", "loop,compress-force=zstd", img, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount: %v\n%s", err, out)
-	}
 	osRelease := []byte("NAME=\"Flatcar Container Linux by Kinvolk\"\nID=flatcar\nID_LIKE=coreos\nVERSION=4459.2.0\nVERSION_ID=4459.2.0\nBUILD_ID=2025-01-01\nSYSEXT_LEVEL=1.0\nPRETTY_NAME=\"Flatcar Container Linux by Kinvolk 4459.2.0 (Oklo)\"\nANSI_COLOR=\"38;5;75\"\nHOME_URL=\"https://flatcar.org/\"\n")
 	var big bytes.Buffer
 	for i := 0; big.Len() < 300<<10; i++ {
 		fmt.Fprintf(&big, "line %d of a compressible library file in /usr\n", i)
 	}
-	os.MkdirAll(filepath.Join(mnt, "lib"), 0o755)
-	werr := os.WriteFile(filepath.Join(mnt, "lib", "os-release"), osRelease, 0o644)
-	if werr == nil {
-		werr = os.WriteFile(filepath.Join(mnt, "lib", "big"), big.Bytes(), 0o644)
-	}
-	exec.Command("sync").Run()
-	if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-		t.Fatalf("umount: %v\n%s", err, out)
-	}
-	if werr != nil {
-		t.Fatal(werr)
-	}
+	flatcardisk.KernelZstdBtrfs(t, img, 128<<20, "USR-A", map[string][]byte{"lib/os-release": osRelease, "lib/big": big.Bytes()})
 	f, err := os.Open(img)
 	if err != nil {
 		t.Fatal(err)

@@ -164,24 +164,7 @@ func TestInspectReadsZstdBtrfsUSR(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.btrfs", "mkfs.ext4", "mount", "umount")
 	dir := t.TempDir()
 	usr := filepath.Join(dir, "usr.btrfs")
-	os.WriteFile(usr, nil, 0o600)
-	os.Truncate(usr, 120<<20)
-	if out, err := exec.Command("mkfs.btrfs", "-q", "-L", "USR-A", usr).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.btrfs: %v\n%s", err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	os.Mkdir(mnt, 0o755)
-	if out, err := exec.Command("mount", "-o", "loop,compress-force=zstd", usr, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount: %v\n%s", err, out)
-	}
-	os.MkdirAll(filepath.Join(mnt, "lib"), 0o755)
-	werr := os.WriteFile(filepath.Join(mnt, "lib", "os-release"), []byte("NAME=\"Flatcar Container Linux by Kinvolk\"\nID=flatcar\nID_LIKE=coreos\nVERSION=4459.2.0\nVERSION_ID=4459.2.0\nSYSEXT_LEVEL=1.0\nPRETTY_NAME=\"Flatcar Container Linux by Kinvolk 4459.2.0 (Oklo)\"\nHOME_URL=\"https://flatcar.org/\"\n"), 0o644)
-	if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-		t.Fatalf("umount: %v\n%s", err, out)
-	}
-	if werr != nil {
-		t.Fatal(werr)
-	}
+	flatcardisk.KernelZstdBtrfs(t, usr, 120<<20, "USR-A", map[string][]byte{"lib/os-release": []byte("NAME=\"Flatcar Container Linux by Kinvolk\"\nID=flatcar\nID_LIKE=coreos\nVERSION=4459.2.0\nVERSION_ID=4459.2.0\nSYSEXT_LEVEL=1.0\nPRETTY_NAME=\"Flatcar Container Linux by Kinvolk 4459.2.0 (Oklo)\"\nHOME_URL=\"https://flatcar.org/\"\n")})
 	tree := t.TempDir()
 	makeSysext(t, tree, "opt/extensions/kubernetes/kubernetes-v1.33.4-x86-64.raw", "kubernetes", sysext.Release{"ID": "flatcar", "VERSION_ID": "4459.2.0"})
 	os.MkdirAll(filepath.Join(tree, "etc", "extensions"), 0o755)
