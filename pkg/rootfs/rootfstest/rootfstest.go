@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
@@ -17,16 +16,11 @@ import (
 // RootRange is the byte range of the partition named ROOT.
 func RootRange(t testing.TB, img string) (start, size int64) {
 	t.Helper()
-	d, err := disk.Open(img, false)
+	start, size, err := flatcardisk.PartitionRange(img, "ROOT")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	p, err := d.FindPartition("ROOT")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.Start, p.Size
+	return start, size
 }
 
 // ExtractRoot copies the ROOT partition of img into a sparse file of its own (for e2fsck,

@@ -275,13 +275,16 @@ func makeESP(work, fsPath string, size int64, opts Options) error {
 }
 
 // OEMPartition returns the byte range of the partition named OEM, read from the image's GPT.
-func OEMPartition(path string) (start, size int64, err error) {
+func OEMPartition(path string) (start, size int64, err error) { return PartitionRange(path, "OEM") }
+
+// PartitionRange returns the byte range of the partition called name, read from the image's GPT.
+func PartitionRange(path, name string) (start, size int64, err error) {
 	img, err := disk.Open(path, false)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer img.Close()
-	p, err := img.FindPartition("OEM")
+	p, err := img.FindPartition(name)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -307,12 +310,7 @@ func Partitions(t testing.TB, path string) []disk.Partition {
 // t.TempDir(), for the tools that take a whole device (fsck, debugfs, resize2fs).
 func ExtractPartition(t testing.TB, img, name string) string {
 	t.Helper()
-	d, err := disk.Open(img, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := d.FindPartition(name)
-	d.Close()
+	start, size, err := PartitionRange(img, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,11 +325,11 @@ func ExtractPartition(t testing.TB, img, name string) string {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	out.Truncate(p.Size)
+	out.Truncate(size)
 	buf := make([]byte, 1<<20)
 	zero := make([]byte, len(buf))
-	for off := int64(0); off < p.Size; off += int64(len(buf)) {
-		n, err := in.ReadAt(buf[:min(int64(len(buf)), p.Size-off)], p.Start+off)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		n, err := in.ReadAt(buf[:min(int64(len(buf)), size-off)], start+off)
 		if err != nil && err != io.EOF {
 			t.Fatal(err)
 		}
