@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -145,8 +146,11 @@ func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string
 }
 
 // settle runs after this run's image mine is active and verified: if other images of the name
-// appeared meanwhile, the runs agree on one and this run keeps or gives up its own.
-func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, logf func(string, ...any)) (*images.Image, string, error) {
+// appeared meanwhile, the runs agree on one and this run keeps or gives up its own. before are
+// the images of the name this run found before it uploaded (the ones --on-exists replace
+// deletes): never rivals, or a replace within Glance's one-second created_at could pick the image
+// it replaces over its own.
+func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, before []images.Image, logf func(string, ...any)) (*images.Image, string, error) {
 	start := time.Now()
 	deadline := start.Add(req.Wait)
 	if req.Wait <= 0 {
@@ -159,7 +163,7 @@ func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, log
 		}
 		var rivals []images.Image // images of other runs that may yet become the one
 		for _, img := range same {
-			if img.ID == mine.ID || img.Status == images.ImageStatusKilled ||
+			if img.ID == mine.ID || slices.ContainsFunc(before, func(b images.Image) bool { return b.ID == img.ID }) || img.Status == images.ImageStatusKilled ||
 				img.Status == images.ImageStatusDeleted || img.Status == images.ImageStatusPendingDelete {
 				continue
 			}

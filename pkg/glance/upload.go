@@ -149,7 +149,7 @@ func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 		return nil, err
 	}
 	// Another run may have uploaded the name at the same moment: the runs agree on one image.
-	img, action, err := settle(ctx, c, req, img, logf)
+	img, action, err := settle(ctx, c, req, img, existing, logf)
 	if err != nil {
 		return nil, err
 	}

@@ -191,3 +191,30 @@ func TestFakeReuseTakesKnownHash(t *testing.T) {
 		t.Fatalf("a wrong known hash: err %v", err)
 	}
 }
+
+// --on-exists replace right after the first upload: Glance's created_at has one-second
+// resolution, so the image being replaced and the new one may carry the same time. The image a
+// run set out to replace is never its rival: the new one stays, the old one goes (CI saw the
+// old rule keep the old image, delete the new one and fail).
+func TestFakeReplaceWithinOneSecond(t *testing.T) {
+	f := glancetest.New(t)
+	glancetest.CloudsYAML(t, f)
+	f.CreatedInOneSecond(true)
+	first, _ := fakeRequest(t, "flatcar", 1, glance.Reuse)
+	res, err := uploadFake(t, first, "fake0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldID := res[0].ID
+	second, _ := fakeRequest(t, "flatcar", 2, glance.Replace)
+	res, err = uploadFake(t, second, "fake0")
+	if err != nil {
+		t.Fatalf("replace within one second: %v", err)
+	}
+	if res[0].Action != "replaced" || res[0].ID == oldID || len(res[0].Replaced) != 1 || res[0].Replaced[0] != oldID {
+		t.Fatalf("result %+v, want the new image replacing %s", res[0], oldID)
+	}
+	if got := f.Named("flatcar"); len(got) != 1 || got[res[0].ID] != "active" {
+		t.Fatalf("images in the fake: %v, want only %s", got, res[0].ID)
+	}
+}

@@ -32,6 +32,7 @@ type Cloud struct {
 	images map[string]map[string]any
 	nextID int
 	damage bool
+	oneSec bool // every image created in the same second
 	calls  []string // "METHOD /path", in order
 }
 
@@ -64,6 +65,23 @@ func (f *Cloud) Damage(on bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.damage = on
+}
+
+// CreatedInOneSecond gives every image from now on the same created_at, as Glance's one-second
+// resolution does to uploads that follow each other quickly.
+func (f *Cloud) CreatedInOneSecond(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.oneSec = on
+}
+
+// createdAt is an image's created_at: one second per image, or the same for all (oneSec).
+func (f *Cloud) createdAt() string {
+	sec := f.nextID
+	if f.oneSec {
+		sec = 0
+	}
+	return time.Date(2026, 12, 1, 0, 0, sec, 0, time.UTC).Format(time.RFC3339)
 }
 
 // Calls are the requests so far, "METHOD /path", in order.
@@ -137,7 +155,7 @@ func (f *Cloud) create(w http.ResponseWriter, r *http.Request) {
 	f.nextID++
 	id := fmt.Sprintf("00000000-0000-0000-0000-%012d", f.nextID)
 	img["id"], img["status"], img["size"] = id, "queued", nil
-	img["created_at"] = time.Date(2026, 12, 1, 0, 0, f.nextID, 0, time.UTC).Format(time.RFC3339)
+	img["created_at"] = f.createdAt()
 	if img["tags"] == nil {
 		img["tags"] = []string{}
 	}
@@ -201,7 +219,7 @@ func (f *Cloud) Put(name, status string, data []byte, tags ...string) string {
 	id := fmt.Sprintf("00000000-0000-0000-0000-%012d", f.nextID)
 	img := map[string]any{"id": id, "name": name, "status": status, "disk_format": "raw", "container_format": "bare",
 		"tags": append([]string{}, tags...), "size": nil, "visibility": "shared",
-		"created_at": time.Date(2026, 12, 1, 0, 0, f.nextID, 0, time.UTC).Format(time.RFC3339)}
+		"created_at": f.createdAt()}
 	if data != nil {
 		sum := sha512.Sum512(data)
 		img["size"], img["os_hash_algo"], img["os_hash_value"] = len(data), "sha512", hex.EncodeToString(sum[:])
