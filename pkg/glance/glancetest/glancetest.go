@@ -32,7 +32,7 @@ type Cloud struct {
 	images map[string]map[string]any
 	nextID int
 	damage bool
-	oneSec bool // every image created in the same second
+	oneSec bool     // every image created in the same second
 	calls  []string // "METHOD /path", in order
 }
 
