@@ -68,15 +68,10 @@ var flavorHeaders = map[string][]string{
 	},
 }
 
-// FlavorTemplate returns the cluster template of a flavor for a CAPI API version: the one base
+// flavorTemplate returns the cluster template of a flavor for a CAPI API version: the one base
 // template of that API version (templates/cluster-template-flatcar*.yaml) with the flavor's
-// additionalConfig (templates/clc/<flavor>.yaml) in both bootstrap configs. Nothing else differs
-// between flavors, so nothing is kept twice.
-func FlavorTemplate(flavor, capiAPI string) ([]byte, error) {
-	return flavorTemplate(flavor, capiAPI, nil)
-}
-
-// flavorTemplate is FlavorTemplate with edit applied to the flavor's additionalConfig.
+// additionalConfig (templates/clc/<flavor>.yaml, changed by edit when not nil) in both bootstrap
+// configs. Nothing else differs between flavors, so nothing is kept twice.
 func flavorTemplate(flavor, capiAPI string, edit func(string) (string, error)) ([]byte, error) {
 	name, err := templateFile(flavor, capiAPI)
 	if err != nil {

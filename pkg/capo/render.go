@@ -64,11 +64,6 @@ type UserDataEstimate struct {
 	Limit    int    `json:"limit"`
 }
 
-// Template returns the embedded baked-flavor cluster template for a CAPI API version, unrendered.
-func Template(capiAPI string) ([]byte, error) {
-	return FlavorTemplate(FlavorBaked, capiAPI)
-}
-
 // Render fills the template and validates the result: every document decodes strictly into
 // its upstream Go type, every additionalConfig translates to valid Ignition 2.3, and every
 // estimated user-data stays under Nova's limit. Unset variables are validated with sample
@@ -182,25 +177,6 @@ func (r *Rendered) validate(manifest []byte) error {
 	return nil
 }
 
-// ImageSnippet returns the OpenStackMachineTemplate documents (control plane and workers)
-// that select imageName, for `build` to print next to the image it made. Other variables are
-// left for clusterctl.
-func ImageSnippet(imageName, capiAPI string) ([]byte, error) {
-	r, err := Render(RenderOptions{CAPIAPI: capiAPI, Values: map[string]string{VarImageName: imageName}})
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	fmt.Fprintf(&out, "# Flatcar image for CAPO; the full template: flatcar-capo manifests --image-name %q\n", imageName)
-	for _, doc := range bytes.Split(r.Manifest, []byte("\n---\n")) {
-		if bytes.Contains(doc, []byte("\nkind: OpenStackMachineTemplate\n")) {
-			out.WriteString("---\n")
-			out.Write(stripComments(doc))
-		}
-	}
-	return out.Bytes(), nil
-}
-
 func stripLeadingComments(doc []byte) []byte {
 	for bytes.HasPrefix(doc, []byte("#")) {
 		i := bytes.IndexByte(doc, '\n')
@@ -210,19 +186,6 @@ func stripLeadingComments(doc []byte) []byte {
 		doc = doc[i+1:]
 	}
 	return doc
-}
-
-func stripComments(doc []byte) []byte {
-	var out bytes.Buffer
-	for _, line := range strings.SplitAfter(string(doc), "\n") {
-		if !strings.HasPrefix(line, "#") && line != "" {
-			out.WriteString(line)
-		}
-	}
-	if out.Len() > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
-		out.WriteByte('\n')
-	}
-	return out.Bytes()
 }
 
 // sampleValue is a stand-in of the right shape for validating an unset variable.

@@ -59,9 +59,6 @@ func (r *Result) Size() int64 {
 	return n
 }
 
-// Platform is the node's platform for an arch (amd64, arm64).
-func Platform(arch string) v1.Platform { return v1.Platform{OS: "linux", Architecture: arch} }
-
 // Pull fetches refs for linux/o.Arch into the cache: manifests by digest, every blob verified
 // against its descriptor (sha256 and size) before it is renamed into the cache.
 func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
