@@ -5,8 +5,10 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -56,25 +58,17 @@ func (c Config) Merge(flags Config) Config {
 		}
 		return file
 	}
-	str := func(f, file string) string {
-		if f != "" {
-			return f
-		}
-		return file
-	}
 	c.Channels = pick(flags.Channels, c.Channels)
 	c.KubernetesVersions = pick(flags.KubernetesVersions, c.KubernetesVersions)
 	c.Methods = pick(flags.Methods, c.Methods)
 	c.Clouds = pick(flags.Clouds, c.Clouds)
 	c.Properties = pick(flags.Properties, c.Properties)
 	c.BuildArgs = pick(flags.BuildArgs, c.BuildArgs)
-	c.Arch = str(flags.Arch, c.Arch)
-	c.ReleaseServer = str(flags.ReleaseServer, c.ReleaseServer)
-	c.KubernetesMirror = str(flags.KubernetesMirror, c.KubernetesMirror)
-	c.OutputDir = str(flags.OutputDir, c.OutputDir)
-	if flags.Keep != 0 {
-		c.Keep = flags.Keep
-	}
+	c.Arch = cmp.Or(flags.Arch, c.Arch)
+	c.ReleaseServer = cmp.Or(flags.ReleaseServer, c.ReleaseServer)
+	c.KubernetesMirror = cmp.Or(flags.KubernetesMirror, c.KubernetesMirror)
+	c.OutputDir = cmp.Or(flags.OutputDir, c.OutputDir)
+	c.Keep = cmp.Or(flags.Keep, c.Keep)
 	return c
 }
 
@@ -97,19 +91,15 @@ func (c *Config) Validate() error {
 	if len(c.KubernetesVersions) == 0 {
 		return bad("no Kubernetes version: give --kubernetes-version (or kubernetesVersions in the config), e.g. v1.35.2")
 	}
-	if c.Arch == "" {
-		c.Arch = "amd64"
-	}
-	if c.ReleaseServer == "" {
-		c.ReleaseServer = release.DefaultServer
-	}
+	c.Arch = cmp.Or(c.Arch, "amd64")
+	c.ReleaseServer = cmp.Or(c.ReleaseServer, release.DefaultServer)
 	for _, ch := range c.Channels {
 		if err := release.ValidateChannel(ch); err != nil {
 			return bad("%v", err)
 		}
 	}
 	for _, m := range c.Methods {
-		if !contains(Methods, m) {
+		if !slices.Contains(Methods, m) {
 			return bad("unknown method %q: must be %s", m, strings.Join(Methods, " or "))
 		}
 	}
@@ -138,19 +128,10 @@ func splitAll(vs []string) []string {
 	var out []string
 	for _, v := range vs {
 		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" && !contains(out, p) {
+			if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
 				out = append(out, p)
 			}
 		}
 	}
 	return out
-}
-
-func contains(vs []string, v string) bool {
-	for _, x := range vs {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -80,24 +80,8 @@ func (r *Result) Err() error { return errors.Join(r.Errors...) }
 // rows out; a cloud that fails marks its cells "error" and the other clouds' cells still count.
 func Plan(ctx context.Context, c Config, res Resolver, cat Catalog) *Result {
 	out := &Result{}
-	flatcar := map[string]string{}
-	for _, ch := range c.Channels {
-		v, err := res.Flatcar(ctx, ch)
-		if err != nil {
-			out.Errors = append(out.Errors, fmt.Errorf("channel %s: %w", ch, err))
-			continue
-		}
-		flatcar[ch] = v
-	}
-	kube := map[string]string{}
-	for _, spec := range c.KubernetesVersions {
-		v, err := res.Kubernetes(ctx, spec)
-		if err != nil {
-			out.Errors = append(out.Errors, fmt.Errorf("kubernetes version %s: %w", spec, err))
-			continue
-		}
-		kube[spec] = v
-	}
+	flatcar := out.resolveAll(ctx, "channel", c.Channels, res.Flatcar)
+	kube := out.resolveAll(ctx, "kubernetes version", c.KubernetesVersions, res.Kubernetes)
 	catalogs := askClouds(ctx, c.Clouds, cat)
 	for _, cl := range c.Clouds {
 		if err := catalogs[cl].err; err != nil {
@@ -124,6 +108,20 @@ func Plan(ctx context.Context, c Config, res Resolver, cat Catalog) *Result {
 				out.Rows = append(out.Rows, row)
 			}
 		}
+	}
+	return out
+}
+
+// resolveAll resolves every name; one that fails is an error of r and left out of the map.
+func (r *Result) resolveAll(ctx context.Context, what string, names []string, resolve func(context.Context, string) (string, error)) map[string]string {
+	out := map[string]string{}
+	for _, n := range names {
+		v, err := resolve(ctx, n)
+		if err != nil {
+			r.Errors = append(r.Errors, fmt.Errorf("%s %s: %w", what, n, err))
+			continue
+		}
+		out[n] = v
 	}
 	return out
 }

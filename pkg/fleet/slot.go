@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -63,20 +64,14 @@ func imageFromGlance(cloud string, img images.Image) (Image, bool) {
 		if m[4] != "" {
 			method = "sysext"
 		}
-		fill(&im.Slot.Channel, m[1])
-		fill(&im.FlatcarVersion, m[2])
-		fill(&im.KubernetesVersion, m[3])
-		fill(&im.Slot.Method, method)
+		im.Slot.Channel = cmp.Or(im.Slot.Channel, m[1])
+		im.FlatcarVersion = cmp.Or(im.FlatcarVersion, m[2])
+		im.KubernetesVersion = cmp.Or(im.KubernetesVersion, m[3])
+		im.Slot.Method = cmp.Or(im.Slot.Method, method)
 	}
 	im.Slot.Minor = Minor(im.KubernetesVersion)
 	ok := im.Slot.Channel != "" && im.Slot.Method != "" && im.Slot.Minor != "" && im.FlatcarVersion != ""
 	return im, ok
-}
-
-func fill(p *string, v string) {
-	if *p == "" {
-		*p = v
-	}
 }
 
 // Minor is v1.35 for v1.35.2 (or 1.35.2); "" for what is not a version.

@@ -104,10 +104,7 @@ const bareWait = 3 * time.Second
 // waitForOthers waits until none of the images named req.Name is in flight, then lists again.
 // An upload that makes no progress within req.Wait is taken for dead.
 func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string, ...any)) ([]images.Image, error) {
-	wait := req.Wait
-	if wait <= 0 {
-		wait = 30 * time.Minute
-	}
+	wait := req.wait()
 	start := time.Now()
 	deadline := start.Add(wait)
 	said := false
@@ -152,10 +149,7 @@ func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string
 // it replaces over its own.
 func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, before []images.Image, logf func(string, ...any)) (*images.Image, string, error) {
 	start := time.Now()
-	deadline := start.Add(req.Wait)
-	if req.Wait <= 0 {
-		deadline = start.Add(30 * time.Minute)
-	}
+	deadline := start.Add(req.wait())
 	for {
 		same, err := listByName(ctx, c, req.Name)
 		if err != nil {
@@ -193,10 +187,7 @@ func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, bef
 			continue
 		}
 		// This run lost: its image goes, whatever the content.
-		cleanCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		derr := deleteImage(cleanCtx, c, mine.ID)
-		cancel()
-		if derr != nil {
+		if derr := deleteUncancelled(ctx, c, mine.ID); derr != nil {
 			return mine, "", fmt.Errorf("another run uploaded %q at the same time (%s); this run's duplicate %s could not be deleted: %w", req.Name, winner.ID, mine.ID, derr)
 		}
 		_, theirs := imageHash(winner)

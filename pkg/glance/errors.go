@@ -6,13 +6,7 @@ import (
 	"io"
 	"net"
 	"syscall"
-
-	"github.com/gophercloud/gophercloud/v2"
 )
-
-func asUnexpected(err error, target *gophercloud.ErrUnexpectedResponseCode) bool {
-	return errors.As(err, target)
-}
 
 // isNetworkError is true for a Glance that went away or never answered.
 func isNetworkError(err error) bool {

@@ -30,9 +30,5 @@ func MinDiskOfImages(ctx context.Context, c *Cloud, name string, tags []string) 
 // activeImages lists the active images matching name and every tag.
 func activeImages(ctx context.Context, c *Cloud, name string, tags []string) ([]images.Image, error) {
 	opts := images.ListOpts{Name: name, Status: images.ImageStatusActive, Tags: tags}
-	pages, err := images.List(c.Image, opts).AllPages(ctx)
-	if err != nil {
-		return nil, glanceError(c, fmt.Sprintf("listing the images named %q", name), err)
-	}
-	return images.ExtractImages(pages)
+	return list(ctx, c, opts, fmt.Sprintf("listing the images named %q", name))
 }

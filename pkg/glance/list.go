@@ -18,7 +18,11 @@ const (
 // when hidden is true (Glance leaves them out of a default list).
 func ListToolImages(ctx context.Context, c *Cloud, hidden bool) ([]images.Image, error) {
 	all := []images.Image{}
-	for _, h := range append([]bool{false}, hiddenToo(hidden)...) {
+	hiddens := []bool{false}
+	if hidden {
+		hiddens = append(hiddens, true)
+	}
+	for _, h := range hiddens {
 		pages, err := images.List(c.Image, images.ListOpts{Tags: []string{ToolTag}, Hidden: h}).AllPages(ctx)
 		if err != nil {
 			return nil, glanceError(c, "listing the images tagged "+ToolTag, err)
@@ -31,16 +35,6 @@ func ListToolImages(ctx context.Context, c *Cloud, hidden bool) ([]images.Image,
 	}
 	return all, nil
 }
-
-func hiddenToo(hidden bool) []bool {
-	if hidden {
-		return []bool{true}
-	}
-	return nil
-}
-
-// DeleteImage deletes an image; one already gone is not an error.
-func DeleteImage(ctx context.Context, c *Cloud, id string) error { return deleteImage(ctx, c, id) }
 
 // HideImage sets os_hidden: the image stays bootable by ID (and by running clusters) but is left
 // out of default lists, so CAPO's name filter and new users stop finding it.

@@ -1,6 +1,7 @@
 package glance
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -66,10 +67,10 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 		"architecture":        arch,
 	}
 	tags := []string{ToolTag}
-	if v := first(in.FlatcarVersion, in.Record.FlatcarVersion); v != "" {
+	if v := cmp.Or(in.FlatcarVersion, in.Record.FlatcarVersion); v != "" {
 		p["os_version"] = v
 	}
-	if v := first(in.KubernetesVersion, in.Record.KubernetesVersion); v != "" {
+	if v := cmp.Or(in.KubernetesVersion, in.Record.KubernetesVersion); v != "" {
 		if !strings.HasPrefix(v, "v") {
 			v = "v" + v
 		}
@@ -184,15 +185,6 @@ func glanceArch(a string) (string, error) {
 		return "aarch64", nil
 	}
 	return "", errs.Invalidf("unknown architecture %q in the build record: want amd64 or arm64", a)
-}
-
-func first(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func dedup(sorted []string) []string {

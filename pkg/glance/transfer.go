@@ -240,7 +240,7 @@ func isTransient(err error) bool {
 		status = se.Status
 	case errors.As(err, &ge):
 		status = ge.status
-	case asUnexpected(err, &ue):
+	case errors.As(err, &ue):
 		status = ue.Actual
 	default:
 		return isNetworkError(err)

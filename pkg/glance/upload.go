@@ -64,6 +64,27 @@ type Request struct {
 	localHashes hashCache
 }
 
+// wait is how long to wait for the image to become active: Wait, 30 minutes when unset.
+func (r *Request) wait() time.Duration {
+	if r.Wait <= 0 {
+		return 30 * time.Minute
+	}
+	return r.Wait
+}
+
+// withProgress runs do with the progress writer of one transfer (nil without req.Progress).
+func (r *Request) withProgress(label string, do func(progress io.Writer) (string, error)) (string, error) {
+	var sink ProgressSink
+	if r.Progress != nil {
+		sink = r.Progress(label, r.Size)
+	}
+	if sink == nil {
+		return do(nil)
+	}
+	defer sink.Finish()
+	return do(sink)
+}
+
 func (r *Request) opener() Opener {
 	if r.Open != nil {
 		return r.Open
@@ -117,7 +138,7 @@ func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 	var existing []images.Image
 	for _, img := range same {
 		if isLeftover(img) {
-			if err := deleteImage(ctx, c, img.ID); err != nil {
+			if err := DeleteImage(ctx, c, img.ID); err != nil {
 				return nil, fmt.Errorf("removing leftover image %s (status %s) of an earlier failed upload: %w", img.ID, img.Status, err)
 			}
 			logf("removed leftover image %s (status %s) left by an earlier failed upload", img.ID, img.Status)
@@ -163,7 +184,7 @@ func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 		res.Action = "replaced"
 		var failed []string
 		for _, old := range existing {
-			if err := deleteImage(ctx, c, old.ID); err != nil {
+			if err := DeleteImage(ctx, c, old.ID); err != nil {
 				failed = append(failed, fmt.Sprintf("%s: %v", old.ID, err))
 				continue
 			}
@@ -221,7 +242,7 @@ func createAndUpload(ctx context.Context, c *Cloud, req *Request, logf func(stri
 		if err == nil {
 			// Glance came back: the images an earlier attempt could not delete go now.
 			for _, id := range orphans {
-				if derr := deleteImage(ctx, c, id); derr != nil {
+				if derr := DeleteImage(ctx, c, id); derr != nil {
 					return img, fmt.Errorf("uploaded %s, but the half-made image %s of a failed attempt could not be deleted: %w", img.ID, id, derr)
 				}
 				logf("removed the half-made image %s of a failed attempt", id)
@@ -300,9 +321,7 @@ func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image,
 		return done, "", nil
 	}
 	// Never leave a half-made image: delete it even when the caller gave up (context cancelled).
-	cleanCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if derr := deleteImage(cleanCtx, c, created.ID); derr != nil {
+	if derr := deleteUncancelled(ctx, c, created.ID); derr != nil {
 		return nil, created.ID, fmt.Errorf("%w; the half-made image %s could not be deleted (%v): the next run of upload with this name removes it", err, created.ID, derr)
 	}
 	return nil, "", fmt.Errorf("%w (the half-made image %s was deleted)", err, created.ID)
@@ -310,18 +329,9 @@ func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image,
 
 // fillImage sends the data of image id, waits until it is active and compares the hashes.
 func fillImage(ctx context.Context, c *Cloud, req *Request, id string) (*images.Image, error) {
-	var sink ProgressSink
-	if req.Progress != nil {
-		sink = req.Progress("upload to "+c.Label(), req.Size)
-	}
-	var w io.Writer
-	if sink != nil {
-		w = sink
-	}
-	sum, err := putData(ctx, c, id, req.opener(), req.Size, w)
-	if sink != nil {
-		sink.Finish()
-	}
+	sum, err := req.withProgress("upload to "+c.Label(), func(progress io.Writer) (string, error) {
+		return putData(ctx, c, id, req.opener(), req.Size, progress)
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -332,7 +342,7 @@ func fillImage(ctx context.Context, c *Cloud, req *Request, id string) (*images.
 		return nil, glanceError(c, "uploading the image data", err)
 	}
 	req.localHashes.put("sha512", sum)
-	img, err := waitActive(ctx, c, id, req.Wait)
+	img, err := waitActive(ctx, c, id, req.wait())
 	if err != nil {
 		return nil, err
 	}
@@ -354,9 +364,6 @@ func fillImage(ctx context.Context, c *Cloud, req *Request, id string) (*images.
 
 // waitActive polls the image until it is active, killed or the wait is over.
 func waitActive(ctx context.Context, c *Cloud, id string, wait time.Duration) (*images.Image, error) {
-	if wait <= 0 {
-		wait = 30 * time.Minute
-	}
 	deadline := time.Now().Add(wait)
 	delay := 100 * time.Millisecond
 	for {
@@ -384,12 +391,9 @@ func waitActive(ctx context.Context, c *Cloud, id string, wait time.Duration) (*
 	}
 }
 
+// listByName lists the images named name, oldest first.
 func listByName(ctx context.Context, c *Cloud, name string) ([]images.Image, error) {
-	pages, err := images.List(c.Image, images.ListOpts{Name: name}).AllPages(ctx)
-	if err != nil {
-		return nil, glanceError(c, "listing the images named "+fmt.Sprintf("%q", name), err)
-	}
-	all, err := images.ExtractImages(pages)
+	all, err := list(ctx, c, images.ListOpts{Name: name}, fmt.Sprintf("listing the images named %q", name))
 	if err != nil {
 		return nil, err
 	}
@@ -397,15 +401,30 @@ func listByName(ctx context.Context, c *Cloud, name string) ([]images.Image, err
 	return all, nil
 }
 
-func deleteImage(ctx context.Context, c *Cloud, id string) error {
+// list lists the images matching opts; what names the request in its errors.
+func list(ctx context.Context, c *Cloud, opts images.ListOpts, what string) ([]images.Image, error) {
+	pages, err := images.List(c.Image, opts).AllPages(ctx)
+	if err != nil {
+		return nil, glanceError(c, what, err)
+	}
+	return images.ExtractImages(pages)
+}
+
+// DeleteImage deletes an image; one already gone is not an error.
+func DeleteImage(ctx context.Context, c *Cloud, id string) error {
 	err := images.Delete(ctx, c.Image, id).ExtractErr()
-	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+	if err == nil || gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		return nil
 	}
-	if err != nil {
-		return glanceError(c, "deleting image "+id, err)
-	}
-	return nil
+	return glanceError(c, "deleting image "+id, err)
+}
+
+// deleteUncancelled deletes an image this run made even when ctx is cancelled: a half-made or
+// duplicate image must not stay behind.
+func deleteUncancelled(ctx context.Context, c *Cloud, id string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return DeleteImage(ctx, c, id)
 }
 
 // isLeftover is a half-made image of this tool: tagged or owned by it and never finished.
@@ -458,7 +477,7 @@ func glanceError(c *Cloud, what string, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return err
-	case asUnexpected(err, &ue):
+	case errors.As(err, &ue):
 		body := redact.Excerpt(ue.Body, 300)
 		return &glanceHTTPError{msg: fmt.Sprintf("%s: Glance at %s answered HTTP %d: %s", what, redact.URL(c.Image.Endpoint), ue.Actual, body), status: ue.Actual}
 	case isNetworkError(err):
@@ -526,18 +545,9 @@ func (h *hashCache) get(ctx context.Context, req *Request, algo, label string) (
 	if s := h.lookup(algo); s != "" {
 		return s, nil
 	}
-	var sink ProgressSink
-	if req.Progress != nil {
-		sink = req.Progress("hash "+label, req.Size)
-	}
-	var w io.Writer
-	if sink != nil {
-		w = sink
-	}
-	sum, err := hashData(ctx, req.opener(), req.Size, algo, w)
-	if sink != nil {
-		sink.Finish()
-	}
+	sum, err := req.withProgress("hash "+label, func(progress io.Writer) (string, error) {
+		return hashData(ctx, req.opener(), req.Size, algo, progress)
+	})
 	if err != nil {
 		return "", err
 	}
