@@ -19,7 +19,7 @@ import (
 func TestSetFileCancelledSaysWhatWasLeft(t *testing.T) {
 	testutil.RequireTools(t, "btrfs")
 	img := flatcardisk.Build(t, flatcardisk.Options{})
-	before := fileHash(t, img)
+	before := testutil.SHA256File(t, img)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	opts := oem.SetOptions{ID: "openstack"}
@@ -29,7 +29,7 @@ func TestSetFileCancelledSaysWhatWasLeft(t *testing.T) {
 	if !errors.As(err, &ie) || len(ie.Leftovers) != 0 || !strings.Contains(ie.Clean, img+" was not changed") {
 		t.Fatalf("in place: %v", err)
 	}
-	if fileHash(t, img) != before {
+	if testutil.SHA256File(t, img) != before {
 		t.Fatal("a cancelled in-place edit changed the image")
 	}
 
