@@ -190,8 +190,8 @@ func TestOEMSetOutputFileLeavesInputAlone(t *testing.T) {
 	if si.Size() != so.Size() {
 		t.Fatalf("output size %d, input %d", so.Size(), si.Size())
 	}
-	if blocks(t, out)*512 > blocks(t, img)*512+1<<20 {
-		t.Fatalf("output is not sparse: %d bytes allocated vs input %d", blocks(t, out)*512, blocks(t, img)*512)
+	if testutil.AllocatedBytes(t, out) > testutil.AllocatedBytes(t, img)+1<<20 {
+		t.Fatalf("output is not sparse: %d bytes allocated vs input %d", testutil.AllocatedBytes(t, out), testutil.AllocatedBytes(t, img))
 	}
 	entries, _ := os.ReadDir(filepath.Dir(out))
 	if len(entries) != 1 {

@@ -9,13 +9,14 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // The conversions in this process (parallel deflate, parallel sparse copy), so the race run of
 // make test sees their goroutines; the command tests cover the same through the binary.
 func TestConvertInProcess(t *testing.T) {
 	dir := t.TempDir()
-	raw := sparseRaw(t, dir)
+	raw := testutil.SparseRaw(t, dir)
 	want, err := os.ReadFile(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -39,8 +40,8 @@ func TestConvertInProcess(t *testing.T) {
 			t.Fatalf("%s -> %s: %v", filepath.Base(in), s.out, err)
 		}
 	}
-	qemuImg(t, "check", filepath.Join(dir, "c.qcow2"))
-	qemuImg(t, "check", filepath.Join(dir, "v2.qcow2"))
+	testutil.QemuImg(t, "check", filepath.Join(dir, "c.qcow2"))
+	testutil.QemuImg(t, "check", filepath.Join(dir, "v2.qcow2"))
 	for _, back := range []string{"back.raw", "back2.raw"} {
 		got, err := os.ReadFile(filepath.Join(dir, back))
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 var be = binary.BigEndian
@@ -33,17 +35,17 @@ func TestBadInputs(t *testing.T) {
 	dir := t.TempDir()
 	raw := makeRaw(t, dir)
 	plain := filepath.Join(dir, "plain.qcow2")
-	qemuImg(t, "convert", "-f", "raw", "-O", "qcow2", raw, plain)
+	testutil.QemuImg(t, "convert", "-f", "raw", "-O", "qcow2", raw, plain)
 	compressed := filepath.Join(dir, "c.qcow2")
-	qemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", raw, compressed)
+	testutil.QemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", raw, compressed)
 	orig, _ := os.ReadFile(plain)
 	origC, _ := os.ReadFile(compressed)
-	qemuImg(t, "create", "-q", "-f", "qcow2", filepath.Join(dir, "base.qcow2"), "1M")
+	testutil.QemuImg(t, "create", "-q", "-f", "qcow2", filepath.Join(dir, "base.qcow2"), "1M")
 	fromQemu := func(args ...string) func(*testing.T) []byte {
 		return func(t *testing.T) []byte {
 			p := filepath.Join(dir, "made.qcow2")
 			os.Remove(p)
-			qemuImg(t, append(append([]string{"create", "-q", "-f", "qcow2"}, args...), p, "1M")...)
+			testutil.QemuImg(t, append(append([]string{"create", "-q", "-f", "qcow2"}, args...), p, "1M")...)
 			b, _ := os.ReadFile(p)
 			return b
 		}
@@ -150,7 +152,7 @@ func TestDirtyImageIsRead(t *testing.T) {
 	dir := t.TempDir()
 	raw := makeRaw(t, dir)
 	img := filepath.Join(dir, "d.qcow2")
-	qemuImg(t, "convert", "-f", "raw", "-O", "qcow2", raw, img)
+	testutil.QemuImg(t, "convert", "-f", "raw", "-O", "qcow2", raw, img)
 	b, _ := os.ReadFile(img)
 	be.PutUint64(b[72:], incompatDirty)
 	rb := be.Uint64(b[be.Uint64(b[48:]):])

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
@@ -53,20 +52,14 @@ func makeRaw(t testing.TB, dir string) string {
 	return p
 }
 
-func qemuImg(t testing.TB, args ...string) string {
-	t.Helper()
-	testutil.RequireTools(t, "qemu-img")
-	return testutil.MustRun(t, "qemu-img", args...)
-}
-
 // qemuCompare fails unless qemu-img check finds no problem in img and its content equals raw.
 func qemuCheckCompare(t testing.TB, img, raw string) {
 	t.Helper()
-	out := qemuImg(t, "check", img)
+	out := testutil.QemuImg(t, "check", img)
 	if !strings.Contains(out, "No errors were found") {
 		t.Fatalf("qemu-img check %s:\n%s", img, out)
 	}
-	qemuImg(t, "compare", "-f", "qcow2", "-F", "raw", img, raw)
+	testutil.QemuImg(t, "compare", "-f", "qcow2", "-F", "raw", img, raw)
 }
 
 func writeQcow2(t testing.TB, raw, out string, opts Options) {
@@ -122,14 +115,4 @@ func sameFile(t testing.TB, a, b string) {
 	if !bytes.Equal(x, y) {
 		t.Fatalf("%s and %s differ (%d and %d bytes)", a, b, len(x), len(y))
 	}
-}
-
-// allocated returns the bytes a file really occupies on disk.
-func allocated(t testing.TB, p string) int64 {
-	t.Helper()
-	st, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Sys().(*syscall.Stat_t).Blocks * 512
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // Acceptance 1: what we write passes qemu-img check and compares identical to the raw.
@@ -64,13 +66,13 @@ func TestReadQemuImages(t *testing.T) {
 					if compress {
 						args = append(args, "-c")
 					}
-					qemuImg(t, append(args, raw, img)...)
+					testutil.QemuImg(t, append(args, raw, img)...)
 					out := filepath.Join(dir, name+".raw")
 					if err := toRaw(t, img, out); err != nil {
 						t.Fatal(err)
 					}
 					sameFile(t, out, raw)
-					if a := allocated(t, out); a > 8<<20 {
+					if a := testutil.AllocatedBytes(t, out); a > 8<<20 {
 						t.Errorf("raw output occupies %d bytes: not sparse", a)
 					}
 				})
@@ -85,7 +87,7 @@ func TestReadAtRandomAccess(t *testing.T) {
 	raw := makeRaw(t, dir)
 	want, _ := os.ReadFile(raw)
 	img := filepath.Join(dir, "c.qcow2")
-	qemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", "-o", "cluster_size=4k", raw, img)
+	testutil.QemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", "-o", "cluster_size=4k", raw, img)
 	f, _ := os.Open(img)
 	defer f.Close()
 	r, err := OpenFile(f)
@@ -152,7 +154,7 @@ func TestQcow2ToQcow2(t *testing.T) {
 	dir := t.TempDir()
 	raw := makeRaw(t, dir)
 	img := filepath.Join(dir, "in.qcow2")
-	qemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", "-o", "compat=0.10", raw, img)
+	testutil.QemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", "-o", "compat=0.10", raw, img)
 	f, _ := os.Open(img)
 	defer f.Close()
 	r, err := OpenFile(f)

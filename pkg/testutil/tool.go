@@ -16,3 +16,10 @@ func MustRun(t testing.TB, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// QemuImg runs qemu-img (the test needs it) and returns its output.
+func QemuImg(t testing.TB, args ...string) string {
+	t.Helper()
+	RequireTools(t, "qemu-img")
+	return MustRun(t, "qemu-img", args...)
+}

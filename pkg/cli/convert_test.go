@@ -1,44 +1,18 @@
-package convert_test
+package cli_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
-
-// sparseRaw writes a 32 MiB sparse raw disk with ~3 MiB of random and text data.
-func sparseRaw(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "disk.raw")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	f.Truncate(32 << 20)
-	rng := rand.New(rand.NewSource(7))
-	data := make([]byte, 2<<20)
-	rng.Read(data)
-	f.WriteAt(data, 1<<20)
-	f.WriteAt([]byte(strings.Repeat("linux_append=\"flatcar.autologin\"\n", 30000)), 20<<20)
-	return p
-}
-
-func qemuImg(t *testing.T, args ...string) string {
-	t.Helper()
-	testutil.RequireTools(t, "qemu-img")
-	return testutil.MustRun(t, "qemu-img", args...)
-}
 
 func sameBytes(t *testing.T, a, b string) {
 	t.Helper()
@@ -64,32 +38,30 @@ func onlyFiles(t *testing.T, dir string, names ...string) {
 
 func TestConvertCommand(t *testing.T) {
 	dir := t.TempDir()
-	raw := sparseRaw(t, dir)
+	raw := testutil.SparseRaw(t, dir)
 	q := filepath.Join(dir, "out.qcow2")
 	r := testutil.Run(t, "convert", raw, q, "--compress", "-o", "json").MustSucceed(t)
 	var res map[string]any
 	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil || res["outputFormat"] != "qcow2" || res["compressed"] != true {
 		t.Fatalf("json report: %v %s", err, r.Stdout)
 	}
-	if out := qemuImg(t, "check", q); !strings.Contains(out, "No errors") {
+	if out := testutil.QemuImg(t, "check", q); !strings.Contains(out, "No errors") {
 		t.Fatal(out)
 	}
-	qemuImg(t, "compare", "-f", "qcow2", "-F", "raw", q, raw)
+	testutil.QemuImg(t, "compare", "-f", "qcow2", "-F", "raw", q, raw)
 
 	back := filepath.Join(dir, "back.raw")
 	testutil.Run(t, "convert", q, back, "-q").MustSucceed(t)
 	sameBytes(t, back, raw)
-	var st syscall.Stat_t
-	syscall.Stat(back, &st)
-	if st.Blocks*512 > 6<<20 {
-		t.Fatalf("raw output occupies %d bytes: not sparse", st.Blocks*512)
+	if a := testutil.AllocatedBytes(t, back); a > 6<<20 {
+		t.Fatalf("raw output occupies %d bytes: not sparse", a)
 	}
 
 	// .img is ambiguous: --to is required, and given, it works.
 	img := filepath.Join(dir, "flatcar.img")
 	testutil.Run(t, "convert", raw, img).MustFail(t, 2, "--to qcow2")
 	testutil.Run(t, "convert", raw, img, "--to", "qcow2", "-q").MustSucceed(t)
-	qemuImg(t, "compare", "-f", "qcow2", "-F", "raw", img, raw)
+	testutil.QemuImg(t, "compare", "-f", "qcow2", "-F", "raw", img, raw)
 	testutil.Run(t, "convert", raw, img, "--to", "vmdk").MustFail(t, 2, "unknown output format")
 	testutil.Run(t, "convert", raw, filepath.Join(dir, "x.raw"), "--compress").MustFail(t, 2, "--compress needs qcow2")
 	testutil.Run(t, "convert", raw, dir+"/./disk.raw", "--to", "raw").MustFail(t, 2, "is the input itself")
@@ -100,9 +72,9 @@ func TestConvertCommand(t *testing.T) {
 // Bad input: a clear error, exit 1, and no output (or temporary) file left behind.
 func TestConvertBadInputLeavesNoOutput(t *testing.T) {
 	dir := t.TempDir()
-	raw := sparseRaw(t, dir)
+	raw := testutil.SparseRaw(t, dir)
 	q := filepath.Join(dir, "in.qcow2")
-	qemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", raw, q)
+	testutil.QemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", raw, q)
 	b, _ := os.ReadFile(q)
 	os.WriteFile(q, b[:len(b)/2], 0o644)
 	testutil.Run(t, "convert", q, filepath.Join(dir, "out.raw")).MustFail(t, 1, "truncated")
@@ -116,7 +88,7 @@ func TestConvertBadInputLeavesNoOutput(t *testing.T) {
 func TestConvertDiskFull(t *testing.T) {
 	testutil.RequireRoot(t, "mounting a small tmpfs")
 	dir := t.TempDir()
-	raw := sparseRaw(t, dir)
+	raw := testutil.SparseRaw(t, dir)
 	mnt := filepath.Join(dir, "small")
 	os.Mkdir(mnt, 0o755)
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).CombinedOutput(); err != nil {
@@ -151,5 +123,48 @@ func TestFlatcarImageRoundTrip(t *testing.T) {
 		testutil.Run(t, "oem", "show", back).MustSucceed(t)
 		os.Remove(q)
 		os.Remove(back)
+	}
+}
+
+// A compressed qcow2 (as Flatcar ships) holding zero-flag clusters, a compressed cluster that
+// decodes to zeros, and zero runs inside data clusters: the raw output must be byte-identical to
+// qemu-img's and just as sparse (the zeros become holes, not written blocks).
+func TestConvertCompressedZeroClustersToSparseRaw(t *testing.T) {
+	testutil.RequireTools(t, "qemu-img", "qemu-io")
+	dir := t.TempDir()
+	raw := testutil.SparseRaw(t, dir) // data at 1-3 MiB and from 20 MiB
+	in := filepath.Join(dir, "in.qcow2")
+	testutil.QemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", raw, in)
+	for _, cmd := range []string{
+		"write -c -P 0 8M 64k",  // a compressed cluster of zeros
+		"write -z 12M 256k",     // zero-flag clusters where nothing was
+		"write -z 2M 128k",      // zero-flag clusters over compressed data
+		"write -c -P 7 16M 64k", // compressed data next to them
+		"write -P 0 16M 4k",     // a zero 4 KiB block inside a data cluster
+		"write -P 9 17M 64k",    // an uncompressed data cluster
+		"write -P 0 17M 32k",    // half of it zeros
+	} {
+		if out, err := exec.Command("qemu-io", "-f", "qcow2", "-c", cmd, in).CombinedOutput(); err != nil {
+			t.Fatalf("qemu-io %q: %v\n%s", cmd, err, out)
+		}
+	}
+	if out := testutil.QemuImg(t, "map", "--output=json", in); !strings.Contains(out, `"present": true, "zero": true`) {
+		t.Fatalf("the input lacks zero-flag clusters:\n%s", out)
+	}
+	if out := testutil.QemuImg(t, "check", in); !strings.Contains(out, "No errors") || strings.Contains(out, " 0.00% compressed") {
+		t.Fatalf("the input is damaged or has no compressed clusters:\n%s", out)
+	}
+	ours, theirs := filepath.Join(dir, "ours.raw"), filepath.Join(dir, "qemu.raw")
+	testutil.Run(t, "convert", in, ours, "-q").MustSucceed(t)
+	testutil.QemuImg(t, "convert", "-f", "qcow2", "-O", "raw", in, theirs)
+	if out, err := exec.Command("cmp", ours, theirs).CombinedOutput(); err != nil {
+		t.Fatalf("cmp: %v\n%s", err, out)
+	}
+	a, q := testutil.AllocatedBytes(t, ours), testutil.AllocatedBytes(t, theirs)
+	if a > q {
+		t.Fatalf("our raw output occupies %d bytes, qemu-img's %d: zeros were written instead of left as holes", a, q)
+	}
+	if st, _ := os.Stat(ours); a >= st.Size()/4 {
+		t.Fatalf("our raw output occupies %d of %d bytes: not sparse", a, st.Size())
 	}
 }
