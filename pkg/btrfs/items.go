@@ -40,11 +40,8 @@ type inodeItem []byte
 
 const inodeItemSize = 160
 
-func (i inodeItem) generation() uint64     { return le.Uint64(i[0:]) }
 func (i inodeItem) transid() uint64        { return le.Uint64(i[8:]) }
 func (i inodeItem) size() uint64           { return le.Uint64(i[16:]) }
-func (i inodeItem) nbytes() uint64         { return le.Uint64(i[24:]) }
-func (i inodeItem) nlink() uint32          { return le.Uint32(i[40:]) }
 func (i inodeItem) mode() uint32           { return le.Uint32(i[52:]) }
 func (i inodeItem) flags() uint64          { return le.Uint64(i[64:]) }
 func (i inodeItem) sequence() uint64       { return le.Uint64(i[72:]) }

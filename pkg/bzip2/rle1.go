@@ -127,13 +127,6 @@ func (s *crcState) updateRun(b byte, count int) {
 
 func (s *crcState) sum() uint32 { return bits.Reverse32(s.c) }
 
-// blockCRC is bzip2's CRC of p.
-func blockCRC(p []byte) uint32 {
-	var s crcState
-	s.update(p)
-	return s.sum()
-}
-
 // reverseBytesBits reverses the bit order within each byte of p.
 func reverseBytesBits(p []byte) {
 	i := 0

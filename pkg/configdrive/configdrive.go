@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
@@ -71,25 +70,4 @@ func Write(path string, userData []byte, meta MetaData) error {
 		return fmt.Errorf("config drive: %w", err)
 	}
 	return out.Commit(0o600)
-}
-
-// Read returns openstack/latest/user_data of a config drive and checks its label.
-func Read(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	fsys, err := iso9660.Read(file.New(f, true), fi.Size(), 0, 2048)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not an ISO 9660 config drive: %w", path, err)
-	}
-	if l := strings.TrimRight(fsys.Label(), "\x00 "); l != Label {
-		return nil, fmt.Errorf("%s is labelled %q, not %q", path, l, Label)
-	}
-	return fsys.ReadFile("openstack/latest/user_data")
 }

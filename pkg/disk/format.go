@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 )
@@ -109,24 +108,6 @@ func DetectFormat(r io.ReaderAt) (Format, error) {
 		}
 	}
 	return FormatRaw, nil
-}
-
-// DetectFileFormat is DetectFormat on the file at path; refusals name the path.
-func DetectFileFormat(path string) (Format, error) {
-	// Not OpenFile: an empty file is raw here (it is too small for anything else); the callers
-	// that need a disk refuse it.
-	f, _, err := openFile(path, false, func(path string, st fs.FileInfo) error {
-		if st.Mode().IsRegular() {
-			return nil
-		}
-		return CheckFileInfo(path, st)
-	})
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	format, err := DetectFormat(f)
-	return format, withPath(err, path)
 }
 
 // withPath names path in an *UnsupportedFormatError.

@@ -16,15 +16,11 @@ import (
 // socket, an empty file. path is checked with stat first, then opened non-blocking in case it
 // changed in between, and checked again on the open descriptor.
 func OpenFile(path string, writable bool) (*os.File, fs.FileInfo, error) {
-	return openFile(path, writable, CheckFileInfo)
-}
-
-func openFile(path string, writable bool, check func(string, fs.FileInfo) error) (*os.File, fs.FileInfo, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, nil, openError(path, writable, err)
 	}
-	if err := check(path, st); err != nil {
+	if err := CheckFileInfo(path, st); err != nil {
 		return nil, nil, err
 	}
 	flag := os.O_RDONLY
@@ -36,7 +32,7 @@ func openFile(path string, writable bool, check func(string, fs.FileInfo) error)
 		return nil, nil, openError(path, writable, err)
 	}
 	if st, err = f.Stat(); err == nil {
-		err = check(path, st)
+		err = CheckFileInfo(path, st)
 	}
 	if err != nil {
 		f.Close()

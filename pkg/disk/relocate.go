@@ -95,32 +95,3 @@ func writeSector(s vdisk.Disk, lba int64, b []byte) error {
 	}
 	return nil
 }
-
-// Grow enlarges a raw image file to size bytes (the new space is a hole) and moves its backup GPT
-// to the new end. A size equal to the current one only relocates; a smaller one is refused.
-func Grow(path string, size int64) error {
-	img, err := Open(path, true)
-	if err != nil {
-		return err
-	}
-	defer img.Close()
-	raw := img.raw
-	if raw == nil {
-		return fmt.Errorf("%s is not a raw image; only raw images can be grown", path)
-	}
-	switch {
-	case size%sectorSize != 0:
-		return fmt.Errorf("disk size %d is not a multiple of %d bytes", size, sectorSize)
-	case size < raw.Size():
-		return fmt.Errorf("%s is %d bytes; shrinking it to %d would cut partitions (only growing is supported)", path, raw.Size(), size)
-	}
-	old := raw.Size()
-	if err := raw.Truncate(size); err != nil {
-		return fmt.Errorf("cannot grow %s: %w", path, err)
-	}
-	if err := relocateBackupGPT(raw); err != nil {
-		raw.Truncate(old) // leave the image as it was
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return img.Close()
-}

@@ -61,9 +61,6 @@ func Symlink(p, target string) Entry {
 	return Entry{Path: p, Mode: fs.ModeSymlink | 0o777, Target: target}
 }
 
-// Dir returns a directory entry.
-func Dir(p string, perm fs.FileMode) Entry { return Entry{Path: p, Mode: fs.ModeDir | perm} }
-
 // cleanPath validates an entry path: relative, clean, no "." or ".." elements, not the root.
 func cleanPath(p string) (string, error) {
 	q := strings.TrimPrefix(p, "/")

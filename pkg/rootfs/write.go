@@ -9,7 +9,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 )
@@ -268,13 +267,4 @@ func hashFile(nfs *disk.FS, p string) (sum [sha256.Size]byte, err error) {
 	}
 	copy(sum[:], h.Sum(nil))
 	return sum, nil
-}
-
-// defaultTime fills zero mtimes (added entries without one) with t.
-func defaultTime(entries []Entry, t time.Time) {
-	for i := range entries {
-		if entries[i].ModTime.IsZero() {
-			entries[i].ModTime = t
-		}
-	}
 }

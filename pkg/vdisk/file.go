@@ -38,15 +38,6 @@ func (r *File) Size() int64 { return r.size }
 // OS is the underlying file (for reflinks and copy_file_range).
 func (r *File) OS() *os.File { return r.f }
 
-// Truncate changes the file's length (the new space is a hole).
-func (r *File) Truncate(size int64) error {
-	if err := r.f.Truncate(size); err != nil {
-		return err
-	}
-	r.size = size
-	return nil
-}
-
 // Close syncs a writable file, then closes it.
 func (r *File) Close() error {
 	if r.writable {
