@@ -1,26 +1,26 @@
 package configdrive
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"strings"
 
-	"github.com/diskfs/go-diskfs/backend/file"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Read returns openstack/latest/user_data of a config drive and checks its label: the tests'
 // reading of what Write made, as a guest reads it.
 func Read(path string) ([]byte, error) {
-	b, err := file.OpenFromPath(path, true)
+	iso, err := os.ReadFile(path) // a config drive is a few MiB
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	fi, err := b.Stat()
-	if err != nil {
-		return nil, err
-	}
-	fsys, err := iso9660.Read(b, fi.Size(), 0, 2048)
+	size := int64(len(iso))
+	fsys, err := iso9660.Read(disk.Backend(vdisk.ReadOnly(bytes.NewReader(iso), size), false), size, 0, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not an ISO 9660 config drive: %w", path, err)
 	}
