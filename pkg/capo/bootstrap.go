@@ -54,16 +54,6 @@ func (b *bootstrapSpec) additionalConfig() (string, bool) {
 	return s, ok
 }
 
-func (b *bootstrapSpec) commands(field string) []string {
-	var out []string
-	for _, c := range getList(b.spec, field) {
-		if s, ok := c.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // registrationConfigs names the kubeadm configurations whose nodeRegistration reaches a node:
 // a control plane uses both init and join; a worker template joins; a KubeadmConfig uses the
 // ones it has.
@@ -104,7 +94,7 @@ func kubeletArg(nodeReg map[string]any, name string) (value string, index int, o
 // runsEnvsubst reports whether a preKubeadmCommand substitutes variables in /etc/kubeadm.yml,
 // which is what turns ${COREOS_OPENSTACK_*} into values on the node.
 func (b *bootstrapSpec) runsEnvsubst() bool {
-	for _, c := range b.commands("preKubeadmCommands") {
+	for _, c := range getStrings(b.spec, "preKubeadmCommands") {
 		if strings.Contains(c, "envsubst") && strings.Contains(c, "/etc/kubeadm.yml") {
 			return true
 		}

@@ -149,6 +149,17 @@ func getList(v any, path ...any) []any {
 	return l
 }
 
+// getStrings is the string elements of the list at path.
+func getStrings(v any, path ...any) []string {
+	var out []string
+	for _, e := range getList(v, path...) {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // LineOf returns the line of the deepest node that exists along path (the document's first
 // line when none does), so a finding about a missing field points at its parent.
 func (d *Document) LineOf(path Path) int {

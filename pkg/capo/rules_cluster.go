@@ -74,16 +74,25 @@ func links(docs []*Document) []machineLink {
 	return out
 }
 
-// machineSpec is where an OpenStackMachine(Template) keeps the server spec.
-func machineSpec(d *Document) map[string]any {
+// machineSpecPath is where an OpenStackMachine(Template) keeps the server spec; nil for
+// other documents.
+func machineSpecPath(d *Document) Path {
 	if d.Group() != "infrastructure.cluster.x-k8s.io" {
 		return nil
 	}
 	switch d.Kind {
 	case "OpenStackMachineTemplate":
-		return getMap(d.obj, "spec", "template", "spec")
+		return Path{"spec", "template", "spec"}
 	case "OpenStackMachine":
-		return getMap(d.obj, "spec")
+		return Path{"spec"}
+	}
+	return nil
+}
+
+// machineSpec is the server spec of an OpenStackMachine(Template), nil for other documents.
+func machineSpec(d *Document) map[string]any {
+	if p := machineSpecPath(d); p != nil {
+		return getMap(d.obj, p...)
 	}
 	return nil
 }
@@ -111,12 +120,7 @@ func imageOf(spec map[string]any) (imageFilter, bool) {
 		if filter := getMap(img, "filter"); filter != nil {
 			src, f.Path = filter, Path{"image", "filter"}
 		}
-		f.Name = getString(src, "name")
-		for _, t := range getList(src, "tags") {
-			if s, ok := t.(string); ok {
-				f.Tags = append(f.Tags, s)
-			}
-		}
+		f.Name, f.Tags = getString(src, "name"), getStrings(src, "tags")
 		return f, true
 	}
 	if id := getString(spec, "imageUUID"); id != "" {
@@ -217,12 +221,7 @@ func (l *linter) checkImages(ctx context.Context, docs []*Document, lookup, minD
 				continue
 			}
 			f := getMap(orc.obj, "spec", "import", "filter")
-			img = imageFilter{Name: getString(f, "name"), Path: img.Path}
-			for _, t := range getList(f, "tags") {
-				if s, ok := t.(string); ok {
-					img.Tags = append(img.Tags, s)
-				}
-			}
+			img = imageFilter{Name: getString(f, "name"), Tags: getStrings(f, "tags"), Path: img.Path}
 		}
 		if !ok || img.ID != "" || strings.Contains(img.Name+strings.Join(img.Tags, ""), "${") {
 			continue // an ID is exact; a template variable is not known yet
@@ -246,11 +245,7 @@ func (l *linter) checkImages(ctx context.Context, docs []*Document, lookup, minD
 			}
 		}
 		if n != 1 {
-			p := Path{"spec", "template", "spec"}
-			if d.Kind == "OpenStackMachine" {
-				p = Path{"spec"}
-			}
-			out = append(out, newFinding(d, RuleImageFilter, p.Child(img.Path...),
+			out = append(out, newFinding(d, RuleImageFilter, machineSpecPath(d).Child(img.Path...),
 				fmt.Sprintf("image filter %s matches %d active images in the cloud, CAPO needs exactly 1", img, n)))
 		}
 	}
@@ -276,11 +271,7 @@ func (l *linter) checkImageRefs(docs []*Document) []Finding {
 		if !ok || img.Ref == "" || strings.Contains(img.Ref, "${") || orcImageNamed(docs, d.Namespace, img.Ref) != nil {
 			continue
 		}
-		p := Path{"spec", "template", "spec"}
-		if d.Kind == "OpenStackMachine" {
-			p = Path{"spec"}
-		}
-		out = append(out, newFinding(d, RuleImageFilter, p.Child(img.Path...),
+		out = append(out, newFinding(d, RuleImageFilter, machineSpecPath(d).Child(img.Path...),
 			fmt.Sprintf("imageRef names the ORC Image %q, which is not among the linted objects in namespace %q", img.Ref, d.Namespace)))
 	}
 	return out
@@ -299,11 +290,7 @@ func checkRootVolumes(docs []*Document, minDisk int) []Finding {
 		if !ok || !isNum || int(n) >= minDisk {
 			continue
 		}
-		p := Path{"spec", "template", "spec", "rootVolume", "sizeGiB"}
-		if d.Kind == "OpenStackMachine" {
-			p = Path{"spec", "rootVolume", "sizeGiB"}
-		}
-		out = append(out, newFinding(d, RuleRootVolume, p,
+		out = append(out, newFinding(d, RuleRootVolume, machineSpecPath(d).Child("rootVolume", "sizeGiB"),
 			fmt.Sprintf("rootVolume.sizeGiB is %d, below the image's min_disk of %d GiB", int(n), minDisk)))
 	}
 	return out

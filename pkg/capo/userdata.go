@@ -101,9 +101,9 @@ func baseIgnition(b *bootstrapSpec) (igntypes.Config, error) {
 		}
 		cfg.Storage.Files = append(cfg.Storage.Files, ignFile(getString(f, "path"), content))
 	}
-	script := "#!/bin/bash\nset -e\n" + strings.Join(b.commands("preKubeadmCommands"), "\n") +
+	script := "#!/bin/bash\nset -e\n" + strings.Join(getStrings(b.spec, "preKubeadmCommands"), "\n") +
 		"\nkubeadm join --config /etc/kubeadm.yml\nmkdir -p /run/cluster-api && echo success > /run/cluster-api/bootstrap-success.complete\nmv /etc/kubeadm.yml /tmp/\n" +
-		strings.Join(b.commands("postKubeadmCommands"), "\n") + "\n"
+		strings.Join(getStrings(b.spec, "postKubeadmCommands"), "\n") + "\n"
 	cfg.Storage.Files = append(cfg.Storage.Files, ignFile("/etc/kubeadm.sh", script))
 	kubeadm := map[string]any{}
 	for _, c := range []string{"clusterConfiguration", "initConfiguration", "joinConfiguration"} {
