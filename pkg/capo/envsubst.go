@@ -2,7 +2,7 @@ package capo
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -86,16 +86,12 @@ func Variables(tmpl []byte) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
 	var names []string
 	for _, r := range refs {
-		if !seen[r.name] {
-			seen[r.name] = true
-			names = append(names, r.name)
-		}
+		names = append(names, r.name)
 	}
-	sort.Strings(names)
-	return names, nil
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }
 
 // Substitute fills the variables that values (or a default) provide. When every variable is
@@ -118,14 +114,13 @@ func Substitute(tmpl []byte, values map[string]string) (out []byte, missing []st
 		}
 		return "", false
 	}
-	seen := map[string]bool{}
 	for _, r := range refs {
-		if _, ok := resolve(r); !ok && !seen[r.name] {
-			seen[r.name] = true
+		if _, ok := resolve(r); !ok {
 			missing = append(missing, r.name)
 		}
 	}
-	sort.Strings(missing)
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
 	var b strings.Builder
 	b.Grow(len(s))
 	pos, ei := 0, 0

@@ -9,11 +9,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -216,11 +217,7 @@ func findCloudsYAML(name string) (string, error) {
 			return "", fmt.Errorf("%s is not valid YAML: %w", p, err)
 		}
 		if _, ok := doc.Clouds[name]; !ok {
-			names := make([]string, 0, len(doc.Clouds))
-			for n := range doc.Clouds {
-				names = append(names, n)
-			}
-			sort.Strings(names)
+			names := slices.Sorted(maps.Keys(doc.Clouds))
 			return "", errs.Invalidf("cloud %q is not defined in %s (it defines: %s)", name, p, strings.Join(names, ", "))
 		}
 		return p, nil

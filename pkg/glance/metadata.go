@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
@@ -110,7 +110,7 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 	default:
 		return Metadata{}, errs.Invalidf("invalid --firmware %q: uefi or bios", in.Firmware)
 	}
-	m := Metadata{Tags: dedup(tags), MinDiskGiB: MinDiskGiB(in.VirtualSize), MinRAMMiB: in.MinRAMMiB}
+	m := Metadata{MinDiskGiB: MinDiskGiB(in.VirtualSize), MinRAMMiB: in.MinRAMMiB}
 	if in.MinDiskGiB < 0 || in.MinRAMMiB < 0 {
 		return Metadata{}, errs.Invalidf("--min-disk and --min-ram must not be negative")
 	}
@@ -123,8 +123,8 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 	if m.MinRAMMiB == 0 {
 		m.MinRAMMiB = DefaultMinRAMMiB
 	}
-	sort.Strings(tags)
-	m.Tags, m.Properties = dedup(tags), p
+	slices.Sort(tags)
+	m.Tags, m.Properties = slices.Compact(tags), p
 	return m, nil
 }
 
@@ -185,14 +185,4 @@ func glanceArch(a string) (string, error) {
 		return "aarch64", nil
 	}
 	return "", errs.Invalidf("unknown architecture %q in the build record: want amd64 or arm64", a)
-}
-
-func dedup(sorted []string) []string {
-	out := sorted[:0]
-	for i, s := range sorted {
-		if i == 0 || s != sorted[i-1] {
-			out = append(out, s)
-		}
-	}
-	return out
 }

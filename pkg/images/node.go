@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -89,12 +90,7 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 			regs[r] = true
 		}
 	}
-	var names []string
-	for r := range regs {
-		names = append(names, r)
-	}
-	sort.Strings(names)
-	for _, r := range names {
+	for _, r := range slices.Sorted(maps.Keys(regs)) {
 		dir := r
 		if r == "*" {
 			dir = "_default"

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -113,14 +113,10 @@ func LoadCA(file string) (*x509.CertPool, error) {
 
 // Registries are the registries refs come from, sorted (for the containerd settings).
 func Registries(refs []Ref) []string {
-	seen := map[string]bool{}
 	var out []string
 	for _, r := range refs {
-		if !seen[r.Registry()] {
-			seen[r.Registry()] = true
-			out = append(out, r.Registry())
-		}
+		out = append(out, r.Registry())
 	}
-	sort.Strings(out)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,12 +66,9 @@ func Secret(s string) {
 	}
 	literalMu.Lock()
 	defer literalMu.Unlock()
-	for _, l := range literals {
-		if l == s {
-			return
-		}
+	if !slices.Contains(literals, s) {
+		literals = append(literals, s)
 	}
-	literals = append(literals, s)
 }
 
 // SecretsOfURL registers the password (and the user name, which may be a token) of raw.

@@ -6,6 +6,7 @@ package release
 import (
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
@@ -31,10 +32,8 @@ var (
 )
 
 func oneOf(what, v string, valid []string) error {
-	for _, ok := range valid {
-		if v == ok {
-			return nil
-		}
+	if slices.Contains(valid, v) {
+		return nil
 	}
 	return errs.Invalidf("unknown %s %q; valid: %s", what, v, strings.Join(valid, ", "))
 }

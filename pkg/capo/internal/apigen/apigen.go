@@ -11,8 +11,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"go/format"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -156,23 +157,14 @@ func Generate() ([]byte, error) {
 	if g.err != nil {
 		return nil, g.err
 	}
-	var prefixes []string
-	for p := range g.pkgs {
-		prefixes = append(prefixes, p)
-	}
-	sort.Strings(prefixes)
+	prefixes := slices.Sorted(maps.Keys(g.pkgs))
 	b.WriteString("// packageName is the Go package name of the upstream package a mirror prefix stands for.\n")
 	b.WriteString("func packageName(prefix string) (string, bool) {\n\tswitch prefix {\n")
 	for _, p := range prefixes {
 		fmt.Fprintf(&b, "\tcase %q:\n\t\treturn %q, true\n", p, g.pkgs[p])
 	}
 	b.WriteString("\t}\n\treturn \"\", false\n}\n")
-	var names []string
-	for n := range g.defs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(g.defs)) {
 		b.WriteString("\n")
 		b.WriteString(g.defs[n])
 	}
