@@ -1,4 +1,4 @@
-package build_test
+package cli_test
 
 import (
 	"encoding/json"
