@@ -1,4 +1,4 @@
-package fleet_test
+package cli_test
 
 import (
 	"bytes"
@@ -27,18 +27,18 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
-// world is what the fleet commands talk to: the real Keystone + Glance (two regions: local and
+// fleetWorld is what the fleet commands talk to: the real Keystone + Glance (two regions: local and
 // local-two), a stand-in release server and Kubernetes mirror, and a cloud "broken" whose Glance
 // answers 500 to every image list.
-type world struct {
+type fleetWorld struct {
 	clouds  string // clouds.yaml
 	release *fetchtest.Server
 	kube    *kubetest.Mirror
 }
 
-func newWorld(t *testing.T) *world {
+func newFleetWorld(t *testing.T) *fleetWorld {
 	stack := testutil.StartOpenStack(t, filepath.Join(t.TempDir(), "openstack"))
-	w := &world{}
+	w := &fleetWorld{}
 	broken := brokenCloud(t)
 	w.clouds = stack().CloudsYAML
 	f, err := os.OpenFile(w.clouds, os.O_APPEND|os.O_WRONLY, 0)
@@ -57,16 +57,16 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-func (w *world) setCurrent(channel, version string) {
+func (w *fleetWorld) setCurrent(channel, version string) {
 	w.release.Put("/"+channel+"/amd64-usr/current/version.txt", []byte("FLATCAR_BUILD=1\nFLATCAR_VERSION="+version+"\nFLATCAR_VERSION_ID="+version+"\n"))
 }
 
-func (w *world) run(t *testing.T, args ...string) testutil.Result {
+func (w *fleetWorld) run(t *testing.T, args ...string) testutil.Result {
 	t.Helper()
 	return testutil.RunCmd(t, testutil.Cmd{Args: args, Env: []string{"OS_CLIENT_CONFIG_FILE=" + w.clouds}})
 }
 
-func (w *world) planArgs(extra ...string) []string {
+func (w *fleetWorld) planArgs(extra ...string) []string {
 	return append([]string{"plan", "--release-server", w.release.ReleaseServer(), "--kubernetes-mirror", w.kube.KubernetesMirror()}, extra...)
 }
 
@@ -145,20 +145,18 @@ func listed(t *testing.T, cloud string) map[string]bool {
 	return out
 }
 
-func name(method, channel, fv, kv string) string { return fleet.ImageName(method, channel, fv, kv) }
-
 // TestPlanAndPrune drives plan and prune as CI jobs would, against the real Glance.
 func TestPlanAndPrune(t *testing.T) {
-	w := newWorld(t)
+	w := newFleetWorld(t)
 	t.Run("plan", func(t *testing.T) { testPlan(t, w) })
 	t.Run("prune", func(t *testing.T) { testPrune(t, w) })
 }
 
-func testPlan(t *testing.T, w *world) {
+func testPlan(t *testing.T, w *fleetWorld) {
 	// local: stable's v1.33 image is current; stable's v1.34 image is of an older Flatcar
 	// (stale). local-two has nothing. broken answers 500.
-	putImage(t, "local", name("sysext", "stable", "4459.2.2", "v1.33.4"), "stable", "4459.2.2", "v1.33.4", "sysext", true)
-	putImage(t, "local", name("sysext", "stable", "4459.2.1", "v1.34.6"), "stable", "4459.2.1", "v1.34.6", "sysext", true)
+	putImage(t, "local", fleet.ImageName("sysext", "stable", "4459.2.2", "v1.33.4"), "stable", "4459.2.2", "v1.33.4", "sysext", true)
+	putImage(t, "local", fleet.ImageName("sysext", "stable", "4459.2.1", "v1.34.6"), "stable", "4459.2.1", "v1.34.6", "sysext", true)
 	putImage(t, "local", "flatcar-stable-4459.2.2-kube-v1.34.6-sysext-foreign", "", "", "", "", false)
 
 	args := w.planArgs("--channel", "stable,beta", "--kubernetes-version", "1.33", "--kubernetes-version", "v1.34.6",
@@ -171,16 +169,20 @@ func testPlan(t *testing.T, w *world) {
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatalf("plan -o json: %v\n%s", err, r.Stdout)
 	}
+	entry := func(channel, fv, kv string, clouds ...string) fleet.MatrixEntry {
+		return fleet.MatrixEntry{Channel: channel, FlatcarVersion: fv, KubernetesVersion: kv, Method: "sysext",
+			ImageName: fleet.ImageName("sysext", channel, fv, kv), Clouds: clouds}
+	}
 	want := []fleet.MatrixEntry{
-		{"stable", "4459.2.2", "v1.33.4", "sysext", name("sysext", "stable", "4459.2.2", "v1.33.4"), []string{"local-two"}},
-		{"stable", "4459.2.2", "v1.34.6", "sysext", name("sysext", "stable", "4459.2.2", "v1.34.6"), []string{"local", "local-two"}},
-		{"beta", "4487.1.0", "v1.33.4", "sysext", name("sysext", "beta", "4487.1.0", "v1.33.4"), []string{"local", "local-two"}},
-		{"beta", "4487.1.0", "v1.34.6", "sysext", name("sysext", "beta", "4487.1.0", "v1.34.6"), []string{"local", "local-two"}},
+		entry("stable", "4459.2.2", "v1.33.4", "local-two"),
+		entry("stable", "4459.2.2", "v1.34.6", "local", "local-two"),
+		entry("beta", "4487.1.0", "v1.33.4", "local", "local-two"),
+		entry("beta", "4487.1.0", "v1.34.6", "local", "local-two"),
 	}
 	if !reflect.DeepEqual(rep.Matrix.Include, want) {
 		t.Errorf("matrix\n%+v\nwant\n%+v", rep.Matrix.Include, want)
 	}
-	if st := rep.Rows[1].Clouds[0]; st.Status != fleet.Stale || st.Newest != name("sysext", "stable", "4459.2.1", "v1.34.6") {
+	if st := rep.Rows[1].Clouds[0]; st.Status != fleet.Stale || st.Newest != fleet.ImageName("sysext", "stable", "4459.2.1", "v1.34.6") {
 		t.Errorf("stable v1.34 in local: %+v, want stale naming the older image", st)
 	}
 	// --format github is the matrix alone, as strategy.matrix reads it.
@@ -219,7 +221,7 @@ outputDir: %s
 buildArgs: ["--base-image=%s", "--github-mirror=%s", "--cache-dir=%s", "--no-preload-images"]
 `, out, base, w.kube.GitHubMirror(), filepath.Join(t.TempDir(), "cache"))), 0o644)
 	built := w.run(t, w.planArgs("--config", cfg, "--build")...).MustSucceed(t)
-	if !strings.Contains(built.Stdout, "built "+name("sysext", "stable", "4459.2.2", "v1.33.4")+" for local-two: exit 0") {
+	if !strings.Contains(built.Stdout, "built "+fleet.ImageName("sysext", "stable", "4459.2.2", "v1.33.4")+" for local-two: exit 0") {
 		t.Errorf("plan --build:\n%s\n%s", built.Stdout, built.Stderr)
 	}
 	again := w.run(t, w.planArgs("--config", cfg, "--cloud", "local-two")...).MustSucceed(t)
@@ -236,7 +238,7 @@ buildArgs: ["--base-image=%s", "--github-mirror=%s", "--cache-dir=%s", "--no-pre
 	}
 }
 
-func testPrune(t *testing.T, w *world) {
+func testPrune(t *testing.T, w *fleetWorld) {
 	cloud := "local-two"
 	type im struct{ channel, fv, kv string }
 	var made []string
@@ -246,13 +248,13 @@ func testPrune(t *testing.T, w *world) {
 		{"beta", "4487.0.0", "v1.33.4"}, {"beta", "4487.1.0", "v1.33.4"}, {"beta", "4480.0.0", "v1.33.4"},
 		{"beta", "4487.0.0", "v1.34.6"}, {"beta", "4487.1.0", "v1.34.6"}, {"beta", "4480.0.0", "v1.34.6"},
 	} {
-		n := name("packer", i.channel, i.fv, i.kv)
+		n := fleet.ImageName("packer", i.channel, i.fv, i.kv)
 		putImage(t, cloud, n, i.channel, i.fv, i.kv, "packer", true)
 		made = append(made, n)
 	}
 	foreign := "flatcar-stable-4000.0.0-kube-v1.33.4"
 	putImage(t, cloud, foreign, "", "", "", "", false)
-	protected := name("packer", "beta", "4480.0.0", "v1.34.6")
+	protected := fleet.ImageName("packer", "beta", "4480.0.0", "v1.34.6")
 	record := filepath.Join(t.TempDir(), "in-use.build.json")
 	os.WriteFile(record, []byte(`{"imageName": "`+protected+`"}`), 0o644)
 	before := listed(t, cloud)
@@ -277,7 +279,7 @@ func testPrune(t *testing.T, w *world) {
 	}
 	sort.Strings(doomed)
 	// Per slot (channel x minor), keep the two newest Flatcar versions; beta v1.34's oldest is protected.
-	want := []string{name("packer", "beta", "4480.0.0", "v1.33.4"), name("packer", "stable", "4459.1.0", "v1.33.4"), name("packer", "stable", "4459.1.0", "v1.34.6")}
+	want := []string{fleet.ImageName("packer", "beta", "4480.0.0", "v1.33.4"), fleet.ImageName("packer", "stable", "4459.1.0", "v1.33.4"), fleet.ImageName("packer", "stable", "4459.1.0", "v1.34.6")}
 	sort.Strings(want)
 	if !reflect.DeepEqual(doomed, want) {
 		t.Errorf("would delete %v\nwant %v", doomed, want)
@@ -288,7 +290,7 @@ func testPrune(t *testing.T, w *world) {
 	w.run(t, "prune", "--cloud", cloud, "--channel", "stable", "--kubernetes-version", "v1.33.4", "--keep", "1", "--hide").MustSucceed(t)
 	after := listed(t, cloud)
 	for _, fv := range []string{"4459.1.0", "4459.2.0"} {
-		if hidden, ok := after[name("packer", "stable", fv, "v1.33.4")]; !ok || !hidden {
+		if hidden, ok := after[fleet.ImageName("packer", "stable", fv, "v1.33.4")]; !ok || !hidden {
 			t.Errorf("stable %s v1.33 hidden=%v present=%v, want hidden", fv, hidden, ok)
 		}
 	}
