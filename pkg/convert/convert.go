@@ -92,7 +92,7 @@ func File(ctx context.Context, in, out string, opts Options) (Result, error) {
 	if opts.Compress && format != disk.FormatQcow2 {
 		return res, errs.Invalidf("--compress needs qcow2 output, %s is %s", out, format)
 	}
-	if same, err := sameFile(in, out); err != nil {
+	if same, err := SameFile(in, out); err != nil {
 		return res, err
 	} else if same {
 		return res, errs.Invalidf("the output %s is the input itself; write to another file", out)
@@ -155,7 +155,9 @@ func Write(ctx context.Context, src vdisk.Disk, out string, format disk.Format, 
 	return st.Size(), dataBytes, f.Commit(0o644)
 }
 
-func sameFile(a, b string) (bool, error) {
+// SameFile says whether the output path b names the input a (so writing b would destroy a); a
+// missing b is not the same file, and a missing a is left for opening it to report.
+func SameFile(a, b string) (bool, error) {
 	sa, err := os.Stat(a)
 	if err != nil {
 		return false, nil // opening the input reports it

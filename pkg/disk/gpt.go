@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -70,15 +69,6 @@ func PrimaryGPTError(s vdisk.Disk) error {
 	return err
 }
 
-// readFailure is err unless it only says the image ended: a qcow2 that cannot map a cluster, or
-// an I/O error, must be reported as such, not as a missing or short table.
-func readFailure(err error) error {
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil
-	}
-	return err
-}
-
 // gptHeader is a checksum-verified GPT header with its verified partition array.
 type gptHeader struct {
 	raw       []byte // the header's hdrSize bytes
@@ -102,7 +92,7 @@ func (h *gptHeader) seal() {
 func readHeader(s vdisk.Disk, lba int64) (*gptHeader, error) {
 	hdr := make([]byte, sectorSize)
 	if n, err := s.ReadAt(hdr, lba*sectorSize); n < 92 {
-		if rerr := readFailure(err); rerr != nil {
+		if rerr := vdisk.ReadFailure(err); rerr != nil {
 			return nil, fmt.Errorf("reading the GPT header at LBA %d: %w", lba, rerr)
 		}
 		return nil, fmt.Errorf("%w: image too small", ErrNoGPT)
@@ -132,7 +122,7 @@ func readHeader(s vdisk.Disk, lba int64) (*gptHeader, error) {
 	}
 	arr := make([]byte, int(count)*int(entrySize))
 	if n, err := s.ReadAt(arr, entriesLBA*sectorSize); n != len(arr) {
-		if rerr := readFailure(err); rerr != nil {
+		if rerr := vdisk.ReadFailure(err); rerr != nil {
 			return nil, fmt.Errorf("reading the GPT partition array at LBA %d: %w", entriesLBA, rerr)
 		}
 		return nil, fmt.Errorf("%w: partition array truncated", ErrNoGPT)

@@ -86,7 +86,7 @@ func WriteProtectiveMBR(s vdisk.Disk) error {
 
 // mbrReadError keeps why sector 0 could not be read (a corrupt qcow2 says what it found).
 func mbrReadError(err error) error {
-	if rerr := readFailure(err); rerr != nil {
+	if rerr := vdisk.ReadFailure(err); rerr != nil {
 		return fmt.Errorf("cannot read the MBR: %w", rerr)
 	}
 	return fmt.Errorf("cannot read the MBR: the image is shorter than one sector")

@@ -40,25 +40,17 @@ func DetectFilesystem(dev io.ReaderAt) (string, error) {
 	if n == 8 && string(b[:]) == "_BHRfS_M" {
 		return "btrfs", nil
 	}
-	if err := readFailure(err); err != nil {
+	if err := vdisk.ReadFailure(err); err != nil {
 		return "", fmt.Errorf("reading the btrfs superblock: %w", err)
 	}
 	n, err = dev.ReadAt(b[:2], 0x400+0x38)
 	if n == 2 && binary.LittleEndian.Uint16(b[:2]) == 0xEF53 {
 		return "ext4", nil
 	}
-	if err := readFailure(err); err != nil {
+	if err := vdisk.ReadFailure(err); err != nil {
 		return "", fmt.Errorf("reading the ext4 superblock: %w", err)
 	}
 	return "", ErrUnknownFilesystem
-}
-
-// readFailure is err unless it only says the partition ended (too small for the superblock).
-func readFailure(err error) error {
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil
-	}
-	return err
 }
 
 // OpenFilesystem opens the filesystem on dev, which name names in errors ("partition 6 (OEM)").

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
@@ -45,7 +44,7 @@ func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (re
 	if err := atomicfile.CheckPath(out.Path); err != nil { // before the copy
 		return SetResult{}, err
 	}
-	if same, _ := sameFile(image, out.Path); same {
+	if same, _ := convert.SameFile(image, out.Path); same {
 		return SetResult{}, errs.Invalidf("--output-file %s is IMAGE itself; omit --output-file to edit in place", out.Path)
 	}
 	src, err := disk.Open(image, false)
@@ -125,19 +124,4 @@ func setInPlace(ctx context.Context, image string, opts SetOptions) (SetResult, 
 		err = fmt.Errorf("%s: %w", image, cerr)
 	}
 	return res, err
-}
-
-func sameFile(a, b string) (bool, error) {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	sb, err := os.Stat(b)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return false, nil
-		}
-		return false, err
-	}
-	return os.SameFile(sa, sb), nil
 }

@@ -49,7 +49,11 @@ func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, err
 		return nil, err
 	}
 	defer f.Close()
-	part, err := rootPartition(f, image)
+	img, err := disk.FromFile(image, f, true)
+	if err != nil {
+		return nil, err
+	}
+	part, err := findRoot(img)
 	if err != nil {
 		return nil, err
 	}
@@ -70,10 +74,7 @@ func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	if _, err := pl.fits(part.Size); err != nil {
-		return nil, err
-	}
-	res, err := pl.writeFile(ctx, f, image)
+	res, err := pl.write(ctx, img, func(off, n int64) error { return vdisk.ZeroRange(f, off, n) })
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,8 @@ func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, err
 // overlay must not have been written within ROOT before. name is what errors call the image.
 func BakeOverlay(ctx context.Context, name string, work *vdisk.Overlay, added []Entry) (*Result, error) {
 	start := time.Now()
-	part, err := findRoot(disk.FromDisk(name, work, false))
+	img := disk.FromDisk(name, work, true)
+	part, err := findRoot(img)
 	if err != nil {
 		return nil, err
 	}
@@ -98,24 +100,12 @@ func BakeOverlay(ctx context.Context, name string, work *vdisk.Overlay, added []
 	if err != nil {
 		return nil, err
 	}
-	if _, err := pl.fits(part.Size); err != nil {
-		return nil, err
-	}
-	res, err := pl.write(ctx, disk.FromDisk(name, work, true), work.Discard)
+	res, err := pl.write(ctx, img, work.Discard)
 	if err != nil {
 		return nil, err
 	}
 	res.Duration = time.Since(start)
 	return res, nil
-}
-
-// rootPartition finds ROOT in the GPT of the raw image file f.
-func rootPartition(f *os.File, name string) (disk.Partition, error) {
-	img, err := disk.FromFile(name, f, false)
-	if err != nil {
-		return disk.Partition{}, err
-	}
-	return findRoot(img)
 }
 
 func findRoot(img *disk.Image) (disk.Partition, error) {
@@ -173,17 +163,9 @@ func (pl *plan) fits(size int64) (int64, error) {
 	return need, nil
 }
 
-// writeFile is write on the raw image file f.
-func (pl *plan) writeFile(ctx context.Context, f *os.File, name string) (*Result, error) {
-	img, err := disk.FromFile(name, f, true)
-	if err != nil {
-		return nil, err
-	}
-	return pl.write(ctx, img, func(off, n int64) error { return zeroRange(f, off, n) })
-}
-
 // write makes the fresh ROOT in img's ROOT partition (made to read as zeros first with zero) and
-// verifies it by reading it back.
+// verifies it by reading it back. Everything it refuses (the entries do not fit) is refused
+// before the first write.
 func (pl *plan) write(ctx context.Context, img *disk.Image, zero func(off, n int64) error) (*Result, error) {
 	name := img.Path
 	part, err := findRoot(img)

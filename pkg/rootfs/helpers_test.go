@@ -13,6 +13,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 var e2tools = []string{"mkfs.ext4", "e2fsck", "debugfs", "dumpe2fs", "resize2fs"}
@@ -72,7 +73,7 @@ func image(t testing.TB, diskSize int64, staging string, debugfsCmds ...string) 
 	defer out.Close()
 	// The fixture's ROOT range holds the fixture's own mkfs: clear it, then copy only the new
 	// filesystem's data (the image stays sparse, a few MiB written instead of the whole ROOT).
-	if err := zeroRange(out, start, size); err != nil {
+	if err := vdisk.ZeroRange(out, start, size); err != nil {
 		t.Fatal(err)
 	}
 	buf, zero := make([]byte, 1<<20), make([]byte, 1<<20)

@@ -6,7 +6,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
-// zeroSkip passes writes to a device whose whole range reads as zeros (ROOT after zeroRange),
+// zeroSkip passes writes to a device whose whole range reads as zeros (ROOT after vdisk.ZeroRange),
 // except all-zero writes to bytes not written since: those would change nothing. go-diskfs's
 // Create writes the inode tables as zeros (hundreds of MiB for a Flatcar ROOT); skipping them
 // keeps the image sparse and the bake fast. A zero write that overlaps anything written before

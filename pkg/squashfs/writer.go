@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 const (
@@ -285,28 +287,13 @@ func (w *Writer) Create(p string, mode fs.FileMode, r io.Reader) error {
 			w.addFragment(f, buf)
 			break
 		}
-		w.submit(&job{raw: buf, file: f, first: first, zero: n == w.blockSize && allZero(buf)})
+		w.submit(&job{raw: buf, file: f, first: first, zero: n == w.blockSize && vdisk.IsZero(buf)})
 		first = false
 		if n < w.blockSize {
 			break
 		}
 	}
 	return nil
-}
-
-func allZero(b []byte) bool {
-	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b) != 0 {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func (w *Writer) addFragment(f *node, data []byte) {

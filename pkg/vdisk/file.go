@@ -94,6 +94,24 @@ func DataRanges(ctx context.Context, f *os.File, off, end int64, fn func(off, n 
 	return nil
 }
 
+// ZeroRange makes [off, off+n) of f read as zeros: a punched hole where the file system can
+// (nothing is stored and old data does not linger), else written zeros.
+func ZeroRange(f *os.File, off, n int64) error {
+	if unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n) == nil {
+		return nil
+	}
+	zero := make([]byte, min(n, 1<<20))
+	for n > 0 {
+		c := min(n, int64(len(zero)))
+		if _, err := f.WriteAt(zero[:c], off); err != nil {
+			return err
+		}
+		off += c
+		n -= c
+	}
+	return nil
+}
+
 // PunchZeros turns every all-zero, block-aligned block in f's data ranges into a hole and
 // returns how many bytes it freed; the file reads the same afterwards. A raw image another tool
 // wrote without holes (packer's copy of its disk) becomes as sparse as its content, so the

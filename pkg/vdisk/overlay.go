@@ -8,8 +8,6 @@ import (
 	"os"
 	"sort"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // OverlayBlock is the granularity of an Overlay's own ranges: a write that covers part of a
@@ -196,15 +194,8 @@ func (o *Overlay) Discard(off, n int64) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := unix.Fallocate(int(o.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, lo, hi-lo); err != nil {
-		zero := make([]byte, 1<<20)
-		for p := lo; p < hi; {
-			c := min(hi-p, int64(len(zero)))
-			if _, err := o.f.WriteAt(zero[:c], p); err != nil {
-				return fmt.Errorf("overlay: %w", err)
-			}
-			p += c
-		}
+	if err := ZeroRange(o.f, lo, hi-lo); err != nil {
+		return fmt.Errorf("overlay: %w", err)
 	}
 	o.add(lo, hi)
 	return nil

@@ -24,6 +24,16 @@ type Disk interface {
 // ErrReadOnly is returned by WriteAt on a disk opened for reading only.
 var ErrReadOnly = errors.New("image opened read-only")
 
+// ReadFailure is err unless it only says the disk ended (too small for what was read): a qcow2
+// that cannot map a cluster, or an I/O error, must be reported as such, not as a missing or
+// short structure.
+func ReadFailure(err error) error {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil
+	}
+	return err
+}
+
 var zeros [64 << 10]byte
 
 // IsZero reports whether b holds only zero bytes.
