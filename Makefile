@@ -91,9 +91,14 @@ test-unit:
 $(SUMMARY): scripts/testsummary/main.go
 	$(GO) build -o $@ ./scripts/testsummary
 
+# flatcar-capo is linked once for every test package (testutil.BinaryEnv), in a world-readable
+# directory named after this shell's pid (the privilege-dropping tests run it as nobody;
+# testutil removes it if this run is killed).
 test-go: $(SUMMARY)
 	@mkdir -p $(TESTLOG)
-	set -o pipefail; $(GO) test -json -count=1 -timeout $(TEST_TIMEOUT) ./... 2>&1 | $(SUMMARY) -save $(TESTLOG)/go.json
+	set -o pipefail; bindir=$$(mktemp -d /tmp/flatcar-capo-bin-$$$$-XXXXXX) && chmod 755 $$bindir && \
+	  trap 'rm -rf "$$bindir"' EXIT && $(GO) build -o $$bindir/flatcar-capo ./cmd/flatcar-capo && \
+	  FLATCAR_CAPO_TEST_BINARY=$$bindir/flatcar-capo $(GO) test -json -count=1 -timeout $(TEST_TIMEOUT) ./... 2>&1 | $(SUMMARY) -save $(TESTLOG)/go.json
 
 race: $(SUMMARY)
 	@mkdir -p $(TESTLOG)
