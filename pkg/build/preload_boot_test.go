@@ -3,66 +3,16 @@ package build_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
 )
-
-// TestPreloadedImagesOnRealContainerd is the sysext method's proof of preloading: a stand-in
-// release whose /usr carries a containerd-flatcar sysext as Flatcar's does (real containerd
-// 2.1.5, runc), built with `build --method sysext` and the Kubernetes sysext from a real
-// registry through --registry-mirror and --registry-ca, boots with the registry out of its
-// reach; the first boot's import unit imports the images; preloadProof reads the rest.
-// TestBuildEndToEnd's boot is the Packer method's half.
-func TestPreloadedImagesOnRealContainerd(t *testing.T) {
-	testutil.RequireTools(t, "qemu-system-x86_64", "qemu-img", "mmdebstrap", "docker-registry")
-	dir := t.TempDir()
-	srv := fetchtest.NewServer(t)
-	rel := standin.PublishRelease(t, srv, standin.ReleaseOptions{Sysexts: []string{registrytest.ContainerdSysext(t, dir)}})
-	mirror := kubetest.New(t, kubernetes.Options{})
-	reg := registrytest.Start(t)
-	pushed, err := reg.PushKubeadm(context.Background(), kubetest.KubeadmImages(kubetest.Version, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k8s := filepath.Join(dir, "kubernetes-"+kubetest.Version+"-x86-64.raw")
-	testutil.Run(t, append([]string{"sysext", "create", "--kubernetes-version", kubetest.Version, "--output-file", k8s}, mirror.Args()...)...).MustSucceed(t)
-
-	out := filepath.Join(dir, "out")
-	start := time.Now()
-	args := []string{"build", "--method", "sysext", "--base", "qemu", "--oem", "openstack", "--release-server", rel.ReleaseServer,
-		"--keyring", rel.Keyring, "--channel", rel.Channel, "--version", rel.Version, "--cache-dir", filepath.Join(dir, "cache"),
-		"--output-dir", out, "--kubernetes-version", kubetest.Version, "--sysext", k8s,
-		"--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile}
-	res := testutil.RunCmd(t, testutil.Cmd{Args: args, Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}}).MustSucceed(t)
-	t.Logf("build: %.1fs\n%s", time.Since(start).Seconds(), res.Stderr)
-	name := "flatcar-" + rel.Channel + "-" + rel.Version + "-kube-" + kubetest.Version + "-sysext"
-	raw := filepath.Join(dir, "node.raw")
-	testutil.Run(t, "convert", filepath.Join(out, name+".qcow2"), raw).MustSucceed(t)
-
-	ign, key := standin.TestUser(t)
-	drive := filepath.Join(dir, "config-2.iso")
-	if err := configdrive.Write(drive, ign, configdrive.MetaData{UUID: "6f1d2c3e-0000-4000-8000-00000000000b", Name: "node", Hostname: "node"}); err != nil {
-		t.Fatal(err)
-	}
-	g := standin.Boot(t, raw, standin.BootOptions{ConfigDrive: drive, Key: key, Timeout: 600 * time.Second, Memory: 1536})
-	preloadProof{reg: reg, pushed: pushed}.check(t, g)
-	if err := g.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // preloadProof reads from a booted node, with the registry out of its reach, what issue 16 asks
 // of preloaded images: crictl lists every one under kubeadm's name with the digest pushed, each
