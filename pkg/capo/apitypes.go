@@ -2,6 +2,7 @@ package capo
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -123,9 +124,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 			}
 			continue
 		}
-		if name == "" {
-			name = f.Name
-		}
+		name = cmp.Or(name, f.Name)
 		fields[name] = f.Type
 	}
 	fieldCache.Store(t, fields)

@@ -1,6 +1,7 @@
 package capo
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -81,9 +82,7 @@ func flavorTemplate(flavor, capiAPI string, edit func(string) (string, error)) (
 	if err != nil || (flavor == "" || flavor == FlavorBaked) && edit == nil {
 		return base, err
 	}
-	if flavor == "" {
-		flavor = FlavorBaked
-	}
+	flavor = cmp.Or(flavor, FlavorBaked)
 	clc, err := templates.FS.ReadFile("clc/" + flavor + ".yaml")
 	if err != nil {
 		return nil, err

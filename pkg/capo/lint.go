@@ -1,6 +1,7 @@
 package capo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -72,9 +73,7 @@ type LintReport struct {
 // Lint checks manifests for the Ignition and Flatcar pitfalls of CAPO clusters. Invalid
 // options are returned as an error; problems in the manifests are findings.
 func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, error) {
-	if opts.CAPIVersion == "" {
-		opts.CAPIVersion = NewestCAPIVersion
-	}
+	opts.CAPIVersion = cmp.Or(opts.CAPIVersion, NewestCAPIVersion)
 	capi, err := ParseCAPIVersion(opts.CAPIVersion)
 	if err != nil {
 		return nil, err

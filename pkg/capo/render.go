@@ -2,6 +2,7 @@ package capo
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -112,9 +113,7 @@ func render(opts RenderOptions) (*Rendered, error) {
 		out = append([]byte("# Rendered by flatcar-capo manifests: Flatcar nodes on CAPO.\n"), stripLeadingComments(out)...)
 	}
 	r := &Rendered{Manifest: out, Flavor: opts.Flavor, Variables: vars, Missing: missing}
-	if r.Flavor == "" {
-		r.Flavor = FlavorBaked
-	}
+	r.Flavor = cmp.Or(r.Flavor, FlavorBaked)
 	// Validate a fully filled copy: sample values stand in for what clusterctl fills later.
 	full := map[string]string{}
 	for _, name := range vars {

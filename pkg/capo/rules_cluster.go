@@ -1,6 +1,7 @@
 package capo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,10 +33,7 @@ func links(docs []*Document) []machineLink {
 		if ref == nil {
 			return nil
 		}
-		ns := getString(ref, "namespace")
-		if ns == "" {
-			ns = owner.Namespace
-		}
+		ns := cmp.Or(getString(ref, "namespace"), owner.Namespace)
 		key := docKey(getString(ref, "kind"), ns, getString(ref, "name"))
 		if d, ok := byKey[owner.File+"\x00"+key]; ok {
 			return d

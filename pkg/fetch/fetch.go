@@ -5,6 +5,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,9 +112,7 @@ func Fetch(ctx context.Context, c *httpx.Client, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.OutputFile == "" {
-		o.OutputFile = DefaultOutput(rel.Channel, rel.Version, o.Image)
-	}
+	o.OutputFile = cmp.Or(o.OutputFile, DefaultOutput(rel.Channel, rel.Version, o.Image))
 	if err := atomicfile.CheckPath(o.OutputFile); err != nil { // before the download
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -151,9 +152,7 @@ func (o *PruneOptions) Validate() error {
 	if allMethods {
 		c.Methods = Methods
 	}
-	if c.Keep == 0 {
-		c.Keep = 1
-	}
+	c.Keep = cmp.Or(c.Keep, 1)
 	o.Config = c
 	return nil
 }

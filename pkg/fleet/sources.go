@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync"
@@ -102,9 +103,6 @@ func (r ReleaseResolver) Flatcar(ctx context.Context, channel string) (string, e
 
 // Kubernetes resolves a version spec.
 func (r ReleaseResolver) Kubernetes(ctx context.Context, spec string) (string, error) {
-	mirror := r.Mirror
-	if mirror == "" {
-		mirror = kubernetes.DefaultMirror
-	}
+	mirror := cmp.Or(r.Mirror, kubernetes.DefaultMirror)
 	return kubernetes.ResolveVersion(ctx, r.Client, strings.TrimRight(mirror, "/"), spec)
 }

@@ -5,6 +5,7 @@ package glance
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -49,9 +50,7 @@ func (c *Cloud) Label() string {
 // and without OS_CLOUD the plain OS_* variables. The returned client re-authenticates by itself
 // when its token expires.
 func Connect(ctx context.Context, name string) (*Cloud, error) {
-	if name == "" {
-		name = os.Getenv("OS_CLOUD")
-	}
+	name = cmp.Or(name, os.Getenv("OS_CLOUD"))
 	var opts []clouds.ParseOption
 	label := name
 	if name == "" {
@@ -114,10 +113,7 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 	if err != nil {
 		var nf *gophercloud.ErrEndpointNotFound
 		if errors.As(err, &nf) || strings.Contains(err.Error(), "endpoint") {
-			region := eo.Region
-			if region == "" {
-				region = "any region"
-			}
+			region := cmp.Or(eo.Region, "any region")
 			return nil, fmt.Errorf("cloud %s: the service catalog has no image (Glance) endpoint in %s; check region_name or ask the cloud operator", label, region)
 		}
 		if isNetworkError(err) {

@@ -120,9 +120,7 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 		}
 		m.MinDiskGiB = in.MinDiskGiB
 	}
-	if m.MinRAMMiB == 0 {
-		m.MinRAMMiB = DefaultMinRAMMiB
-	}
+	m.MinRAMMiB = cmp.Or(m.MinRAMMiB, DefaultMinRAMMiB)
 	slices.Sort(tags)
 	m.Tags, m.Properties = slices.Compact(tags), p
 	return m, nil
@@ -175,9 +173,7 @@ func validProperty(k, v string) error {
 // glanceArch maps a build record's architecture to Glance's names (x86_64, aarch64); without
 // one, the image is taken to be for the machine running the upload.
 func glanceArch(a string) (string, error) {
-	if a == "" {
-		a = runtime.GOARCH
-	}
+	a = cmp.Or(a, runtime.GOARCH)
 	switch a {
 	case "amd64", "x86_64":
 		return "x86_64", nil

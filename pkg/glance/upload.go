@@ -1,6 +1,7 @@
 package glance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -448,9 +449,7 @@ func isLeftover(img images.Image) bool {
 func imageHash(img images.Image) (algo, value string) {
 	algo, _ = img.Properties["os_hash_algo"].(string)
 	value, _ = img.Properties["os_hash_value"].(string)
-	if algo == "" {
-		algo = "sha512"
-	}
+	algo = cmp.Or(algo, "sha512")
 	return algo, value
 }
 

@@ -1,6 +1,7 @@
 package glance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -170,10 +171,7 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 			// A cloud stopped before it created anything says so too, so the report covers all.
 			var typed *interrupt.Error
 			if interrupt.IsCancel(o.err) && !errors.As(o.err, &typed) {
-				name := clouds[i]
-				if name == "" {
-					name = "the default cloud"
-				}
+				name := cmp.Or(clouds[i], "the default cloud")
 				o.err = interrupt.Nothing(o.err, name+": no image was created")
 			}
 			errs = append(errs, o.err)

@@ -5,6 +5,7 @@
 package httpx
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -45,18 +46,10 @@ func (o *Options) Validate() error {
 	if o.StallTimeout < 0 || o.DownloadTimeout < 0 {
 		return errs.Invalidf("--stall-timeout and --download-timeout must be positive durations such as 30s or 10m, not %s and %s", o.StallTimeout, o.DownloadTimeout)
 	}
-	if o.StallTimeout == 0 {
-		o.StallTimeout = DefaultStallTimeout
-	}
-	if o.DownloadTimeout == 0 {
-		o.DownloadTimeout = DefaultDownloadTimeout
-	}
-	if o.Backoff == 0 {
-		o.Backoff = DefaultBackoff
-	}
-	if o.UserAgent == "" {
-		o.UserAgent = "flatcar-capo"
-	}
+	o.StallTimeout = cmp.Or(o.StallTimeout, DefaultStallTimeout)
+	o.DownloadTimeout = cmp.Or(o.DownloadTimeout, DefaultDownloadTimeout)
+	o.Backoff = cmp.Or(o.Backoff, DefaultBackoff)
+	o.UserAgent = cmp.Or(o.UserAgent, "flatcar-capo")
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}

@@ -2,6 +2,7 @@ package images
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -62,9 +63,7 @@ func (r *Result) Size() int64 {
 // Pull fetches refs for linux/o.Arch into the cache: manifests by digest, every blob verified
 // against its descriptor (sha256 and size) before it is renamed into the cache.
 func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
-	if o.Arch == "" {
-		o.Arch = "amd64"
-	}
+	o.Arch = cmp.Or(o.Arch, "amd64")
 	if o.Jobs <= 0 {
 		o.Jobs = 4
 	}
@@ -503,9 +502,7 @@ func (c *cache) tag(name, arch string) (v1.Hash, error) {
 // Cached resolves refs from the cache alone, no network (a dry run): each image as the last
 // pull saw it, or nil for a ref the cache cannot resolve.
 func Cached(refs []Ref, o Options) []*Image {
-	if o.Arch == "" {
-		o.Arch = "amd64"
-	}
+	o.Arch = cmp.Or(o.Arch, "amd64")
 	p := &pull{ctx: context.Background(), o: o, c: &cache{dir: filepath.Join(o.CacheDir, "images")}}
 	out := make([]*Image, len(refs))
 	for i, r := range refs {

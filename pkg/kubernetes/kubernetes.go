@@ -4,6 +4,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strings"
@@ -37,22 +38,17 @@ var versionRe = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 // Validate fills defaults and checks the versions and mirrors. A stable or minor Kubernetes
 // version passes (Resolve makes it exact); crictl and CNI defaults need the exact one.
 func (o *Options) Validate() error {
-	def := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
-	}
-	def(&o.Kubernetes, DefaultVersion)
+	o.Kubernetes = cmp.Or(o.Kubernetes, DefaultVersion)
 	if _, err := ParseSpec(o.Kubernetes); err != nil {
 		return err
 	}
 	if IsExact(o.Kubernetes) {
-		def(&o.Crictl, DefaultCrictlFor(o.Kubernetes))
-		def(&o.CNI, DefaultCNIFor(o.Kubernetes))
+		o.Crictl = cmp.Or(o.Crictl, DefaultCrictlFor(o.Kubernetes))
+		o.CNI = cmp.Or(o.CNI, DefaultCNIFor(o.Kubernetes))
 	}
-	def(&o.Mirror, DefaultMirror)
-	def(&o.GitHubMirror, DefaultGitHubMirror)
-	def(&o.Arch, "amd64")
+	o.Mirror = cmp.Or(o.Mirror, DefaultMirror)
+	o.GitHubMirror = cmp.Or(o.GitHubMirror, DefaultGitHubMirror)
+	o.Arch = cmp.Or(o.Arch, "amd64")
 	for _, v := range []struct{ flag, val, eg string }{{"crictl-version", o.Crictl, "v1.36.0"}, {"cni-version", o.CNI, DefaultCNIVersion}} {
 		if v.val != "" && !versionRe.MatchString(v.val) {
 			return errs.Invalidf("invalid --%s %q: want a release tag with the v, e.g. %s", v.flag, v.val, v.eg)

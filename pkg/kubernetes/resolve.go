@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -134,13 +135,8 @@ func DefaultCNIFor(k8s string) string {
 // Resolve makes o.Kubernetes an exact version (stable and minors through the mirror's marker
 // files) and fills the crictl and CNI versions that fit it when they were left empty.
 func (o *Options) Resolve(ctx context.Context, c *httpx.Client) error {
-	mirror := o.Mirror
-	if mirror == "" {
-		mirror = DefaultMirror
-	}
-	if o.Kubernetes == "" {
-		o.Kubernetes = DefaultVersion
-	}
+	mirror := cmp.Or(o.Mirror, DefaultMirror)
+	o.Kubernetes = cmp.Or(o.Kubernetes, DefaultVersion)
 	v, err := ResolveVersion(ctx, c, mirror, o.Kubernetes)
 	if err != nil {
 		return err

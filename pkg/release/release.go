@@ -4,6 +4,7 @@
 package release
 
 import (
+	"cmp"
 	"net/url"
 	"regexp"
 	"slices"
@@ -119,10 +120,7 @@ func Board(arch string) string { return arch + "-usr" }
 // DirURL is the release directory with a trailing slash:
 // <server with {channel} replaced>/<arch>-usr/<version>/.
 func (r Release) DirURL() string {
-	server := r.Server
-	if server == "" {
-		server = DefaultServer
-	}
+	server := cmp.Or(r.Server, DefaultServer)
 	server = strings.TrimRight(strings.ReplaceAll(server, "{channel}", r.Channel), "/")
 	return server + "/" + Board(r.Arch) + "/" + r.Version + "/"
 }
