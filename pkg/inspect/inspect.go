@@ -105,12 +105,7 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	}
 	esp := r.openESP(img, parts)
 	r.FirstBoot = firstBootFlag(esp)
-	r.readExtensions(img, parts, esp)
-	if root, ok := disk.Find(parts, "ROOT"); ok {
-		if fsys, err := openExt4(img, root); err == nil {
-			r.readContainerd(fsys)
-		}
-	}
+	r.readContainerd(r.readExtensions(img, parts, esp))
 	r.Target = target
 	if r.Target == "" {
 		r.Target = state.Settings.OEMID

@@ -17,20 +17,12 @@ import (
 // (/etc/extensions, /var/lib/extensions) and the stored ones under /opt/extensions.
 type Extensions struct {
 	// Root is "ext4" when ROOT was read, "missing" without a ROOT partition, else why not.
-	Root   string            `json:"root"`
-	Host   Host              `json:"host"`
+	Root string `json:"root"`
+	// Host is what "would merge" was judged against; its Source says whether the image's own
+	// os-release (on USR-A) or Flatcar's constants.
+	Host   sysext.Host       `json:"host"`
 	Links  []ExtensionLink   `json:"links"`
 	Stored []StoredExtension `json:"stored"`
-}
-
-// Host is what "would merge" was judged against; Source says whether the image's own
-// os-release (on USR-A) or Flatcar's constants.
-type Host struct {
-	ID           string `json:"id"`
-	VersionID    string `json:"versionId"`
-	SysextLevel  string `json:"sysextLevel"`
-	Architecture string `json:"architecture"` // "" when the image's architecture is unknown (not checked)
-	Source       string `json:"source"`
 }
 
 // ExtensionLink is one entry NAME.raw of a search path.
@@ -65,20 +57,21 @@ func newExtensions() Extensions {
 }
 
 // readExtensions fills r.Extensions from the ROOT partition and judges every search-path entry
-// against the image's own os-release (USR-A) or, failing that, Flatcar's constants.
-func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition, esp *disk.FS) {
+// against the image's own os-release (USR-A) or, failing that, Flatcar's constants. It returns
+// ROOT's filesystem for the other readers of ROOT, nil when it cannot be read.
+func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition, esp *disk.FS) *disk.FS {
 	x := &r.Extensions
 	host := imageHost(img, parts, esp)
-	x.Host = Host{ID: host.ID, VersionID: host.VersionID, SysextLevel: host.SysextLevel, Architecture: host.Architecture, Source: host.Source}
+	x.Host = host
 	root, ok := disk.Find(parts, "ROOT")
 	if !ok {
 		x.Root = "missing"
-		return
+		return nil
 	}
 	fsys, err := openExt4(img, root)
 	if err != nil {
 		x.Root = err.Error()
-		return
+		return nil
 	}
 	x.Root = "ext4"
 	for _, dir := range searchPaths {
@@ -95,6 +88,7 @@ func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition, esp *di
 		}
 	}
 	x.Stored = storedExtensions(fsys, x.Links)
+	return fsys
 }
 
 func judgeLink(fsys *disk.FS, p, name, kind string, host sysext.Host) ExtensionLink {

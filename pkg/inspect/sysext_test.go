@@ -47,7 +47,7 @@ type inspectJSON struct {
 	Findings   []Finding
 	Extensions struct {
 		Root   string
-		Host   Host
+		Host   sysext.Host
 		Links  []ExtensionLink
 		Stored []StoredExtension
 	}

@@ -27,13 +27,8 @@ const (
 // FlatcarHost is a Flatcar host of the given architecture (any spelling; empty: not checked)
 // described by Flatcar's constants, for when the image's own os-release cannot be read.
 func FlatcarHost(arch string) Host {
-	h := Host{ID: FlatcarID, SysextLevel: FlatcarSysextLevel, Source: "Flatcar's constants (ID=flatcar, SYSEXT_LEVEL=1.0)", versionUnknown: true}
-	if arch != "" {
-		if a, err := Arch(arch); err == nil {
-			h.Architecture = a
-		}
-	}
-	return h
+	return Host{ID: FlatcarID, SysextLevel: FlatcarSysextLevel, Architecture: hostArch(arch),
+		Source: "Flatcar's constants (ID=flatcar, SYSEXT_LEVEL=1.0)", versionUnknown: true}
 }
 
 // HostFromOSRelease describes a host by its os-release content; source names the file.
@@ -45,13 +40,17 @@ func HostFromOSRelease(data []byte, arch, source string) (Host, error) {
 	if r["ID"] == "" {
 		return Host{}, fmt.Errorf("%s has no ID=", source)
 	}
-	h := Host{ID: r["ID"], VersionID: r["VERSION_ID"], SysextLevel: r["SYSEXT_LEVEL"], Source: source}
-	if arch != "" {
-		if a, err := Arch(arch); err == nil {
-			h.Architecture = a
-		}
+	return Host{ID: r["ID"], VersionID: r["VERSION_ID"], SysextLevel: r["SYSEXT_LEVEL"], Architecture: hostArch(arch), Source: source}, nil
+}
+
+// hostArch is systemd's name for a host architecture given in any spelling; "" (not checked)
+// when it is empty or unknown.
+func hostArch(arch string) string {
+	if arch == "" {
+		return ""
 	}
-	return h, nil
+	a, _ := Arch(arch)
+	return a
 }
 
 // Compatible applies systemd-sysext's rules (extension_release_validate in systemd's
