@@ -1,9 +1,7 @@
 package oem
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 
@@ -82,15 +80,11 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 		return res, err
 	}
 	res.Partition, res.Filesystem = p.Number, fsys.Type()
-	current, err := fsys.ReadFile(GrubCfgPath)
+	current, found, err := readGrubCfg(fsys, img.Path)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return res, fmt.Errorf("%s: reading OEM grub.cfg: %w", img.Path, err)
-		}
-		current, res.Created = nil, true
-	} else if err := CheckGrubConfig(current); err != nil {
-		return res, fmt.Errorf("%s: OEM %w", img.Path, err)
+		return res, err
 	}
+	res.Created = !found
 	res.Before = ParseGrubConfig(current).Settings()
 	next := Plan(current, opts, extra)
 	res.After = ParseGrubConfig(next).Settings()
