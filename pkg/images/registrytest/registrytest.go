@@ -74,9 +74,6 @@ func Start(t testing.TB) *Registry {
 	return r
 }
 
-// StartDir is Start without a test (benchmarks); Stop it.
-func StartDir(dir string) (*Registry, error) { return start(dir) }
-
 func start(dir string) (*Registry, error) {
 	r := &Registry{Dir: dir, Storage: filepath.Join(dir, "storage"), CAFile: filepath.Join(dir, "ca.pem"), DockerConfig: filepath.Join(dir, "docker")}
 	crt, key, err := r.makeCerts()
@@ -91,7 +88,7 @@ func start(dir string) (*Registry, error) {
 	if err := os.WriteFile(htpasswd, []byte(User+":"+string(hash)+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := testutil.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -157,15 +154,6 @@ func (r *Registry) Stop() {
 		r.cmd.Wait()
 		r.cmd = nil
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // writeDockerConfig writes dir/config.json with a login for host, as `docker login` does.

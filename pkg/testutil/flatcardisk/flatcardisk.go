@@ -37,7 +37,7 @@ const (
 var Kinds = []OEMKind{OEMBtrfs, OEMBtrfsDup, OEMBtrfsKernelZlib, OEMExt4, OEMNone}
 
 // Options describe the disk. The zero value is a non-bootable 600 MiB disk with a btrfs OEM
-// partition holding a qemu image's files (DefaultOEMFiles), no /flatcar/first_boot and a
+// partition holding a qemu image's files (OEMFiles), no /flatcar/first_boot and a
 // protective MBR.
 type Options struct {
 	OEM           OEMKind           // "" means OEMBtrfs

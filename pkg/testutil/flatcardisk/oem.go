@@ -35,9 +35,6 @@ func LongGrubCfg() string {
 	return b.String()
 }
 
-// DefaultOEMFiles is the content of the default OEM partition (Options{OEM: OEMBtrfs}).
-func DefaultOEMFiles() map[string][]byte { return OEMFiles(Options{}) }
-
 // OEMFiles is exactly what the OEM filesystem of a disk built with opts contains, by path
 // relative to its root, so tests can compare byte for byte.
 func OEMFiles(opts Options) map[string][]byte {

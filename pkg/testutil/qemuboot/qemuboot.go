@@ -34,6 +34,20 @@ const (
 	ovmfVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
 )
 
+// UEFIDrives copies OVMF's variables to vars (the guest writes them) and returns the QEMU
+// arguments of the two firmware drives of a UEFI boot.
+func UEFIDrives(vars string) ([]string, error) {
+	data, err := os.ReadFile(ovmfVars)
+	if err != nil {
+		return nil, fmt.Errorf("UEFI boot needs OVMF (install the ovmf package): %w", err)
+	}
+	if err := os.WriteFile(vars, data, 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"-drive", "if=pflash,format=raw,readonly=on,file=" + ovmfCode,
+		"-drive", "if=pflash,format=raw,file=" + OptEscape(vars)}, nil
+}
+
 // Boot boots image (raw or qcow2; QEMU never writes to it) and returns the kernel command line the
 // guest printed. It fails the test, with the tail of the serial log, when the guest does not print
 // it and power off in time; QEMU is killed on timeout and when the test ends.
@@ -57,7 +71,7 @@ func Run(ctx context.Context, image, work string, opts Options) (cmdline string,
 	if opts.Timeout == 0 {
 		opts.Timeout = 120 * time.Second
 	}
-	format, err := imageFormat(image)
+	format, err := ImageFormat(image)
 	if err != nil {
 		return "", nil, err
 	}
@@ -65,21 +79,16 @@ func Run(ctx context.Context, image, work string, opts Options) (cmdline string,
 	args := []string{
 		"-accel", "tcg", "-m", "512", "-no-reboot", "-nic", "none",
 		"-display", "none", "-monitor", "none",
-		"-chardev", "file,id=serial0,path=" + optEscape(serial), "-serial", "chardev:serial0",
+		"-chardev", "file,id=serial0,path=" + OptEscape(serial), "-serial", "chardev:serial0",
 		// snapshot=on: the guest's writes go to a temporary overlay, never to the image under test.
-		"-drive", "file=" + optEscape(image) + ",format=" + string(format) + ",if=virtio,snapshot=on",
+		"-drive", "file=" + OptEscape(image) + ",format=" + string(format) + ",if=virtio,snapshot=on",
 	}
 	if opts.UEFI {
-		vars := filepath.Join(work, "OVMF_VARS.fd")
-		data, err := os.ReadFile(ovmfVars)
+		drives, err := UEFIDrives(filepath.Join(work, "OVMF_VARS.fd"))
 		if err != nil {
-			return "", nil, fmt.Errorf("UEFI boot needs OVMF (install the ovmf package): %w", err)
-		}
-		if err := os.WriteFile(vars, data, 0o600); err != nil {
 			return "", nil, err
 		}
-		args = append(args, "-drive", "if=pflash,format=raw,readonly=on,file="+ovmfCode,
-			"-drive", "if=pflash,format=raw,file="+optEscape(vars))
+		args = append(args, drives...)
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -108,9 +117,9 @@ func Run(ctx context.Context, image, work string, opts Options) (cmdline string,
 	return cmdline, log, nil
 }
 
-// optEscape doubles commas, QEMU's escape for a comma inside an option value (paths of subtests
+// OptEscape doubles commas, QEMU's escape for a comma inside an option value (paths of subtests
 // with commas in their names).
-func optEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+func OptEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // parse finds the marker line in the serial log.
 func parse(log []byte) (string, bool) {
@@ -122,7 +131,8 @@ func parse(log []byte) (string, bool) {
 	return "", false
 }
 
-func imageFormat(image string) (disk.Format, error) {
+// ImageFormat is the format (raw or qcow2) of a disk to boot, for QEMU's -drive format=.
+func ImageFormat(image string) (disk.Format, error) {
 	f, err := os.Open(image)
 	if err != nil {
 		return "", fmt.Errorf("cannot boot %s: %w", image, err)

@@ -3,7 +3,6 @@ package standin
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/qemuboot"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -108,11 +107,11 @@ func Start(ctx context.Context, image, work string, opts BootOptions) (*Guest, e
 }
 
 func start(image, work string, opts BootOptions) (*Guest, error) {
-	format, err := imageFormat(image)
+	format, err := qemuboot.ImageFormat(image)
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := testutil.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -124,39 +123,34 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 	args := []string{
 		"-accel", "tcg", "-m", strconv.Itoa(opts.Memory), "-smp", "1", "-no-reboot",
 		"-display", "none", "-vga", "none", "-monitor", "none", "-nodefaults",
-		"-chardev", "file,id=serial0,path=" + optEscape(serial), "-serial", "chardev:serial0",
+		"-chardev", "file,id=serial0,path=" + qemuboot.OptEscape(serial), "-serial", "chardev:serial0",
 		"-netdev", fmt.Sprintf("user,id=net0,hostfwd=tcp:127.0.0.1:%d-:22", port),
 		"-device", "virtio-net-pci,netdev=net0",
-		"-drive", "file=" + optEscape(image) + ",format=" + string(format) + ",if=virtio" + snapshot,
+		"-drive", "file=" + qemuboot.OptEscape(image) + ",format=" + string(format) + ",if=virtio" + snapshot,
 	}
 	for _, d := range opts.ExtraDisks {
-		f, err := imageFormat(d)
+		f, err := qemuboot.ImageFormat(d)
 		if err != nil {
 			return nil, err
 		}
-		args = append(args, "-drive", "file="+optEscape(d)+",format="+string(f)+",if=virtio")
+		args = append(args, "-drive", "file="+qemuboot.OptEscape(d)+",format="+string(f)+",if=virtio")
 	}
 	if opts.ConfigDrive != "" {
-		args = append(args, "-drive", "file="+optEscape(opts.ConfigDrive)+",format=raw,if=virtio,readonly=on")
+		args = append(args, "-drive", "file="+qemuboot.OptEscape(opts.ConfigDrive)+",format=raw,if=virtio,readonly=on")
 	}
 	if opts.Ignition != nil {
 		ign := filepath.Join(work, fmt.Sprintf("config-%d.ign", port))
 		if err := os.WriteFile(ign, opts.Ignition, 0o600); err != nil {
 			return nil, err
 		}
-		args = append(args, "-fw_cfg", "name="+FwCfgName+",file="+optEscape(ign))
+		args = append(args, "-fw_cfg", "name="+FwCfgName+",file="+qemuboot.OptEscape(ign))
 	}
 	if opts.UEFI {
-		vars := filepath.Join(work, fmt.Sprintf("OVMF_VARS-%d.fd", port))
-		data, err := os.ReadFile(ovmfVars)
+		drives, err := qemuboot.UEFIDrives(filepath.Join(work, fmt.Sprintf("OVMF_VARS-%d.fd", port)))
 		if err != nil {
-			return nil, fmt.Errorf("UEFI boot needs OVMF (install the ovmf package): %w", err)
-		}
-		if err := os.WriteFile(vars, data, 0o600); err != nil {
 			return nil, err
 		}
-		args = append(args, "-drive", "if=pflash,format=raw,readonly=on,file="+ovmfCode,
-			"-drive", "if=pflash,format=raw,file="+optEscape(vars))
+		args = append(args, drives...)
 	}
 	g := &Guest{Image: image, SSHPort: port, SerialLog: serial, opts: opts, done: make(chan struct{})}
 	g.cmd = exec.Command("qemu-system-x86_64", args...)
@@ -185,11 +179,6 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 	}
 	return g, nil
 }
-
-const (
-	ovmfCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
-	ovmfVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
-)
 
 // waitSSH dials until the guest accepts the key, QEMU exits or the timeout passes.
 func (g *Guest) waitSSH(ctx context.Context) error {
@@ -245,14 +234,19 @@ func (g *Guest) LogTail(n int) string {
 	return string(b)
 }
 
-// Kill stops QEMU at once (safe to call more than once).
-func (g *Guest) Kill() {
+// closeSSH closes the guest's SSH connection, if any.
+func (g *Guest) closeSSH() {
 	g.mu.Lock()
 	if g.client != nil {
 		g.client.Close()
 		g.client = nil
 	}
 	g.mu.Unlock()
+}
+
+// Kill stops QEMU at once (safe to call more than once).
+func (g *Guest) Kill() {
+	g.closeSSH()
 	select {
 	case <-g.done:
 		return
@@ -266,12 +260,7 @@ func (g *Guest) Kill() {
 // timeout QEMU is killed and an error returned.
 func (g *Guest) Shutdown() error {
 	g.SSH("sudo systemctl poweroff") // the connection drops as the guest goes down
-	g.mu.Lock()
-	if g.client != nil {
-		g.client.Close()
-		g.client = nil
-	}
-	g.mu.Unlock()
+	g.closeSSH()
 	select {
 	case <-g.done:
 		return nil
@@ -279,34 +268,4 @@ func (g *Guest) Shutdown() error {
 		g.Kill()
 		return fmt.Errorf("the guest did not power off within 300 s (killed QEMU)\n%s", g.LogTail(3000))
 	}
-}
-
-// Wait waits for QEMU to exit by itself (the guest powered off).
-func (g *Guest) Wait(timeout time.Duration) error {
-	select {
-	case <-g.done:
-		return nil
-	case <-time.After(timeout):
-		return errors.New("the guest is still running")
-	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func optEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
-
-func imageFormat(image string) (disk.Format, error) {
-	f, err := os.Open(image)
-	if err != nil {
-		return "", fmt.Errorf("cannot boot %s: %w", image, err)
-	}
-	defer f.Close()
-	return disk.DetectFormat(f)
 }
