@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,13 +72,7 @@ func (w *World) Run(t *testing.T, verb string, extra ...string) testutil.Result 
 // RunWithNotes is Run without --quiet, to see the notes on stderr.
 func (w *World) RunWithNotes(t *testing.T, verb string, extra ...string) testutil.Result {
 	t.Helper()
-	args := w.Args(verb, extra...)
-	for i, a := range args {
-		if a == "--quiet" {
-			args = append(args[:i:i], args[i+1:]...)
-			break
-		}
-	}
+	args := slices.DeleteFunc(w.Args(verb, extra...), func(a string) bool { return a == "--quiet" })
 	return testutil.RunCmd(t, testutil.Cmd{Args: args, Dir: w.Dir})
 }
 
