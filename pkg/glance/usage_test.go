@@ -2,7 +2,6 @@ package glance_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,12 +14,11 @@ import (
 // (exit 2) proves the command decided without a Keystone.
 func deadCloudsYAML(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testutil.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	path := filepath.Join(t.TempDir(), "clouds.yaml")
 	doc := fmt.Sprintf("clouds:\n  dead:\n    auth:\n      auth_url: http://%s/v3\n      username: demo\n      password: secret\n      project_name: demo\n      user_domain_name: Default\n      project_domain_name: Default\n    region_name: RegionOne\n  dead-two:\n    auth:\n      auth_url: http://%s/v3\n", addr, addr)
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
