@@ -52,33 +52,21 @@ func ReadState(img *disk.Image) (State, Filesystem, error) {
 		return State{}, nil, err
 	}
 	st := State{Partition: p.Number, Filesystem: fsys.Type()}
-	data, found, err := readGrubCfg(fsys, img.Path)
-	if err != nil {
-		return st, fsys, err
-	}
-	if st.GrubCfg = found; found {
+	data, err := fsys.ReadFile(GrubCfgPath)
+	switch {
+	case err == nil:
+		st.GrubCfg = true
+		if err := CheckGrubConfig(data); err != nil {
+			return st, fsys, fmt.Errorf("%s: OEM %w", img.Path, err)
+		}
 		st.Settings = ParseGrubConfig(data).Settings()
+	case !errors.Is(err, fs.ErrNotExist):
+		return st, fsys, fmt.Errorf("%s: reading OEM grub.cfg: %w", img.Path, err)
 	}
 	if rel, err := fsys.ReadFile("/oem-release"); err == nil {
 		st.OEMReleaseID = osReleaseValue(rel, "ID")
 	}
 	return st, fsys, nil
-}
-
-// readGrubCfg reads and checks the OEM grub.cfg of the image named image; found is false when
-// it does not exist.
-func readGrubCfg(fsys Filesystem, image string) (data []byte, found bool, err error) {
-	data, err = fsys.ReadFile(GrubCfgPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, false, nil
-	case err != nil:
-		return nil, false, fmt.Errorf("%s: reading OEM grub.cfg: %w", image, err)
-	}
-	if err := CheckGrubConfig(data); err != nil {
-		return nil, true, fmt.Errorf("%s: OEM %w", image, err)
-	}
-	return data, true, nil
 }
 
 // osReleaseValue returns KEY's value from an os-release style file.

@@ -1,7 +1,9 @@
 package oem
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -80,11 +82,15 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 		return res, err
 	}
 	res.Partition, res.Filesystem = p.Number, fsys.Type()
-	current, found, err := readGrubCfg(fsys, img.Path)
+	current, err := fsys.ReadFile(GrubCfgPath)
 	if err != nil {
-		return res, err
+		if !errors.Is(err, fs.ErrNotExist) {
+			return res, fmt.Errorf("%s: reading OEM grub.cfg: %w", img.Path, err)
+		}
+		current, res.Created = nil, true
+	} else if err := CheckGrubConfig(current); err != nil {
+		return res, fmt.Errorf("%s: OEM %w", img.Path, err)
 	}
-	res.Created = !found
 	res.Before = ParseGrubConfig(current).Settings()
 	next := Plan(current, opts, extra)
 	res.After = ParseGrubConfig(next).Settings()
