@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
@@ -63,7 +64,8 @@ func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, err
 	}
 	defer os.Remove(aside.Name())
 	defer aside.Close()
-	if err := copyRangeSparse(ctx, aside, f, part.Start, part.Size); err != nil {
+	// Only ROOT's data ranges are read, and its all-zero blocks stay holes.
+	if err := qcow2.CopyToRaw(ctx, img.Section(part), aside, 0, nil); err != nil {
 		return nil, fmt.Errorf("copying the original ROOT aside: %w", err)
 	}
 	old, err := vdisk.NewFile(aside, false)

@@ -250,11 +250,7 @@ func ReadFile(image, p string, max int64) (data []byte, err error) {
 		return nil, err
 	}
 	defer f.Close()
-	sb, err := readSuperblock(f, info.Size)
-	if err != nil {
-		return nil, err
-	}
-	sq, err := disk.OpenSquashfs(f, int64(sb.BytesUsed), int64(sb.BlockSize), "")
+	sq, err := disk.OpenSquashfs(f, info.BytesUsed, int64(info.BlockSize), "")
 	if err == nil {
 		data, err = sq.ReadFile(p)
 	}
