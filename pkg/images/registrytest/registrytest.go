@@ -18,6 +18,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	mrand "math/rand/v2"
 	"net"
@@ -25,7 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -327,23 +328,14 @@ func (im Image) Build() (v1.Image, error) {
 func TarOf(files map[string][]byte) []byte {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	var names []string
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	dirs := map[string]bool{}
 	for _, n := range names {
 		for d := filepath.Dir(n); d != "." && d != "/" && !dirs[d]; d = filepath.Dir(d) {
 			dirs[d] = true
 		}
 	}
-	var dl []string
-	for d := range dirs {
-		dl = append(dl, d)
-	}
-	sort.Strings(dl)
-	for _, d := range dl {
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: time.Unix(0, 0)})
 	}
 	for _, n := range names {

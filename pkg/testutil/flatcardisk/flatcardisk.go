@@ -11,9 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,11 +124,7 @@ func (o Options) key() string {
 	if o.OEM == "" {
 		o.OEM = OEMBtrfs
 	}
-	names := make([]string, 0, len(o.ExtraOEMFiles))
-	for n := range o.ExtraOEMFiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(o.ExtraOEMFiles))
 	k := fmt.Sprintf("%s|%t|%q|%t|%t|%t|%d|%d", o.OEM, o.NoGrubCfg, o.GrubCfg, o.FirstBoot, o.HybridMBR, o.Bootable, o.oemSize(), o.diskSize())
 	k += fmt.Sprintf("|%d|%q|%q|%q|%x|%q", o.usrASize(), o.USRAImage, o.RootTree, o.Kernel, sha256.Sum256(o.Initramfs), o.OEMID)
 	for _, n := range names {

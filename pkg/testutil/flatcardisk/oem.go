@@ -3,11 +3,12 @@ package flatcardisk
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -77,11 +78,7 @@ func sysextImage() []byte {
 
 // writeTree writes files under dir (0644 files, 0755 directories), in a stable order.
 func writeTree(dir string, files map[string][]byte) error {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	for _, n := range names {
 		clean := filepath.Clean(n)
 		if filepath.IsAbs(clean) || clean == "." || strings.HasPrefix(clean, "..") {

@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,11 +137,7 @@ func diskHash(o flatcardisk.Options) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%#v\n%s\n", o, flatcardisk.MainGrubCfg())
 	files := flatcardisk.OEMFiles(o)
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	for _, name := range names {
 		fmt.Fprintf(h, "%s %x\n", name, sha256.Sum256(files[name]))
 	}

@@ -2,8 +2,10 @@ package standin
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -89,10 +91,7 @@ func makeInitramfs(k kernelInfo) ([]byte, error) {
 		}
 	}
 	// Parent directories first: fewer slashes first, then by name, for a stable archive.
-	var sorted []string
-	for d := range dirs {
-		sorted = append(sorted, d)
-	}
+	sorted := slices.Collect(maps.Keys(dirs))
 	sort.Slice(sorted, func(i, j int) bool { return less(sorted[i], sorted[j]) })
 	for _, d := range sorted {
 		c.Add("lib/modules/"+d, 0o040755, 0, 0, nil)

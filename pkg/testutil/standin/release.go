@@ -130,15 +130,15 @@ func PublishRelease(t testing.TB, srv *fetchtest.Server, opts ReleaseOptions) *R
 }
 
 var (
-	mapMu sync.Mutex
-	maps  = map[string][]byte{}
+	mapMu  sync.Mutex
+	mapped = map[string][]byte{}
 )
 
 // mapFile maps a cached (read-only, never replaced in place) file for the rest of the process.
 func mapFile(path string) ([]byte, error) {
 	mapMu.Lock()
 	defer mapMu.Unlock()
-	if b, ok := maps[path]; ok {
+	if b, ok := mapped[path]; ok {
 		return b, nil
 	}
 	f, err := os.Open(path)
@@ -154,6 +154,6 @@ func mapFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mapping %s: %w", path, err)
 	}
-	maps[path] = b
+	mapped[path] = b
 	return b, nil
 }
