@@ -3,6 +3,7 @@ package capo
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -46,4 +47,10 @@ func stripComments(doc []byte) []byte {
 		out.WriteByte('\n')
 	}
 	return out.Bytes()
+}
+
+// contains reports whether the sorted list holds s.
+func contains(list []string, s string) bool {
+	_, ok := slices.BinarySearch(list, s)
+	return ok
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
@@ -100,7 +100,7 @@ func render(opts RenderOptions) (*Rendered, error) {
 		return nil, fmt.Errorf("embedded template: %w", err)
 	}
 	for name := range opts.Values {
-		if !contains(vars, name) {
+		if _, ok := slices.BinarySearch(vars, name); !ok {
 			return nil, fmt.Errorf("the template has no variable %s; it uses %s", name, strings.Join(vars, ", "))
 		}
 	}
@@ -208,9 +208,4 @@ func sampleValue(name string) string {
 		return "00000000-0000-0000-0000-000000000000"
 	}
 	return "sample"
-}
-
-func contains(list []string, s string) bool {
-	i := sort.SearchStrings(list, s)
-	return i < len(list) && list[i] == s
 }

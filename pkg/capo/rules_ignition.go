@@ -2,6 +2,7 @@ package capo
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
@@ -154,14 +155,7 @@ func (s unitSettings) parse(contents string) {
 	}
 }
 
-func (s unitSettings) has(key, value string) bool {
-	for _, v := range s[key] {
-		if v == value {
-			return true
-		}
-	}
-	return false
-}
+func (s unitSettings) has(key, value string) bool { return slices.Contains(s[key], value) }
 
 // found describes what the unit has instead, for the message.
 func (s unitSettings) found(key string) string {

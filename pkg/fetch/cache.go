@@ -42,18 +42,24 @@ type cacheEntry struct {
 	dir, file              string
 }
 
+// newCacheEntry names the entry's files without touching them.
+func newCacheEntry(root string, r release.Release, file string) *cacheEntry {
+	dir := filepath.Join(root, release.Board(r.Arch), r.Version)
+	base := filepath.Join(dir, file)
+	return &cacheEntry{File: base, Partial: base + ".partial", Digests: base + release.SignedDigestsSuffix, dir: dir, file: file}
+}
+
 // openCache opens the entry's lock file; lock takes the lock.
 func openCache(root string, r release.Release, file string) (*cacheEntry, error) {
-	dir := filepath.Join(root, release.Board(r.Arch), r.Version)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	e := newCacheEntry(root, r, file)
+	if err := os.MkdirAll(e.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create the cache directory (choose another with --cache-dir): %w", err)
 	}
-	base := filepath.Join(dir, file)
-	lock, err := os.OpenFile(base+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	var err error
+	if e.lockFile, err = os.OpenFile(e.File+".lock", os.O_RDWR|os.O_CREATE, 0o600); err != nil {
 		return nil, fmt.Errorf("cannot use the cache (choose another with --cache-dir): %w", err)
 	}
-	return &cacheEntry{File: base, Partial: base + ".partial", Digests: base + release.SignedDigestsSuffix, lockFile: lock, dir: dir, file: file}, nil
+	return e, nil
 }
 
 // lockPoll is how often a waiting run tries the lock again.

@@ -200,18 +200,13 @@ func (f *fetcher) logf(format string, a ...any) {
 func (f *fetcher) preferCached(comps []string) []string {
 	var hit, miss []string
 	for _, comp := range comps {
-		e := cacheEntry{File: f.cacheBase(comp), Digests: f.cacheBase(comp) + release.SignedDigestsSuffix}
-		if e.hit() {
+		if newCacheEntry(f.o.CacheDir, f.rel, release.ImageFile(f.o.Image, comp)).hit() {
 			hit = append(hit, comp)
 		} else {
 			miss = append(miss, comp)
 		}
 	}
 	return append(hit, miss...)
-}
-
-func (f *fetcher) cacheBase(comp string) string {
-	return strings.Join([]string{f.o.CacheDir, release.Board(f.rel.Arch), f.rel.Version, release.ImageFile(f.o.Image, comp)}, string(os.PathSeparator))
 }
 
 func (f *fetcher) result(comp, file string) *Result {

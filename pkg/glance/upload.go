@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -435,15 +436,8 @@ func isLeftover(img images.Image) bool {
 	default:
 		return false
 	}
-	if _, owned := img.Properties[PropertyUploadOwner]; owned {
-		return true
-	}
-	for _, t := range img.Tags {
-		if t == ToolTag {
-			return true
-		}
-	}
-	return false
+	_, owned := img.Properties[PropertyUploadOwner]
+	return owned || slices.Contains(img.Tags, ToolTag)
 }
 
 func imageHash(img images.Image) (algo, value string) {
