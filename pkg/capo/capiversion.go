@@ -2,6 +2,7 @@ package capo
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,13 +35,7 @@ func (v CAPIVersion) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v
 
 // Less orders versions.
 func (v CAPIVersion) Less(o CAPIVersion) bool {
-	if v.Major != o.Major {
-		return v.Major < o.Major
-	}
-	if v.Minor != o.Minor {
-		return v.Minor < o.Minor
-	}
-	return v.Patch < o.Patch
+	return slices.Compare([]int{v.Major, v.Minor, v.Patch}, []int{o.Major, o.Minor, o.Patch}) < 0
 }
 
 // base64FilesDecoded: CABPK's Ignition output decodes base64 files from CAPI 1.2.0.

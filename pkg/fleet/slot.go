@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,20 +122,15 @@ func compareVersions(a, b string) int {
 	}
 	av, apre := split(a)
 	bv, bpre := split(b)
-	for i := 0; i < len(av) || i < len(bv); i++ {
-		var x, y int
-		if i < len(av) {
-			x = av[i]
-		}
-		if i < len(bv) {
-			y = bv[i]
-		}
-		if x != y {
-			if x > y {
-				return 1
-			}
-			return -1
-		}
+	// Missing fields count as 0: 1.35 is 1.35.0.
+	for len(av) < len(bv) {
+		av = append(av, 0)
+	}
+	for len(bv) < len(av) {
+		bv = append(bv, 0)
+	}
+	if c := slices.Compare(av, bv); c != 0 {
+		return c
 	}
 	switch {
 	case apre && !bpre:

@@ -1,7 +1,7 @@
 // Package httpx is the one HTTP client of flatcar-capo: every download (release files, the
 // Kubernetes binaries, --sysext URLs) goes through a Client, so dial, header and stall timeouts,
 // bounded retries with backoff, Range resume and a per-download deadline apply to all of them.
-// Other HTTP users (a registry client) take Transport() and get the same timeouts.
+// Other HTTP users (a registry client) take NewTransportTLS and get the same timeouts.
 package httpx
 
 import (
@@ -59,7 +59,6 @@ func (o *Options) Validate() error {
 // Client downloads with the Options' timeouts and retries.
 type Client struct {
 	o    Options
-	tr   http.RoundTripper
 	http *http.Client
 }
 
@@ -70,24 +69,16 @@ func New(o Options) *Client {
 		o.Retries, o.StallTimeout, o.DownloadTimeout = DefaultRetries, DefaultStallTimeout, DefaultDownloadTimeout
 		o.Validate()
 	}
-	tr := NewTransport(o)
-	return &Client{o: o, tr: tr, http: &http.Client{Transport: tr}}
+	return &Client{o: o, http: &http.Client{Transport: NewTransportTLS(o, nil)}}
 }
 
 // Options are the client's settings, defaults filled.
 func (c *Client) Options() Options { return c.o }
 
-// Transport is the client's round tripper (dial, TLS, header and body-stall timeouts; no
-// retries: a registry client brings its own) for HTTP users other than the downloads here.
-func (c *Client) Transport() http.RoundTripper { return c.tr }
-
-// NewTransport returns a transport with o's timeouts: dialing and the TLS handshake are bounded,
-// the response headers must come within the stall timeout, and a body that delivers nothing for
-// the stall timeout fails its Read with a message saying so.
-func NewTransport(o Options) http.RoundTripper { return NewTransportTLS(o, nil) }
-
-// NewTransportTLS is NewTransport with a TLS configuration (a registry's private CA); nil keeps
-// the default.
+// NewTransportTLS returns a transport with o's timeouts (no retries: a registry client brings
+// its own): dialing and the TLS handshake are bounded, the response headers must come within the
+// stall timeout, and a body that delivers nothing for the stall timeout fails its Read with a
+// message saying so. cfg is a TLS configuration (a registry's private CA); nil keeps the default.
 func NewTransportTLS(o Options, cfg *tls.Config) http.RoundTripper {
 	o.Validate()
 	tr := http.DefaultTransport.(*http.Transport).Clone()

@@ -11,7 +11,7 @@ import (
 
 // stallTransport gives every response body a stall timer: a body that delivers nothing for
 // timeout has its request cancelled, and its Read says it stalled. It lives in the transport
-// so that every user of Transport() gets it, not only this package's downloads.
+// so that every user of NewTransportTLS gets it, not only this package's downloads.
 type stallTransport struct {
 	base    http.RoundTripper
 	timeout time.Duration
