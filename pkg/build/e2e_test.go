@@ -108,17 +108,9 @@ func readRecord(t testing.TB, artifact string) *build.Record {
 // TestBuildEndToEnd runs the real binary with real packer and QEMU on the stand-in guest.
 func TestBuildEndToEnd(t *testing.T) {
 	fx := newFixture(t)
-	var (
-		qemuBase, osBase string // artifacts of the two full builds
-		openstackOnce    sync.Once
-		clouds           *openStack
-	)
+	var qemuBase, osBase string // artifacts of the two full builds
 	cloud := func(t *testing.T) *openStack {
-		openstackOnce.Do(func() { clouds = startOpenStack(t, fx.dir) })
-		if clouds == nil {
-			t.Fatal("the local OpenStack did not start")
-		}
-		return clouds
+		return &openStack{env: []string{"OS_CLIENT_CONFIG_FILE=" + sharedOpenStack(t)}}
 	}
 
 	t.Run("MissingPackerGivesInstallHint", func(t *testing.T) {
@@ -660,15 +652,6 @@ func sha512sum(t *testing.T, p string) string {
 	return strings.Fields(string(out))[0]
 }
 
-// openStack is a Keystone + Glance on 127.0.0.1 started by scripts/openstack.sh (as the
-// upload tests start theirs), stopped when the test ends.
+// openStack is the package's Keystone + Glance on 127.0.0.1 (sharedOpenStack), as the
+// environment of a command that uses it.
 type openStack struct{ env []string }
-
-func startOpenStack(t *testing.T, parent string) *openStack {
-	dir, err := os.MkdirTemp(parent, "openstack-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := testutil.StartOpenStack(t, dir)()
-	return &openStack{env: []string{"OS_CLIENT_CONFIG_FILE=" + s.CloudsYAML}}
-}

@@ -29,7 +29,7 @@ import (
 func TestBuildSysextCloud(t *testing.T) {
 	testutil.RequireTools(t, "uwsgi", "keystone-manage", "glance-manage", "glance-api", "mkfs.ext4", "mkfs.btrfs")
 	dir := t.TempDir()
-	clouds := startKeystoneGlance(t, dir)
+	clouds := sharedOpenStack(t)
 	t.Setenv("OS_CLIENT_CONFIG_FILE", clouds)
 	mirror := kubetest.New(t, kubernetes.Options{})
 	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
@@ -121,14 +121,4 @@ func TestBuildSysextCloud(t *testing.T) {
 
 	// The same Keystone + Glance (starting one takes minutes under load) for issue 19's runners.
 	t.Run("ReproducibleNoSecrets", func(t *testing.T) { reproducibleNoSecrets(t, clouds) })
-}
-
-// startKeystoneGlance starts scripts/openstack.sh in dir and returns its clouds.yaml.
-func startKeystoneGlance(t *testing.T, dir string) string {
-	t.Helper()
-	stack := filepath.Join(dir, "openstack")
-	if err := os.MkdirAll(stack, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return testutil.StartOpenStack(t, stack)().CloudsYAML
 }
