@@ -32,39 +32,15 @@ func (noTools) Preflight(context.Context, *Options, multistep.StateBag) (string,
 	return "no external tools needed", nil
 }
 
-// preSteps are the common steps before the method's.
-func preSteps() []multistep.Step {
-	return []multistep.Step{
-		&stepResolve{},
-		&stepReuse{},
-		&stepPreflight{},
-		&stepWorkDir{},
-		&stepKubernetes{},
-		&stepFetch{},
-		&stepWorkCopy{},
-	}
-}
-
-// postSteps are the common steps after the method's.
-func postSteps() []multistep.Step {
-	return []multistep.Step{
-		&stepOEM{},
-		&stepInspect{},
-		&stepConvert{},
-		&stepRecord{},
-		&stepUpload{},
-	}
-}
-
-// allSteps is the whole list for o.Method.
+// allSteps is the whole list for o.Method: the common steps before and after the method's.
 func allSteps(o *Options) []multistep.Step {
-	steps := preSteps()
+	steps := []multistep.Step{&stepResolve{}, &stepReuse{}, &stepPreflight{}, &stepWorkDir{}, &stepKubernetes{}, &stepFetch{}, &stepWorkCopy{}}
 	steps = append(steps, methods[o.Method].Steps()...)
-	return append(steps, postSteps()...)
+	return append(steps, &stepOEM{}, &stepInspect{}, &stepConvert{}, &stepRecord{}, &stepUpload{})
 }
 
 // stepPreflight runs the method's tool check.
-type stepPreflight struct{}
+type stepPreflight struct{ noCleanup }
 
 func (*stepPreflight) Name() string { return "tools" }
 
@@ -77,5 +53,3 @@ func (*stepPreflight) Run(ctx context.Context, state multistep.StateBag) multist
 	note(state, "%s", line)
 	return multistep.ActionContinue
 }
-
-func (*stepPreflight) Cleanup(multistep.StateBag) {}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
@@ -53,8 +54,8 @@ func (p PackerPlan) Lines() []string {
 		l = append(l, "  "+v)
 	}
 	l = append(l, "template:")
-	for _, t := range splitLines(p.Template) {
-		l = append(l, "  | "+t)
+	for t := range strings.Lines(p.Template) {
+		l = append(l, "  | "+strings.TrimSuffix(t, "\n"))
 	}
 	return l
 }
@@ -79,22 +80,17 @@ func packerPlan(ctx context.Context, o *Options) (packer.PlanInfo, error) {
 	state := new(multistep.BasicStateBag)
 	state.Put(KeyWorkDir, dir)
 	state.Put(KeySSHUser, ignition.DefaultUser)
-	for key, name := range map[string]string{KeyWork: "work.raw", KeySSHKey: "build_ed25519"} {
+	vmKey := KeyIgnition
+	if o.Base == "openstack" {
+		vmKey = KeyDrive
+	}
+	for key, name := range map[string]string{KeyWork: "work.raw", KeySSHKey: "build_ed25519", vmKey: "vm-config"} {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			return packer.PlanInfo{}, err
 		}
 		state.Put(key, p)
 	}
-	vmKey := KeyIgnition
-	if o.Base == "openstack" {
-		vmKey = KeyDrive
-	}
-	cfgFile := filepath.Join(dir, "vm-config")
-	if err := os.WriteFile(cfgFile, nil, 0o600); err != nil {
-		return packer.PlanInfo{}, err
-	}
-	state.Put(vmKey, cfgFile)
 	payload := filepath.Join(dir, "payload")
 	for _, f := range packer.PayloadFiles {
 		p := filepath.Join(payload, f)
@@ -111,19 +107,4 @@ func packerPlan(ctx context.Context, o *Options) (packer.PlanInfo, error) {
 	cfg.Vars["CRICTL_VERSION"] = o.Kubernetes.Crictl
 	cfg.Vars["CNI_PLUGINS_VERSION"] = o.Kubernetes.CNI
 	return packer.Plan(ctx, cfg)
-}
-
-func splitLines(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
 }

@@ -49,6 +49,11 @@ const (
 	KeyOverlay = "overlay"
 )
 
+// noCleanup is embedded by the steps that leave nothing behind to undo.
+type noCleanup struct{}
+
+func (noCleanup) Cleanup(multistep.StateBag) {}
+
 // halt records err in the bag and stops the run; Run returns it.
 func halt(state multistep.StateBag, err error) multistep.StepAction {
 	state.Put(KeyError, err)

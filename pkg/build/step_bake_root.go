@@ -17,7 +17,7 @@ import (
 // stepBakeRoot writes the sysexts, their /etc/extensions links, the kubeadm.service drop-in and
 // (unless --keep-updates) the update-engine/locksmithd masks into a fresh ROOT filesystem that
 // carries the work copy's ROOT (pkg/rootfs: no mount, no root, verified by reading it back).
-type stepBakeRoot struct{}
+type stepBakeRoot struct{ noCleanup }
 
 func (*stepBakeRoot) Name() string { return "bake ROOT" }
 
@@ -62,8 +62,6 @@ func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 	note(state, "ROOT rebuilt and verified: %d entries carried, %d added (%d MiB of files)", res.Carried, res.Added, res.WrittenData>>20)
 	return multistep.ActionContinue
 }
-
-func (*stepBakeRoot) Cleanup(multistep.StateBag) {}
 
 // imageEntries are the preloaded images' archive and the node's containerd settings and
 // import unit (stepImages planned them).

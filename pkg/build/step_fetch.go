@@ -18,7 +18,7 @@ import (
 // cache is never modified), or takes --base-image as it is. A verified .img in the cache is
 // used where it is (the work copy is converted straight from it); only a .bz2 is decompressed
 // into the build directory.
-type stepFetch struct{}
+type stepFetch struct{ noCleanup }
 
 func (*stepFetch) Name() string { return "fetch" }
 
@@ -59,5 +59,3 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	note(state, "%s image %s, %s, %s", o.Base, redact.URL(res.URL), how, verified)
 	return multistep.ActionContinue
 }
-
-func (*stepFetch) Cleanup(multistep.StateBag) {}

@@ -14,7 +14,7 @@ import (
 // stepGrowDisk finishes --disk-size: Packer grew the raw disk, which leaves the backup GPT
 // header where the old end was; it is moved to the new end (as `sgdisk -e` does), so the GPT is
 // valid and Flatcar's first boot can grow ROOT into the new space.
-type stepGrowDisk struct{}
+type stepGrowDisk struct{ noCleanup }
 
 func (*stepGrowDisk) Name() string { return "disk size" }
 
@@ -41,5 +41,3 @@ func (*stepGrowDisk) Run(ctx context.Context, state multistep.StateBag) multiste
 	note(state, "disk is %s; backup GPT moved to its end", progress.Bytes(o.DiskSize))
 	return multistep.ActionContinue
 }
-
-func (*stepGrowDisk) Cleanup(multistep.StateBag) {}

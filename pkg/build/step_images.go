@@ -29,7 +29,7 @@ type ImagesPlan struct {
 // stepImages lists kubeadm's images with the verified kubeadm binary itself (plus --image and
 // --images-file), pulls them for the image's platform into the cache (digests verified) and
 // plans the node's files: the archive, the import unit, the containerd settings.
-type stepImages struct{}
+type stepImages struct{ noCleanup }
 
 func (*stepImages) Name() string { return "images" }
 
@@ -81,8 +81,6 @@ func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 		res.Fetched, float64(res.Transferred)/(1<<20), res.Cached)
 	return multistep.ActionContinue
 }
-
-func (*stepImages) Cleanup(multistep.StateBag) {}
 
 // kubeadmBinary is the verified kubeadm: the download, or the one in the --sysext Kubernetes
 // sysext (copied out into the build directory).

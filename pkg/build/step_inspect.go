@@ -13,7 +13,7 @@ import (
 
 // stepInspect judges the output image for --oem as `inspect IMAGE --for OEM` does; NOT READY
 // fails the build with the findings.
-type stepInspect struct{}
+type stepInspect struct{ noCleanup }
 
 func (*stepInspect) Name() string { return "inspect" }
 
@@ -48,5 +48,3 @@ func (*stepInspect) Run(ctx context.Context, state multistep.StateBag) multistep
 	}())
 	return multistep.ActionContinue
 }
-
-func (*stepInspect) Cleanup(multistep.StateBag) {}

@@ -13,7 +13,7 @@ import (
 
 // stepKubernetes downloads kubeadm, kubelet, kubectl, crictl and the CNI plugins on the host and
 // checks each against its .sha256 before any VM boots; a mismatch stops the build here.
-type stepKubernetes struct{}
+type stepKubernetes struct{ noCleanup }
 
 func (*stepKubernetes) Name() string { return "kubernetes" }
 
@@ -47,8 +47,6 @@ func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 		ko.Kubernetes, ko.Crictl, ko.CNI, len(set.Files), cached)
 	return multistep.ActionContinue
 }
-
-func (*stepKubernetes) Cleanup(multistep.StateBag) {}
 
 // needsKubernetesDownloads is false for the sysext method with --sysext: the Kubernetes sysext
 // is among them (stepSysext refuses otherwise), so an air-gapped site needs no mirror.

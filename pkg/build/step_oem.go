@@ -11,7 +11,7 @@ import (
 
 // stepOEM sets --oem (flatcar.oem.id) in the output image's OEM grub.cfg and removes
 // flatcar.autologin, in place, with oem.SetFile: the call `oem set IMAGE --id` makes.
-type stepOEM struct{}
+type stepOEM struct{ noCleanup }
 
 func (*stepOEM) Name() string { return "oem" }
 
@@ -36,5 +36,3 @@ func (*stepOEM) Run(ctx context.Context, state multistep.StateBag) multistep.Ste
 	note(state, "oem_id %q -> %q, linux_append %q -> %q", res.Before.OEMID, res.After.OEMID, res.Before.LinuxAppend, res.After.LinuxAppend)
 	return multistep.ActionContinue
 }
-
-func (*stepOEM) Cleanup(multistep.StateBag) {}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,7 +20,7 @@ import (
 // sysprep, and leaves the raw result as KeyRaw. Packer's ui lines are passed on condensed; its
 // full log stays in the build directory and is named in every failure. Cancelling ctx sends
 // packer SIGTERM and pkg/packer kills any QEMU left.
-type stepPacker struct{}
+type stepPacker struct{ noCleanup }
 
 func (*stepPacker) Name() string { return "packer" }
 
@@ -30,10 +29,10 @@ func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.
 	cfg := packerConfig(o, state)
 	if o.driver != nil {
 		cfg.Driver = o.driver
-	} else if path, err := packerPath(o.Packer); err == nil {
+	} else if cfg.Tools != nil { // the packer the preflight checked
 		// Ctrl-C gives a command 10 s to clean up (pkg/cli): packer gets SIGTERM and, if it is
 		// slower than stopGrace, SIGKILL of its group; pkg/packer then kills any QEMU left.
-		cfg.Driver = &packer.ExecDriver{Packer: path, Grace: stopGrace}
+		cfg.Driver = &packer.ExecDriver{Packer: cfg.Tools.Packer, Grace: stopGrace}
 	}
 	state.Put(KeyLogFile, filepath.Join(cfg.WorkDir, "packer.log"))
 	res, err := packer.Build(ctx, cfg)
@@ -59,8 +58,6 @@ func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.
 	return multistep.ActionContinue
 }
 
-func (*stepPacker) Cleanup(multistep.StateBag) {}
-
 func sparsify(ctx context.Context, image string) (int64, error) {
 	f, err := os.OpenFile(image, os.O_RDWR, 0)
 	if err != nil {
@@ -72,14 +69,6 @@ func sparsify(ctx context.Context, image string) (int64, error) {
 
 // stopGrace is how long packer may take to stop after SIGTERM before its group is killed.
 const stopGrace = 6 * time.Second
-
-// packerPath is the packer binary the preflight checked: --packer, else packer on PATH.
-func packerPath(p string) (string, error) {
-	if p == "" {
-		return exec.LookPath("packer")
-	}
-	return filepath.Abs(p)
-}
 
 // packerConfig is the pkg/packer configuration of this build.
 func packerConfig(o *Options, state multistep.StateBag) packer.Config {

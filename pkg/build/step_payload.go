@@ -13,7 +13,7 @@ import (
 
 // stepPayload lays the verified downloads out for the guest (bin/kubeadm bin/kubelet
 // bin/kubectl crictl.tar.gz cni-plugins.tgz versions.env), so the VM needs no network.
-type stepPayload struct{}
+type stepPayload struct{ noCleanup }
 
 func (*stepPayload) Name() string { return "payload" }
 
@@ -33,5 +33,3 @@ func (*stepPayload) Run(ctx context.Context, state multistep.StateBag) multistep
 	note(state, "%d files in %s", len(set.Files)+1, dir)
 	return multistep.ActionContinue
 }
-
-func (*stepPayload) Cleanup(multistep.StateBag) {}

@@ -36,7 +36,7 @@ type Plan struct {
 }
 
 // stepPlan fills the record's plan for --dry-run and stops.
-type stepPlan struct{}
+type stepPlan struct{ noCleanup }
 
 func (*stepPlan) Name() string { return "plan" }
 
@@ -46,7 +46,7 @@ func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	p := &Plan{Method: o.Method, Channel: rel.Channel, FlatcarVersion: rel.Version, Arch: rel.Arch, Base: o.Base,
 		OEM: o.OEM, KubernetesVersion: o.Kubernetes.Kubernetes, Downloads: o.Kubernetes.Files(),
 		KubernetesRequested: o.KubernetesRequested, CrictlVersion: o.Kubernetes.Crictl, CNIVersion: o.Kubernetes.CNI, ImageName: o.ImageName,
-		Artifact: ArtifactPath(o), Clouds: o.Clouds, Flavor: Flavor(o.Method)}
+		Artifact: ArtifactPath(o), Clouds: o.Clouds, Flavor: flavors[o.Method]}
 	if !needsKubernetesDownloads(o) {
 		p.Downloads = []kubernetes.File{}
 	}
@@ -56,18 +56,11 @@ func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 		p.BaseURL = rec.Base.URL
 	}
 	p.Images = planImages(ctx, o)
+	rec.DryRun = p
 	if err := methods[o.Method].Plan(ctx, o, p); err != nil {
-		rec.DryRun = p
 		return halt(state, err)
 	}
-	rec.DryRun = p
-	rec.Flavor = Flavor(o.Method)
-	rec.Manifests = ManifestsCommand(o.Method, o.ImageName, o.Kubernetes.Kubernetes)
-	if o.Images.Repository != "" {
-		rec.Manifests += " --image-repository " + o.Images.Repository // kubeadm asks for the preloaded names
-	}
+	rec.setManifests(o)
 	note(state, "dry run: nothing downloaded, booted or written")
 	return multistep.ActionContinue
 }
-
-func (*stepPlan) Cleanup(multistep.StateBag) {}

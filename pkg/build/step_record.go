@@ -14,17 +14,19 @@ import (
 // Flavors of `flatcar-capo manifests --flavor` that fit each method's image.
 var flavors = map[string]string{MethodPacker: capo.FlavorBaked, MethodSysext: capo.FlavorSysextBaked}
 
-// Flavor is the manifests flavor that fits an image built with method.
-func Flavor(method string) string { return flavors[method] }
-
-// ManifestsCommand is the command that renders CAPO manifests for the image.
-func ManifestsCommand(method, imageName, k8s string) string {
-	return fmt.Sprintf("flatcar-capo manifests --flavor %s --image-name %s --kubernetes-version %s", Flavor(method), imageName, k8s)
+// setManifests names the flavor that fits the image and the command that renders CAPO
+// manifests for it.
+func (r *Record) setManifests(o *Options) {
+	r.Flavor = flavors[o.Method]
+	r.Manifests = fmt.Sprintf("flatcar-capo manifests --flavor %s --image-name %s --kubernetes-version %s", r.Flavor, o.ImageName, o.Kubernetes.Kubernetes)
+	if o.Images.Repository != "" {
+		r.Manifests += " --image-repository " + o.Images.Repository // kubeadm asks for the preloaded names
+	}
 }
 
 // stepRecord hashes every artifact (sha512) and writes <artifact>.build.json; from then on the
 // artifact is finished and a re-run with the same inputs reuses it.
-type stepRecord struct{}
+type stepRecord struct{ noCleanup }
 
 func (*stepRecord) Name() string      { return "record" }
 func (*stepRecord) RunsOnReuse() bool { return true }
@@ -32,11 +34,7 @@ func (*stepRecord) RunsOnReuse() bool { return true }
 func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	artifact := getString(state, KeyArtifact)
-	rec.Flavor = Flavor(o.Method)
-	rec.Manifests = ManifestsCommand(o.Method, o.ImageName, o.Kubernetes.Kubernetes)
-	if o.Images.Repository != "" {
-		rec.Manifests += " --image-repository " + o.Images.Repository // kubeadm asks for the preloaded names
-	}
+	rec.setManifests(o)
 	if start, ok := state.Get(KeyStart).(time.Time); ok {
 		rec.Seconds = time.Since(start).Seconds() // this run's wall time so far; the record is written now
 	}
@@ -60,5 +58,3 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 	note(state, "%s", artifact+".build.json")
 	return multistep.ActionContinue
 }
-
-func (*stepRecord) Cleanup(multistep.StateBag) {}

@@ -14,7 +14,7 @@ import (
 
 // stepUpload uploads the artifact to every --cloud with the metadata `upload` derives from the
 // build record, then adds the Glance IDs to the record.
-type stepUpload struct{}
+type stepUpload struct{ noCleanup }
 
 func (*stepUpload) Name() string      { return "upload" }
 func (*stepUpload) RunsOnReuse() bool { return true }
@@ -63,5 +63,3 @@ func (*stepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 	note(state, "%s", strings.Join(ids, ", "))
 	return multistep.ActionContinue
 }
-
-func (*stepUpload) Cleanup(multistep.StateBag) {}

@@ -15,7 +15,7 @@ import (
 // stepVMConfig makes the build VM's Ignition config for a build user with a fresh ed25519 key
 // (0600, in the build directory only, deleted with it). A qemu base reads it through QEMU
 // fw_cfg; an openstack base from a config-2 drive this step writes.
-type stepVMConfig struct{}
+type stepVMConfig struct{ noCleanup }
 
 func (*stepVMConfig) Name() string { return "vm config" }
 
@@ -52,5 +52,3 @@ func (*stepVMConfig) Run(ctx context.Context, state multistep.StateBag) multiste
 	note(state, "Ignition %s for user %s through fw_cfg", ignition.SpecVersion, ignition.DefaultUser)
 	return multistep.ActionContinue
 }
-
-func (*stepVMConfig) Cleanup(multistep.StateBag) {}

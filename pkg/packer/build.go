@@ -104,17 +104,6 @@ func Plan(ctx context.Context, cfg Config) (PlanInfo, error) {
 	return pi, nil
 }
 
-// Validate plans the build, materialises the build directory (scripts and rendered template)
-// and runs `packer validate` on it. Nothing boots.
-func Validate(ctx context.Context, cfg Config) (PlanInfo, error) {
-	pi, err := Plan(ctx, cfg)
-	if err != nil {
-		return pi, err
-	}
-	c := &condenser{log: func(string) {}}
-	return pi, pi.validate(ctx, c)
-}
-
 func (pi PlanInfo) validate(ctx context.Context, c *condenser) error {
 	cfg := pi.Config
 	if err := prepareWorkDir(cfg.WorkDir); err != nil {

@@ -3,8 +3,9 @@ package packer
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -35,19 +36,12 @@ type templateData struct {
 // (pkg/node), the caller's Vars, where the payload is and whom sysprep removes.
 func scriptEnv(cfg Config) []string {
 	env := node.Env()
-	for k, v := range cfg.Vars {
-		env[k] = v
-	}
+	maps.Copy(env, cfg.Vars)
 	env["PAYLOAD_DIR"] = GuestPayloadDir
 	env["BUILD_USER"] = cfg.SSHUser
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k + "=" + env[k]
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
 	}
 	return out
 }
