@@ -17,7 +17,6 @@ func init() { register(newBuildCommand) }
 func newBuildCommand() *cobra.Command {
 	var (
 		o        build.Options
-		out      OutputFormat
 		vf       verifyFlags
 		diskSize string
 	)
@@ -74,7 +73,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 			if err != nil {
 				return err
 			}
-			return Report(cmd, out, rec, func(w io.Writer) error { return printBuild(w, rec) })
+			return Report(cmd, rec, func(w io.Writer) error { return printBuild(w, rec) })
 		},
 	}
 	f := cmd.Flags()
@@ -108,7 +107,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	f.StringVar(&o.DiskFormat, "disk-format", "qcow2", "Glance disk_format: qcow2, or raw for Ceph-backed Glance (the qcow2's disk streamed as raw)")
 	f.BoolVar(&o.Force, "force", false, "rebuild even when a finished artifact with the same inputs exists")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the resolved plan; download, boot and write nothing")
-	AddOutputFlag(f, &out)
+	AddOutputFlag(f)
 	return cmd
 }
 

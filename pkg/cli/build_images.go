@@ -17,5 +17,4 @@ func addImageFlags(f *pflag.FlagSet, io *build.ImageOptions) {
 	f.StringVar(&io.HTTPProxy, "http-proxy", "", "HTTP_PROXY for the node's containerd and kubelet")
 	f.StringVar(&io.HTTPSProxy, "https-proxy", "", "HTTPS_PROXY for the node's containerd and kubelet")
 	f.StringVar(&io.NoProxy, "no-proxy", "", "NO_PROXY for the node's containerd and kubelet")
-	EnvList(f, "image") // FLATCAR_CAPO_IMAGE=a,b (refs have no commas)
 }

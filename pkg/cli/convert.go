@@ -19,7 +19,6 @@ func newConvertCommand() *cobra.Command {
 		opts  convert.Options
 		to    string
 		quiet bool
-		out   OutputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "convert IN OUT",
@@ -56,7 +55,7 @@ OUT is written to a temporary file next to it and renamed into place when comple
 			if err != nil {
 				return err
 			}
-			return Report(cmd, out, res, func(w io.Writer) error {
+			return Report(cmd, res, func(w io.Writer) error {
 				kind := string(res.OutputFormat)
 				if res.Compressed {
 					kind += ", compressed"
@@ -74,6 +73,6 @@ OUT is written to a temporary file next to it and renamed into place when comple
 	f.BoolVar(&opts.Sync, "fsync", false, "wait until the output is on disk before finishing (like running sync afterwards)")
 	f.StringVar(&opts.Compat, "compat", "1.1", "qcow2 output: compat level 1.1 or 0.10")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
-	AddOutputFlag(f, &out)
+	AddOutputFlag(f)
 	return cmd
 }

@@ -27,18 +27,11 @@ func AlsoFromEnv(fs *pflag.FlagSet, flag string, vars ...string) {
 	_ = fs.SetAnnotation(flag, extraEnvAnnotation, vars)
 }
 
-// envListAnnotation marks a repeatable flag whose environment variable holds a comma-separated
-// list (FLATCAR_CAPO_CLOUD=a,b is --cloud a --cloud b).
-const envListAnnotation = "flatcar-capo/env-list"
-
-// envListFlags are the repeatable flags whose values never contain a comma, wherever they appear.
-// Others (--set, --property: KEY=a,b is a legitimate value) take the whole variable as one value.
-var envListFlags = map[string]bool{"cloud": true, "tag": true}
-
-// EnvList makes a repeatable flag read its environment variable as a comma-separated list.
-func EnvList(fs *pflag.FlagSet, flag string) {
-	_ = fs.SetAnnotation(flag, envListAnnotation, []string{"true"})
-}
+// envListFlags are the repeatable flags whose values never contain a comma, wherever they
+// appear: their environment variable holds a comma-separated list (FLATCAR_CAPO_CLOUD=a,b is
+// --cloud a --cloud b; image refs have no commas either). Others (--set, --property: KEY=a,b
+// is a legitimate value) take the whole variable as one value.
+var envListFlags = map[string]bool{"cloud": true, "tag": true, "image": true}
 
 func isRepeatable(f *pflag.Flag) bool {
 	t := f.Value.Type()
@@ -46,7 +39,7 @@ func isRepeatable(f *pflag.Flag) bool {
 }
 
 func isEnvList(f *pflag.Flag) bool {
-	return isRepeatable(f) && (envListFlags[f.Name] || len(f.Annotations[envListAnnotation]) > 0)
+	return isRepeatable(f) && envListFlags[f.Name]
 }
 
 // documentEnv says in the help of every repeatable flag of the tree how its environment
@@ -100,10 +93,7 @@ func applyEnvDefaults(cmd *cobra.Command) error {
 		}
 	}
 	cmd.Flags().VisitAll(visit)
-	if firstErr != nil {
-		return firstErr
-	}
-	return nil
+	return firstErr
 }
 
 // splitList splits a comma-separated list, dropping blanks around and between items.

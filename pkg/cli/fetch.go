@@ -16,7 +16,6 @@ func init() { register(newFetchCommand) }
 
 func newFetchCommand() *cobra.Command {
 	var (
-		out                     OutputFormat
 		rf                      releaseFlags
 		compression, outputFile string
 		cacheDir                string
@@ -77,7 +76,7 @@ re-verified (signature and SHA512) on every use.`,
 			if err != nil {
 				return err
 			}
-			return Report(cmd, out, res, func(w io.Writer) error {
+			return Report(cmd, res, func(w io.Writer) error {
 				how := "NOT verified (--insecure-skip-verify)"
 				if res.Verified {
 					how = "verified: OpenPGP key " + res.Signature.KeyID + " + SHA512"
@@ -106,6 +105,6 @@ re-verified (signature and SHA512) on every use.`,
 	addCacheFlag(f, &cacheDir)
 	addVerifyFlags(f, &vf)
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
-	AddOutputFlag(f, &out)
+	AddOutputFlag(f)
 	return cmd
 }

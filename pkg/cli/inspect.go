@@ -16,7 +16,6 @@ func init() { register(newInspectCommand) }
 
 func newInspectCommand() *cobra.Command {
 	var (
-		out    OutputFormat
 		target string
 	)
 	cmd := &cobra.Command{
@@ -54,7 +53,7 @@ docs/inspect-json.md and kept stable.`,
 			if err != nil {
 				return err
 			}
-			if err := Report(cmd, out, r, func(w io.Writer) error { return printInspect(w, r) }); err != nil {
+			if err := Report(cmd, r, func(w io.Writer) error { return printInspect(w, r) }); err != nil {
 				return err
 			}
 			if r.Verdict == inspect.NotReady {
@@ -64,7 +63,7 @@ docs/inspect-json.md and kept stable.`,
 		},
 	}
 	cmd.Flags().StringVar(&target, "for", "", "target platform to judge against, e.g. openstack (default: the image's oem_id)")
-	AddOutputFlag(cmd.Flags(), &out)
+	AddOutputFlag(cmd.Flags())
 	return cmd
 }
 

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
@@ -34,18 +32,6 @@ func (c *countingWriter) Fd() uintptr {
 	return ^uintptr(0)
 }
 
-// wantsJSON tells whether cmd was asked for -o json (flag or FLATCAR_CAPO_OUTPUT).
-func wantsJSON(cmd *cobra.Command) bool {
-	if cmd == nil {
-		return false
-	}
-	f := cmd.Flags().Lookup("output")
-	if f == nil || f.Value.Type() != "text|json" {
-		return false
-	}
-	return f.Value.String() == string(OutputJSON)
-}
-
 // JSONError is what a command run with -o json prints on stdout when it fails: a script that
 // saves stdout (> build-record.json) gets the reason and the leftovers, not an empty file.
 type JSONError struct {
@@ -56,10 +42,7 @@ type JSONError struct {
 
 func writeJSONError(w io.Writer, code int, err error) {
 	left, _, _ := interrupt.Report(err)
-	if left == nil {
-		left = []string{}
-	}
-	je := JSONError{Error: redact.String(err.Error()), ExitCode: code, Left: left}
+	je := JSONError{Error: redact.String(err.Error()), ExitCode: code, Left: nonNil(left)}
 	for i := range je.Left {
 		je.Left[i] = redact.String(je.Left[i])
 	}

@@ -17,7 +17,6 @@ func init() { register(newLintCommand) }
 
 func newLintCommand() *cobra.Command {
 	var (
-		out         OutputFormat
 		capiVersion string
 		cloud       string
 		record      string
@@ -91,7 +90,7 @@ in docs/lint-rules.md.`,
 			if err != nil {
 				return err
 			}
-			if err := Report(cmd, out, rep, rep.WriteText); err != nil {
+			if err := Report(cmd, rep, rep.WriteText); err != nil {
 				return err
 			}
 			if rep.Errors > 0 {
@@ -104,6 +103,6 @@ in docs/lint-rules.md.`,
 		"CAPI release the manifests are applied to (older releases have more pitfalls)")
 	cmd.Flags().StringVar(&cloud, "cloud", "", "also check that every image filter matches exactly one active Glance image in this cloud (clouds.yaml name)")
 	cmd.Flags().StringVar(&record, "from-record", "", "a build record (IMAGE.qcow2.build.json, its image beside it): warn when a rootVolume.sizeGiB is below the image's min_disk")
-	AddOutputFlag(cmd.Flags(), &out)
+	AddOutputFlag(cmd.Flags())
 	return cmd
 }

@@ -23,7 +23,6 @@ type manifestsReport struct {
 
 func newManifestsCommand() *cobra.Command {
 	var (
-		out                                OutputFormat
 		sets                               []string
 		imageRepo                          string
 		imageName, k8sVersion, clusterName string
@@ -144,10 +143,10 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 					return err
 				}
 				rep.OutputFile = outputFile
-			} else if out == OutputJSON {
+			} else if wantsJSON(cmd) {
 				rep.Manifest = string(r.Manifest)
 			}
-			if out == OutputText {
+			if !wantsJSON(cmd) {
 				if outputFile == "" {
 					if _, err := cmd.OutOrStdout().Write(r.Manifest); err != nil {
 						return err
@@ -155,7 +154,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				}
 				return printManifestsSummary(cmd.ErrOrStderr(), rep)
 			}
-			return Report(cmd, out, rep, nil)
+			return Report(cmd, rep, nil)
 		},
 	}
 	f := cmd.Flags()
@@ -172,7 +171,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	addImageRefFlags(f, &im)
 	addSysextHashFlags(f, &sh)
 	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
-	AddOutputFlag(f, &out)
+	AddOutputFlag(f)
 	return cmd
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -90,5 +89,3 @@ func (im *imageRefFlags) apply(cmd *cobra.Command, values map[string]string, fla
 	}
 	return ref, src, nil
 }
-
-func (im *imageRefFlags) String() string { return fmt.Sprintf("%s %s", im.ref, im.source) }

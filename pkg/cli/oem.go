@@ -33,7 +33,6 @@ func newOEMSetCommand() *cobra.Command {
 		opts   oem.SetOptions
 		output oem.Output
 		to     string
-		out    OutputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "set IMAGE --id OEM_ID",
@@ -65,7 +64,7 @@ second time.`,
 			if err != nil {
 				return err
 			}
-			return Report(cmd, out, res, func(w io.Writer) error { return printSetResult(w, res) })
+			return Report(cmd, res, func(w io.Writer) error { return printSetResult(w, res) })
 		},
 	}
 	f := cmd.Flags()
@@ -77,7 +76,7 @@ second time.`,
 	f.StringVar(&output.Path, "output-file", "", "write a patched sparse copy to this path and leave IMAGE untouched (required for qcow2 input)")
 	f.StringVar(&to, "to", "", "format of --output-file: qcow2 or raw (default: from its extension, .qcow2/.raw/.bin, else the input's format)")
 	f.BoolVar(&output.Compress, "compress", false, "compress the clusters of a qcow2 --output-file")
-	AddOutputFlag(f, &out)
+	AddOutputFlag(f)
 	return cmd
 }
 
@@ -99,7 +98,6 @@ func printSetResult(w io.Writer, r oem.SetResult) error {
 }
 
 func newOEMShowCommand() *cobra.Command {
-	var out OutputFormat
 	cmd := &cobra.Command{
 		Use:   "show IMAGE",
 		Short: "Show the OEM settings GRUB will use (oem_id, linux_append, linux_console)",
@@ -118,7 +116,7 @@ prints the effective settings, the OEM filesystem type and oem-release's ID. Raw
 			if err != nil {
 				return err
 			}
-			return Report(cmd, out, st, func(w io.Writer) error {
+			return Report(cmd, st, func(w io.Writer) error {
 				fmt.Fprintf(w, "OEM partition:  %d (%s)\n", st.Partition, st.Filesystem)
 				if !st.GrubCfg {
 					fmt.Fprintln(w, "grub.cfg:       missing (flatcar.oem.id will be empty)")
@@ -131,6 +129,6 @@ prints the effective settings, the OEM filesystem type and oem-release's ID. Raw
 			})
 		},
 	}
-	AddOutputFlag(cmd.Flags(), &out)
+	AddOutputFlag(cmd.Flags())
 	return cmd
 }

@@ -31,16 +31,37 @@ func (o *OutputFormat) Set(v string) error {
 	return fmt.Errorf("must be text or json, not %q", v)
 }
 
-// AddOutputFlag registers -o/--output on a command.
-func AddOutputFlag(fs *pflag.FlagSet, o *OutputFormat) {
-	*o = OutputText
-	fs.VarP(o, "output", "o", "report format: text or json")
+// AddOutputFlag registers -o/--output on a command; Report and wantsJSON read it.
+func AddOutputFlag(fs *pflag.FlagSet) {
+	o := OutputText
+	fs.VarP(&o, "output", "o", "report format: text or json")
 }
 
-// Report writes v as indented JSON, or calls text to write the human form.
-func Report(cmd *cobra.Command, format OutputFormat, v any, text func(w io.Writer) error) error {
+// nonNil makes a nil slice empty, so that a JSON report shows [] and not null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// wantsJSON tells whether cmd was asked for -o json (flag or FLATCAR_CAPO_OUTPUT).
+func wantsJSON(cmd *cobra.Command) bool {
+	if cmd == nil {
+		return false
+	}
+	f := cmd.Flags().Lookup("output")
+	if f == nil || f.Value.Type() != "text|json" {
+		return false
+	}
+	return f.Value.String() == string(OutputJSON)
+}
+
+// Report writes v as indented JSON when cmd runs with -o json, or calls text to write the
+// human form.
+func Report(cmd *cobra.Command, v any, text func(w io.Writer) error) error {
 	w := redact.Writer(cmd.OutOrStdout()) // a report shows URLs; never their credentials
-	if format == OutputJSON {
+	if wantsJSON(cmd) {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)

@@ -74,7 +74,6 @@ type planBuildResult struct {
 func newPlanCommand() *cobra.Command {
 	var (
 		ff                  fleetFlags
-		out                 OutputFormat
 		format, gitlabImage string
 		runBuilds           bool
 		net                 httpx.Options
@@ -118,10 +117,7 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
 			}
 			cat := &fleet.GlanceCatalog{}
 			res := fleet.Plan(cmd.Context(), c, fleet.ReleaseResolver{Client: client, Server: c.ReleaseServer, Arch: c.Arch, Mirror: c.KubernetesMirror}, cat)
-			rep := planReport{Rows: res.Rows, Matrix: res.Matrix(), Errors: []string{}, Unsure: cat.Unsure}
-			if rep.Rows == nil {
-				rep.Rows = []fleet.Row{}
-			}
+			rep := planReport{Rows: nonNil(res.Rows), Matrix: res.Matrix(), Errors: []string{}, Unsure: cat.Unsure}
 			rep.Todo = len(rep.Matrix.Include)
 			for _, e := range res.Errors {
 				rep.Errors = append(rep.Errors, e.Error())
@@ -129,7 +125,7 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
 			if runBuilds {
 				rep.Builds = runPlannedBuilds(cmd, c, res.Todo())
 			}
-			if err := printFleetPlan(cmd, out, format, gitlabImage, res, rep); err != nil {
+			if err := printFleetPlan(cmd, format, gitlabImage, res, rep); err != nil {
 				return err
 			}
 			var errs []error
@@ -158,11 +154,11 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
 	f.StringVar(&gitlabImage, "gitlab-image", "flatcar-capo:latest", "container image the --format gitlab jobs run in")
 	f.BoolVar(&runBuilds, "build", false, "run the missing builds on this machine, one after another")
 	addNetworkFlags(f, &net)
-	AddOutputFlag(f, &out)
+	AddOutputFlag(f)
 	return cmd
 }
 
-func printFleetPlan(cmd *cobra.Command, out OutputFormat, format, gitlabImage string, res *fleet.Result, rep planReport) error {
+func printFleetPlan(cmd *cobra.Command, format, gitlabImage string, res *fleet.Result, rep planReport) error {
 	w := cmd.OutOrStdout()
 	switch format {
 	case "github":
@@ -172,7 +168,7 @@ func printFleetPlan(cmd *cobra.Command, out OutputFormat, format, gitlabImage st
 		enc.SetIndent("", "  ")
 		return enc.Encode(res.GitLabPipeline(gitlabImage))
 	}
-	return Report(cmd, out, rep, func(w io.Writer) error {
+	return Report(cmd, rep, func(w io.Writer) error {
 		stderr := cmd.ErrOrStderr()
 		for _, e := range rep.Errors {
 			fmt.Fprintf(stderr, "error: %s\n", e)

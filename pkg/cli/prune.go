@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"text/tabwriter"
 
@@ -23,7 +24,6 @@ type pruneReport struct {
 func newPruneCommand() *cobra.Command {
 	var (
 		ff        fleetFlags
-		out       OutputFormat
 		keep      int
 		yes, hide bool
 		protect   []string
@@ -82,14 +82,11 @@ touched, nor are images still uploading or whose slot cannot be told. --channel,
 					errs = append(errs, err)
 				}
 			}
-			rep := pruneReport{DryRun: opts.DryRun(), Decisions: ds, Errors: []string{}}
-			if rep.Decisions == nil {
-				rep.Decisions = []fleet.Decision{}
-			}
+			rep := pruneReport{DryRun: opts.DryRun(), Decisions: nonNil(ds), Errors: []string{}}
 			for _, e := range errs {
 				rep.Errors = append(rep.Errors, e.Error())
 			}
-			if err := Report(cmd, out, rep, func(w io.Writer) error { return printPrune(w, rep) }); err != nil {
+			if err := Report(cmd, rep, func(w io.Writer) error { return printPrune(w, rep) }); err != nil {
 				return err
 			}
 			return errors.Join(errs...)
@@ -101,7 +98,7 @@ touched, nor are images still uploading or whose slot cannot be told. --channel,
 	f.BoolVar(&yes, "yes", false, "delete the images prune lists (without it nothing changes)")
 	f.BoolVar(&hide, "hide", false, "hide the images (os_hidden) instead of deleting them")
 	f.StringArrayVar(&protect, "protect", nil, "manifest, build record or directory of them in use: every image they name is kept (repeatable)")
-	AddOutputFlag(f, &out)
+	AddOutputFlag(f)
 	return cmd
 }
 
@@ -114,17 +111,9 @@ func filterImages(imgs []fleet.Image, c fleet.Config, versions []string) []fleet
 			minors[m] = true
 		}
 	}
-	in := func(vs []string, v string) bool {
-		for _, x := range vs {
-			if x == v {
-				return true
-			}
-		}
-		return false
-	}
 	var out []fleet.Image
 	for _, im := range imgs {
-		if in(c.Channels, im.Slot.Channel) && in(c.Methods, im.Slot.Method) && (len(minors) == 0 || minors[im.Slot.Minor]) {
+		if slices.Contains(c.Channels, im.Slot.Channel) && slices.Contains(c.Methods, im.Slot.Method) && (len(minors) == 0 || minors[im.Slot.Minor]) {
 			out = append(out, im)
 		}
 	}

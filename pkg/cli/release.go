@@ -60,9 +60,8 @@ type releaseReport struct {
 
 func newReleaseCommand() *cobra.Command {
 	var (
-		out OutputFormat
-		rf  releaseFlags
-		ko  kubernetes.Options
+		rf releaseFlags
+		ko kubernetes.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "release",
@@ -106,7 +105,7 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 				}
 				r.KubernetesVersion, r.KubernetesDownloads = ko.Kubernetes, ko.Files()
 			}
-			return Report(cmd, out, r, func(w io.Writer) error {
+			return Report(cmd, r, func(w io.Writer) error {
 				fmt.Fprintf(w, "Flatcar %s %s (%s; %s resolved to %s)\n", r.Channel, r.Version, r.Arch, r.RequestedVersion, r.Version)
 				fmt.Fprintf(w, "%-12s %s\n", "version.txt", r.VersionTxt)
 				for _, a := range r.Artifacts {
@@ -128,6 +127,6 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 	cmd.Flags().Lookup("kubernetes-version").Usage = "also resolve this " + kubernetesVersionHelp
 	cmd.Flags().StringVar(&ko.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where --kubernetes-version's stable.txt / stable-1.NN.txt and the binaries are")
 	cmd.Flags().StringVar(&ko.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces https://github.com for crictl and the CNI plugins")
-	AddOutputFlag(cmd.Flags(), &out)
+	AddOutputFlag(cmd.Flags())
 	return cmd
 }

@@ -51,7 +51,6 @@ func newSysextCreateCommand() *cobra.Command {
 		compression string
 		level       int
 		outFile     string
-		out         OutputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "create --kubernetes-version VERSION [--output-file FILE]",
@@ -147,7 +146,7 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 			if err != nil {
 				return err
 			}
-			return Report(cmd, out, res, func(w io.Writer) error { return printCreateResult(w, res, dl.Kubernetes, arch) })
+			return Report(cmd, res, func(w io.Writer) error { return printCreateResult(w, res, dl.Kubernetes, arch) })
 		},
 	}
 	f := cmd.Flags()
@@ -160,7 +159,7 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 	f.StringVar(&compression, "compression", "gzip", "squashfs compression: gzip or zstd (zstd is 6x slower through go-diskfs)")
 	f.IntVar(&level, "compression-level", sysext.DefaultGzipLevel, "gzip level: 1 (fastest) to 9 (6: 7% smaller, 4x slower)")
 	f.StringVar(&outFile, "output-file", "", "where to write the sysext (default: kubernetes-<version>-<arch>.raw)")
-	AddOutputFlag(f, &out)
+	AddOutputFlag(f)
 	return cmd
 }
 
@@ -208,7 +207,6 @@ func newSysextInspectCommand() *cobra.Command {
 	var (
 		name, osRelease, arch string
 		noVerify              bool
-		out                   OutputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect FILE",
@@ -253,7 +251,7 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
 			if err != nil {
 				return err
 			}
-			if err := Report(cmd, out, r, func(w io.Writer) error { return printSysextReport(w, r) }); err != nil {
+			if err := Report(cmd, r, func(w io.Writer) error { return printSysextReport(w, r) }); err != nil {
 				return err
 			}
 			if !r.WouldMerge {
@@ -267,7 +265,7 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
 	f.StringVar(&osRelease, "os-release", "", "compare with this os-release file instead of Flatcar's constants")
 	f.StringVar(&arch, "arch", "amd64", "host architecture: amd64 (x86-64) or arm64")
 	f.BoolVar(&noVerify, "no-verify", false, "do not decompress the file data (faster; misses corrupt data blocks)")
-	AddOutputFlag(f, &out)
+	AddOutputFlag(f)
 	return cmd
 }
 
@@ -298,19 +296,10 @@ func inspectSysext(path, name string, host sysext.Host, verify bool) (*sysextRep
 			return nil, err
 		}
 	}
-	r := &sysextReport{Info: info, Name: name, Release: info.Releases[name], Problems: info.Problems(name),
-		Ignored: info.Ignored(), Host: host, Verified: verify}
+	r := &sysextReport{Info: info, Name: name, Release: info.Releases[name], Problems: nonNil(info.Problems(name)),
+		Ignored: nonNil(info.Ignored()), NotRoot: nonNil(info.NotRootOwned()), Host: host, Verified: verify}
 	if r.Release == nil {
 		r.Release = sysext.Release{}
-	}
-	if r.Problems == nil {
-		r.Problems = []string{}
-	}
-	if r.Ignored == nil {
-		r.Ignored = []string{}
-	}
-	if r.NotRoot = info.NotRootOwned(); r.NotRoot == nil {
-		r.NotRoot = []string{}
 	}
 	r.WouldMerge, r.Reason = info.WouldMerge(name, host)
 	return r, nil

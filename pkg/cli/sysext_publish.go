@@ -13,7 +13,6 @@ import (
 func newSysextPublishCommand() *cobra.Command {
 	var (
 		url string
-		out OutputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "publish DIR --url URL",
@@ -39,7 +38,7 @@ makes nodes download the sysext verified, and update to newer patches from that 
 			if err != nil {
 				return err
 			}
-			return Report(cmd, out, p, func(w io.Writer) error {
+			return Report(cmd, p, func(w io.Writer) error {
 				for _, s := range p.Sysexts {
 					fmt.Fprintf(w, "%s  sha256 %.16s...  sha512 %.16s...\n", s.File, s.SHA256, s.SHA512)
 				}
@@ -49,6 +48,6 @@ makes nodes download the sysext verified, and update to newer patches from that 
 		},
 	}
 	cmd.Flags().StringVar(&url, "url", "", "the http(s) URL DIR is served at (required)")
-	AddOutputFlag(cmd.Flags(), &out)
+	AddOutputFlag(cmd.Flags())
 	return cmd
 }

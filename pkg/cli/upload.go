@@ -18,7 +18,6 @@ func init() { register(newUploadCommand) }
 
 func newUploadCommand() *cobra.Command {
 	var (
-		out                    OutputFormat
 		name, visibility       string
 		onExists               string
 		cloudNames, props, tag []string
@@ -90,7 +89,7 @@ Prints the image ID, one line per cloud.`,
 			}
 			results, uerr := glance.UploadAll(cmd.Context(), cloudNames, req)
 			if len(results) > 0 {
-				if err := Report(cmd, out, results, func(w io.Writer) error {
+				if err := Report(cmd, results, func(w io.Writer) error {
 					for _, r := range results {
 						fmt.Fprintf(stderr, "%s: %s %s (%s, %s, %s %s)\n", cloudLabel(r), r.Action, r.ID, r.DiskFormat,
 							progress.Bytes(r.Size), r.HashAlgo, r.Checksum)
@@ -118,7 +117,7 @@ Prints the image ID, one line per cloud.`,
 	f.StringVar(&firmware, "firmware", "", "uefi sets hw_firmware_type=uefi, bios leaves it out (default: uefi for arm64 and qemu_uefi images)")
 	f.StringVar(&flatcarV, "flatcar-version", "", "os_version property (default: from IMAGE.build.json)")
 	f.StringVar(&kubeV, "kubernetes-version", "", "kubernetes_version property and kube-<v> tag (default: from IMAGE.build.json)")
-	AddOutputFlag(f, &out)
+	AddOutputFlag(f)
 	return cmd
 }
 

@@ -20,7 +20,6 @@ type versionReport struct {
 }
 
 func newVersionCommand() *cobra.Command {
-	var out OutputFormat
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the flatcar-capo version",
@@ -34,12 +33,12 @@ func newVersionCommand() *cobra.Command {
 					}
 				}
 			}
-			return Report(cmd, out, r, func(w io.Writer) error {
+			return Report(cmd, r, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "flatcar-capo %s (%s, %s)\n", r.Version, r.GoVersion, r.Platform)
 				return err
 			})
 		},
 	}
-	AddOutputFlag(cmd.Flags(), &out)
+	AddOutputFlag(cmd.Flags())
 	return cmd
 }
