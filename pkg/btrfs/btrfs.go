@@ -61,9 +61,6 @@ func Open(dev io.ReaderAt, size int64) (*FS, error) {
 	return fs, nil
 }
 
-// Label is the filesystem label (mkfs.btrfs -L).
-func (fs *FS) Label() string { return fs.sb.label }
-
 // unsupportedf returns an error wrapping ErrUnsupported with a message saying what is out of reach.
 func unsupportedf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))

@@ -85,23 +85,6 @@ func (fs *FS) resolve(op, p string) (inode, error) {
 	return cur, nil
 }
 
-// Stat describes the file or directory at path; directories report size 0.
-func (fs *FS) Stat(p string) (DirEntry, error) {
-	in, err := fs.resolve("stat", p)
-	if err != nil {
-		return DirEntry{}, err
-	}
-	names := splitPath(p)
-	e := DirEntry{Name: "/", IsDir: in.item.isDir()}
-	if len(names) > 0 {
-		e.Name = names[len(names)-1]
-	}
-	if !e.IsDir {
-		e.Size = int64(min(in.item.size(), 1<<62))
-	}
-	return e, nil
-}
-
 // ReadDir lists a directory in creation order (its DIR_INDEX items).
 func (fs *FS) ReadDir(p string) ([]DirEntry, error) {
 	dir, err := fs.resolve("readdir", p)

@@ -2,6 +2,7 @@ package btrfs
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -37,24 +38,7 @@ func (k key) put(b []byte) {
 }
 
 func (k key) cmp(o key) int {
-	switch {
-	case k.objectID != o.objectID:
-		return cmpU64(k.objectID, o.objectID)
-	case k.typ != o.typ:
-		return cmpU64(uint64(k.typ), uint64(o.typ))
-	default:
-		return cmpU64(k.offset, o.offset)
-	}
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(k.objectID, o.objectID), cmp.Compare(k.typ, o.typ), cmp.Compare(k.offset, o.offset))
 }
 
 func (k key) String() string { return fmt.Sprintf("(%d %d %d)", k.objectID, k.typ, k.offset) }

@@ -35,9 +35,6 @@ func (r *File) WriteAt(p []byte, off int64) (int, error) {
 }
 func (r *File) Size() int64 { return r.size }
 
-// OS is the underlying file (for reflinks and copy_file_range).
-func (r *File) OS() *os.File { return r.f }
-
 // Close syncs a writable file, then closes it.
 func (r *File) Close() error {
 	if r.writable {

@@ -59,17 +59,6 @@ func (o *Overlay) Close() error { return o.f.Close() }
 
 func (o *Overlay) Size() int64 { return o.size }
 
-// Written is how many bytes the overlay holds (its own ranges, holes included).
-func (o *Overlay) Written() int64 {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	var n int64
-	for _, s := range o.own {
-		n += s.end - s.start
-	}
-	return n
-}
-
 // ReadAt reads the file where the overlay owns the range and the base elsewhere, each stretch
 // in one call (a base's compressed clusters decode best in long runs).
 func (o *Overlay) ReadAt(p []byte, off int64) (int, error) {
