@@ -2,6 +2,7 @@ package sysext
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -61,7 +62,7 @@ func Compatible(ext Release, h Host) (bool, string) {
 	if len(ext) == 0 {
 		return false, "the extension-release file is empty"
 	}
-	if scope, ok := ext["SYSEXT_SCOPE"]; ok && scope != "" && !containsWord(scope, "system") {
+	if scope, ok := ext["SYSEXT_SCOPE"]; ok && scope != "" && !slices.Contains(strings.Fields(scope), "system") {
 		return false, fmt.Sprintf("SYSEXT_SCOPE=%q does not include \"system\" (systemd-sysext merges only system-scoped images at boot)", scope)
 	}
 	arch := ext["ARCHITECTURE"]
@@ -114,13 +115,4 @@ func Compatible(ext Release, h Host) (bool, string) {
 		return false, fmt.Sprintf("VERSION_ID=%s, but the host has VERSION_ID=%s", v, h.VersionID)
 	}
 	return true, fmt.Sprintf("ID=%s and VERSION_ID=%s match the host; %s", id, v, archNote)
-}
-
-func containsWord(list, w string) bool {
-	for _, f := range strings.Fields(list) {
-		if f == w {
-			return true
-		}
-	}
-	return false
 }
