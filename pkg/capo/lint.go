@@ -91,13 +91,11 @@ func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, e
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for w := 0; w < workers(len(docs)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range next {
 				perDoc[i] = l.checkDocument(docs[i])
 			}
-		}()
+		})
 	}
 	for i := range docs {
 		next <- i

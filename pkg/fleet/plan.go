@@ -137,14 +137,12 @@ func askClouds(ctx context.Context, clouds []string, cat Catalog) map[string]cat
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, cl := range clouds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			imgs, err := cat.Images(ctx, cl)
 			mu.Lock()
 			out[cl] = catalogAnswer{imgs, err}
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	return out

@@ -258,12 +258,8 @@ func createAndUpload(ctx context.Context, c *Cloud, req *Request, logf func(stri
 			if attempt > 1 {
 				err = fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 			}
-			var earlier []string // the current attempt's own orphan is named in err already
-			for _, id := range orphans {
-				if id != orphan {
-					earlier = append(earlier, id)
-				}
-			}
+			// The current attempt's own orphan is named in err already.
+			earlier := slices.DeleteFunc(slices.Clone(orphans), func(id string) bool { return id == orphan })
 			if len(earlier) > 0 {
 				err = fmt.Errorf("%w; an earlier attempt left the half-made image(s) %s, which could not be deleted: the next run of upload with this name removes them",
 					err, strings.Join(earlier, ", "))

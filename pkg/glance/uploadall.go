@@ -108,11 +108,9 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 	outcomes := make([]outcome, len(clouds))
 	var wg sync.WaitGroup
 	for i, name := range clouds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			outcomes[i].cloud, outcomes[i].err = Connect(ctx, name)
-		}()
+		})
 	}
 	wg.Wait()
 	first := map[string]int{} // endpoint+project -> the index that uploads
@@ -136,16 +134,14 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 		if outcomes[i].err != nil || same[i] >= 0 {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			c := outcomes[i].cloud
 			res, err := Upload(ctx, c, req)
 			if err != nil {
 				err = fmt.Errorf("%s: %w", c.Label(), err)
 			}
 			outcomes[i].res, outcomes[i].err = res, err
-		}()
+		})
 	}
 	wg.Wait()
 	for i, j := range same {

@@ -86,11 +86,9 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 	errs := make([]error, len(refs))
 	var wg sync.WaitGroup
 	for i, r := range refs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			res.Images[i], errs[i] = p.resolve(r)
-		}()
+		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -121,42 +119,35 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 		}
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].d.Size > jobs[b].d.Size }) // big first: less tail
-	ch := make(chan job)
-	errc := make(chan error, len(jobs))
 	var mu sync.Mutex
-	for w := 0; w < o.Jobs && w < len(jobs); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range ch {
-				if err := p.blob(j.src, j.ref, j.d); err != nil {
-					errc <- err
-					continue
-				}
-				mu.Lock()
-				res.Transferred += j.d.Size
-				res.Fetched++
-				mu.Unlock()
-			}
-		}()
-	}
+	var failed []error
+	slots := make(chan struct{}, o.Jobs) // at most o.Jobs blobs at once
 	for _, j := range jobs {
-		if ctx.Err() != nil || len(errc) > 0 {
+		mu.Lock()
+		stop := len(failed) > 0
+		mu.Unlock()
+		if stop || ctx.Err() != nil {
 			break
 		}
-		ch <- j
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			err := p.blob(j.src, j.ref, j.d)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, err)
+				return
+			}
+			res.Transferred += j.d.Size
+			res.Fetched++
+		})
 	}
-	close(ch)
 	wg.Wait()
-	close(errc)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var all []error
-	for e := range errc {
-		all = append(all, e)
-	}
-	if err := errors.Join(all...); err != nil {
+	if err := errors.Join(failed...); err != nil {
 		return nil, err
 	}
 	res.Transferred += p.manifestBytes

@@ -59,9 +59,7 @@ func Download(ctx context.Context, client *httpx.Client, o Options, logf func(st
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
 	for i, f := range files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			d, err := get(ctx, client, o, f)
 			set.Files[i], errs[i] = d, err
 			if err == nil {
@@ -71,7 +69,7 @@ func Download(ctx context.Context, client *httpx.Client, o Options, logf func(st
 				}
 				logf("%s: %s, sha256 %s ok", f.Name, how, d.SHA256[:16])
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
