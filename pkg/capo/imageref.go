@@ -1,7 +1,6 @@
 package capo
 
 import (
-	"cmp"
 	"fmt"
 	"regexp"
 	"strings"
@@ -106,7 +105,10 @@ spec:
 	if !sha512Hex.MatchString(src.SHA512) {
 		return "", fmt.Errorf("--image-source needs the image's sha512 (128 hex digits) for ORC's download hash: give --from-record BUILD.json or --image-sha512")
 	}
-	format := cmp.Or(src.DiskFormat, "qcow2")
+	format := src.DiskFormat
+	if format == "" {
+		format = "qcow2"
+	}
 	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64", "": "x86_64"}[src.Arch]
 	if arch == "" {
 		return "", fmt.Errorf("unknown architecture %q in the build record: amd64 or arm64", src.Arch)
