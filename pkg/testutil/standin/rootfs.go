@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -41,7 +42,7 @@ func mirrorIn(file string) string {
 					fields[strings.TrimSpace(k)] = strings.TrimSpace(v)
 				}
 			}
-			if !strings.Contains(" "+fields["Types"]+" ", " deb ") || !hasWord(fields["Suites"], "bookworm") {
+			if !strings.Contains(" "+fields["Types"]+" ", " deb ") || !slices.Contains(strings.Fields(fields["Suites"]), "bookworm") {
 				continue
 			}
 			if uris := strings.Fields(fields["URIs"]); len(uris) > 0 {
@@ -66,15 +67,6 @@ func mirrorIn(file string) string {
 		}
 	}
 	return ""
-}
-
-func hasWord(list, w string) bool {
-	for _, x := range strings.Fields(list) {
-		if x == w {
-			return true
-		}
-	}
-	return false
 }
 
 // debootstrap makes the Debian root in dir (which must not exist yet).
