@@ -298,7 +298,6 @@ func (im Image) Build() (v1.Image, error) {
 		layers = append([][]byte{TarOf(im.Files)}, layers...)
 	}
 	for _, data := range layers {
-		data := data
 		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, tarball.WithCompressedCaching, tarball.WithMediaType(types.OCILayer))
 		if err != nil {
 			return nil, err

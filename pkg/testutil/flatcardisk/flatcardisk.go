@@ -159,7 +159,6 @@ func BuildTo(path string, opts Options) error {
 	}
 	var jobs []fsJob
 	for _, p := range parts {
-		p := p
 		file := filepath.Join(work, p.Name+".fs")
 		switch p.Name {
 		case "EFI-SYSTEM":
@@ -195,13 +194,11 @@ func BuildTo(path string, opts Options) error {
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := j.make(j.file); err != nil {
 				errs[i] = fmt.Errorf("making the %s filesystem: %w", j.part.Name, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
