@@ -3,13 +3,12 @@ package standin
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // Image is Build for tests: it returns the cached read-only raw disk (copy it before booting it
@@ -38,19 +37,9 @@ func Image(t testing.TB, opts Options) string {
 // image in t.TempDir(), for a boot that may write to its disk.
 func CopyImage(t testing.TB, src string) string {
 	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
 	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	if err := disk.CopySparse(context.Background(), out, in); err != nil {
-		t.Fatalf("standin: copying %s: %v", src, err)
+	if err := flatcardisk.CopySparse(src, dst); err != nil {
+		t.Fatalf("standin: %v", err)
 	}
 	return dst
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -70,7 +71,7 @@ func (g *Guest) SSH(cmd string) (string, error) {
 // Cmdline is the guest kernel's command line (/proc/cmdline).
 func (g *Guest) Cmdline() (string, error) {
 	out, err := g.SSH("cat /proc/cmdline")
-	return string(bytes.TrimSpace([]byte(out))), err
+	return strings.TrimSpace(out), err
 }
 
 // ForwardRemote makes the guest's remoteAddr (e.g. 127.0.0.1:5000) lead to the host's
