@@ -41,15 +41,9 @@ const Crictl = "v1.33.0"
 
 // New starts a mirror for o's versions (Version and its defaults when empty), closed when the test ends.
 func New(t testing.TB, o kubernetes.Options) *Mirror {
-	m := Start(o)
-	t.Cleanup(m.Close)
-	return m
-}
-
-// Start is New without a test (for the benchmark); Close it.
-func Start(o kubernetes.Options) *Mirror {
 	m := &Mirror{files: map[string][]byte{}, wrong: map[string]bool{}}
 	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
+	t.Cleanup(m.Close)
 	o.Mirror, o.GitHubMirror = m.URL+"/release", m.URL
 	if o.Kubernetes == "" {
 		o.Kubernetes = Version
