@@ -34,11 +34,6 @@ func (d *Document) Group() string {
 	return ""
 }
 
-// Version is the version part of apiVersion.
-func (d *Document) Version() string {
-	return d.APIVersion[strings.IndexByte(d.APIVersion, '/')+1:]
-}
-
 // String names the document for humans: "file#2 (KubeadmConfigTemplate ns/name)".
 func (d *Document) String() string {
 	id := d.Name
@@ -160,21 +155,9 @@ func getStrings(v any, path ...any) []string {
 	return out
 }
 
-// LineOf returns the line of the deepest node that exists along path (the document's first
-// line when none does), so a finding about a missing field points at its parent.
-func (d *Document) LineOf(path Path) int {
-	_, line := d.walk(path)
-	return line
-}
-
-// valueNode returns the node at path, or nil.
-func (d *Document) valueNode(path Path) *yaml.Node {
-	n, _ := d.walk(path)
-	return n
-}
-
 // walk follows path through the node tree; it returns the node at path (nil when a step is
-// missing) and the line of the deepest step found.
+// missing) and the line of the deepest step found (the document's first line when none is), so
+// a finding about a missing field points at its parent.
 func (d *Document) walk(path Path) (*yaml.Node, int) {
 	n, line := d.node, d.Line
 	for _, e := range path {

@@ -160,7 +160,8 @@ type linter struct {
 
 func newFinding(d *Document, rule string, path Path, msg string) Finding {
 	r := ruleByID(rule)
-	return Finding{Rule: rule, Severity: r.Severity, File: d.File, Document: d.Index, Line: d.LineOf(path),
+	_, line := d.walk(path)
+	return Finding{Rule: rule, Severity: r.Severity, File: d.File, Document: d.Index, Line: line,
 		Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Path: path.String(), Message: msg, Fix: r.Fix}
 }
 

@@ -41,7 +41,8 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 	}
 	if hasAC {
 		res := l.transpile(src)
-		offset, exact := clcLineOffset(d.valueNode(b.path.Child(acPath...)))
+		node, _ := d.walk(b.path.Child(acPath...))
+		offset, exact := clcLineOffset(node)
 		for _, is := range res.Issues {
 			f := newFinding(d, RuleCLCInvalid, b.path.Child(acPath...), "additionalConfig: "+is.String())
 			if is.Line > 0 && exact {

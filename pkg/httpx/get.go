@@ -13,7 +13,7 @@ func (c *Client) GetSmall(ctx context.Context, url string, max int64) ([]byte, e
 	ctx, cancel := c.withDeadline(ctx, url)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		b, err := c.getOnce(ctx, url, max)
+		b, err := c.once(ctx, http.MethodGet, url, max)
 		if err != nil && ctx.Err() != nil {
 			return nil, ended(ctx, 0)
 		}
@@ -30,14 +30,18 @@ func (c *Client) GetSmall(ctx context.Context, url string, max int64) ([]byte, e
 	}
 }
 
-func (c *Client) getOnce(ctx context.Context, url string, max int64) ([]byte, error) {
-	resp, err := c.request(ctx, http.MethodGet, url, 0)
+// once sends one GET or HEAD; a GET's body is read whole if it has at most max bytes.
+func (c *Client) once(ctx context.Context, method, url string, max int64) ([]byte, error) {
+	resp, err := c.request(ctx, method, url, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, &StatusError{URL: url, Code: resp.StatusCode, Status: resp.Status}
+	}
+	if method == http.MethodHead {
+		return nil, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
@@ -54,7 +58,7 @@ func (c *Client) Probe(ctx context.Context, url string) error {
 	ctx, cancel := c.withDeadline(ctx, url)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		err := c.headOnce(ctx, url)
+		_, err := c.once(ctx, http.MethodHead, url, 0)
 		if err != nil && ctx.Err() != nil {
 			return ended(ctx, 0)
 		}
@@ -65,16 +69,4 @@ func (c *Client) Probe(ctx context.Context, url string) error {
 			return ended(ctx, 0)
 		}
 	}
-}
-
-func (c *Client) headOnce(ctx context.Context, url string) error {
-	resp, err := c.request(ctx, http.MethodHead, url, 0)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return &StatusError{URL: url, Code: resp.StatusCode, Status: resp.Status}
-	}
-	return nil
 }
