@@ -154,9 +154,8 @@ func authError(label, authURL string, err error) error {
 	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
 		return fmt.Errorf("cloud %s: %s is not a Keystone v3 endpoint (HTTP 404): check auth_url", label, authURL)
 	}
-	var netErr net.Error
-	var opErr *net.OpError
-	if errors.As(err, &opErr) || errors.As(err, &netErr) {
+	var netErr net.Error // *net.OpError included
+	if errors.As(err, &netErr) {
 		return &shownError{fmt.Sprintf("cloud %s: Keystone at %s is unreachable: %s", label, authURL, redact.String(err.Error())), err}
 	}
 	// gophercloud's message carries the whole body, which an echoing proxy fills with the

@@ -11,10 +11,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 )
 
-// ErrNotDiskImage is wrapped by the refusal of a file that is neither a qcow2 nor a raw disk
-// image; it is disk's, so a compressed file refused by disk.Open and by upload is the same error.
-var ErrNotDiskImage = disk.ErrNotDiskImage
-
 // DetectFileFormat checks that path is an image Glance can take as qcow2 or raw and returns its
 // format (from the header, never the extension) and size.
 func DetectFileFormat(path string) (disk.Format, int64, error) {
@@ -36,16 +32,16 @@ func DetectFileFormat(path string) (disk.Format, int64, error) {
 	n, _ := f.ReadAt(hdr[:], 0)
 	if format == disk.FormatQcow2 {
 		if n < 72 {
-			return "", 0, fmt.Errorf("%s: %w: truncated qcow2 header", path, ErrNotDiskImage)
+			return "", 0, fmt.Errorf("%s: %w: truncated qcow2 header", path, disk.ErrNotDiskImage)
 		}
 		// Glance refuses a qcow2 with a backing file (it could read the host's files).
 		if binary.BigEndian.Uint64(hdr[8:16]) != 0 {
-			return "", 0, fmt.Errorf("%s: %w: the qcow2 has a backing file; flatten it with qemu-img convert -O qcow2", path, ErrNotDiskImage)
+			return "", 0, fmt.Errorf("%s: %w: the qcow2 has a backing file; flatten it with qemu-img convert -O qcow2", path, disk.ErrNotDiskImage)
 		}
 		return format, st.Size(), nil
 	}
 	if st.Size() == 0 || st.Size()%512 != 0 {
-		return "", 0, fmt.Errorf("%s: %w: its size (%d bytes) is not a whole number of 512-byte sectors", path, ErrNotDiskImage, st.Size())
+		return "", 0, fmt.Errorf("%s: %w: its size (%d bytes) is not a whole number of 512-byte sectors", path, disk.ErrNotDiskImage, st.Size())
 	}
 	return format, st.Size(), nil
 }

@@ -15,13 +15,13 @@ import (
 
 // SetFile points req at the image file and the disk format to send it as: "" keeps the file's
 // own format (from its header), qcow2 streams a raw file as qcow2 on the way (no temporary
-// file), raw refuses a qcow2 file. A wrong diskFormat, or a file that is no disk image (ErrNotDiskImage),
+// file), raw refuses a qcow2 file. A wrong diskFormat, or a file that is no disk image (disk.ErrNotDiskImage),
 // wraps errs.ErrInvalid; a disk image in a format we do not upload (compressed, VHD) does not.
 func (r *Request) SetFile(file string, diskFormat disk.Format) error {
 	format, size, err := DetectFileFormat(file)
 	if err != nil {
 		var refused *disk.UnsupportedFormatError
-		if errors.Is(err, ErrNotDiskImage) && !errors.As(err, &refused) {
+		if errors.Is(err, disk.ErrNotDiskImage) && !errors.As(err, &refused) {
 			err = errs.Invalid(err)
 		}
 		return err
