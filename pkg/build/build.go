@@ -1,6 +1,7 @@
 package build
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -35,11 +36,7 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	runner.Run(ctx, state)
 	rec.Seconds = time.Since(start).Seconds()
 	if _, cancelled := state.GetOk(multistep.StateCancelled); cancelled || ctx.Err() != nil {
-		err := ctx.Err()
-		if err == nil {
-			err = context.Canceled
-		}
-		return nil, interrupted(state, o, err)
+		return nil, interrupted(state, o, cmp.Or(ctx.Err(), context.Canceled))
 	}
 	if err, ok := state.GetOk(KeyError); ok && err != nil {
 		return nil, withLog(state, err.(error))
@@ -71,10 +68,7 @@ func interrupted(state multistep.StateBag, o *Options, err error) error {
 	if len(left) > 0 {
 		return interrupt.Left(err, left...)
 	}
-	where := "the output directory"
-	if o.OutputDir != "" {
-		where = o.OutputDir
-	}
+	where := cmp.Or(o.OutputDir, "the output directory")
 	return interrupt.Nothing(err, "no image or record was written to "+where+", the build directory was removed and downloads already verified stay in the cache")
 }
 

@@ -5,6 +5,7 @@
 package build
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -112,9 +113,7 @@ func (o *Options) client() *httpx.Client {
 func (o *Options) Validate() error { return errs.Invalid(o.validate()) }
 
 func (o *Options) validate() error {
-	if o.Method == "" {
-		o.Method = MethodPacker
-	}
+	o.Method = cmp.Or(o.Method, MethodPacker)
 	arch, err := release.ParseArch(o.Release.Arch)
 	if err != nil {
 		return err
@@ -151,27 +150,18 @@ func (o *Options) validate() error {
 	if _, err := glance.BuildMetadata(glance.MetadataInput{Properties: o.Properties, Tags: o.Tags, Record: glance.RecordValues{Arch: "amd64"}}); err != nil {
 		return err
 	}
-	if o.OEM == "" {
-		o.OEM = DefaultOEM
-	}
+	o.OEM = cmp.Or(o.OEM, DefaultOEM)
 	if _, err := (oem.SetOptions{ID: o.OEM}).Validate(); err != nil {
 		return err // the OEM step's own rule, checked before anything is downloaded or booted
 	}
-	if o.CPUs == 0 {
-		o.CPUs = DefaultCPUs
-	}
-	if o.MemoryMiB == 0 {
-		o.MemoryMiB = DefaultMemory
-	}
+	o.CPUs, o.MemoryMiB = cmp.Or(o.CPUs, DefaultCPUs), cmp.Or(o.MemoryMiB, DefaultMemory)
 	if o.CPUs < 1 || o.MemoryMiB < 256 {
 		return fmt.Errorf("--cpus must be at least 1 and --memory at least 256 (MiB), got %d and %d", o.CPUs, o.MemoryMiB)
 	}
 	if o.DiskSize < 0 || o.DiskSize%(1<<20) != 0 {
 		return fmt.Errorf("--disk-size must be a positive whole number of MiB, not %d bytes", o.DiskSize)
 	}
-	if o.OnExists == "" {
-		o.OnExists = DefaultOnExists
-	}
+	o.OnExists = cmp.Or(o.OnExists, DefaultOnExists)
 	if _, err := glance.ParseOnExists(o.OnExists); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -54,10 +55,7 @@ func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if err != nil {
 		return halt(state, err)
 	}
-	cache := o.CacheDir
-	if cache == "" {
-		cache = filepath.Join(getString(state, KeyWorkDir), "cache")
-	}
+	cache := cmp.Or(o.CacheDir, filepath.Join(getString(state, KeyWorkDir), "cache"))
 	res, err := images.Pull(ctx, refs, images.Options{Arch: o.Release.Arch, CacheDir: cache, Mirrors: io.mirrors, CAFile: io.CAFile,
 		Transport: func(cfg *tls.Config) http.RoundTripper { return httpx.NewTransportTLS(o.client().Options(), cfg) }, Logf: func(f string, a ...any) { fmt.Fprintf(o.Log, "  "+f+"\n", a...) }})
 	if err != nil {

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -24,12 +25,7 @@ func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 		return multistep.ActionContinue
 	}
 	ko := o.Kubernetes
-	if ko.CacheDir == "" {
-		ko.CacheDir = o.CacheDir
-	}
-	if ko.CacheDir == "" {
-		ko.CacheDir = filepath.Join(getString(state, KeyWorkDir), "cache")
-	}
+	ko.CacheDir = cmp.Or(ko.CacheDir, o.CacheDir, filepath.Join(getString(state, KeyWorkDir), "cache"))
 	set, err := kubernetes.Download(ctx, o.client(), ko, func(f string, a ...any) { fmt.Fprintf(o.Log, "  "+f+"\n", a...) })
 	if err != nil {
 		return halt(state, err)

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -51,12 +52,8 @@ func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multist
 	}
 	state.Put(KeyRelease, rel)
 	rec.FlatcarVersion, rec.Channel, rec.Arch = rel.Version, rel.Channel, rel.Arch
-	if o.ImageName == "" {
-		o.ImageName = DefaultImageName(o.Method, rel.Channel, rel.Version, o.Kubernetes.Kubernetes)
-	}
-	if o.OutputDir == "" {
-		o.OutputDir = filepath.Join("output", o.ImageName)
-	}
+	o.ImageName = cmp.Or(o.ImageName, DefaultImageName(o.Method, rel.Channel, rel.Version, o.Kubernetes.Kubernetes))
+	o.OutputDir = cmp.Or(o.OutputDir, filepath.Join("output", o.ImageName))
 	abs, err := filepath.Abs(o.OutputDir)
 	if err != nil {
 		return halt(state, err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -52,9 +53,7 @@ func reportInterrupted(w io.Writer, cmd *cobra.Command, err error) {
 		if cmd != nil {
 			note = interruptNotes[cmd.Name()]
 		}
-		if note == "" {
-			note = "it did not say what it left behind; check its output paths"
-		}
+		note = cmp.Or(note, "it did not say what it left behind; check its output paths")
 		fmt.Fprintf(w, "Interrupted: %s stopped before finishing; %s\n", path, note)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/spf13/pflag"
@@ -28,8 +29,5 @@ func resolveKubernetesVersion(ctx context.Context, c *httpx.Client, mirror, v st
 	if kubernetes.IsExact(v) {
 		return v, nil
 	}
-	if mirror == "" {
-		mirror = kubernetes.DefaultMirror
-	}
-	return kubernetes.ResolveVersion(ctx, c, mirror, v)
+	return kubernetes.ResolveVersion(ctx, c, cmp.Or(mirror, kubernetes.DefaultMirror), v)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha512"
 	"encoding/hex"
@@ -65,11 +66,7 @@ func (s *sysextHashFlags) fill(ctx context.Context, flavor string, values map[st
 	if !kubernetes.IsExact(version) {
 		return nil // clusterctl fills KUBERNETES_SYSEXT_SHA512 with the version
 	}
-	base := values[capo.VarSysextURL]
-	if base == "" {
-		base = capo.DefaultSysextURL
-	}
-	url := base + "/" + name
+	url := cmp.Or(values[capo.VarSysextURL], capo.DefaultSysextURL) + "/" + name
 	fix := "give --sysext FILE (the file the server serves), or --insecure-no-hash"
 	c := httpx.New(httpx.Options{Retries: 2})
 	b, err := c.GetSmall(ctx, url+".sha512", 4096)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
@@ -288,9 +289,7 @@ func inspectSysext(path, name string, host sysext.Host, verify bool) (*sysextRep
 	if err != nil {
 		return nil, err
 	}
-	if name == "" {
-		name = info.DefaultName()
-	}
+	name = cmp.Or(name, info.DefaultName())
 	if verify {
 		if err := info.Verify(); err != nil {
 			return nil, err

@@ -6,6 +6,7 @@
 package packer
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,15 +52,8 @@ var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // check validates cfg and returns a copy with defaults filled in and every path absolute and
 // clean. Nothing is created or booted.
 func (cfg Config) check() (Config, error) {
-	if cfg.CPUs == 0 {
-		cfg.CPUs = 2
-	}
-	if cfg.MemoryMiB == 0 {
-		cfg.MemoryMiB = 2048
-	}
-	if cfg.SSHTimeout == 0 {
-		cfg.SSHTimeout = 20 * time.Minute
-	}
+	cfg.CPUs, cfg.MemoryMiB = cmp.Or(cfg.CPUs, 2), cmp.Or(cfg.MemoryMiB, 2048)
+	cfg.SSHTimeout = cmp.Or(cfg.SSHTimeout, 20*time.Minute)
 	if cfg.CPUs < 1 || cfg.MemoryMiB < 256 {
 		return cfg, fmt.Errorf("packer build: %d CPUs and %d MiB of memory are too little (at least 1 CPU and 256 MiB)", cfg.CPUs, cfg.MemoryMiB)
 	}

@@ -1,6 +1,7 @@
 package packer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -108,9 +109,7 @@ func checkQEMUPlugin(ctx context.Context, d Driver, v Version, env []string, plu
 // findQEMU resolves the QEMU system emulator, and checks qemu-img, which packer uses to copy the
 // base disk.
 func findQEMU(p string) (string, error) {
-	if p == "" {
-		p = "qemu-system-x86_64"
-	}
+	p = cmp.Or(p, "qemu-system-x86_64")
 	found, err := exec.LookPath(p)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s not found: %s", ErrMissingQEMU, p, installQEMUHint)
