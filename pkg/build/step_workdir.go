@@ -16,7 +16,7 @@ import (
 type stepWorkDir struct {
 	dir        string
 	createdOut bool
-	lock       *os.File // the owner lock (leftovers.go), held until Cleanup
+	lock       *os.File // the owner lock (locks.go), held until Cleanup
 }
 
 func (*stepWorkDir) Name() string { return "workdir" }

@@ -12,8 +12,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 )
 
-func init() { register(newBuildCommand) }
-
 func newBuildCommand() *cobra.Command {
 	var (
 		o        build.Options

@@ -12,8 +12,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
-func init() { register(newConvertCommand) }
-
 func newConvertCommand() *cobra.Command {
 	var (
 		opts  convert.Options

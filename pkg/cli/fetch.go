@@ -12,8 +12,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
-func init() { register(newFetchCommand) }
-
 func newFetchCommand() *cobra.Command {
 	var (
 		rf                      releaseFlags

@@ -12,8 +12,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
-func init() { register(newInspectCommand) }
-
 func newInspectCommand() *cobra.Command {
 	var (
 		target string

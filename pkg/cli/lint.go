@@ -13,8 +13,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 )
 
-func init() { register(newLintCommand) }
-
 func newLintCommand() *cobra.Command {
 	var (
 		capiVersion string

@@ -13,8 +13,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 )
 
-func init() { register(newManifestsCommand) }
-
 type manifestsReport struct {
 	*capo.Rendered
 	Manifest   string `json:"manifest,omitempty"`

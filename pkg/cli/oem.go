@@ -11,8 +11,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
 )
 
-func init() { register(newOEMCommand) }
-
 func newOEMCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "oem",

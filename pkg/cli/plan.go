@@ -18,8 +18,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
-func init() { register(newPlanCommand) }
-
 // fleetFlags are the flags plan and prune share; they override the --config file's values.
 type fleetFlags struct {
 	config string

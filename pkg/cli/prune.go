@@ -13,8 +13,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/fleet"
 )
 
-func init() { register(newPruneCommand) }
-
 type pruneReport struct {
 	DryRun    bool             `json:"dryRun"`
 	Decisions []fleet.Decision `json:"images"`

@@ -14,8 +14,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
-func init() { register(newReleaseCommand) }
-
 // releaseFlags are the flags release and fetch share to name a release and reach it.
 type releaseFlags struct {
 	rel   release.Release

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -29,11 +28,6 @@ const (
 
 // Version is set at build time with -ldflags "-X github.com/flatcar-capo/flatcar-capo/pkg/cli.Version=...".
 var Version = "dev"
-
-// commandFactories is filled by each verb's init so that adding a command touches one file.
-var commandFactories []func() *cobra.Command
-
-func register(f func() *cobra.Command) { commandFactories = append(commandFactories, f) }
 
 // NewRootCommand builds the whole command tree.
 func NewRootCommand() *cobra.Command {
@@ -78,12 +72,10 @@ comma-separated list, like FLATCAR_CAPO_CLOUD=east,west, or one value). Exit cod
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return Usagef("%v (see '%s --help')", err, c.CommandPath())
 	})
-	subs := make([]*cobra.Command, 0, len(commandFactories))
-	for _, f := range commandFactories {
-		subs = append(subs, f())
-	}
-	sort.Slice(subs, func(i, j int) bool { return subs[i].Name() < subs[j].Name() })
-	root.AddCommand(subs...)
+	// Each verb's constructor is in the verb's own file.
+	root.AddCommand(newBuildCommand(), newConvertCommand(), newFetchCommand(), newInspectCommand(), newLintCommand(),
+		newManifestsCommand(), newOEMCommand(), newPlanCommand(), newPruneCommand(), newReleaseCommand(),
+		newSysextCommand(), newUploadCommand(), newVersionCommand())
 	root.InitDefaultCompletionCmd() // cobra adds it only when executing; the walk below needs it now
 	rejectUnknownSubcommands(root)
 	argsAreUsage(root)

@@ -19,8 +19,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
-func init() { register(newSysextCommand) }
-
 func newSysextCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sysext",

@@ -14,8 +14,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
-func init() { register(newUploadCommand) }
-
 func newUploadCommand() *cobra.Command {
 	var (
 		name, visibility       string

@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newVersionCommand) }
-
 type versionReport struct {
 	Version   string `json:"version"`
 	GoVersion string `json:"goVersion"`

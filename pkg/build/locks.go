@@ -1,8 +1,10 @@
 package build
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +12,77 @@ import (
 	"syscall"
 	"time"
 )
+
+// artifactLockWait bounds how long a build waits for another build of the same artifact.
+const artifactLockWait = 2 * time.Hour
+
+// lockArtifact takes the lock next to artifact (.NAME.lock, flock'ed for the whole build), so
+// two builds into one --output-dir and name never interleave their artifact and record: the
+// second waits, says so once, and then usually reuses what the first made. The kernel drops the
+// lock when a holder dies, kill -9 included (the next run then takes the file over). The holder
+// removes the file before it lets go (unlockArtifact); a waiter that then gets the lock of the
+// removed file sees that the path no longer names it and starts over, so no run ever holds a
+// lock nobody else can see.
+func lockArtifact(ctx context.Context, artifact string, log io.Writer) (*os.File, error) {
+	path := artifactLockPath(artifact)
+	deadline := time.Now().Add(artifactLockWait)
+	said := false
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("locking %s against a concurrent build: %w", artifact, err)
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			if !sameFile(f, path) { // removed by the run that held it: take the new one
+				f.Close()
+				continue
+			}
+			f.Truncate(0)
+			f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		if !said {
+			b := make([]byte, 16)
+			n, _ := f.ReadAt(b, 0)
+			fmt.Fprintf(log, "another flatcar-capo (pid %s) is building %s; waiting for it (at most %s)\n",
+				strings.TrimSpace(string(b[:n])), artifact, artifactLockWait)
+			said = true
+		}
+		f.Close()
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("another flatcar-capo has been building %s for over %s (lock %s); stop it, or build into another --output-dir", artifact, artifactLockWait, path)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func artifactLockPath(artifact string) string {
+	return filepath.Join(filepath.Dir(artifact), "."+filepath.Base(artifact)+".lock")
+}
+
+// sameFile says whether path still names the open file f.
+func sameFile(f *os.File, path string) bool {
+	a, err1 := f.Stat()
+	b, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// unlockArtifact removes the lock file, then lets go of the lock.
+func unlockArtifact(f *os.File, artifact string) {
+	if sameFile(f, artifactLockPath(artifact)) {
+		os.Remove(artifactLockPath(artifact))
+	}
+	f.Close()
+}
 
 // ownerFile, inside a build directory, is flock'ed by the run that made it for as long as the
 // run lives: the kernel drops the lock when the process dies, even by kill -9, so a later run
