@@ -25,7 +25,7 @@ import (
 // asks for, and an image is untrusted input: every method here runs behind recover, and
 // OpenExt4 checks the superblock's sizes first, so a crafted image is an error naming Name
 // ("partition 6 (OEM)", a file's path), never a crash. Paths are absolute or relative
-// ("/grub.cfg", "etc/x", "."), as the callers write them; go-diskfs gets its io/fs form.
+// ("/grub.cfg", "etc/x", "." or ""), as the callers write them; go-diskfs gets its io/fs form.
 type FS struct {
 	Name string
 	kind string // "ext4", "FAT", "squashfs"

@@ -16,14 +16,6 @@ import (
 // chunk is the write size for file content: go-diskfs copies each Write, so this bounds memory.
 const chunk = 1 << 20
 
-// fsPath maps an entry path to go-diskfs's io/fs-style path ("." for the root).
-func fsPath(p string) string {
-	if p == "" {
-		return "."
-	}
-	return p
-}
-
 func parentOf(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
 		return p[:i]
@@ -51,7 +43,7 @@ func populate(ctx context.Context, nfs *disk.FS, root Entry, entries []Entry) (m
 		case e.IsSymlink():
 			// go-diskfs gives a new symlink its parent's owner, and its Chown follows links: own
 			// the parent as the link's owner for the moment (the parent's own owner is set below).
-			if err := nfs.Chown(fsPath(parentOf(p)), int(e.UID), int(e.GID)); err != nil {
+			if err := nfs.Chown(parentOf(p), int(e.UID), int(e.GID)); err != nil {
 				return nil, fmt.Errorf("preparing the owner of symlink /%s: %w", p, err)
 			}
 			if err := nfs.Symlink(e.Target, p); err != nil {
@@ -143,7 +135,7 @@ func writeContent(ctx context.Context, nfs *disk.FS, e Entry, buf []byte) (sum [
 // setMeta sets mode, owner and times; a symlink's owner was set when it was made, and its mode
 // is always 0777 (go-diskfs's Chmod and Chown would follow it).
 func setMeta(nfs *disk.FS, e Entry) error {
-	p := fsPath(e.Path)
+	p := e.Path // "" is the root: disk.FS takes it as "."
 	if !e.IsSymlink() {
 		if err := nfs.Chmod(p, e.Mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
 			return fmt.Errorf("setting the mode of /%s: %w", e.Path, err)
@@ -170,7 +162,7 @@ func verify(nfs *disk.FS, root Entry, entries []Entry, sums map[string][sha256.S
 	seen := 0
 	var walk func(dir string) error
 	walk = func(dir string) error {
-		des, err := nfs.ReadDir(fsPath(dir))
+		des, err := nfs.ReadDir(dir)
 		if err != nil {
 			return err
 		}
@@ -204,7 +196,7 @@ func verify(nfs *disk.FS, root Entry, entries []Entry, sums map[string][sha256.S
 	if seen != len(entries) {
 		missing := []string{}
 		for p := range want {
-			if _, err := nfs.Stat(fsPath(p)); err != nil {
+			if _, err := nfs.Stat(p); err != nil {
 				missing = append(missing, "/"+p)
 			}
 		}
@@ -215,7 +207,7 @@ func verify(nfs *disk.FS, root Entry, entries []Entry, sums map[string][sha256.S
 }
 
 func verifyEntry(nfs *disk.FS, e Entry, sums map[string][sha256.Size]byte) error {
-	got, _, err := statEntry(nfs, fsPath(e.Path))
+	got, _, err := statEntry(nfs, e.Path)
 	if err != nil {
 		return err
 	}
