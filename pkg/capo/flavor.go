@@ -141,16 +141,7 @@ func withAdditionalConfig(tmpl []byte, clc string, header []string) ([]byte, err
 				break
 			}
 		}
-		pad := strings.Repeat(" ", indent+2)
-		for _, c := range strings.SplitAfter(strings.TrimRight(clc, "\n")+"\n", "\n") {
-			switch {
-			case c == "":
-			case c == "\n":
-				out = append(out, c)
-			default:
-				out = append(out, pad+c)
-			}
-		}
+		out = append(out, indentBlock(clc, strings.Repeat(" ", indent+2)))
 		i = j - 1
 		replaced++
 	}
@@ -158,4 +149,17 @@ func withAdditionalConfig(tmpl []byte, clc string, header []string) ([]byte, err
 		return nil, fmt.Errorf("found %d additionalConfig blocks in the baked template, want 2", replaced)
 	}
 	return []byte(strings.Join(out, "")), nil
+}
+
+// indentBlock indents every line of text but the blank ones by pad, as the content of a YAML
+// block scalar, and ends it with one newline.
+func indentBlock(text, pad string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(strings.TrimRight(text, "\n")+"\n", "\n") {
+		if l != "" && l != "\n" {
+			b.WriteString(pad)
+		}
+		b.WriteString(l)
+	}
+	return b.String()
 }

@@ -58,17 +58,10 @@ func sysextCLC(flavor string, insecureNoHash bool, sysupdateURL, version string)
 	}
 }
 
+// inlineFile is a CLC storage.files entry with content inline.
 func inlineFile(path, content string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "  - path: %s\n    filesystem: root\n    mode: 0644\n    contents:\n      inline: |\n", path)
-	for _, l := range strings.SplitAfter(strings.TrimRight(content, "\n")+"\n", "\n") {
-		if l == "\n" {
-			b.WriteString("\n")
-		} else if l != "" {
-			b.WriteString("        " + l)
-		}
-	}
-	return b.String()
+	return fmt.Sprintf("  - path: %s\n    filesystem: root\n    mode: 0644\n    contents:\n      inline: |\n", path) +
+		indentBlock(content, "        ")
 }
 
 // sysupdateUnits are CAPO's flatcar-sysext settings: the timer, and a drop-in that updates the
