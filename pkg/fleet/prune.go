@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
@@ -46,11 +48,8 @@ func Decide(imgs []Image, unsure []Image, keep int, hide bool, protect *ProtectS
 		}
 		groups[k] = append(groups[k], im)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].cloud != keys[j].cloud {
-			return keys[i].cloud < keys[j].cloud
-		}
-		return keys[i].slot.String() < keys[j].slot.String()
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(strings.Compare(a.cloud, b.cloud), strings.Compare(a.slot.String(), b.slot.String()))
 	})
 	var out []Decision
 	for _, k := range keys {

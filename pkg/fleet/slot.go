@@ -92,16 +92,8 @@ func isNum(s string) bool {
 // newer orders two images of one slot: higher Flatcar version, then higher Kubernetes patch,
 // then created later. Versions decide, not upload times: a rebuilt old release stays old.
 func newer(a, b Image) bool {
-	if c := compareVersions(a.FlatcarVersion, b.FlatcarVersion); c != 0 {
-		return c > 0
-	}
-	if c := compareVersions(a.KubernetesVersion, b.KubernetesVersion); c != 0 {
-		return c > 0
-	}
-	if !a.Created.Equal(b.Created) {
-		return a.Created.After(b.Created)
-	}
-	return a.ID > b.ID
+	return cmp.Or(compareVersions(a.FlatcarVersion, b.FlatcarVersion), compareVersions(a.KubernetesVersion, b.KubernetesVersion),
+		a.Created.Compare(b.Created), strings.Compare(a.ID, b.ID)) > 0
 }
 
 // compareVersions compares dotted numbers (4459.2.0, v1.35.2) field by field; a pre-release
