@@ -95,6 +95,19 @@ func Create(path string) (*File, error) {
 	return af, nil
 }
 
+// WriteFile writes data to path atomically, as mode perm.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Commit(perm)
+}
+
 // Commit syncs (unless NoSync), closes and renames the temporary file to Path, with mode perm.
 func (f *File) Commit(perm os.FileMode) error {
 	if f.done {

@@ -128,16 +128,8 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 			}
 			rep := manifestsReport{Rendered: r}
 			if outputFile != "" {
-				f, err := atomicfile.Create(outputFile)
-				if err != nil {
-					return err
-				}
-				defer f.Abort()
-				if _, err := f.Write(r.Manifest); err != nil {
-					return fmt.Errorf("writing %s: %w", outputFile, err)
-				}
 				// 0600: the manifest may carry clouds.yaml credentials (OPENSTACK_CLOUD_YAML_B64).
-				if err := f.Commit(0o600); err != nil {
+				if err := atomicfile.WriteFile(outputFile, r.Manifest, 0o600); err != nil {
 					return err
 				}
 				rep.OutputFile = outputFile

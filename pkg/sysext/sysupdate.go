@@ -112,7 +112,7 @@ func Publish(dir, url string) (*Published, error) {
 		}
 		p.Sysexts = append(p.Sysexts, s)
 		sums = append(sums, s.SHA256+"  "+s.File+"\n")
-		if err := writeFile(filepath.Join(dir, e.Name()+".sha512"), []byte(s.SHA512+"  "+s.File+"\n")); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, e.Name()+".sha512"), []byte(s.SHA512+"  "+s.File+"\n"), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -120,7 +120,7 @@ func Publish(dir, url string) (*Published, error) {
 		return nil, fmt.Errorf("%s holds no .raw sysext images (make one with flatcar-capo sysext create --output-file %s/kubernetes-<version>-x86-64.raw)", dir, dir)
 	}
 	sort.Strings(sums)
-	if err := writeFile(filepath.Join(dir, "SHA256SUMS"), []byte(strings.Join(sums, ""))); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(strings.Join(sums, "")), 0o644); err != nil {
 		return nil, err
 	}
 	for name, v := range minors {
@@ -128,13 +128,13 @@ func Publish(dir, url string) (*Published, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := writeFile(filepath.Join(dir, name), conf); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), conf, 0o644); err != nil {
 			return nil, err
 		}
 		p.Transfers = append(p.Transfers, name)
 	}
 	sort.Strings(p.Transfers)
-	return p, writeFile(filepath.Join(dir, "noop.conf"), []byte(SysupdateNoop))
+	return p, atomicfile.WriteFile(filepath.Join(dir, "noop.conf"), []byte(SysupdateNoop), 0o644)
 }
 
 func hashFile(path string) (PublishedSysext, error) {
@@ -148,16 +148,4 @@ func hashFile(path string) (PublishedSysext, error) {
 		return PublishedSysext{}, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return PublishedSysext{SHA256: hex.EncodeToString(h256.Sum(nil)), SHA512: hex.EncodeToString(h512.Sum(nil))}, nil
-}
-
-func writeFile(path string, data []byte) error {
-	f, err := atomicfile.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Commit(0o644)
 }
