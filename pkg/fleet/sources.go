@@ -1,9 +1,7 @@
 package fleet
 
 import (
-	"cmp"
 	"context"
-	"strings"
 	"sync"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
@@ -103,6 +101,5 @@ func (r ReleaseResolver) Flatcar(ctx context.Context, channel string) (string, e
 
 // Kubernetes resolves a version spec.
 func (r ReleaseResolver) Kubernetes(ctx context.Context, spec string) (string, error) {
-	mirror := cmp.Or(r.Mirror, kubernetes.DefaultMirror)
-	return kubernetes.ResolveVersion(ctx, r.Client, strings.TrimRight(mirror, "/"), spec)
+	return kubernetes.ResolveVersion(ctx, r.Client, r.Mirror, spec)
 }

@@ -68,7 +68,7 @@ func MinorOf(v string) (major, minor int, ok bool) {
 }
 
 // ResolveVersion turns a --kubernetes-version into an exact release tag, reading the marker file
-// of mirror for stable and minors. Errors name the URL and the fix.
+// of mirror ("" is DefaultMirror) for stable and minors. Errors name the URL and the fix.
 func ResolveVersion(ctx context.Context, c *httpx.Client, mirror, version string) (string, error) {
 	spec, err := ParseSpec(version)
 	if err != nil {
@@ -80,7 +80,7 @@ func ResolveVersion(ctx context.Context, c *httpx.Client, mirror, version string
 	if c == nil {
 		c = httpx.New(httpx.Options{Retries: 2})
 	}
-	url := spec.Marker(mirror)
+	url := spec.Marker(cmp.Or(mirror, DefaultMirror))
 	fix := "mirror that file from https://dl.k8s.io/release, or give an exact --kubernetes-version such as v1.35.2"
 	b, err := c.GetSmall(ctx, url, 256)
 	if err != nil {
@@ -135,9 +135,8 @@ func DefaultCNIFor(k8s string) string {
 // Resolve makes o.Kubernetes an exact version (stable and minors through the mirror's marker
 // files) and fills the crictl and CNI versions that fit it when they were left empty.
 func (o *Options) Resolve(ctx context.Context, c *httpx.Client) error {
-	mirror := cmp.Or(o.Mirror, DefaultMirror)
 	o.Kubernetes = cmp.Or(o.Kubernetes, DefaultVersion)
-	v, err := ResolveVersion(ctx, c, mirror, o.Kubernetes)
+	v, err := ResolveVersion(ctx, c, o.Mirror, o.Kubernetes)
 	if err != nil {
 		return err
 	}
