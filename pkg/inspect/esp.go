@@ -1,6 +1,9 @@
 package inspect
 
 import (
+	"io/fs"
+	"slices"
+
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
@@ -26,13 +29,7 @@ func firstBootFlag(esp *disk.FS) *bool {
 	if esp == nil {
 		return nil
 	}
-	found := false
-	if infos, err := esp.ReadDir("flatcar"); err == nil {
-		for _, fi := range infos {
-			if fi.Name() == "first_boot" {
-				found = true
-			}
-		}
-	}
+	ents, err := esp.ReadDir("flatcar")
+	found := err == nil && slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == "first_boot" })
 	return &found
 }

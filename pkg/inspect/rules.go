@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
@@ -98,12 +99,9 @@ func ruleOEMSysextMissing(r *Report) {
 
 // hasOEMSysext reports whether /oem/sysext holds oem-<id>-<version>.raw.
 func (r *Report) hasOEMSysext(id string) bool {
-	for _, e := range r.Sysext {
-		if !e.IsDir && strings.HasPrefix(e.Name, "oem-"+id+"-") && strings.HasSuffix(e.Name, ".raw") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.Sysext, func(e oem.Entry) bool {
+		return !e.IsDir && strings.HasPrefix(e.Name, "oem-"+id+"-") && strings.HasSuffix(e.Name, ".raw")
+	})
 }
 
 // Without /flatcar/first_boot on the ESP, GRUB does not add flatcar.first_boot and Ignition

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -151,12 +153,7 @@ func statEntry(old *disk.FS, p string) (Entry, []string, error) {
 	if x, err := old.GetXattr(p); err != nil {
 		return Entry{}, nil, fmt.Errorf("reading the extended attributes of %s in the original ROOT: %w", shown, err)
 	} else if len(x) > 0 {
-		names := make([]string, 0, len(x))
-		for k := range x {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		bad("extended attributes (" + strings.Join(names, ", ") + ")")
+		bad("extended attributes (" + strings.Join(slices.Sorted(maps.Keys(x)), ", ") + ")")
 	}
 	if p == "." {
 		e.Path = ""

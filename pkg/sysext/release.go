@@ -3,7 +3,8 @@ package sysext
 import (
 	"bufio"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -74,12 +75,7 @@ func (r Release) Format(first ...string) []byte {
 	for _, k := range first {
 		write(k)
 	}
-	rest := make([]string, 0, len(r))
-	for k := range r {
-		rest = append(rest, k)
-	}
-	sort.Strings(rest)
-	for _, k := range rest {
+	for _, k := range slices.Sorted(maps.Keys(r)) {
 		write(k)
 	}
 	return []byte(b.String())
