@@ -135,8 +135,7 @@ func Fetch(ctx context.Context, c *httpx.Client, o Options) (*Result, error) {
 			continue
 		}
 		if err != nil {
-			var typed *interrupt.Error
-			if !errors.As(err, &typed) {
+			if !errors.As(err, new(*interrupt.Error)) {
 				err = interrupt.Nothing(err, o.OutputFile+" was not written (its temporary file was removed)")
 			}
 			return nil, err
@@ -239,8 +238,7 @@ func (f *fetcher) artifact(ctx context.Context, comp string) (*Result, error) {
 			if err == nil {
 				return res, nil
 			}
-			var we *writeError
-			if errors.As(err, &we) {
+			if errors.As(err, new(*writeError)) {
 				return nil, err
 			}
 			if err := f.restartOutput(); err != nil {

@@ -80,11 +80,10 @@ func stream(src io.Reader, decode bool, out io.Writer) (digest string, written i
 	dec := bzip2.NewReader(hashed)
 	written, err = io.CopyBuffer(out, dec, buf)
 	dec.Close()
-	var we *writeError
 	switch {
 	case rec.err != nil:
 		return "", written, rec.err
-	case errors.As(err, &we):
+	case errors.As(err, new(*writeError)):
 		return "", written, err
 	case err != nil:
 		// Finish hashing so the caller can tell a tampered download from a damaged original.

@@ -111,8 +111,7 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 	c.Project = projectOf(provider, ao)
 	c.Image, err = openstack.NewImageV2(provider, eo)
 	if err != nil {
-		var nf *gophercloud.ErrEndpointNotFound
-		if errors.As(err, &nf) || strings.Contains(err.Error(), "endpoint") {
+		if errors.As(err, new(*gophercloud.ErrEndpointNotFound)) || strings.Contains(err.Error(), "endpoint") {
 			region := cmp.Or(eo.Region, "any region")
 			return nil, fmt.Errorf("cloud %s: the service catalog has no image (Glance) endpoint in %s; check region_name or ask the cloud operator", label, region)
 		}

@@ -20,8 +20,7 @@ import (
 func (r *Request) SetFile(file string, diskFormat disk.Format) error {
 	format, size, err := DetectFileFormat(file)
 	if err != nil {
-		var refused *disk.UnsupportedFormatError
-		if errors.Is(err, disk.ErrNotDiskImage) && !errors.As(err, &refused) {
+		if errors.Is(err, disk.ErrNotDiskImage) && !errors.As(err, new(*disk.UnsupportedFormatError)) {
 			err = errs.Invalid(err)
 		}
 		return err
@@ -165,8 +164,7 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 		}
 		if o.err != nil {
 			// A cloud stopped before it created anything says so too, so the report covers all.
-			var typed *interrupt.Error
-			if interrupt.IsCancel(o.err) && !errors.As(o.err, &typed) {
+			if interrupt.IsCancel(o.err) && !errors.As(o.err, new(*interrupt.Error)) {
 				name := cmp.Or(clouds[i], "the default cloud")
 				o.err = interrupt.Nothing(o.err, name+": no image was created")
 			}

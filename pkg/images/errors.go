@@ -37,9 +37,7 @@ func explain(r Ref, src source, err error) error {
 			}
 		}
 	}
-	var ua x509.UnknownAuthorityError
-	var cv *tls.CertificateVerificationError
-	if errors.As(err, &ua) || errors.As(err, &cv) || strings.Contains(err.Error(), "x509: certificate signed by unknown authority") {
+	if errors.As(err, new(x509.UnknownAuthorityError)) || errors.As(err, new(*tls.CertificateVerificationError)) || strings.Contains(err.Error(), "x509: certificate signed by unknown authority") {
 		return fmt.Errorf("%s: the TLS certificate of %s is not trusted (x509: certificate signed by unknown authority): pass --registry-ca FILE with the CA that signed it (it also goes into the image's containerd settings and trust store)", r.Given, src.host)
 	}
 	var he x509.HostnameError

@@ -351,8 +351,7 @@ func (p *pull) blob(src source, ref string, d v1.Descriptor) error {
 	}
 	defer rc.Close()
 	if err := p.c.put(d.Digest, rc, d.Size); err != nil {
-		var de *digestError
-		if errors.As(err, &de) || strings.Contains(err.Error(), "checksum") {
+		if errors.As(err, new(*digestError)) || strings.Contains(err.Error(), "checksum") {
 			return fmt.Errorf("%s: %s served blob %s with the wrong content: refused (%v); the registry's storage is damaged or something between rewrites it", ref, src.host, d.Digest, err)
 		}
 		return fmt.Errorf("%s: blob %s from %s: %w", ref, shortDigest(d.Digest.String()), src.host, err)

@@ -77,8 +77,7 @@ func Download(ctx context.Context, client *httpx.Client, o Options, logf func(st
 	}
 	// A checksum mismatch is the most important message: report it before network errors.
 	for _, err := range errs {
-		var ce *ChecksumError
-		if errors.As(err, &ce) {
+		if errors.As(err, new(*ChecksumError)) {
 			return nil, err
 		}
 	}
@@ -129,8 +128,7 @@ func get(ctx context.Context, client *httpx.Client, o Options, f File) (Download
 
 // hint says what to check when a mirror does not serve a file.
 func hint(err error) error {
-	var se *httpx.StatusError
-	if errors.As(err, &se) {
+	if errors.As(err, new(*httpx.StatusError)) {
 		return fmt.Errorf("%w (is the version right and does the mirror carry it?)", err)
 	}
 	if httpx.IsStalled(err) || errors.As(err, new(*httpx.DeadlineError)) || errors.Is(err, context.Canceled) {
