@@ -93,7 +93,11 @@ func FromFile(path string, f *os.File, writable bool) (*Image, error) {
 }
 
 // FromDisk is an Image over a virtual disk the caller owns and closes (a build's copy-on-write
-// overlay, say); its format is raw, since that is what its bytes are.
+// overlay, say); its format is raw, since that is what its bytes are. Not writable, it refuses
+// writes (vdisk.Protect), as an Image opened for reading does.
 func FromDisk(path string, d vdisk.Disk, writable bool) *Image {
+	if !writable {
+		d = vdisk.Protect(d)
+	}
 	return &Image{Path: path, Format: FormatRaw, Writable: writable, Disk: d}
 }
