@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -218,14 +219,9 @@ func localSHA512(dir, name string) string {
 func (r *Result) Todo() []Row {
 	var out []Row
 	for _, row := range r.Rows {
-		if need := row.Needed(); len(need) > 0 {
-			todo := row
-			todo.Clouds = nil
-			for _, c := range row.Clouds {
-				if c.Status != Present {
-					todo.Clouds = append(todo.Clouds, c)
-				}
-			}
+		todo := row
+		todo.Clouds = slices.DeleteFunc(slices.Clone(row.Clouds), func(c CloudState) bool { return c.Status == Present })
+		if len(todo.Clouds) > 0 {
 			out = append(out, todo)
 		}
 	}
