@@ -224,7 +224,7 @@ func corpus(t *testing.T) []*Document {
 			}
 		}
 	}
-	add("lint_test.go", []byte(lintTestFixtures))
+	add("lint_test.go", []byte(lintLastAppliedKCP+"---\n"+lintMachineDeploymentV1beta2+"---\n"+lintFuzzSeedKCP))
 	for _, glob := range []string{"../../testdata/*/*.yaml", "../../examples/*/*.yaml"} {
 		files, _ := filepath.Glob(glob)
 		for _, f := range files {
@@ -237,42 +237,6 @@ func corpus(t *testing.T) []*Document {
 	}
 	return docs
 }
-
-// lintTestFixtures are the documents lint_test.go writes inline.
-const lintTestFixtures = `apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: KubeadmControlPlane
-metadata:
-  name: cp
-  annotations:
-    kubectl.kubernetes.io/last-applied-configuration: '{"spec":{"kubeadmConfigSpec":{"joinConfiguration":{}}}}'
-spec:
-  kubeadmConfigSpec:
-    format: ignition
----
-apiVersion: cluster.x-k8s.io/v1beta1
-kind: MachineDeployment
-metadata: {name: md}
-spec:
-  template:
-    spec:
-      bootstrap: {configRef: {kind: KubeadmConfigTemplate, name: w}}
-      infrastructureRef: {kind: OpenStackMachineTemplate, name: w}
----
-apiVersion: bootstrap.cluster.x-k8s.io/v1beta2
-kind: KubeadmConfigTemplate
-metadata: {name: w}
-spec:
-  template:
-    spec:
-      joinConfiguration:
-        nodeRegistration:
-          kubeletExtraArgs:
-          - {name: provider-id, value: "openstack:///x"}
----
-kind: KubeadmControlPlane
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-spec: {kubeadmConfigSpec: {format: ignition, files: [1]}}
-`
 
 func clone(v any) any {
 	switch v := v.(type) {

@@ -8,6 +8,26 @@ import (
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
 )
 
+// bootstrapIgnition transpiles the additionalConfig of a bootstrap config document without an
+// issue and merges it into CABPK's base config; ok is false for the other documents.
+func bootstrapIgnition(t *testing.T, d *Document) (res CLCResult, merged igntypes.Config, ok bool) {
+	t.Helper()
+	b, ok := newBootstrapSpec(d)
+	if !ok {
+		return res, merged, false
+	}
+	src, _ := b.additionalConfig()
+	res = TranspileCLC(src)
+	if res.Fatal || len(res.Issues) > 0 {
+		t.Fatalf("%s: %v", d, res.Issues)
+	}
+	_, merged, err := estimateUserData(b, &res.Ignition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, merged, true
+}
+
 // Acceptance 3: the template's additionalConfig becomes valid Ignition 2.3 that enables the
 // units and carries the kubeadm.service drop-in, alone and merged into CABPK's base config.
 func TestTemplateIgnition(t *testing.T) {
@@ -18,21 +38,12 @@ func TestTemplateIgnition(t *testing.T) {
 	docs, _ := ParseDocuments("filled", r.Manifest)
 	checked := 0
 	for _, d := range docs {
-		b, ok := newBootstrapSpec(d)
+		res, merged, ok := bootstrapIgnition(t, d)
 		if !ok {
 			continue
 		}
-		src, _ := b.additionalConfig()
-		res := TranspileCLC(src)
-		if res.Fatal || len(res.Issues) > 0 {
-			t.Fatalf("%s: %v", d, res.Issues)
-		}
 		if res.Ignition.Ignition.Version != "2.3.0" {
 			t.Fatalf("Ignition version %q, want 2.3.0 as CABPK emits", res.Ignition.Ignition.Version)
-		}
-		_, merged, err := estimateUserData(b, &res.Ignition)
-		if err != nil {
-			t.Fatal(err)
 		}
 		for name, cfg := range map[string]igntypes.Config{"additionalConfig": res.Ignition, "merged user-data": merged} {
 			if err := ValidateIgnition(cfg); err != nil {

@@ -90,18 +90,9 @@ func TestFlavors(t *testing.T) {
 					if u := UnknownFields(d); len(u) > 0 {
 						t.Errorf("%s: unknown fields %v", d, u)
 					}
-					b, ok := newBootstrapSpec(d)
+					_, merged, ok := bootstrapIgnition(t, d)
 					if !ok {
 						continue
-					}
-					src, _ := b.additionalConfig()
-					res := TranspileCLC(src)
-					if res.Fatal || len(res.Issues) > 0 {
-						t.Fatalf("%s: %v", d, res.Issues)
-					}
-					_, merged, err := estimateUserData(b, &res.Ignition)
-					if err != nil {
-						t.Fatal(err)
 					}
 					if err := ValidateIgnition(merged); err != nil {
 						t.Fatal(err)

@@ -115,8 +115,10 @@ func TestLintImageFilter(t *testing.T) {
 	}
 }
 
-func TestLintFormatChangeFromLastApplied(t *testing.T) {
-	doc := `apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+// The documents these tests write inline; apitypes_mirror_test.go checks them against the API
+// mirror too.
+const (
+	lintLastAppliedKCP = `apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: KubeadmControlPlane
 metadata:
   name: cp
@@ -126,34 +128,15 @@ spec:
   kubeadmConfigSpec:
     format: ignition
 `
-	for version, want := range map[string]int{"1.2.11": 1, "1.2.12": 0, "1.3.5": 1, "1.3.6": 0, "1.4.0": 0, "1.1.0": 1} {
-		rep, err := Lint(context.Background(), []Input{{Name: "kcp.yaml", Data: []byte(doc)}}, LintOptions{CAPIVersion: version})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, f := range rep.Findings {
-			if f.Rule == RuleFormatImmutable {
-				n++
-			}
-		}
-		if n != want {
-			t.Errorf("CAPI %s: %d format-immutable findings, want %d", version, n, want)
-		}
-	}
-}
-
-// CAPO v1alpha7's image filter and v1beta2's kubeletExtraArgs list are read too.
-func TestLintOlderAndNewerShapes(t *testing.T) {
-	doc := `apiVersion: infrastructure.cluster.x-k8s.io/v1alpha7
+	lintV1alpha7Template = `apiVersion: infrastructure.cluster.x-k8s.io/v1alpha7
 kind: OpenStackMachineTemplate
 metadata: {name: w}
 spec:
   template:
     spec:
       image: {name: Flatcar-stable}
----
-apiVersion: cluster.x-k8s.io/v1beta1
+`
+	lintMachineDeploymentV1beta2 = `apiVersion: cluster.x-k8s.io/v1beta1
 kind: MachineDeployment
 metadata: {name: md}
 spec:
@@ -173,6 +156,31 @@ spec:
           kubeletExtraArgs:
           - {name: provider-id, value: "openstack:///x"}
 `
+	lintFuzzSeedKCP = "kind: KubeadmControlPlane\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nspec: {kubeadmConfigSpec: {format: ignition, files: [1]}}\n"
+)
+
+func TestLintFormatChangeFromLastApplied(t *testing.T) {
+	doc := lintLastAppliedKCP
+	for version, want := range map[string]int{"1.2.11": 1, "1.2.12": 0, "1.3.5": 1, "1.3.6": 0, "1.4.0": 0, "1.1.0": 1} {
+		rep, err := Lint(context.Background(), []Input{{Name: "kcp.yaml", Data: []byte(doc)}}, LintOptions{CAPIVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range rep.Findings {
+			if f.Rule == RuleFormatImmutable {
+				n++
+			}
+		}
+		if n != want {
+			t.Errorf("CAPI %s: %d format-immutable findings, want %d", version, n, want)
+		}
+	}
+}
+
+// CAPO v1alpha7's image filter and v1beta2's kubeletExtraArgs list are read too.
+func TestLintOlderAndNewerShapes(t *testing.T) {
+	doc := lintV1alpha7Template + "---\n" + lintMachineDeploymentV1beta2
 	rep, err := Lint(context.Background(), []Input{{Name: "mixed.yaml", Data: []byte(doc)}}, LintOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +216,7 @@ func TestParseCAPIVersion(t *testing.T) {
 func FuzzLint(f *testing.F) {
 	seed, _ := os.ReadFile("../../testdata/seed/capo-flatcar-issue.yaml")
 	f.Add(seed)
-	f.Add([]byte("kind: KubeadmControlPlane\napiVersion: controlplane.cluster.x-k8s.io/v1beta1\nspec: {kubeadmConfigSpec: {format: ignition, files: [1]}}\n"))
+	f.Add([]byte(lintFuzzSeedKCP))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rep, err := Lint(context.Background(), []Input{{Name: "f", Data: data}}, LintOptions{CAPIVersion: "1.1.0"})
 		if err != nil {

@@ -18,15 +18,7 @@ import (
 func TestCopyToRawEmptiesAnOldOutput(t *testing.T) {
 	dir := t.TempDir()
 	raw := makeRaw(t, dir)
-	in, err := os.Open(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	src, err := vdisk.NewFile(in, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := openRaw(t, raw)
 	for _, old := range []int64{0, testDiskSize + 1<<20} {
 		out := filepath.Join(dir, "out.raw")
 		stale := make([]byte, old)

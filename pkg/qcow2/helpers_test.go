@@ -62,17 +62,24 @@ func qemuCheckCompare(t testing.TB, img, raw string) {
 	testutil.QemuImg(t, "compare", "-f", "qcow2", "-F", "raw", img, raw)
 }
 
-func writeQcow2(t testing.TB, raw, out string, opts Options) {
+// openRaw opens a raw image read-only as a vdisk source, closed when the test ends.
+func openRaw(t testing.TB, raw string) *vdisk.File {
 	t.Helper()
 	in, err := os.Open(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
+	t.Cleanup(func() { in.Close() })
 	src, err := vdisk.NewFile(in, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return src
+}
+
+func writeQcow2(t testing.TB, raw, out string, opts Options) {
+	t.Helper()
+	src := openRaw(t, raw)
 	f, err := os.Create(out)
 	if err != nil {
 		t.Fatal(err)
