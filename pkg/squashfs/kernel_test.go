@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -24,11 +23,7 @@ func TestKernelReadsImage(t *testing.T) {
 		t.Run(comp, func(t *testing.T) {
 			img := filepath.Join(t.TempDir(), "img.sqfs")
 			writeTree(t, src, img, Options{Compression: comp, Level: 1, ModTime: epoch})
-			mnt := t.TempDir()
-			if out, err := exec.Command("mount", "-t", "squashfs", "-o", "loop,ro", img, mnt).CombinedOutput(); err != nil {
-				t.Fatalf("mount: %v\n%s", err, out)
-			}
-			defer exec.Command("umount", mnt).Run()
+			mnt := testutil.MountSquashfs(t, img)
 			n := 0
 			err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 				if err != nil {

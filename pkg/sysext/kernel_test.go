@@ -34,7 +34,7 @@ func TestKernelMountsCreatedSysext(t *testing.T) {
 			if info.Size%4096 != 0 || info.Validate("kubernetes") != nil {
 				t.Fatalf("size %d, %v", info.Size, info.Validate("kubernetes"))
 			}
-			mnt := mountSquashfs(t, img)
+			mnt := testutil.MountSquashfs(t, img)
 			out, err := exec.Command(filepath.Join(mnt, "usr/bin/kubelet"), "--version").CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "stand-in kubelet --version") {
 				t.Errorf("running kubelet from the mounted sysext: %v %s", err, out)
@@ -90,16 +90,6 @@ func TestKernelMountsCreatedSysext(t *testing.T) {
 	if err := ui.Validate("kubernetes"); err == nil || !strings.Contains(err.Error(), "not padded to 4 KiB") {
 		t.Errorf("unpadded image: %v", err)
 	}
-}
-
-func mountSquashfs(t *testing.T, img string) string {
-	t.Helper()
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "squashfs", "-o", "loop,ro", img, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount %s: %v\n%s", img, err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
-	return mnt
 }
 
 // checkDirLinks checks every directory of a mounted image as the kernel reports it: link count

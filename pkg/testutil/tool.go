@@ -23,3 +23,13 @@ func QemuImg(t testing.TB, args ...string) string {
 	RequireTools(t, "qemu-img")
 	return MustRun(t, "qemu-img", args...)
 }
+
+// MountSquashfs loop-mounts the squashfs image img read-only, as systemd-sysext does, on a new
+// directory it returns; the mount goes when the test ends.
+func MountSquashfs(t testing.TB, img string) string {
+	t.Helper()
+	mnt := t.TempDir()
+	MustRun(t, "mount", "-t", "squashfs", "-o", "loop,ro", img, mnt)
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	return mnt
+}
