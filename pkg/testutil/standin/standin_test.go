@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // must runs cmd in the guest and fails the test if it fails.
@@ -170,16 +170,11 @@ func fsckROOT(t *testing.T, img string) {
 	if !testutil.HaveRoot(t, "e2fsck of ROOT through a loop device") {
 		return
 	}
-	d, err := disk.Open(img, false)
+	start, size, err := flatcardisk.PartitionRange(img, "ROOT")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := d.FindPartition("ROOT")
-	d.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "-r", "-f", "--show", "-o", strconv.FormatInt(p.Start, 10), "--sizelimit", strconv.FormatInt(p.Size, 10), img).Output()
+	out, err := exec.Command("losetup", "-r", "-f", "--show", "-o", strconv.FormatInt(start, 10), "--sizelimit", strconv.FormatInt(size, 10), img).Output()
 	if err != nil {
 		t.Fatalf("losetup: %v", err)
 	}
