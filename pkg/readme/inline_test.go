@@ -1,8 +1,6 @@
 package readme_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,12 +12,7 @@ import (
 // cannot run as written, but their subcommands and every flag they name must exist: each is looked
 // up in the binary's --help.
 func TestREADMESynopses(t *testing.T) {
-	f, err := os.Open(filepath.Join(testutil.RepoRoot(), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	spans, err := readme.InlineCommands(f)
+	spans, err := readme.InlineCommands(openREADME(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,15 +52,21 @@ func TestREADMECommands(t *testing.T) {
 	}
 }
 
-// readmeCommands extracts the commands and fails on any unmarked line that is not one.
-func readmeCommands(t *testing.T) []readme.Command {
+// openREADME opens the repository's README.md, closed when the test ends.
+func openREADME(t *testing.T) *os.File {
 	t.Helper()
 	f, err := os.Open(filepath.Join(testutil.RepoRoot(), "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	lines, err := readme.Lines(f)
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// readmeCommands extracts the commands and fails on any unmarked line that is not one.
+func readmeCommands(t *testing.T) []readme.Command {
+	t.Helper()
+	lines, err := readme.Lines(openREADME(t))
 	if err != nil {
 		t.Fatal(err)
 	}
