@@ -40,6 +40,16 @@ func opts(reg *registrytest.Registry, cache string) images.Options {
 	return images.Options{Arch: "amd64", CacheDir: cache, Mirrors: images.Mirrors{m}, CAFile: reg.CAFile}
 }
 
+// pullAll pulls every image of the fixture through the mirror into cache.
+func pullAll(t *testing.T, reg *registrytest.Registry, pushed *registrytest.Pushed, cache string) *images.Result {
+	t.Helper()
+	res, err := images.Pull(context.Background(), refs(t, pushed.Refs...), opts(reg, cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func refs(t *testing.T, s ...string) []images.Ref {
 	t.Helper()
 	r, err := images.ParseRefs(s)
@@ -54,10 +64,7 @@ func refs(t *testing.T, s ...string) []images.Ref {
 func TestPullKubeadmImagesThroughMirror(t *testing.T) {
 	reg, pushed := fixture(t)
 	cache := t.TempDir()
-	res, err := images.Pull(context.Background(), refs(t, pushed.Refs...), opts(reg, cache))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := pullAll(t, reg, pushed, cache)
 	if len(res.Images) != 7 {
 		t.Fatalf("pulled %d images, want 7", len(res.Images))
 	}
@@ -76,10 +83,7 @@ func TestPullKubeadmImagesThroughMirror(t *testing.T) {
 	if res.Size() >= int64(7)*res.Images[0].Size/2 {
 		t.Errorf("unique size %d: the shared layer was not deduplicated", res.Size())
 	}
-	again, err := images.Pull(context.Background(), refs(t, pushed.Refs...), opts(reg, cache))
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := pullAll(t, reg, pushed, cache)
 	if again.Transferred != 0 || again.Fetched != 0 {
 		t.Errorf("warm pull transferred %d bytes (%d blobs), want 0", again.Transferred, again.Fetched)
 	}
@@ -221,10 +225,7 @@ func TestPullRefuses(t *testing.T) {
 func TestArchive(t *testing.T) {
 	reg, pushed := fixture(t)
 	cache := t.TempDir()
-	res, err := images.Pull(context.Background(), refs(t, pushed.Refs...), opts(reg, cache))
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := pullAll(t, reg, pushed, cache)
 	a, err := images.NewArchive(cache, res.Images)
 	if err != nil {
 		t.Fatal(err)

@@ -40,32 +40,29 @@ func clusterInputs() map[string][]byte {
 
 type compressFn func([]byte) []byte
 
+// deflateWith compresses b in one go with the writer newWriter makes.
+func deflateWith(b []byte, newWriter func(io.Writer) (io.WriteCloser, error)) []byte {
+	var buf bytes.Buffer
+	w, _ := newWriter(&buf)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
 func compressors() map[string]compressFn {
 	m := map[string]compressFn{
 		"qemu-window": func(b []byte) []byte { // what our writer and qemu-img -c write
-			var buf bytes.Buffer
-			w, _ := flate.NewWriterWindow(&buf, deflateWindow)
-			w.Write(b)
-			w.Close()
-			return buf.Bytes()
+			return deflateWith(b, func(w io.Writer) (io.WriteCloser, error) { return flate.NewWriterWindow(w, deflateWindow) })
 		},
 	}
 	for _, lvl := range []int{stdflate.HuffmanOnly, stdflate.NoCompression, 1, 6, 9} {
 		m["std"+string(rune('0'+lvl+2))] = func(b []byte) []byte {
-			var buf bytes.Buffer
-			w, _ := stdflate.NewWriter(&buf, lvl)
-			w.Write(b)
-			w.Close()
-			return buf.Bytes()
+			return deflateWith(b, func(w io.Writer) (io.WriteCloser, error) { return stdflate.NewWriter(w, lvl) })
 		}
 	}
 	for _, lvl := range []int{-2, 1, 5, 9} {
 		m["klauspost"+string(rune('0'+lvl+2))] = func(b []byte) []byte {
-			var buf bytes.Buffer
-			w, _ := flate.NewWriter(&buf, lvl)
-			w.Write(b)
-			w.Close()
-			return buf.Bytes()
+			return deflateWith(b, func(w io.Writer) (io.WriteCloser, error) { return flate.NewWriter(w, lvl) })
 		}
 	}
 	// Fixed-Huffman blocks: a tiny stream the compressors emit that way.
