@@ -197,17 +197,9 @@ func (l *linter) checkDocument(d *Document) []Finding {
 
 // yamlErrorLine extracts "line N" from a YAML parser error, 0 when there is none.
 func yamlErrorLine(err error) int {
-	msg := err.Error()
-	i := strings.Index(msg, "line ")
-	if i < 0 {
-		return 0
-	}
 	n := 0
-	for _, c := range msg[i+5:] {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int(c-'0')
+	if _, after, ok := strings.Cut(err.Error(), "line "); ok {
+		fmt.Sscanf(after, "%d", &n)
 	}
 	return n
 }
