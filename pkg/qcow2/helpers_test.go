@@ -90,6 +90,21 @@ func writeQcow2(t testing.TB, raw, out string, opts Options) {
 	}
 }
 
+// openQcow2 opens the qcow2 image img, closed when the test ends.
+func openQcow2(t testing.TB, img string) *Reader {
+	t.Helper()
+	f, err := os.Open(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	r, err := OpenFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func toRaw(t testing.TB, img, out string) error {
 	t.Helper()
 	f, err := os.Open(img)

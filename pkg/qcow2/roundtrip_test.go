@@ -88,12 +88,7 @@ func TestReadAtRandomAccess(t *testing.T) {
 	want, _ := os.ReadFile(raw)
 	img := filepath.Join(dir, "c.qcow2")
 	testutil.QemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", "-o", "cluster_size=4k", raw, img)
-	f, _ := os.Open(img)
-	defer f.Close()
-	r, err := OpenFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openQcow2(t, img)
 	if r.Size() != int64(len(want)) {
 		t.Fatalf("virtual size %d, want %d", r.Size(), len(want))
 	}
@@ -155,12 +150,7 @@ func TestQcow2ToQcow2(t *testing.T) {
 	raw := makeRaw(t, dir)
 	img := filepath.Join(dir, "in.qcow2")
 	testutil.QemuImg(t, "convert", "-c", "-f", "raw", "-O", "qcow2", "-o", "compat=0.10", raw, img)
-	f, _ := os.Open(img)
-	defer f.Close()
-	r, err := OpenFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openQcow2(t, img)
 	out := filepath.Join(dir, "out.qcow2")
 	o, _ := os.Create(out)
 	defer o.Close()
