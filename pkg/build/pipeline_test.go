@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
@@ -70,7 +71,7 @@ func testOptions(t testing.TB, base string) *Options {
 func TestPipelineRecordsReusesAndForces(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.btrfs", "mkfs.ext4", "mkfs.vfat")
 	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
-	baseSum, _, _ := sha512File(base)
+	baseSum, _, _ := digest.SHA512(base)
 	o := testOptions(t, base)
 	*fake.runs, fake.fail, fake.cancel = 0, nil, nil
 	rec, err := Run(context.Background(), o)
@@ -86,7 +87,7 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 	if err != nil || br.FlatcarVersion != "4459.2.0" || br.KubernetesVersion != kubetest.Version || br.Arch != "amd64" {
 		t.Fatalf("upload's view of the record: %+v %v", br, err)
 	}
-	sum, _, _ := sha512File(artifact)
+	sum, _, _ := digest.SHA512(artifact)
 	if rec.Artifacts[0].SHA512 != sum || len(rec.Downloads) != 5 || rec.Method != "fake" || rec.Reused {
 		t.Fatalf("record %+v", rec)
 	}
@@ -99,7 +100,7 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 	if err != nil || st.Settings.OEMID != "openstack" || strings.Contains(st.Settings.LinuxAppend, "autologin") {
 		t.Fatalf("OEM of the artifact: %+v %v", st.Settings, err)
 	}
-	if s, _, _ := sha512File(base); s != baseSum {
+	if s, _, _ := digest.SHA512(base); s != baseSum {
 		t.Fatal("the base image was modified")
 	}
 	entries, _ := os.ReadDir(o.OutputDir)

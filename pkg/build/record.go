@@ -2,12 +2,9 @@ package build
 
 import (
 	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"hash"
-	"io"
 	"os"
 	"strings"
 
@@ -199,22 +196,4 @@ func (r *Record) write(artifact string) error {
 		return err
 	}
 	return f.Commit(0o644)
-}
-
-// The hashes of the record: the inputs key names --provision scripts by sha256, the artifacts
-// carry their sha512.
-func sha256File(p string) (string, int64, error) { return hashFile(p, sha256.New()) }
-func sha512File(p string) (string, int64, error) { return hashFile(p, sha512.New()) }
-
-func hashFile(p string, h hash.Hash) (string, int64, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 )
 
 // Flavors of `flatcar-capo manifests --flavor` that fit each method's image.
@@ -41,7 +42,7 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if !Reused(state) {
 		a, ok := state.Get(KeyArtifactSHA512).(Artifact)
 		if !ok { // the qcow2 step hashes what it writes, except compressed output
-			sum, n, err := sha512File(artifact)
+			sum, n, err := digest.SHA512(artifact)
 			if err != nil {
 				return halt(state, err)
 			}

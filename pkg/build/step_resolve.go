@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
@@ -129,7 +130,7 @@ func inputs(o *Options, rel release.Release) (Inputs, error) {
 		in.ReleaseServer = redact.URL(rel.Server)
 	}
 	for _, p := range o.Provision {
-		sum, _, err := sha256File(p)
+		sum, _, err := digest.SHA256(p)
 		if err != nil {
 			return in, fmt.Errorf("--provision: %w", err)
 		}

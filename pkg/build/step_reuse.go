@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
@@ -50,7 +51,7 @@ func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep
 		note(state, "%s was built from other inputs; rebuilding", artifact)
 		return multistep.ActionContinue
 	}
-	sum, n, err := sha512File(artifact)
+	sum, n, err := digest.SHA512(artifact)
 	if err != nil || len(old.Artifacts) == 0 || old.Artifacts[0].SHA512 != sum || old.Artifacts[0].Bytes != n {
 		note(state, "%s does not match its record (sha512); rebuilding", artifact)
 		return multistep.ActionContinue

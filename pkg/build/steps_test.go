@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/ignition"
@@ -213,7 +214,7 @@ func TestReuseStepRebuildsUnlessEverythingMatches(t *testing.T) {
 	if _, n := run(t, "k1"); !strings.Contains(n, "has no valid build record") {
 		t.Fatalf("no record: %q", n)
 	}
-	sum, size, _ := sha512File(artifact)
+	sum, size, _ := digest.SHA512(artifact)
 	old := &Record{InputsKey: "k1", Artifacts: []Artifact{{File: "image.qcow2", Bytes: size, SHA512: sum}}, Tools: Tools{Packer: "1.6.6"}}
 	if err := old.write(artifact); err != nil {
 		t.Fatal(err)

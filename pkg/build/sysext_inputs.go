@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
@@ -42,7 +43,7 @@ func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) (
 			}
 			src = sysextSource{Path: dl.Path, SHA512: dl.Digest, Bytes: dl.Bytes} // hashed as it came in
 		} else {
-			sum, n, err := sha512File(s)
+			sum, n, err := digest.SHA512(s)
 			if err != nil {
 				return nil, nil, fmt.Errorf("--sysext %s: %w", s, err)
 			}

@@ -7,13 +7,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
@@ -49,7 +49,7 @@ func (s *sysextHashFlags) fill(ctx context.Context, flavor string, values map[st
 	name, _ := sysext.KubernetesFileName(version, "x86-64")
 	switch {
 	case s.file != "":
-		sum, err := sha512File(s.file)
+		sum, _, err := digest.SHA512(s.file)
 		if err != nil {
 			return Usagef("--sysext: %v", err)
 		}
@@ -92,17 +92,4 @@ func (s *sysextHashFlags) fill(ctx context.Context, flavor string, values map[st
 	}
 	values[capo.VarSysextSHA512] = want
 	return nil
-}
-
-func sha512File(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha512.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 )
 
@@ -107,7 +108,7 @@ func get(ctx context.Context, client *httpx.Client, o Options, f File) (Download
 		return d, err
 	}
 	d.SHA256 = want
-	if got, n, err := hashFile(d.Path); err == nil && got == want {
+	if got, n, err := digest.SHA256(d.Path); err == nil && got == want {
 		d.Bytes, d.Cached = n, true
 		return d, nil
 	}
@@ -158,20 +159,6 @@ func ParseSHA256(line, from string) (string, error) {
 		return "", fmt.Errorf("%s does not start with a sha256 hex digest: %q", from, strings.TrimSpace(line))
 	}
 	return sum, nil
-}
-
-func hashFile(p string) (string, int64, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 // WritePayload lays the downloads out in dir as the provisioning scripts expect:
