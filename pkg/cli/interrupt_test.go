@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,35 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
+
+// SIGINT cancels a command; one blocked on a read ignores that, so a second SIGINT ends it: exit
+// 130 with a plain message, never "context canceled".
+func TestInterruptExits130(t *testing.T) {
+	bin := testutil.Binary(t)
+	cmd := exec.Command(bin, "lint", "-") // waits on stdin until interrupted
+	stdin, _ := cmd.StdinPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	// Not a fixed sleep: on a loaded machine the command may not have its handler yet.
+	testutil.WaitIdle(t, cmd.Process.Pid, time.Minute)
+	cmd.Process.Signal(os.Interrupt)
+	// The second signal ends the read. Should the kernel merge it with the first, the 10 s
+	// grace period ends the command the same way: 130, "Interrupted".
+	time.Sleep(50 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130; stderr: %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "Interrupted") || strings.Contains(stderr.String(), "context canceled") {
+		t.Fatalf("stderr: %q", stderr.String())
+	}
+}
 
 // fakeOpenStack is just enough Keystone v3 and Glance v2 for an upload that hangs in its data
 // transfer until the client goes away: the moment to press Ctrl-C.
