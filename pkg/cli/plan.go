@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fleet"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
@@ -126,19 +127,19 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
 			if err := printFleetPlan(cmd, format, gitlabImage, res, rep); err != nil {
 				return err
 			}
-			var errs []error
+			var failures []error
 			if perr := res.Err(); perr != nil {
-				if errors.Is(perr, fleet.ErrInvalid) && len(res.Rows) == 0 {
+				if errors.Is(perr, errs.ErrInvalid) && len(res.Rows) == 0 {
 					return perr // nothing could be planned: the input is what is wrong (exit 2)
 				}
-				errs = append(errs, errors.New(perr.Error())) // some rows were planned: a failure (exit 1)
+				failures = append(failures, errors.New(perr.Error())) // some rows were planned: a failure (exit 1)
 			}
 			for _, b := range rep.Builds {
 				if b.ExitCode != 0 {
-					errs = append(errs, fmt.Errorf("build of %s failed (exit %d)", b.ImageName, b.ExitCode))
+					failures = append(failures, fmt.Errorf("build of %s failed (exit %d)", b.ImageName, b.ExitCode))
 				}
 			}
-			return errors.Join(errs...)
+			return errors.Join(failures...)
 		},
 	}
 	f := cmd.Flags()

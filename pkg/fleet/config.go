@@ -72,9 +72,6 @@ func (c Config) Merge(flags Config) Config {
 	return c
 }
 
-// ErrInvalid marks a config the user must fix (exit 2): the project's one input-error kind.
-var ErrInvalid = errs.ErrInvalid
-
 // Validate fills defaults and checks every value before any network call, naming the bad one.
 func (c *Config) Validate() error {
 	bad := errs.Invalidf

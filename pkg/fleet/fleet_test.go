@@ -247,7 +247,7 @@ func TestConfigValidate(t *testing.T) {
 		{KubernetesVersions: []string{"v1.35.2"}, Methods: []string{"docker"}},
 		{},
 	} {
-		if err := c.Validate(); !errors.Is(err, ErrInvalid) {
+		if err := c.Validate(); !errors.Is(err, errs.ErrInvalid) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
