@@ -73,7 +73,7 @@ type Options struct {
 	Force  bool // rebuild even when a matching artifact exists
 	DryRun bool // print the plan, boot nothing
 
-	driver packer.Driver // tests: a scripted packer (packertest) instead of the binary
+	driver packer.Driver // tests: a scripted packer instead of the binary
 
 	ToolVersion string    // flatcar-capo's version, for the record
 	Log         io.Writer // progress lines (stderr)

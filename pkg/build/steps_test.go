@@ -15,14 +15,13 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/ignition"
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
-	"github.com/flatcar-capo/flatcar-capo/pkg/packer/packertest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
 var testRelease = release.Release{Channel: "stable", Version: "4459.2.0", Arch: "amd64"}
 
 // Unit tests of the packer, reuse and upload steps' failure paths: packer is a scripted
-// packertest.Driver, Glance the in-process glancetest fake; no VM, no packer, no OpenStack.
+// scriptedPacker, Glance the in-process glancetest fake; no VM, no packer, no OpenStack.
 
 // stepState is a state bag as the steps before the one under test leave it.
 func stepState(t *testing.T, o *Options) (multistep.StateBag, string) {
@@ -96,7 +95,7 @@ func stepError(t *testing.T, state multistep.StateBag) error {
 // with what it found: `packer version` runs once per build, not twice.
 func TestPackerProbedOncePerBuild(t *testing.T) {
 	fakeQEMU(t)
-	d := &packertest.Driver{Version: "Packer v1.6.6", Build: writesImage}
+	d := &scriptedPacker{Version: "Packer v1.6.6", Build: writesImage}
 	o := &Options{Method: MethodPacker, Accelerator: "tcg", driver: d, Release: testRelease}
 	state, _ := stepState(t, o)
 	line, err := packerMethod{}.Preflight(context.Background(), o, state)
@@ -141,7 +140,7 @@ func TestPackerStepFailures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := &packertest.Driver{Version: "Packer v1.12.0", Plugins: "github.com/hashicorp/qemu/packer-plugin-qemu_v1.0.9_x5.0_linux_amd64", Build: c.build}
+			d := &scriptedPacker{Version: "Packer v1.12.0", Plugins: "github.com/hashicorp/qemu/packer-plugin-qemu_v1.0.9_x5.0_linux_amd64", Build: c.build}
 			o := &Options{Method: MethodPacker, Accelerator: "tcg", driver: d, Release: testRelease}
 			state, dir := stepState(t, o)
 			if a := (&stepPacker{}).Run(context.Background(), state); a != multistep.ActionHalt {
@@ -163,7 +162,7 @@ func TestPackerStepFailures(t *testing.T) {
 	}
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		d := &packertest.Driver{Version: "Packer v1.6.6", Build: func(ctx context.Context, inv packer.Invocation) error {
+		d := &scriptedPacker{Version: "Packer v1.6.6", Build: func(ctx context.Context, inv packer.Invocation) error {
 			cancel()
 			return ctx.Err()
 		}}
@@ -174,13 +173,13 @@ func TestPackerStepFailures(t *testing.T) {
 		}
 	})
 	t.Run("no packer", func(t *testing.T) {
-		d := &packertest.Driver{Version: "Packer v1.5.0"}
+		d := &scriptedPacker{Version: "Packer v1.5.0"}
 		o := &Options{Method: MethodPacker, Accelerator: "tcg", driver: d, Release: testRelease}
 		state, _ := stepState(t, o)
 		if _, err := (packerMethod{}).Preflight(context.Background(), o, state); !errors.Is(err, packer.ErrMissingPacker) {
 			t.Fatalf("packer 1.5.0: %v", err)
 		}
-		d = &packertest.Driver{Version: "Packer v1.11.2"}
+		d = &scriptedPacker{Version: "Packer v1.11.2"}
 		o.driver = d
 		if _, err := (packerMethod{}).Preflight(context.Background(), o, state); !errors.Is(err, packer.ErrMissingPlugin) {
 			t.Fatalf("packer 1.11.2 without its QEMU plugin: %v", err)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/httpx/httpxtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
@@ -27,7 +26,7 @@ const faultBound = 45 * time.Second
 // reads) behind one fault-injecting server on 127.0.0.1, with a private cache and TMPDIR, so the
 // subtests run in parallel (they mostly wait for timeouts).
 type faultWorld struct {
-	srv                   *httpxtest.Server
+	srv                   *faultServer
 	k8s                   kubernetes.Options
 	dir, cache, tmp, base string
 }
@@ -47,7 +46,7 @@ func newFaultWorld(t *testing.T) *faultWorld {
 		w.Write([]byte(strings.Repeat("not really a sysext\n", 1000)))
 	})
 	mux.Handle("/", mirror.Config.Handler)
-	w := &faultWorld{srv: httpxtest.New(t, mux), k8s: mirror.Options, dir: t.TempDir()}
+	w := &faultWorld{srv: newFaultServer(t, mux), k8s: mirror.Options, dir: t.TempDir()}
 	w.cache, w.tmp, w.base = filepath.Join(w.dir, "cache"), filepath.Join(w.dir, "tmp"), filepath.Join(w.dir, "base.img")
 	os.Mkdir(w.tmp, 0o700)
 	os.WriteFile(w.base, make([]byte, 1<<20), 0o644)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/httpx/httpxtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
@@ -373,11 +372,11 @@ func TestFetchOutputNotWritable(t *testing.T) {
 }
 
 // through serves the world's release server behind a fault-injecting one.
-func through(t *testing.T, w *fetchtest.World) *httpxtest.Server {
-	return httpxtest.New(t, w.Srv.Config.Handler)
+func through(t *testing.T, w *fetchtest.World) *faultServer {
+	return newFaultServer(t, w.Srv.Config.Handler)
 }
 
-func fetchCmd(w *fetchtest.World, srv *httpxtest.Server, out string, env ...string) testutil.Cmd {
+func fetchCmd(w *fetchtest.World, srv *faultServer, out string, env ...string) testutil.Cmd {
 	return testutil.Cmd{Args: w.Args("fetch", "--release-server", srv.URL+"/{channel}", "--output-file", out),
 		Dir: w.Dir, Env: env, Timeout: 3 * time.Minute}
 }

@@ -31,7 +31,7 @@ func TestInterruptExits130(t *testing.T) {
 	}
 	defer stdin.Close()
 	// Not a fixed sleep: on a loaded machine the command may not have its handler yet.
-	testutil.WaitIdle(t, cmd.Process.Pid, time.Minute)
+	waitIdle(t, cmd.Process.Pid, time.Minute)
 	cmd.Process.Signal(os.Interrupt)
 	// The second signal ends the read. Should the kernel merge it with the first, the 10 s
 	// grace period ends the command the same way: 130, "Interrupted".

@@ -1,7 +1,4 @@
-// Package packertest is a scripted packer.Driver, so the code around packer (pkg/packer's plan,
-// build's packer step) is tested on its failure paths without a packer binary, the way
-// packer-plugin-qemu tests its steps against a mock of its QEMU driver.
-package packertest
+package build
 
 import (
 	"context"
@@ -11,9 +8,11 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
 )
 
-// Driver answers `packer version` with Version, `packer plugins installed` with Plugins, and
-// runs Validate and Build (nil: succeed silently) for those commands. It records every call.
-type Driver struct {
+// scriptedPacker is a packer.Driver for the steps' failure paths without a packer binary, the
+// way packer-plugin-qemu tests its steps against a mock of its QEMU driver. It answers `packer
+// version` with Version, `packer plugins installed` with Plugins, and runs Validate and Build
+// (nil: succeed silently) for those commands. It records every call.
+type scriptedPacker struct {
 	Version  string // e.g. "Packer v1.6.6"
 	Plugins  string // e.g. "github.com/hashicorp/qemu/packer-plugin-qemu_v1.0.9_x5.0_linux_amd64"
 	Validate func(ctx context.Context, inv packer.Invocation) error
@@ -24,10 +23,10 @@ type Driver struct {
 }
 
 // Path implements packer.Driver.
-func (d *Driver) Path() string { return "/packertest/packer" }
+func (d *scriptedPacker) Path() string { return "/scripted/packer" }
 
 // Run implements packer.Driver.
-func (d *Driver) Run(ctx context.Context, inv packer.Invocation) error {
+func (d *scriptedPacker) Run(ctx context.Context, inv packer.Invocation) error {
 	cmd := ""
 	if len(inv.Args) > 0 {
 		cmd = inv.Args[0]
@@ -60,7 +59,7 @@ func (d *Driver) Run(ctx context.Context, inv packer.Invocation) error {
 }
 
 // Count is how many calls ran the packer subcommand cmd ("version", "build", ...).
-func (d *Driver) Count(cmd string) int {
+func (d *scriptedPacker) Count(cmd string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0

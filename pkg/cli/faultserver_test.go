@@ -1,7 +1,4 @@
-// Package httpxtest puts network faults in front of a test server on 127.0.0.1: a response
-// that stalls mid-body, one that trickles, and error answers a given number of times, so the
-// command tests see what a bad mirror does to every download.
-package httpxtest
+package cli_test
 
 import (
 	"fmt"
@@ -13,8 +10,10 @@ import (
 	"time"
 )
 
-// Server serves an inner handler through the faults set on it.
-type Server struct {
+// faultServer puts network faults in front of a test server on 127.0.0.1: a response that
+// stalls mid-body, one that trickles, and error answers a given number of times, so the
+// command tests see what a bad mirror does to every download.
+type faultServer struct {
 	*httptest.Server
 	inner http.Handler
 
@@ -31,10 +30,10 @@ type fault struct {
 	hold                chan struct{} // with stallAfter: send the rest once closed
 }
 
-// New starts a 127.0.0.1 server in front of inner, closed when the test ends (stalled
-// responses are released first).
-func New(t testing.TB, inner http.Handler) *Server {
-	s := &Server{inner: inner, faults: map[string]*fault{}, hits: map[string]int{}, done: make(chan struct{})}
+// newFaultServer starts it in front of inner, closed when the test ends (stalled responses
+// are released first).
+func newFaultServer(t testing.TB, inner http.Handler) *faultServer {
+	s := &faultServer{inner: inner, faults: map[string]*fault{}, hits: map[string]int{}, done: make(chan struct{})}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(func() {
 		close(s.done)
@@ -44,7 +43,7 @@ func New(t testing.TB, inner http.Handler) *Server {
 	return s
 }
 
-func (s *Server) fault(suffix string) *fault {
+func (s *faultServer) fault(suffix string) *fault {
 	f, ok := s.faults[suffix]
 	if !ok {
 		f = &fault{stallAfter: -1}
@@ -54,7 +53,7 @@ func (s *Server) fault(suffix string) *fault {
 }
 
 // Fail makes requests for paths ending in suffix get code for the next times requests.
-func (s *Server) Fail(suffix string, code, times int) {
+func (s *faultServer) Fail(suffix string, code, times int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.fault(suffix)
@@ -63,7 +62,7 @@ func (s *Server) Fail(suffix string, code, times int) {
 
 // Stall makes responses for paths ending in suffix send their headers and the first after
 // bytes of the body, then nothing until the test ends.
-func (s *Server) Stall(suffix string, after int64) {
+func (s *faultServer) Stall(suffix string, after int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fault(suffix).stallAfter = after
@@ -72,7 +71,7 @@ func (s *Server) Stall(suffix string, after int64) {
 // Hold makes responses for paths ending in suffix send their first after bytes, then wait
 // until release is called, then send the rest: a download that is slow for as long as the
 // test wants.
-func (s *Server) Hold(suffix string, after int64) (release func()) {
+func (s *faultServer) Hold(suffix string, after int64) (release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.fault(suffix)
@@ -84,20 +83,20 @@ func (s *Server) Hold(suffix string, after int64) (release func()) {
 
 // Trickle makes responses for paths ending in suffix send one byte every interval: progress
 // that never stalls and never ends in useful time.
-func (s *Server) Trickle(suffix string, every time.Duration) {
+func (s *faultServer) Trickle(suffix string, every time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fault(suffix).trickle = every
 }
 
 // Hits is the number of requests for a URL path so far.
-func (s *Server) Hits(path string) int {
+func (s *faultServer) Hits(path string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.hits[path]
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+func (s *faultServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.hits[r.URL.Path]++
 	var f fault

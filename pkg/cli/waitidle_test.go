@@ -1,4 +1,4 @@
-package testutil
+package cli_test
 
 import (
 	"fmt"
@@ -9,12 +9,12 @@ import (
 	"time"
 )
 
-// WaitIdle waits until process pid catches SIGINT and has settled: every thread asleep (state
+// waitIdle waits until process pid catches SIGINT and has settled: every thread asleep (state
 // S) on several polls in a row, as a command blocked on its input is. A signal sent then reaches
 // the command's own handler, not Go's start-up default (which kills the process), however slow
 // the machine: a fixed sleep is a guess that a loaded CI machine loses. Fails the test after
 // timeout.
-func WaitIdle(t testing.TB, pid int, timeout time.Duration) {
+func waitIdle(t testing.TB, pid int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	settled := 0
