@@ -84,10 +84,8 @@ func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 // sysext (copied out into the build directory).
 func kubeadmBinary(state multistep.StateBag, o *Options) (string, error) {
 	if set, ok := state.Get(KeyK8s).(*kubernetes.Set); ok {
-		for _, f := range set.Files {
-			if f.Name == "bin/kubeadm" {
-				return f.Path, nil
-			}
+		if f, ok := set.ByName("bin/kubeadm"); ok {
+			return f.Path, nil
 		}
 	}
 	exts, _ := state.Get(KeySysexts).([]Sysext)

@@ -123,18 +123,13 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 	if !ok {
 		return nil, fmt.Errorf("no verified Kubernetes downloads to make the sysext from")
 	}
-	files := map[string]string{}
-	for _, f := range set.Files {
-		files[f.Name] = f.Path
-	}
 	name, err := sysext.KubernetesFileName(o.Kubernetes.Kubernetes, o.Release.Arch)
 	if err != nil {
 		return nil, err
 	}
 	out := filepath.Join(work, name)
-	in := sysext.KubernetesInput{Version: o.Kubernetes.Kubernetes, Arch: o.Release.Arch,
-		Kubelet: files["bin/kubelet"], Kubeadm: files["bin/kubeadm"], Kubectl: files["bin/kubectl"],
-		CNIPlugins: files["cni-plugins.tgz"], Crictl: files["crictl.tar.gz"], ModTime: epoch.Now()}
+	in := KubernetesSysextInput(set)
+	in.ModTime = epoch.Now()
 	if _, err := sysext.CreateKubernetes(ctx, in, out); err != nil {
 		return nil, fmt.Errorf("making the Kubernetes sysext: %w", err)
 	}
@@ -143,6 +138,18 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 		return nil, fmt.Errorf("the Kubernetes sysext made here fails its own check: %w", err)
 	}
 	return []Sysext{x}, nil
+}
+
+// KubernetesSysextInput maps the verified downloads to the Kubernetes sysext's inputs, for the
+// sysext method and `sysext create` alike.
+func KubernetesSysextInput(set *kubernetes.Set) sysext.KubernetesInput {
+	path := func(name string) string {
+		d, _ := set.ByName(name)
+		return d.Path
+	}
+	return sysext.KubernetesInput{Version: set.Options.Kubernetes, Arch: set.Options.Arch,
+		Kubelet: path("bin/kubelet"), Kubeadm: path("bin/kubeadm"), Kubectl: path("bin/kubectl"),
+		CNIPlugins: path("cni-plugins.tgz"), Crictl: path("crictl.tar.gz")}
 }
 
 // takeSysexts fetches and checks each --sysext; one of them must be the Kubernetes sysext of

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
@@ -134,7 +135,7 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 				if err != nil {
 					return err
 				}
-				in = sysextInputFromSet(set)
+				in = build.KubernetesSysextInput(set)
 			}
 			image.Apply(&in)
 			info, err := sysext.CreateKubernetes(cmd.Context(), in, outFile)
@@ -160,19 +161,6 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 	f.StringVar(&outFile, "output-file", "", "where to write the sysext (default: kubernetes-<version>-<arch>.raw)")
 	AddOutputFlag(f)
 	return cmd
-}
-
-// sysextInputFromSet maps the verified downloads (payload names) to the sysext's inputs.
-func sysextInputFromSet(set *kubernetes.Set) sysext.KubernetesInput {
-	path := func(name string) string {
-		d, _ := set.ByName(name)
-		return d.Path
-	}
-	return sysext.KubernetesInput{
-		Version: set.Options.Kubernetes, Arch: set.Options.Arch,
-		Kubelet: path("bin/kubelet"), Kubeadm: path("bin/kubeadm"), Kubectl: path("bin/kubectl"),
-		CNIPlugins: path("cni-plugins.tgz"), Crictl: path("crictl.tar.gz"),
-	}
 }
 
 type createResult struct {
