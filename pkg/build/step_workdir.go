@@ -9,26 +9,19 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
-// stepWorkDir makes the private build directory (0700) inside the output directory, so the
-// finished image is renamed, not copied, into place. Cleanup removes it with everything in it
-// (work copy, SSH key, Ignition, payload); after a failure the method's log is first moved
-// next to the artifact as <image>.log so the error can name it.
+// stepWorkDir makes the private build directory (0700) inside the output directory (which the
+// reuse step made), so the finished image is renamed, not copied, into place. Cleanup removes
+// it with everything in it (work copy, SSH key, Ignition, payload); after a failure the
+// method's log is first moved next to the artifact as <image>.log so the error can name it.
 type stepWorkDir struct {
-	dir        string
-	createdOut bool
-	lock       *os.File // the owner lock (locks.go), held until Cleanup
+	dir  string
+	lock *os.File // the owner lock (locks.go), held until Cleanup
 }
 
 func (*stepWorkDir) Name() string { return "workdir" }
 
 func (s *stepWorkDir) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
-	if _, err := os.Stat(o.OutputDir); os.IsNotExist(err) {
-		s.createdOut = true
-	}
-	if err := os.MkdirAll(o.OutputDir, 0o755); err != nil {
-		return halt(state, fmt.Errorf("cannot create the output directory (choose another with --output-dir): %w", err))
-	}
 	for _, l := range removeDeadLeftovers(o.OutputDir) {
 		fmt.Fprintf(o.Log, "  %s\n", l)
 	}
@@ -66,9 +59,6 @@ func (s *stepWorkDir) Cleanup(state multistep.StateBag) {
 	os.RemoveAll(s.dir)
 	if s.lock != nil {
 		s.lock.Close()
-	}
-	if s.createdOut {
-		os.Remove(o.OutputDir) // only when empty: nothing of the user's is touched
 	}
 }
 
