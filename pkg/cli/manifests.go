@@ -107,7 +107,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				if err != nil {
 					return err
 				}
-				exact, err := resolveKubernetesVersion(cmd.Context(), c, k8sMirror, v)
+				exact, err := kubernetes.ResolveVersion(cmd.Context(), c, k8sMirror, v)
 				if err != nil {
 					return err
 				}

@@ -117,6 +117,17 @@ func fillCacheDir(dir *string) error {
 	return nil
 }
 
+const kubernetesVersionHelp = "Kubernetes: stable (release/stable.txt of --kubernetes-mirror), a minor such as 1.36 (its latest patch, release/stable-1.36.txt), or an exact " + kubernetes.ExampleVersion
+
+// addKubernetesVersionFlag is --kubernetes-version with the forms every command takes.
+func addKubernetesVersionFlag(f *pflag.FlagSet, p *string, def string) {
+	help := kubernetesVersionHelp
+	if def == "" {
+		help += " (required)"
+	}
+	f.StringVar(p, "kubernetes-version", def, help)
+}
+
 // addKubernetesFlags registers the versions and mirrors of the Kubernetes downloads (build and
 // sysext create); version is --kubernetes-version's default ("" makes it required).
 func addKubernetesFlags(fs *pflag.FlagSet, k *kubernetes.Options, version string) {

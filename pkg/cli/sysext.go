@@ -106,7 +106,7 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 			if err != nil {
 				return err
 			}
-			v, err := resolveKubernetesVersion(cmd.Context(), c, dl.Mirror, dl.Kubernetes)
+			v, err := kubernetes.ResolveVersion(cmd.Context(), c, dl.Mirror, dl.Kubernetes)
 			if err != nil {
 				return err
 			}
