@@ -2,9 +2,6 @@ package cli
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/build"
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
@@ -170,16 +168,15 @@ type createResult struct {
 }
 
 func newCreateResult(info *sysext.Info) (*createResult, error) {
-	f, err := os.Open(info.Path)
-	if err != nil {
+	r := &createResult{Info: info}
+	var err error
+	if r.SHA256, _, err = digest.SHA256(info.Path); err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	h256, h512 := sha256.New(), sha512.New()
-	if _, err := io.Copy(io.MultiWriter(h256, h512), f); err != nil {
+	if r.SHA512, _, err = digest.SHA512(info.Path); err != nil {
 		return nil, err
 	}
-	return &createResult{Info: info, SHA256: hex.EncodeToString(h256.Sum(nil)), SHA512: hex.EncodeToString(h512.Sum(nil))}, nil
+	return r, nil
 }
 
 func printCreateResult(w io.Writer, r *createResult, version, arch string) error {
