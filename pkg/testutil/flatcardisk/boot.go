@@ -159,33 +159,27 @@ func initramfs() ([]byte, error) {
 		// poweroff -f does not drain the tty: on a busy TCG host the marker line was lost.
 		"/bin/busybox sleep 2\n" +
 		"/bin/busybox poweroff -f\n"
-	var c cpioWriter
-	c.add("bin", 0o040755, 0, 0, nil)
-	c.add("dev", 0o040755, 0, 0, nil)
-	c.add("proc", 0o040755, 0, 0, nil)
-	c.add("dev/console", 0o020600, 5, 1, nil)
-	c.add("dev/ttyS0", 0o020660, 4, 64, nil)
-	c.add("bin/busybox", 0o100755, 0, 0, busybox)
-	c.add("init", 0o100755, 0, 0, []byte(init))
-	c.add("TRAILER!!!", 0, 0, 0, nil)
-	var out bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
-	if _, err := zw.Write(c.buf.Bytes()); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	var c CPIO
+	c.Add("bin", 0o040755, 0, 0, nil)
+	c.Add("dev", 0o040755, 0, 0, nil)
+	c.Add("proc", 0o040755, 0, 0, nil)
+	c.Add("dev/console", 0o020600, 5, 1, nil)
+	c.Add("dev/ttyS0", 0o020660, 4, 64, nil)
+	c.Add("bin/busybox", 0o100755, 0, 0, busybox)
+	c.Add("init", 0o100755, 0, 0, []byte(init))
+	return c.Gzip()
 }
 
-// cpioWriter writes the "newc" format the kernel unpacks.
-type cpioWriter struct {
+// CPIO builds a gzip'ed "newc" archive, the format the kernel unpacks, for an initramfs
+// (Options.Initramfs).
+type CPIO struct {
 	buf bytes.Buffer
 	ino int
 }
 
-func (c *cpioWriter) add(name string, mode uint32, rdevMajor, rdevMinor int, data []byte) {
+// Add appends an entry: mode includes the file type bits (0o100000 file, 0o040000 directory,
+// 0o120000 symlink with data = target, 0o020000 character device with rdev).
+func (c *CPIO) Add(name string, mode uint32, rdevMajor, rdevMinor int, data []byte) {
 	c.ino++
 	nlink := 1
 	if mode&0o040000 != 0 {
@@ -200,27 +194,18 @@ func (c *cpioWriter) add(name string, mode uint32, rdevMajor, rdevMinor int, dat
 	c.pad()
 }
 
-func (c *cpioWriter) pad() {
+func (c *CPIO) pad() {
 	for c.buf.Len()%4 != 0 {
 		c.buf.WriteByte(0)
 	}
 }
 
-// CPIO builds a gzip'ed newc archive for a custom initramfs (Options.Initramfs).
-type CPIO struct{ w cpioWriter }
-
-// Add appends an entry: mode includes the file type bits (0o100000 file, 0o040000 directory,
-// 0o120000 symlink with data = target, 0o020000 character device with rdev).
-func (c *CPIO) Add(name string, mode uint32, rdevMajor, rdevMinor int, data []byte) {
-	c.w.add(name, mode, rdevMajor, rdevMinor, data)
-}
-
 // Gzip ends the archive and returns it compressed.
 func (c *CPIO) Gzip() ([]byte, error) {
-	c.w.add("TRAILER!!!", 0, 0, 0, nil)
+	c.Add("TRAILER!!!", 0, 0, 0, nil)
 	var out bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&out, gzip.BestSpeed)
-	if _, err := zw.Write(c.w.buf.Bytes()); err != nil {
+	if _, err := zw.Write(c.buf.Bytes()); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {

@@ -6,11 +6,9 @@
 package flatcardisk
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -215,7 +213,7 @@ func BuildTo(path string, opts Options) error {
 	}
 	defer f.Close()
 	for _, j := range jobs {
-		if err := copyInto(f, j.part.Start, j.file); err != nil {
+		if err := copyInto(f, j.part.Start, j.file, 0, j.part.Size); err != nil {
 			return fmt.Errorf("copying the %s filesystem into the disk: %w", j.part.Name, err)
 		}
 	}
@@ -308,11 +306,6 @@ func ExtractPartition(t testing.TB, img, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := os.Open(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
 	path := filepath.Join(t.TempDir(), strings.ToLower(name)+".fs")
 	out, err := os.Create(path)
 	if err != nil {
@@ -320,18 +313,8 @@ func ExtractPartition(t testing.TB, img, name string) string {
 	}
 	defer out.Close()
 	out.Truncate(size)
-	buf := make([]byte, 1<<20)
-	zero := make([]byte, len(buf))
-	for off := int64(0); off < size; off += int64(len(buf)) {
-		n, err := in.ReadAt(buf[:min(int64(len(buf)), size-off)], start+off)
-		if err != nil && err != io.EOF {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(buf[:n], zero[:n]) {
-			if _, err := out.WriteAt(buf[:n], off); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := copyInto(out, 0, img, start, size); err != nil {
+		t.Fatal(err)
 	}
 	return path
 }

@@ -23,29 +23,28 @@ func sparseFile(path string, size int64) error {
 	return f.Close()
 }
 
-// copyInto writes the data regions of the file src into dst at offset off, skipping holes and
-// all-zero blocks, so dst (a fresh sparse file) stays sparse.
-func copyInto(dst *os.File, off int64, src string) error {
+// copyInto writes the data of the file src's range [off, off+n) into dst at dstOff, skipping
+// holes and all-zero blocks, so dst (a fresh sparse file) stays sparse.
+func copyInto(dst io.WriterAt, dstOff int64, src string, off, n int64) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	raw, err := vdisk.NewFile(in, false)
-	if err != nil {
-		return err
-	}
 	buf := make([]byte, 1<<20)
-	return raw.Extents(context.Background(), func(data, n int64) error {
+	return vdisk.DataRanges(context.Background(), in, off, off+n, func(data, n int64) error {
 		for p := data; p < data+n; {
-			c := min(int64(len(buf)), data+n-p)
-			if _, err := in.ReadAt(buf[:c], p); err != nil && err != io.EOF {
+			c, err := in.ReadAt(buf[:min(int64(len(buf)), data+n-p)], p)
+			if err != nil && err != io.EOF {
 				return err
 			}
-			if err := vdisk.WriteNonZero(dst, buf[:c], off+p); err != nil {
+			if c == 0 {
+				return nil // past the end of src
+			}
+			if err := vdisk.WriteNonZero(dst, buf[:c], dstOff+p-off); err != nil {
 				return err
 			}
-			p += c
+			p += int64(c)
 		}
 		return nil
 	})
