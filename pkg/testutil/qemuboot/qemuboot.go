@@ -59,7 +59,7 @@ func Boot(t testing.TB, image string, opts Options) string {
 	start := time.Now()
 	cmdline, log, err := Run(ctx, image, t.TempDir(), opts)
 	if err != nil {
-		t.Fatalf("qemuboot: %v\nlast serial output:\n%s", err, tail(log, 3000))
+		t.Fatalf("qemuboot: %v\nlast serial output:\n%s", err, Tail(log, 3000))
 	}
 	t.Logf("qemuboot: %s booted in %.1fs (UEFI=%t): %s", filepath.Base(image), time.Since(start).Seconds(), opts.UEFI, cmdline)
 	return cmdline
@@ -71,18 +71,17 @@ func Run(ctx context.Context, image, work string, opts Options) (cmdline string,
 	if opts.Timeout == 0 {
 		opts.Timeout = 120 * time.Second
 	}
-	format, err := ImageFormat(image)
+	// snapshot=on: the guest's writes go to a temporary overlay, never to the image under test.
+	drive, err := Drive(image, ",snapshot=on")
 	if err != nil {
 		return "", nil, err
 	}
 	serial := filepath.Join(work, "serial.log")
-	args := []string{
+	args := append([]string{
 		"-accel", "tcg", "-m", "512", "-no-reboot", "-nic", "none",
 		"-display", "none", "-monitor", "none",
 		"-chardev", "file,id=serial0,path=" + OptEscape(serial), "-serial", "chardev:serial0",
-		// snapshot=on: the guest's writes go to a temporary overlay, never to the image under test.
-		"-drive", "file=" + OptEscape(image) + ",format=" + string(format) + ",if=virtio,snapshot=on",
-	}
+	}, drive...)
 	if opts.UEFI {
 		drives, err := UEFIDrives(filepath.Join(work, "OVMF_VARS.fd"))
 		if err != nil {
@@ -131,17 +130,23 @@ func parse(log []byte) (string, bool) {
 	return "", false
 }
 
-// ImageFormat is the format (raw or qcow2) of a disk to boot, for QEMU's -drive format=.
-func ImageFormat(image string) (disk.Format, error) {
+// Drive is the QEMU arguments of image (raw or qcow2, as its header says) as a virtio disk;
+// extra appends -drive options (",snapshot=on").
+func Drive(image, extra string) ([]string, error) {
 	f, err := os.Open(image)
 	if err != nil {
-		return "", fmt.Errorf("cannot boot %s: %w", image, err)
+		return nil, fmt.Errorf("cannot boot %s: %w", image, err)
 	}
 	defer f.Close()
-	return disk.DetectFormat(f)
+	format, err := disk.DetectFormat(f)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"-drive", "file=" + OptEscape(image) + ",format=" + string(format) + ",if=virtio" + extra}, nil
 }
 
-func tail(b []byte, n int) string {
+// Tail is the last n bytes of b (a serial log, a tool's output), for failure messages.
+func Tail(b []byte, n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]
 	}

@@ -107,7 +107,11 @@ func Start(ctx context.Context, image, work string, opts BootOptions) (*Guest, e
 }
 
 func start(image, work string, opts BootOptions) (*Guest, error) {
-	format, err := qemuboot.ImageFormat(image)
+	snapshot := ""
+	if opts.Snapshot {
+		snapshot = ",snapshot=on"
+	}
+	drive, err := qemuboot.Drive(image, snapshot)
 	if err != nil {
 		return nil, err
 	}
@@ -116,24 +120,19 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 		return nil, err
 	}
 	serial := filepath.Join(work, fmt.Sprintf("serial-%d.log", port))
-	snapshot := ""
-	if opts.Snapshot {
-		snapshot = ",snapshot=on"
-	}
-	args := []string{
+	args := append([]string{
 		"-accel", "tcg", "-m", strconv.Itoa(opts.Memory), "-smp", "1", "-no-reboot",
 		"-display", "none", "-vga", "none", "-monitor", "none", "-nodefaults",
 		"-chardev", "file,id=serial0,path=" + qemuboot.OptEscape(serial), "-serial", "chardev:serial0",
 		"-netdev", fmt.Sprintf("user,id=net0,hostfwd=tcp:127.0.0.1:%d-:22", port),
 		"-device", "virtio-net-pci,netdev=net0",
-		"-drive", "file=" + qemuboot.OptEscape(image) + ",format=" + string(format) + ",if=virtio" + snapshot,
-	}
+	}, drive...)
 	for _, d := range opts.ExtraDisks {
-		f, err := qemuboot.ImageFormat(d)
+		drive, err := qemuboot.Drive(d, "")
 		if err != nil {
 			return nil, err
 		}
-		args = append(args, "-drive", "file="+qemuboot.OptEscape(d)+",format="+string(f)+",if=virtio")
+		args = append(args, drive...)
 	}
 	if opts.ConfigDrive != "" {
 		args = append(args, "-drive", "file="+qemuboot.OptEscape(opts.ConfigDrive)+",format=raw,if=virtio,readonly=on")
@@ -226,13 +225,7 @@ func (g *Guest) Log() []byte {
 }
 
 // LogTail returns the last n bytes of the serial console output.
-func (g *Guest) LogTail(n int) string {
-	b := g.Log()
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
+func (g *Guest) LogTail(n int) string { return qemuboot.Tail(g.Log(), n) }
 
 // closeSSH closes the guest's SSH connection, if any.
 func (g *Guest) closeSSH() {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/qemuboot"
 )
 
 // mirrorURL is the Debian mirror from the host's own apt sources (deb822 .sources or one-line
@@ -77,7 +79,7 @@ func debootstrap(ctx context.Context, dir string) error {
 	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH="+sourceDateEpoch, "DEBIAN_FRONTEND=noninteractive")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("mmdebstrap %s: %w\n%s", strings.Join(args, " "), err, tailString(string(out), 4000))
+		return fmt.Errorf("mmdebstrap %s: %w\n%s", strings.Join(args, " "), err, qemuboot.Tail(out, 4000))
 	}
 	return nil
 }
@@ -197,11 +199,4 @@ func chroot(ctx context.Context, dir string, args ...string) error {
 		return fmt.Errorf("chroot %s %s: %w\n%s", dir, strings.Join(args, " "), err, out)
 	}
 	return nil
-}
-
-func tailString(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
