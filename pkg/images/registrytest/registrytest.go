@@ -4,7 +4,6 @@
 package registrytest
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -18,7 +17,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"maps"
 	"math/big"
 	mrand "math/rand/v2"
 	"net"
@@ -26,7 +24,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -247,7 +244,7 @@ func (r *Registry) PushKubeadm(ctx context.Context, refs []string) (*Pushed, err
 	if err != nil {
 		return nil, fmt.Errorf("the test images carry the host's busybox (apt-get install busybox-static): %w", err)
 	}
-	shared := TarOf(map[string][]byte{"bin/busybox": bb})
+	shared := testutil.Tar(map[string][]byte{"bin/busybox": bb})
 	p := &Pushed{Refs: refs, At: map[string]string{}, Digest: map[string]string{}, Manifest: map[string]string{}, Marker: map[string]string{}}
 	for _, ref := range refs {
 		rest, ok := strings.CutPrefix(ref, "registry.k8s.io/")
@@ -257,7 +254,7 @@ func (r *Registry) PushKubeadm(ctx context.Context, refs []string) (*Pushed, err
 		at := r.Host + "/" + rest
 		repo, _, _ := strings.Cut(rest, ":")
 		marker := "preloaded " + repo
-		own := TarOf(map[string][]byte{"etc/flatcar-capo-test": []byte(ref + "\n")})
+		own := testutil.Tar(map[string][]byte{"etc/flatcar-capo-test": []byte(ref + "\n")})
 		amd, err := Image{Arch: "amd64", Marker: marker, Layers: [][]byte{shared, own}}.Build()
 		if err != nil {
 			return nil, err
@@ -295,7 +292,7 @@ func (im Image) Build() (v1.Image, error) {
 	img := empty.Image
 	layers := im.Layers
 	if len(im.Files) > 0 || len(layers) == 0 {
-		layers = append([][]byte{TarOf(im.Files)}, layers...)
+		layers = append([][]byte{testutil.Tar(im.Files)}, layers...)
 	}
 	for _, data := range layers {
 		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, tarball.WithCompressedCaching, tarball.WithMediaType(types.OCILayer))
@@ -321,28 +318,6 @@ func (im Image) Build() (v1.Image, error) {
 		return nil, err
 	}
 	return mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), types.OCIConfigJSON), nil
-}
-
-// TarOf is an uncompressed tar of files (mode 0755, root-owned, fixed times).
-func TarOf(files map[string][]byte) []byte {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	names := slices.Sorted(maps.Keys(files))
-	dirs := map[string]bool{}
-	for _, n := range names {
-		for d := filepath.Dir(n); d != "." && d != "/" && !dirs[d]; d = filepath.Dir(d) {
-			dirs[d] = true
-		}
-	}
-	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: time.Unix(0, 0)})
-	}
-	for _, n := range names {
-		tw.WriteHeader(&tar.Header{Name: n, Mode: 0o755, Size: int64(len(files[n])), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)})
-		tw.Write(files[n])
-	}
-	tw.Close()
-	return buf.Bytes()
 }
 
 // Push writes img as ref (a repo:tag on this registry).
@@ -401,7 +376,7 @@ func randomTar(seed uint64, mib int) []byte {
 	for i := 0; i+8 <= len(data); i += 8 {
 		binary.LittleEndian.PutUint64(data[i:], r.Uint64())
 	}
-	return TarOf(map[string][]byte{fmt.Sprintf("data-%d", seed): data})
+	return testutil.Tar(map[string][]byte{fmt.Sprintf("data-%d", seed): data})
 }
 
 // PushKubeadmSized pushes kubeadm's refs (registry.k8s.io/...) sized like the real images

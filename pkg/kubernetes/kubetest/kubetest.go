@@ -6,9 +6,6 @@
 package kubetest
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -19,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // Mirror is the test server.
@@ -190,31 +188,15 @@ func Content(o kubernetes.Options, name string) []byte {
 	case "bin/kubeadm", "bin/kubelet", "bin/kubectl":
 		return Script(strings.TrimPrefix(name, "bin/"), o.Kubernetes)
 	case "crictl.tar.gz":
-		return tarGz(map[string][]byte{"crictl": Script("crictl", o.Crictl)}, []string{"crictl"})
+		return testutil.TarGz(map[string][]byte{"crictl": Script("crictl", o.Crictl)})
 	case "cni-plugins.tgz":
 		files := map[string][]byte{}
-		var order []string
 		for _, p := range CNIPlugins {
 			files["./"+p] = Script(p, o.CNI)
-			order = append(order, "./"+p)
 		}
-		return tarGz(files, order)
+		return testutil.TarGz(files)
 	}
 	panic("kubetest: no content for " + name)
-}
-
-func tarGz(files map[string][]byte, order []string) []byte {
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, name := range order {
-		data := files[name]
-		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg, Uname: "root", Gname: "root"})
-		tw.Write(data)
-	}
-	tw.Close()
-	gz.Close()
-	return buf.Bytes()
 }
 
 // Image tags kubeadm v1.33 lists besides the version's own (what the stand-in kubeadm answers).
