@@ -103,15 +103,8 @@ func (d *ExecDriver) Run(ctx context.Context, inv Invocation) error {
 
 	stderr := &tailBuffer{max: 4096}
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		scanLines(stdout, inv.Stdout)
-	}()
-	go func() {
-		defer wg.Done()
-		io.Copy(stderr, stderrR)
-	}()
+	wg.Go(func() { scanLines(stdout, inv.Stdout) })
+	wg.Go(func() { io.Copy(stderr, stderrR) })
 
 	exited := make(chan struct{})
 	cancelled := make(chan struct{})
@@ -146,7 +139,7 @@ func (d *ExecDriver) Run(ctx context.Context, inv Invocation) error {
 	}
 	var ee *exec.ExitError
 	if errors.As(waitErr, &ee) {
-		return &ExitError{Args: inv.Args, Code: ee.ExitCode(), Stderr: stderr.String()}
+		return &ExitError{Args: inv.Args, Code: ee.ExitCode(), Stderr: stderr.buf.String()}
 	}
 	return waitErr
 }
@@ -162,25 +155,17 @@ func scanLines(r io.Reader, f func(string)) {
 	io.Copy(io.Discard, r) // a line over the limit must not block packer
 }
 
-// tailBuffer keeps the last max bytes written to it.
+// tailBuffer keeps the last max bytes written to it. Its one writer is done (wg.Wait) before
+// it is read.
 type tailBuffer struct {
-	mu  sync.Mutex
 	buf bytes.Buffer
 	max int
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.buf.Write(p)
 	if over := t.buf.Len() - t.max; over > 0 {
 		t.buf.Next(over)
 	}
 	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.String()
 }
