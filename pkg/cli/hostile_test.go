@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -186,9 +185,7 @@ func TestCraftedFilesystemsNeverCrash(t *testing.T) {
 	os.MkdirAll(filepath.Join(tree, "lib"), 0o755)
 	os.WriteFile(filepath.Join(tree, "lib", "os-release"), []byte("ID=flatcar\nVERSION_ID=4459.2.0\nSYSEXT_LEVEL=1.0\n"), 0o644)
 	usr := filepath.Join(dir, "usr.ext4")
-	if out, err := exec.Command("mkfs.ext4", "-q", "-L", "USR-A", "-d", tree, usr, "16M").CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "mkfs.ext4", "-q", "-L", "USR-A", "-d", tree, usr, "16M")
 	ext4OEM := flatcardisk.Build(t, flatcardisk.Options{OEM: flatcardisk.OEMExt4, USRAImage: usr, FirstBoot: true})
 	btrfsOEM := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
 
@@ -223,9 +220,7 @@ func TestCraftedFilesystemsNeverCrash(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			img := filepath.Join(t.TempDir(), "crafted.img")
-			if out, err := exec.Command("cp", "--sparse=always", c.base, img).CombinedOutput(); err != nil {
-				t.Fatalf("cp: %v\n%s", err, out)
-			}
+			testutil.MustRun(t, "cp", "--sparse=always", c.base, img)
 			d, err := disk.Open(img, false)
 			if err != nil {
 				t.Fatal(err)
