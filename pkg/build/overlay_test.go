@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,9 +22,7 @@ func TestSysextOverlayMatchesRawWorkCopy(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.btrfs", "mkfs.ext4", "mkfs.vfat", "qemu-img")
 	raw := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
 	base := filepath.Join(t.TempDir(), "flatcar_production_qemu_image.img")
-	if b, err := exec.Command("qemu-img", "convert", "-c", "-O", "qcow2", "-o", "compat=0.10", raw, base).CombinedOutput(); err != nil {
-		t.Fatalf("qemu-img convert -c: %v\n%s", err, b)
-	}
+	testutil.MustRun(t, "qemu-img", "convert", "-c", "-O", "qcow2", "-o", "compat=0.10", raw, base)
 	first := testOptions(t, base)
 	build := func(t *testing.T, viaOverlay, compress bool) []byte {
 		t.Helper()

@@ -256,9 +256,7 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 	t.Run("disk full while writing images", func(t *testing.T) {
 		testutil.RequireRoot(t, "mounts a small tmpfs as the image cache")
 		full := t.TempDir()
-		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", full).CombinedOutput(); err != nil {
-			t.Fatalf("mount tmpfs: %v %s", err, out)
-		}
+		testutil.MustRun(t, "mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", full)
 		defer exec.Command("umount", full).Run()
 		o := filepath.Join(dir, "full")
 		a := args(o, "--force")

@@ -157,9 +157,7 @@ func TestConvertCompressedZeroClustersToSparseRaw(t *testing.T) {
 	ours, theirs := filepath.Join(dir, "ours.raw"), filepath.Join(dir, "qemu.raw")
 	testutil.Run(t, "convert", in, ours, "-q").MustSucceed(t)
 	testutil.QemuImg(t, "convert", "-f", "qcow2", "-O", "raw", in, theirs)
-	if out, err := exec.Command("cmp", ours, theirs).CombinedOutput(); err != nil {
-		t.Fatalf("cmp: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "cmp", ours, theirs)
 	a, q := testutil.AllocatedBytes(t, ours), testutil.AllocatedBytes(t, theirs)
 	if a > q {
 		t.Fatalf("our raw output occupies %d bytes, qemu-img's %d: zeros were written instead of left as holes", a, q)

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"encoding/binary"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,9 +75,7 @@ func TestInspectCorruptQcow2SaysWhatQcow2Found(t *testing.T) {
 func TestInspectHugeQcow2IsTooLargeNotCorrupt(t *testing.T) {
 	testutil.RequireTool(t, "qemu-img")
 	q := filepath.Join(t.TempDir(), "eib.qcow2")
-	if out, err := exec.Command("qemu-img", "create", "-f", "qcow2", "-o", "cluster_size=2M", q, "1E").CombinedOutput(); err != nil {
-		t.Fatalf("qemu-img: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "qemu-img", "create", "-f", "qcow2", "-o", "cluster_size=2M", q, "1E")
 	wantMessage(t, testutil.Run(t, "inspect", q), 1, []string{"is too large, not supported"}, "corrupt")
 }
 
@@ -92,9 +89,7 @@ func TestOemSetBlamesTheInputNotTheOutput(t *testing.T) {
 	if err := os.Truncate(in, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("sgdisk", "-n", "6:2048:+8M", "-c", "6:OEM", in).CombinedOutput(); err != nil {
-		t.Fatalf("sgdisk: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "sgdisk", "-n", "6:2048:+8M", "-c", "6:OEM", in)
 	out := filepath.Join(dir, "out.raw")
 	wantMessage(t, testutil.Run(t, "oem", "set", in, "--id", "openstack", "--output-file", out), 1,
 		[]string{"Error: " + in + ": partition 6 (OEM) has an unknown filesystem"}, "Error: "+out)

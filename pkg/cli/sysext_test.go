@@ -161,9 +161,7 @@ func TestSysextInspectRefusesBadSysexts(t *testing.T) {
 			os.WriteFile(filepath.Join(root, p), []byte(c), 0o644)
 		}
 		out := filepath.Join(dir, name)
-		if b, err := exec.Command("mksquashfs", root, out, "-noappend", "-all-root", "-quiet", "-no-progress").CombinedOutput(); err != nil {
-			t.Fatalf("mksquashfs: %v\n%s", err, b)
-		}
+		testutil.MustRun(t, "mksquashfs", root, out, "-noappend", "-all-root", "-quiet", "-no-progress")
 		return out
 	}
 	rel := "usr/lib/extension-release.d/extension-release."
@@ -189,9 +187,7 @@ func TestSysextInspectRefusesBadSysexts(t *testing.T) {
 	os.WriteFile(filepath.Join(userTree, rel+"user"), []byte("ID=_any\n"), 0o644)
 	os.Chown(filepath.Join(userTree, rel+"user"), 1000, 1000)
 	userImg := filepath.Join(dir, "user.raw")
-	if b, err := exec.Command("mksquashfs", userTree, userImg, "-noappend", "-quiet", "-no-progress").CombinedOutput(); err != nil {
-		t.Fatalf("mksquashfs: %v\n%s", err, b)
-	}
+	testutil.MustRun(t, "mksquashfs", userTree, userImg, "-noappend", "-quiet", "-no-progress")
 	testutil.Run(t, "sysext", "inspect", userImg).MustSucceed(t)
 	if testutil.HaveRoot(t, "the note on a file owned by uid 1000 (only root can chown it)") {
 		if res := testutil.Run(t, "sysext", "inspect", userImg).MustSucceed(t); !strings.Contains(res.Stdout, "not owned by root, e.g. /usr/lib/extension-release.d/extension-release.user (1000:1000)") {

@@ -28,9 +28,7 @@ func makeGPT(t *testing.T, hybrid bool) string {
 	if hybrid {
 		args = append(args, "-h", "1:EE")
 	}
-	if out, err := exec.Command("sgdisk", append(args, path)...).CombinedOutput(); err != nil {
-		t.Fatalf("sgdisk: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "sgdisk", append(args, path)...)
 	return path
 }
 

@@ -35,9 +35,7 @@ func qcow2Image(t *testing.T, dir string, seed int64) string {
 	testutil.RequireTools(t, "qemu-img")
 	raw := rawImage(t, t.TempDir(), seed, 8<<20)
 	path := filepath.Join(dir, "disk.img") // the extension says nothing: the header decides
-	if out, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", raw, path).CombinedOutput(); err != nil {
-		t.Fatalf("qemu-img convert: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "qemu-img", "convert", "-f", "raw", "-O", "qcow2", raw, path)
 	return path
 }
 

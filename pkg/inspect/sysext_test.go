@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,9 +35,7 @@ func usrImage(t *testing.T, osRelease string) string {
 	os.MkdirAll(filepath.Join(dir, "tree", "lib"), 0o755)
 	os.WriteFile(filepath.Join(dir, "tree", "lib", "os-release"), []byte(osRelease), 0o644)
 	img := filepath.Join(dir, "usr.ext4")
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-L", "USR-A", "-d", filepath.Join(dir, "tree"), img, "8M").CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "mkfs.ext4", "-q", "-F", "-L", "USR-A", "-d", filepath.Join(dir, "tree"), img, "8M")
 	return img
 }
 

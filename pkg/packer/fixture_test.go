@@ -2,9 +2,10 @@ package packer
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // fixture is a Config whose inputs exist (a small sparse base disk, a real SSH key, an
@@ -30,9 +31,7 @@ func fixture(t *testing.T) Config {
 		write(filepath.Join("payload", f), "placeholder "+f+"\n", 0o755)
 	}
 	key := filepath.Join(dir, "id_ed25519")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key)
 	return Config{
 		BaseImage:         base,
 		OutputDir:         filepath.Join(dir, "out"),

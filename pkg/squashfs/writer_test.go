@@ -173,9 +173,7 @@ func TestFieldsMatchMksquashfs(t *testing.T) {
 				}
 			}
 			x := filepath.Join(tmp, c.comp+"-x")
-			if out, err := exec.Command("unsquashfs", "-d", x, "-no-progress", ours).CombinedOutput(); err != nil {
-				t.Fatalf("unsquashfs: %v\n%s", err, out)
-			}
+			testutil.MustRun(t, "unsquashfs", "-d", x, "-no-progress", ours)
 			if out, err := exec.Command("diff", "-r", "--no-dereference", src, x).CombinedOutput(); err != nil {
 				t.Errorf("unsquashfs' extraction differs from the source tree: %v\n%s", err, out)
 			}

@@ -180,9 +180,7 @@ func TestCreateLargeRoundTrip(t *testing.T) {
 			}
 			t.Logf("%s: %d MiB of files into a %d MiB image in %v", c.compression, info.Bytes>>20, info.Size>>20, time.Since(start).Round(time.Millisecond))
 			x := filepath.Join(dir, "x")
-			if b, err := exec.Command("unsquashfs", "-no-progress", "-d", x, out).CombinedOutput(); err != nil {
-				t.Fatalf("unsquashfs: %v\n%s", err, b)
-			}
+			testutil.MustRun(t, "unsquashfs", "-no-progress", "-d", x, out)
 			for src, p := range map[string]string{in.Kubelet: "usr/bin/kubelet", in.Kubectl: "usr/bin/kubectl"} {
 				if a, b := testutil.SHA256File(t, src), testutil.SHA256File(t, filepath.Join(x, p)); a != b {
 					t.Errorf("%s: sha256 %s after unsquashfs, want %s", p, b, a)

@@ -292,9 +292,7 @@ func TestMBR(t *testing.T) {
 		t.Errorf("hybrid MBR: %+v", info)
 	}
 	// The entries are those `sgdisk -h 1` writes, with the ESP entry marked active.
-	if out, err := exec.Command("sgdisk", "-h", "1", plain).CombinedOutput(); err != nil {
-		t.Fatalf("sgdisk -h 1: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "sgdisk", "-h", "1", plain)
 	_, theirs := readMBR(plain)
 	if ours[446+16] != 0x80 {
 		t.Errorf("ESP entry status %#x, want 0x80", ours[446+16])

@@ -197,9 +197,7 @@ func TestFirstBootConfigDriveUEFI(t *testing.T) {
 	os.WriteFile(filepath.Join(tree, "openstack/latest/user_data"), ign, 0o644)
 	os.WriteFile(filepath.Join(tree, "openstack/latest/meta_data.json"), []byte(`{"uuid":"5c1f2f5e-0000-4000-8000-000000000001","name":"standin"}`), 0o644)
 	iso := filepath.Join(dir, "config-2.iso")
-	if out, err := exec.Command("xorriso", "-as", "mkisofs", "-quiet", "-V", "config-2", "-J", "-R", "-o", iso, tree).CombinedOutput(); err != nil {
-		t.Fatalf("xorriso: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "xorriso", "-as", "mkisofs", "-quiet", "-V", "config-2", "-J", "-R", "-o", iso, tree)
 	g := Boot(t, img, BootOptions{ConfigDrive: iso, UEFI: true, Key: key})
 	waitRunning(t, g)
 	cmdline, _ := g.Cmdline()

@@ -23,9 +23,7 @@ func TestAddSysexts(t *testing.T) {
 			os.MkdirAll(filepath.Join(tree, d), 0o755)
 		}
 		img := filepath.Join(dir, name+".ext4")
-		if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-d", tree, img, "16M").CombinedOutput(); err != nil {
-			t.Fatalf("mkfs.ext4: %v\n%s", err, out)
-		}
+		testutil.MustRun(t, "mkfs.ext4", "-q", "-F", "-d", tree, img, "16M")
 		return img
 	}
 	raw := filepath.Join(dir, "containerd-flatcar.raw")

@@ -26,9 +26,7 @@ func TestStandinsServeWhatTheDemoUses(t *testing.T) {
 	testutil.RequireTools(t, standin.Tools...)
 	testutil.RequireRoot(t, "building the stand-in guest (mmdebstrap)")
 	prog := filepath.Join(t.TempDir(), "standins")
-	if out, err := exec.Command("go", "build", "-o", prog, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "go", "build", "-o", prog, ".")
 	dir := t.TempDir()
 	env := start(t, prog, dir)
 
