@@ -2,13 +2,13 @@ package images_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // How containerd 2.x merges a conf.d drop-in into Flatcar's config (version 2, imports
@@ -26,11 +26,7 @@ func TestContainerdMergesDropIn(t *testing.T) {
 		cfg := filepath.Join(dir, "config.toml")
 		os.WriteFile(cfg, []byte(registrytest.FlatcarContainerdConfig(confd)), 0o644)
 		os.WriteFile(filepath.Join(confd, "10-flatcar-capo.toml"), []byte(dropIn), 0o644)
-		out, err := exec.Command(bin, "--config", cfg, "config", "dump").CombinedOutput()
-		if err != nil {
-			t.Fatalf("containerd config dump: %v\n%s", err, out)
-		}
-		return string(out)
+		return testutil.MustRun(t, bin, "--config", cfg, "config", "dump")
 	}
 	files, err := images.Node{Sandbox: "registry.k8s.io/pause:3.10"}.Files(0)
 	if err != nil {

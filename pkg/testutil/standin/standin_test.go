@@ -46,11 +46,7 @@ func waitRunning(t *testing.T, g *Guest) {
 // rootEntries lists ROOT's top directory through GRUB's ext4 driver (no mount needed).
 func rootEntries(t *testing.T, img string) string {
 	t.Helper()
-	out, err := exec.Command("grub-fstest", img, "ls", "(loop0,gpt9)/").CombinedOutput()
-	if err != nil {
-		t.Fatalf("grub-fstest ls ROOT: %v\n%s", err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(testutil.MustRun(t, "grub-fstest", img, "ls", "(loop0,gpt9)/"))
 }
 
 // TestFirstBootFwCfgThenGrow boots the qemu guest from an empty ROOT with Ignition in fw_cfg,
