@@ -160,10 +160,7 @@ func kernelFiles(t *testing.T, img string, opts ...string) oemFiles {
 func mountImage(t *testing.T, img string, opts ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "btrfs", "-o", strings.Join(append([]string{"loop"}, opts...), ","), img, dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("mount %s: %v\n%s", img, err, out)
-	}
+	testutil.MustRun(t, "mount", "-t", "btrfs", "-o", strings.Join(append([]string{"loop"}, opts...), ","), img, dir)
 	t.Cleanup(func() { exec.Command("umount", dir).Run() }) // no-op after a normal umount
 	return dir
 }
