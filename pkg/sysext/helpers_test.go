@@ -6,10 +6,11 @@ import (
 	"compress/gzip"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // standInBinary writes an executable shell script named name that prints its name, the way
@@ -79,12 +80,9 @@ type lsEntry struct{ mode, owner, size string }
 
 func unsquashfsList(t testing.TB, img string) map[string]lsEntry {
 	t.Helper()
-	out, err := exec.Command("unsquashfs", "-lls", "-no-progress", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("unsquashfs -lls %s: %v\n%s", img, err, out)
-	}
+	out := testutil.MustRun(t, "unsquashfs", "-lls", "-no-progress", img)
 	m := map[string]lsEntry{}
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		// -rwxr-xr-x root/root  1234 2026-12-01 05:00 squashfs-root/usr/bin/kubelet
 		if len(f) < 6 || !strings.HasPrefix(f[len(f)-1], "squashfs-root") {
@@ -103,9 +101,6 @@ func unsquashfsList(t testing.TB, img string) map[string]lsEntry {
 // independently of the writer under test).
 func mksquashfs(t testing.TB, dir, out string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("mksquashfs", append([]string{dir, out, "-noappend", "-all-root", "-no-progress", "-quiet"}, args...)...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("mksquashfs: %v\n%s", err, b)
-	}
+	testutil.MustRun(t, "mksquashfs", append([]string{dir, out, "-noappend", "-all-root", "-no-progress", "-quiet"}, args...)...)
 	return out
 }
