@@ -47,10 +47,7 @@ func Binary(t testing.TB) string {
 		return p
 	}
 	buildOnce.Do(func() {
-		removeStaleBinaries()
-		// The pid in the name lets a later test process remove this directory once this one
-		// has exited (a test binary has no exit hook without a TestMain in every package).
-		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", binDirPrefix, os.Getpid()))
+		dir, err := ProcessDir(binDirPrefix)
 		if err != nil {
 			buildErr = err
 			return
@@ -73,13 +70,21 @@ func Binary(t testing.TB) string {
 
 const binDirPrefix = "flatcar-capo-bin-"
 
-// removeStaleBinaries deletes the binaries earlier test processes built and left behind: a
-// directory whose pid no longer runs (or that predates pids in the name) is stale.
-func removeStaleBinaries() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
+// ProcessDir makes a temporary directory of this test process (prefix, pid, random) after
+// removing those earlier test processes left behind: a test binary has no exit hook without a
+// TestMain in every package, so the pid in the name tells a later process when it may go.
+func ProcessDir(prefix string) (string, error) {
+	removeStale(prefix)
+	return os.MkdirTemp("", fmt.Sprintf("%s%d-", prefix, os.Getpid()))
+}
+
+// removeStale deletes the directories of ProcessDir(prefix) whose pid no longer runs (or that
+// predate pids in the name).
+func removeStale(prefix string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
 	for _, dir := range dirs {
 		minAge := time.Minute // a directory made just now may belong to a process still starting
-		pidText, _, hasPid := strings.Cut(strings.TrimPrefix(filepath.Base(dir), binDirPrefix), "-")
+		pidText, _, hasPid := strings.Cut(strings.TrimPrefix(filepath.Base(dir), prefix), "-")
 		if pid, err := strconv.Atoi(pidText); hasPid && err == nil && pid > 0 && processRuns(pid) {
 			continue
 		} else if !hasPid {

@@ -31,7 +31,7 @@ func TestRemoveStaleBinaries(t *testing.T) {
 	legacyOld := mk(binDirPrefix+"1055159098", time.Now().Add(-7*time.Hour))
 	other := mk("unrelated-dir", old)
 
-	removeStaleBinaries()
+	removeStale(binDirPrefix)
 	for dir, want := range map[string]bool{dead: false, deadJustMade: true, live: true, legacyRecent: true, legacyOld: false, other: true} {
 		_, err := os.Stat(dir)
 		if got := err == nil; got != want {

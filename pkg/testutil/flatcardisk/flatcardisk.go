@@ -353,7 +353,7 @@ func cached(opts Options) (string, error) {
 		return p, nil
 	}
 	if cacheDir == "" {
-		dir, err := newCacheDir()
+		dir, err := testutil.ProcessDir("flatcardisk-cache-")
 		if err != nil {
 			return "", err
 		}
@@ -365,20 +365,4 @@ func cached(opts Options) (string, error) {
 	}
 	cache[k] = p
 	return p, nil
-}
-
-// newCacheDir makes the per-process cache directory and removes those of processes that are gone
-// (a test binary has no hook at exit to remove its own).
-func newCacheDir() (string, error) {
-	old, _ := filepath.Glob(filepath.Join(os.TempDir(), "flatcardisk-cache-*"))
-	for _, d := range old {
-		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(d), "flatcardisk-cache-%d", &pid); err == nil {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
-				os.RemoveAll(d)
-			}
-		}
-	}
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("flatcardisk-cache-%d", os.Getpid()))
-	return dir, os.MkdirAll(dir, 0o700)
 }
