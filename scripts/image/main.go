@@ -17,9 +17,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,12 +90,7 @@ func Write(out string, bins binaries, certs, extra string, epoch time.Time, env 
 		return "", fmt.Errorf("CA certificates: %w", err)
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	arches := make([]string, 0, len(bins))
-	for a := range bins {
-		arches = append(arches, a)
-	}
-	sort.Strings(arches)
-	for _, arch := range arches {
+	for _, arch := range slices.Sorted(maps.Keys(bins)) {
 		bin, err := os.ReadFile(bins[arch])
 		if err != nil {
 			return "", err
@@ -206,7 +202,7 @@ func rootLayer(bin, ca []byte, extra string, epoch time.Time) (v1.Layer, error) 
 	}
 	// The extra tree repeats directories the base has (usr/, usr/local/bin/): one entry each, the
 	// base's (podman refuses a layer with duplicate paths).
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for i, e := range entries {
@@ -287,7 +283,7 @@ func tarDir(dir, out string, epoch time.Time) error {
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	f, err := os.Create(out)
 	if err != nil {
 		return err
