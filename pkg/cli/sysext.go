@@ -2,6 +2,8 @@ package cli
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"crypto/sha512"
 	"fmt"
 	"io"
 	"os"
@@ -168,15 +170,11 @@ type createResult struct {
 }
 
 func newCreateResult(info *sysext.Info) (*createResult, error) {
-	r := &createResult{Info: info}
-	var err error
-	if r.SHA256, _, err = digest.SHA256(info.Path); err != nil {
+	sums, _, err := digest.Files(info.Path, sha256.New(), sha512.New())
+	if err != nil {
 		return nil, err
 	}
-	if r.SHA512, _, err = digest.SHA512(info.Path); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return &createResult{Info: info, SHA256: sums[0], SHA512: sums[1]}, nil
 }
 
 func printCreateResult(w io.Writer, r *createResult, version, arch string) error {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"io"
 	"os"
@@ -13,15 +14,33 @@ import (
 
 // File returns the hex digest of the file at path under h, and its length.
 func File(path string, h hash.Hash) (sum string, n int64, err error) {
-	f, err := os.Open(path)
+	sums, n, err := Files(path, h)
 	if err != nil {
 		return "", 0, err
 	}
-	defer f.Close()
-	if n, err = io.Copy(h, f); err != nil {
-		return "", 0, err
+	return sums[0], n, nil
+}
+
+// Files reads the file at path once for every hash in hs and returns their hex digests in
+// order, and its length (a published sysext carries both its sha256 and sha512). An error
+// opening or reading it names the file.
+func Files(path string, hs ...hash.Hash) (sums []string, n int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
+	defer f.Close()
+	w := make([]io.Writer, len(hs))
+	for i, h := range hs {
+		w[i] = h
+	}
+	if n, err = io.Copy(io.MultiWriter(w...), f); err != nil {
+		return nil, 0, fmt.Errorf("reading %s: %w", path, err) // a read error does not name the file
+	}
+	for _, h := range hs {
+		sums = append(sums, hex.EncodeToString(h.Sum(nil)))
+	}
+	return sums, n, nil
 }
 
 // SHA256 is File with sha256.

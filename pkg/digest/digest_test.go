@@ -1,8 +1,11 @@
 package digest
 
 import (
+	"crypto/sha256"
+	"crypto/sha512"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -20,5 +23,21 @@ func TestFileDigests(t *testing.T) {
 	}
 	if _, _, err := SHA512(filepath.Join(t.TempDir(), "missing")); !os.IsNotExist(err) {
 		t.Errorf("a missing file: %v", err)
+	}
+}
+
+func TestFilesReadsOnceForEveryHash(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("abc"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sums, n, err := Files(p, sha256.New(), sha512.New())
+	s256, _, _ := SHA256(p)
+	s512, _, _ := SHA512(p)
+	if err != nil || n != 3 || len(sums) != 2 || sums[0] != s256 || sums[1] != s512 {
+		t.Errorf("Files = %v, %d, %v; want [%s %s]", sums, n, err, s256, s512)
+	}
+	if _, _, err := Files(t.TempDir(), sha256.New()); err == nil || !strings.Contains(err.Error(), "reading ") {
+		t.Errorf("reading a directory: %v, want an error naming it", err)
 	}
 }

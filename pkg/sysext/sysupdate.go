@@ -3,9 +3,7 @@ package sysext
 import (
 	"crypto/sha256"
 	"crypto/sha512"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
@@ -138,14 +137,9 @@ func Publish(dir, url string) (*Published, error) {
 }
 
 func hashFile(path string) (PublishedSysext, error) {
-	f, err := os.Open(path)
+	sums, _, err := digest.Files(path, sha256.New(), sha512.New())
 	if err != nil {
 		return PublishedSysext{}, err
 	}
-	defer f.Close()
-	h256, h512 := sha256.New(), sha512.New()
-	if _, err := io.Copy(io.MultiWriter(h256, h512), f); err != nil {
-		return PublishedSysext{}, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return PublishedSysext{SHA256: hex.EncodeToString(h256.Sum(nil)), SHA512: hex.EncodeToString(h512.Sum(nil))}, nil
+	return PublishedSysext{SHA256: sums[0], SHA512: sums[1]}, nil
 }
