@@ -22,7 +22,7 @@ func TestSysextOverlayMatchesRawWorkCopy(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.btrfs", "mkfs.ext4", "mkfs.vfat", "qemu-img")
 	raw := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
 	base := filepath.Join(t.TempDir(), "flatcar_production_qemu_image.img")
-	testutil.MustRun(t, "qemu-img", "convert", "-c", "-O", "qcow2", "-o", "compat=0.10", raw, base)
+	testutil.QemuImg(t, "convert", "-c", "-O", "qcow2", "-o", "compat=0.10", raw, base)
 	first := testOptions(t, base)
 	build := func(t *testing.T, viaOverlay, compress bool) []byte {
 		t.Helper()

@@ -75,7 +75,7 @@ func TestInspectCorruptQcow2SaysWhatQcow2Found(t *testing.T) {
 func TestInspectHugeQcow2IsTooLargeNotCorrupt(t *testing.T) {
 	testutil.RequireTool(t, "qemu-img")
 	q := filepath.Join(t.TempDir(), "eib.qcow2")
-	testutil.MustRun(t, "qemu-img", "create", "-f", "qcow2", "-o", "cluster_size=2M", q, "1E")
+	testutil.QemuImg(t, "create", "-f", "qcow2", "-o", "cluster_size=2M", q, "1E")
 	wantMessage(t, testutil.Run(t, "inspect", q), 1, []string{"is too large, not supported"}, "corrupt")
 }
 

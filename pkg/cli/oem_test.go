@@ -320,7 +320,7 @@ func TestOEMSetOnQcow2(t *testing.T) {
 	raw := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
 	dir := t.TempDir()
 	img := filepath.Join(dir, "flatcar_production_qemu_image.img")
-	testutil.MustRun(t, "qemu-img", "convert", "-c", "-O", "qcow2", "-o", "compat=0.10", raw, img)
+	testutil.QemuImg(t, "convert", "-c", "-O", "qcow2", "-o", "compat=0.10", raw, img)
 	before := testutil.SHA256File(t, img)
 
 	testutil.Run(t, "oem", "set", img, "--id", "openstack").MustFail(t, 1, "qcow2", "--output-file")
@@ -346,7 +346,7 @@ func TestOEMSetOnQcow2(t *testing.T) {
 				t.Fatalf("qemu-img info says:\n%s", info)
 			}
 			if wantFormat == "qcow2" {
-				testutil.MustRun(t, "qemu-img", "check", dst)
+				testutil.QemuImg(t, "check", dst)
 			}
 			testutil.Run(t, "inspect", dst, "--for", "openstack").MustSucceed(t)
 		})

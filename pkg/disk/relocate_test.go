@@ -89,7 +89,7 @@ func TestGrowRefusesShrinkingAndQcow2AndLeavesTheImage(t *testing.T) {
 		t.Fatalf("odd size: %v", err)
 	}
 	q := filepath.Join(t.TempDir(), "disk.qcow2")
-	testutil.MustRun(t, "qemu-img", "convert", "-O", "qcow2", path, q)
+	testutil.QemuImg(t, "convert", "-O", "qcow2", path, q)
 	if err := disk.Grow(q, 2<<30); err == nil || !strings.Contains(err.Error(), "qcow2") {
 		t.Fatalf("qcow2: %v", err)
 	}

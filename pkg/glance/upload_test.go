@@ -35,7 +35,7 @@ func qcow2Image(t *testing.T, dir string, seed int64) string {
 	testutil.RequireTools(t, "qemu-img")
 	raw := rawImage(t, t.TempDir(), seed, 8<<20)
 	path := filepath.Join(dir, "disk.img") // the extension says nothing: the header decides
-	testutil.MustRun(t, "qemu-img", "convert", "-f", "raw", "-O", "qcow2", raw, path)
+	testutil.QemuImg(t, "convert", "-f", "raw", "-O", "qcow2", raw, path)
 	return path
 }
 
