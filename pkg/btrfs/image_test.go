@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,9 +102,8 @@ func openImage(t testing.TB, img string) (*FS, *os.File) {
 func btrfsCheck(t testing.TB, img string) {
 	t.Helper()
 	for _, mode := range []string{"original", "lowmem"} {
-		out, err := exec.Command("btrfs", "check", "--readonly", "--mode", mode, img).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "no error found") {
-			t.Fatalf("btrfs check --readonly --mode %s %s: %v\n%s", mode, img, err, out)
+		if out := testutil.MustRun(t, "btrfs", "check", "--readonly", "--mode", mode, img); !strings.Contains(out, "no error found") {
+			t.Fatalf("btrfs check --readonly --mode %s %s:\n%s", mode, img, out)
 		}
 	}
 }
