@@ -2,7 +2,6 @@ package configdrive_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,24 +29,17 @@ func TestWriteReadsBackAndIsAConfigDrive(t *testing.T) {
 	}
 	// Real tools read it the way a guest does: the label and the lower-case Rock Ridge names.
 	testutil.RequireTools(t, "blkid", "xorriso")
-	out, err := exec.Command("blkid", "-o", "export", iso).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "LABEL=config-2") || !strings.Contains(string(out), "TYPE=iso9660") {
-		t.Fatalf("blkid: %v\n%s", err, out)
+	if out := testutil.MustRun(t, "blkid", "-o", "export", iso); !strings.Contains(out, "LABEL=config-2") || !strings.Contains(out, "TYPE=iso9660") {
+		t.Fatalf("blkid:\n%s", out)
 	}
-	out, err = exec.Command("xorriso", "-indev", iso, "-find", "/", "-type", "f").CombinedOutput()
-	if err != nil {
-		t.Fatalf("xorriso: %v\n%s", err, out)
-	}
+	out := testutil.MustRun(t, "xorriso", "-indev", iso, "-find", "/", "-type", "f")
 	for _, p := range []string{"'/openstack/latest/user_data'", "'/openstack/latest/meta_data.json'"} {
-		if !strings.Contains(string(out), p) {
+		if !strings.Contains(out, p) {
 			t.Fatalf("xorriso lacks %s:\n%s", p, out)
 		}
 	}
 	x := filepath.Join(dir, "x")
-	out, err = exec.Command("xorriso", "-osirrox", "on", "-indev", iso, "-extract", "/openstack/latest/meta_data.json", x).CombinedOutput()
-	if err != nil {
-		t.Fatalf("xorriso extract: %v\n%s", err, out)
-	}
+	testutil.MustRun(t, "xorriso", "-osirrox", "on", "-indev", iso, "-extract", "/openstack/latest/meta_data.json", x)
 	if b, _ := os.ReadFile(x); !strings.Contains(string(b), `"uuid":"0b1e7f4e-0000-4000-8000-000000000001"`) {
 		t.Fatalf("meta_data.json %s", b)
 	}
