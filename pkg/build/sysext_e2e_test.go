@@ -36,7 +36,7 @@ func TestBuildSysextCLI(t *testing.T) {
 			"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out}
 		return append(append(a, mirror.Args()...), extra...)
 	}
-	baseSum := rootfstest.FileSum(t, base)
+	baseSum := testutil.SHA256File(t, base)
 
 	out1 := filepath.Join(dir, "made")
 	res := testutil.Run(t, args(out1)...).MustSucceed(t)
@@ -49,7 +49,7 @@ func TestBuildSysextCLI(t *testing.T) {
 	if got := rootfstest.Stat(t, root, "/opt/extensions/kubernetes/"+sysextFile); got.UID != 0 || got.Mode != 0o644 {
 		t.Errorf("stored sysext: %+v, want root-owned 0644", got)
 	}
-	if rootfstest.FileSum(t, base) != baseSum {
+	if testutil.SHA256File(t, base) != baseSum {
 		t.Fatal("the base image was modified")
 	}
 	// The record gives the at-boot flavor the sysext's sha512 for Ignition's verification.hash.
@@ -185,7 +185,7 @@ func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (roo
 	root = rootfstest.ExtractRoot(t, raw)
 	rootfstest.Fsck(t, root, "of the built image's ROOT")
 	stored := "/opt/extensions/kubernetes/" + sysextFile
-	if rootfstest.DumpSum(t, root, stored) != rootfstest.FileSum(t, sysext) {
+	if rootfstest.DumpSum(t, root, stored) != testutil.SHA256File(t, sysext) {
 		t.Errorf("%s in the image differs from %s", stored, sysext)
 	}
 	if got := rootfstest.Stat(t, root, "/etc/extensions/kubernetes.raw"); got.Type != "symlink" || got.LinkTarget != stored {

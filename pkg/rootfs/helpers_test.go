@@ -25,7 +25,7 @@ var (
 	fsck        = rootfstest.Fsck
 	stat        = rootfstest.Stat
 	dumpSum     = rootfstest.DumpSum
-	fileSum     = rootfstest.FileSum
+	fileSum     = testutil.SHA256File
 )
 
 // image returns a Flatcar-layout disk (t.TempDir) of diskSize bytes whose ROOT is made by

@@ -88,8 +88,5 @@ func DumpSum(t testing.TB, fsFile, p string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "dump")
 	testutil.MustRun(t, "debugfs", "-R", "dump "+p+" "+out, fsFile)
-	return FileSum(t, out)
+	return testutil.SHA256File(t, out)
 }
-
-// FileSum is the hex sha256 of the host file p.
-func FileSum(t testing.TB, p string) string { t.Helper(); return testutil.SHA256File(t, p) }
