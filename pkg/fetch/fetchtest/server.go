@@ -19,6 +19,7 @@ type Request struct {
 // Server serves a release tree from memory on 127.0.0.1.
 type Server struct {
 	*httptest.Server
+	NoRange  bool // answer every request in full, as a server without Range support
 	mu       sync.Mutex
 	files    map[string][]byte
 	requests []Request
@@ -120,7 +121,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := int64(0)
-	if rg := r.Header.Get("Range"); rg != "" {
+	if rg := r.Header.Get("Range"); rg != "" && !s.NoRange {
 		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(rg, "bytes="), "-"), 10, 64)
 		if err != nil || n < 0 {
 			http.Error(w, "only bytes=N- ranges", http.StatusBadRequest)

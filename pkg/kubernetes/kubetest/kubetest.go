@@ -9,25 +9,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
-// Mirror is the test server.
+// Mirror is the test server: a fetchtest.Server holding every file and its .sha256.
 type Mirror struct {
-	*httptest.Server
+	*fetchtest.Server
 	Options kubernetes.Options // versions and arch it serves; Mirror/GitHubMirror point here
-
-	mu       sync.Mutex
-	files    map[string][]byte // URL path -> content
-	wrong    map[string]bool   // URL paths whose .sha256 is wrong
-	requests []string
 }
 
 // Version is the Kubernetes version the mirror serves unless told otherwise; its stable.txt
@@ -39,9 +32,8 @@ const Crictl = "v1.33.0"
 
 // New starts a mirror for o's versions (Version and its defaults when empty), closed when the test ends.
 func New(t testing.TB, o kubernetes.Options) *Mirror {
-	m := &Mirror{files: map[string][]byte{}, wrong: map[string]bool{}}
-	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(m.Close)
+	m := &Mirror{Server: fetchtest.NewServer(t)}
+	m.NoRange = true // a retry downloads the whole file again: what the fault tests expect
 	o.Mirror, o.GitHubMirror = m.URL+"/release", m.URL
 	if o.Kubernetes == "" {
 		o.Kubernetes = Version
@@ -50,13 +42,34 @@ func New(t testing.TB, o kubernetes.Options) *Mirror {
 		panic(err)
 	}
 	m.Options = o
-	for _, f := range o.Files() {
-		m.files[m.path(f)] = Content(o, f.Name)
-	}
+	m.put(o)
 	_, minor, _ := kubernetes.MinorOf(o.Kubernetes)
-	m.files["/release/stable.txt"] = []byte(o.Kubernetes + "\n")
-	m.files[fmt.Sprintf("/release/stable-1.%d.txt", minor)] = []byte(o.Kubernetes + "\n")
+	m.Put("/release/stable.txt", []byte(o.Kubernetes+"\n"))
+	m.Put(fmt.Sprintf("/release/stable-1.%d.txt", minor), []byte(o.Kubernetes+"\n"))
 	return m
+}
+
+// put serves o's files, each with its .sha256.
+func (m *Mirror) put(o kubernetes.Options) {
+	for _, f := range o.Files() {
+		data := Content(o, f.Name)
+		m.Put(m.path(f), data)
+		m.putSHA256(m.path(f), data, false)
+	}
+}
+
+// putSHA256 publishes the .sha256 of the file at path: dl.k8s.io publishes the bare digest,
+// GitHub releases "digest  name"; wrong publishes BadSHA256 instead.
+func (m *Mirror) putSHA256(path string, data []byte, wrong bool) {
+	s := sha256.Sum256(data)
+	sum := hex.EncodeToString(s[:])
+	if wrong {
+		sum = BadSHA256
+	}
+	if !strings.HasPrefix(path, "/release/") {
+		sum += "  " + path[strings.LastIndex(path, "/")+1:] + "\n"
+	}
+	m.Put(path+".sha256", []byte(sum))
 }
 
 // AddVersion serves the files of another Kubernetes version (crictl and CNI fitting it) too.
@@ -66,23 +79,17 @@ func (m *Mirror) AddVersion(v string) kubernetes.Options {
 	if err := o.Validate(); err != nil {
 		panic(err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, f := range o.Files() {
-		m.files[m.path(f)] = Content(o, f.Name)
-	}
+	m.put(o)
 	return o
 }
 
 // SetMarker serves content as release/NAME (stable.txt, stable-1.35.txt); nil removes it.
 func (m *Mirror) SetMarker(name string, content []byte) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if content == nil {
-		delete(m.files, "/release/"+name)
+		m.Remove("/release/" + name)
 		return
 	}
-	m.files["/release/"+name] = content
+	m.Put("/release/"+name, content)
 }
 
 // KubernetesMirror is the --kubernetes-mirror value.
@@ -117,9 +124,7 @@ func (m *Mirror) SHA256(name string) string {
 
 // WrongSHA256 makes the mirror publish a wrong .sha256 for name (true) or the right one.
 func (m *Mirror) WrongSHA256(name string, wrong bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.wrong[m.path(m.File(name))] = wrong
+	m.putSHA256(m.path(m.File(name)), Content(m.Options, name), wrong)
 }
 
 // BadSHA256 is the digest served when WrongSHA256 is on.
@@ -127,43 +132,11 @@ const BadSHA256 = "0000000000000000000000000000000000000000000000000000000000000
 
 // Requests are the paths asked for so far.
 func (m *Mirror) Requests() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.requests...)
-}
-
-func (m *Mirror) serve(w http.ResponseWriter, r *http.Request) {
-	m.mu.Lock()
-	m.requests = append(m.requests, r.URL.Path)
-	p := r.URL.Path
-	data, ok := m.files[p]
-	var body []byte
-	switch {
-	case ok:
-		body = data
-	case strings.HasSuffix(p, ".sha256"):
-		base := strings.TrimSuffix(p, ".sha256")
-		if d, ok := m.files[base]; ok {
-			s := sha256.Sum256(d)
-			sum := hex.EncodeToString(s[:])
-			if m.wrong[base] {
-				sum = BadSHA256
-			}
-			// dl.k8s.io publishes the bare digest; GitHub releases "digest  name".
-			if strings.HasPrefix(base, "/release/") {
-				body = []byte(sum)
-			} else {
-				body = []byte(sum + "  " + base[strings.LastIndex(base, "/")+1:] + "\n")
-			}
-		}
+	var paths []string
+	for _, r := range m.Server.Requests("") {
+		paths = append(paths, r.Path)
 	}
-	m.mu.Unlock()
-	if body == nil {
-		http.NotFound(w, r)
-		return
-	}
-	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-	w.Write(body)
+	return paths
 }
 
 // Script is the stand-in executable for a Kubernetes binary; kubelet runs until stopped.
