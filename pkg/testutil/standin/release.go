@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
-	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // BuildQcow2 returns the cached qcow2 of the guest (compressed, compat 0.10: as Flatcar
@@ -36,33 +36,11 @@ func BuildQcow2(ctx context.Context, opts Options) (string, error) {
 		return path, nil
 	}
 	start := time.Now()
-	in, err := os.Open(raw)
-	if err != nil {
+	if _, err := convert.File(ctx, raw, path, convert.Options{To: disk.FormatQcow2, Compress: true, Compat: "0.10"}); err != nil {
+		return "", fmt.Errorf("standin: %w", err)
+	}
+	if err := os.Chmod(path, 0o444); err != nil {
 		return "", err
-	}
-	defer in.Close()
-	src, err := vdisk.NewFile(in, false)
-	if err != nil {
-		return "", err
-	}
-	tmp := path + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	err = qcow2.Write(ctx, src, out, qcow2.Options{Compress: true, Version: 2})
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o444)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("standin: converting %s to qcow2: %w", raw, err)
 	}
 	opts.logf("standin: qcow2 %s made in %s", path, time.Since(start).Round(time.Millisecond))
 	return path, nil
