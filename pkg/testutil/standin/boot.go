@@ -26,13 +26,12 @@ const FwCfgName = "opt/org.flatcar-linux/config"
 
 // BootOptions describe one boot of the guest.
 type BootOptions struct {
-	Ignition    []byte   // Ignition config passed through QEMU fw_cfg (FwCfgName)
-	ConfigDrive string   // a config-2 image (ISO 9660 or vfat), attached read-only as a virtio disk
-	UEFI        bool     // OVMF instead of SeaBIOS
-	ExtraDisks  []string // more raw/qcow2 disks, virtio, writable
-	Snapshot    bool     // the guest's writes go to a throwaway overlay, not to the image
-	User        string   // SSH user; default TestUserName
-	Key         string   // SSH private key file (TestUser's); required for SSH
+	Ignition    []byte // Ignition config passed through QEMU fw_cfg (FwCfgName)
+	ConfigDrive string // a config-2 image (ISO 9660 or vfat), attached read-only as a virtio disk
+	UEFI        bool   // OVMF instead of SeaBIOS
+	Snapshot    bool   // the guest's writes go to a throwaway overlay, not to the image
+	User        string // SSH user; default TestUserName
+	Key         string // SSH private key file (TestUser's); required for SSH
 	Timeout     time.Duration
 	Memory      int // MiB; default 1024
 }
@@ -127,13 +126,6 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 		"-netdev", fmt.Sprintf("user,id=net0,hostfwd=tcp:127.0.0.1:%d-:22", port),
 		"-device", "virtio-net-pci,netdev=net0",
 	}, drive...)
-	for _, d := range opts.ExtraDisks {
-		drive, err := qemuboot.Drive(d, "")
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, drive...)
-	}
 	if opts.ConfigDrive != "" {
 		args = append(args, "-drive", "file="+qemuboot.OptEscape(opts.ConfigDrive)+",format=raw,if=virtio,readonly=on")
 	}

@@ -48,9 +48,6 @@ func BuildQcow2(ctx context.Context, opts Options) (string, error) {
 
 // ReleaseOptions describe the release PublishRelease puts on the server.
 type ReleaseOptions struct {
-	Channel    string // default "stable"
-	Version    string // default Version (what the guest's os-release says)
-	NotCurrent bool   // do not also publish it as the channel's current release
 	// Sysexts are built into the images' /usr as Flatcar's containerd-flatcar is (Options.Sysexts),
 	// e.g. registrytest.ContainerdSysext for a real containerd.
 	Sysexts []string
@@ -66,23 +63,18 @@ type Release struct {
 	Images        map[string]fetchtest.Release // by image name: "qemu", "openstack"
 }
 
-// PublishRelease publishes the guest as a Flatcar release on srv:
+// PublishRelease publishes the guest as the current stable Flatcar release on srv, version
+// Version (what the guest's os-release says):
 // flatcar_production_qemu_image.img (OEM qemu) and flatcar_production_openstack_image.img
 // (OEM openstack), qcow2 as Flatcar's, each with DIGESTS, DIGESTS.asc (clear-signed by a fresh
 // test key) and .sig, and version.txt; no .bz2 (compressing ~200 MB per test is not worth it).
 // The images are the cached qcow2 files mapped read-only, not copies on the heap.
 func PublishRelease(t testing.TB, srv *fetchtest.Server, opts ReleaseOptions) *Release {
 	t.Helper()
-	if opts.Channel == "" {
-		opts.Channel = "stable"
-	}
-	if opts.Version == "" {
-		opts.Version = Version
-	}
 	now := time.Now()
 	r := &Release{
 		Key: fetchtest.NewKey(t, "Flatcar-capo Test Buildbot", now), ReleaseServer: srv.ReleaseServer(),
-		Channel: opts.Channel, Version: opts.Version, Images: map[string]fetchtest.Release{},
+		Channel: "stable", Version: Version, Images: map[string]fetchtest.Release{},
 	}
 	r.Keyring = filepath.Join(t.TempDir(), "keyring.asc")
 	if err := os.WriteFile(r.Keyring, r.Key.PublicArmored(t), 0o644); err != nil {
@@ -98,9 +90,9 @@ func PublishRelease(t testing.TB, srv *fetchtest.Server, opts ReleaseOptions) *R
 		if err != nil {
 			t.Fatalf("standin: %v", err)
 		}
-		rel := fetchtest.Release{Channel: opts.Channel, Arch: "amd64", Version: opts.Version, Image: oem,
+		rel := fetchtest.Release{Channel: r.Channel, Arch: "amd64", Version: Version, Image: oem,
 			Content: data, Signer: r.Key.Current, Key: r.Key, SignedAt: now.Add(-time.Hour),
-			Current: !opts.NotCurrent, WithoutBZ2: true}
+			Current: true, WithoutBZ2: true}
 		srv.Publish(t, rel)
 		r.Images[oem] = rel
 	}

@@ -72,7 +72,7 @@ func run(t *tb, dir string, owner int) error {
 	relURL, mirURL := "http://"+relLn.Addr().String(), "http://"+mirLn.Addr().String()
 
 	srv := fetchtest.NewServer(t)
-	rel := standin.PublishRelease(t, srv, standin.ReleaseOptions{Channel: "stable"})
+	rel := standin.PublishRelease(t, srv, standin.ReleaseOptions{})
 	mirror := kubetest.New(t, kubernetes.Options{})
 	// The test servers listen on random ports; the same handlers answer on the kept ones.
 	go http.Serve(relLn, srv.Config.Handler)
