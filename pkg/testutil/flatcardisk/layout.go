@@ -40,7 +40,6 @@ var scaledSizes = map[string]int64{
 type part struct {
 	Number   int
 	Name     string
-	FSLabel  string
 	TypeGUID string
 	UUID     string
 	Start    int64 // bytes
@@ -50,11 +49,10 @@ type part struct {
 
 type layoutFile struct {
 	Layouts map[string]map[string]struct {
-		Label   string `json:"label"`
-		FSLabel string `json:"fs_label"`
-		Type    string `json:"type"`
-		UUID    string `json:"uuid"`
-		Blocks  string `json:"blocks"`
+		Label  string `json:"label"`
+		Type   string `json:"type"`
+		UUID   string `json:"uuid"`
+		Blocks string `json:"blocks"`
 	} `json:"layouts"`
 }
 
@@ -98,7 +96,7 @@ func plan(opts Options) ([]part, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: partition %d has unknown type %q", LayoutPath(), n, e.Type)
 		}
-		p := part{Number: n, Name: e.Label, FSLabel: e.FSLabel, TypeGUID: guid, UUID: e.UUID, Start: next}
+		p := part{Number: n, Name: e.Label, TypeGUID: guid, UUID: e.UUID, Start: next}
 		if p.UUID == "" {
 			p.UUID = stableUUID(e.Label)
 		}
