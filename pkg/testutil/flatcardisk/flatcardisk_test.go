@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -203,6 +204,9 @@ func TestOEMContentsReadableByGRUBAndClean(t *testing.T) {
 	}
 }
 
+// grubCfgInode finds grub.cfg's inode number in its DIR_ITEM of a dump-tree listing.
+var grubCfgInode = regexp.MustCompile(`location key \((\d+) INODE_ITEM 0\) type FILE\n[^\n]*\n\s*name: grub\.cfg\n`)
+
 // TestBtrfsOnDiskShapes checks what the variants exist for: how btrfs stores grub.cfg.
 func TestBtrfsOnDiskShapes(t *testing.T) {
 	testutil.RequireTools(t, append(fsTools, "btrfs")...)
@@ -223,15 +227,20 @@ func TestBtrfsOnDiskShapes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("dump-tree: %v\n%s", err, out)
 			}
-			// The grub.cfg EXTENT_DATA item follows its DIR_ITEM "name: grub.cfg" in the fs tree.
+			// grub.cfg's DIR_ITEM names its inode ("location key (N INODE_ITEM 0)"); the extent is
+			// that inode's EXTENT_DATA item. (The next EXTENT_DATA in the tree can be another
+			// file's: the kernel does not number inodes in the order the files were copied.)
 			text := string(out)
 			if tc.tree == "fs" {
-				i := strings.Index(text, "name: grub.cfg")
-				j := strings.Index(text[i:], "EXTENT_DATA")
-				if i < 0 || j < 0 {
-					t.Fatalf("no grub.cfg extent in the fs tree:\n%s", text)
+				m := grubCfgInode.FindStringSubmatch(text)
+				if m == nil {
+					t.Fatalf("no grub.cfg directory entry in the fs tree:\n%s", text)
 				}
-				text = text[i+j : i+j+300]
+				i := strings.Index(text, "key ("+m[1]+" EXTENT_DATA 0)")
+				if i < 0 {
+					t.Fatalf("no EXTENT_DATA of grub.cfg (inode %s) in the fs tree:\n%s", m[1], text)
+				}
+				text = text[i:min(len(text), i+300)]
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(text, w) {
