@@ -41,6 +41,9 @@ type RenderOptions struct {
 	// systemd-sysupdate config of a self-hosted bakery (sysext publish) for patch updates.
 	InsecureNoHash bool
 	SysupdateURL   string
+	// SysupdateKeyring (sysext.PublicKeyring) makes the transfer Verify=true and installs the
+	// keyring as systemd-sysupdate's.
+	SysupdateKeyring []byte
 }
 
 // Rendered is a rendered and validated cluster template.
@@ -77,7 +80,7 @@ func Render(opts RenderOptions) (*Rendered, error) {
 
 func render(opts RenderOptions) (*Rendered, error) {
 	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI,
-		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.Values[VarKubernetesVersion]))
+		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.SysupdateKeyring, opts.Values[VarKubernetesVersion]))
 	if err != nil {
 		return nil, err
 	}
