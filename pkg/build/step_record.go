@@ -52,6 +52,9 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 		extra, _ := state.Get(KeyExtraArtifacts).([]Artifact) // hashed when they were made
 		rec.Artifacts = append(rec.Artifacts, extra...)
 	}
+	if err := rec.writeSBOM(artifact); err != nil {
+		return halt(state, err)
+	}
 	if err := rec.write(artifact); err != nil {
 		return halt(state, err)
 	}

@@ -91,6 +91,15 @@ func minor(version string) string {
 
 var kubernetesRaw = regexp.MustCompile(`^kubernetes-(v\d+\.\d+\.\d+)-(x86-64|arm64)\.raw$`)
 
+// KubernetesFileVersion is the version a bakery file name carries (kubernetes-v1.35.2-x86-64.raw:
+// v1.35.2), "" for other names.
+func KubernetesFileVersion(name string) string {
+	if m := kubernetesRaw.FindStringSubmatch(name); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
 // Published is what Publish wrote.
 type Published struct {
 	Dir       string            `json:"dir"`
