@@ -104,8 +104,8 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 		t.Fatal("the base image was modified")
 	}
 	entries, _ := os.ReadDir(o.OutputDir)
-	if len(entries) != 2 {
-		t.Fatalf("output dir holds %v, want the qcow2 and its record", entries)
+	if len(entries) != 3 {
+		t.Fatalf("output dir holds %v, want the qcow2, its record and its SBOM", entries)
 	}
 	// Same inputs: reused, the method does not run.
 	o2 := testOptions(t, base)
