@@ -46,9 +46,10 @@ type Flatcar struct {
 	Verified               bool   // checked against Flatcar's signed DIGESTS
 }
 
-// File is one downloaded binary or archive (kubeadm, kubelet, kubectl, crictl, CNI plugins).
+// File is one downloaded binary or archive (kubeadm, kubelet, kubectl, crictl, CNI plugins),
+// or a binary found in an image (Path, no URL).
 type File struct {
-	Name, Version, SHA256, URL string
+	Name, Version, SHA256, URL, Path string
 }
 
 // Sysext is one systemd-sysext image in the image.
@@ -94,9 +95,15 @@ func (inv Inventory) BOM() *cdx.BOM {
 			Properties: props(propChannel, f.Channel, propArch, f.Arch, propVerified, fmt.Sprint(f.Verified))})
 	}
 	for _, f := range inv.Files {
-		comps = append(comps, cdx.Component{Type: cdx.ComponentTypeApplication, BOMRef: "file:" + f.Name, Name: f.Name, Version: f.Version,
-			PackageURL: purl("generic", "", f.Name, f.Version, map[string]string{"download_url": f.URL}),
-			Hashes:     hashes(cdx.HashAlgoSHA256, f.SHA256), ExternalReferences: refs(f.URL)})
+		c := cdx.Component{Type: cdx.ComponentTypeApplication, BOMRef: "file:" + f.Name, Name: f.Name, Version: f.Version,
+			Hashes: hashes(cdx.HashAlgoSHA256, f.SHA256), ExternalReferences: refs(f.URL), Properties: props(propPath, f.Path)}
+		if f.Path != "" {
+			c.BOMRef = "file:" + f.Path
+		}
+		if f.Version != "" || f.URL != "" {
+			c.PackageURL = purl("generic", "", f.Name, f.Version, map[string]string{"download_url": f.URL})
+		}
+		comps = append(comps, c)
 	}
 	for _, s := range inv.Sysexts {
 		comps = append(comps, cdx.Component{Type: cdx.ComponentTypeFile, BOMRef: "sysext:" + s.File, Name: s.File, Version: s.Version,
