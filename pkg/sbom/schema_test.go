@@ -43,6 +43,7 @@ func schemaErrors(t *testing.T, bom []byte) (bool, string) {
 // validator does refuse a wrong BOM (so a pass means something).
 func TestSBOMValidatesAgainstCycloneDXSchema(t *testing.T) {
 	testutil.RequireTools(t, "python3")
+	testutil.RequireEnv(t, exec.Command("/usr/bin/python3", "-c", "import jsonschema").Run(), "python3-jsonschema (scripts/install-deps.sh test)")
 	inv := sample()
 	inv.Files = append(inv.Files, File{Name: "bridge", SHA256: strings.Repeat("77", 32), Path: "/opt/cni/bin/bridge"})
 	inv.Sysexts[0].Path = "/opt/extensions/kubernetes/kubernetes-v1.33.4-x86-64.raw"
