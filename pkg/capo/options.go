@@ -31,6 +31,9 @@ func SysextURL(flavor, url string) (string, error) {
 	if !isHTTP(url) {
 		return "", errs.Invalidf("--sysext-url %q: want the http(s) URL of the directory serving kubernetes-<version>-x86-64.raw", url)
 	}
+	if err := sysext.OneLineURL("--sysext-url", url); err != nil {
+		return "", err // it goes into the CLC: a newline there would be YAML of its own
+	}
 	return strings.TrimRight(url, "/"), nil
 }
 

@@ -187,6 +187,8 @@ func TestSysextPublishRefusesInjection(t *testing.T) {
 	assertUnpublished(t, ext)
 	testutil.Run(t, "manifests", "--flavor", "sysext-baked", "--kubernetes-version", kubetest.Version,
 		"--sysupdate-url", "http://10.0.0.5/ext\nVerify=false").MustFail(t, 2, "--sysupdate-url", "control character")
+	testutil.Run(t, "manifests", "--flavor", "sysext", "--kubernetes-version", kubetest.Version, "--insecure-no-hash",
+		"--sysext-url", "http://10.0.0.5/ext\n        verification: {}").MustFail(t, 2, "--sysext-url", "control character")
 
 	for _, name := range []string{"evil\n0000  kubernetes-v1.33.9-x86-64.raw", "with space.raw", `back\slash.raw`, "100%.raw"} {
 		bad := t.TempDir()

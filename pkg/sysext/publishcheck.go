@@ -29,10 +29,8 @@ func ValidPublishName(name string) error {
 // --sysupdate-url): it becomes a transfer's Path= and the base of every download there.
 func ValidBakeryURL(flag, raw string) error {
 	fix := fmt.Sprintf("want the plain http(s) URL of the directory, e.g. %s http://10.0.0.5/ext", flag)
-	for _, r := range raw {
-		if r < 0x20 || r == 0x7f || r == ' ' {
-			return errs.Invalidf("%s %q contains a control character or space (it would end the transfer's Path= line); %s", flag, raw, fix)
-		}
+	if err := OneLineURL(flag, raw); err != nil {
+		return err
 	}
 	u, err := url.Parse(raw)
 	switch {
@@ -48,6 +46,17 @@ func ValidBakeryURL(flag, raw string) error {
 		return errs.Invalidf("%s %q has a query or fragment: systemd-sysupdate appends file names to it; %s", flag, raw, fix)
 	case strings.Contains(raw, "%"):
 		return errs.Invalidf("%s %q contains '%%', which systemd expands as a specifier in transfer files; serve the bakery at a path without percent-encoding", flag, raw)
+	}
+	return nil
+}
+
+// OneLineURL refuses a URL with a control character or space: written into a line-oriented
+// file (a transfer, CLC YAML) it would end the line and start one of its own.
+func OneLineURL(flag, raw string) error {
+	for _, r := range raw {
+		if r < 0x20 || r == 0x7f || r == ' ' {
+			return errs.Invalidf("%s %q contains a control character or space (it would end the line it is written on); percent-encode it or serve the files at a plain URL", flag, raw)
+		}
 	}
 	return nil
 }
