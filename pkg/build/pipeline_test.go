@@ -91,6 +91,16 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 	if rec.Artifacts[0].SHA512 != sum || len(rec.Downloads) != 5 || rec.Method != "fake" || rec.Reused {
 		t.Fatalf("record %+v", rec)
 	}
+	// Whatever the method, the record step writes the SBOM: every download with its sha256.
+	sbomBytes, err := os.ReadFile(filepath.Join(o.OutputDir, rec.SBOM.File))
+	if err != nil || br.GlanceValues().SBOMSHA256 != rec.SBOM.SHA256 || rec.SBOM.SHA256 == "" {
+		t.Fatalf("SBOM %+v: %v", rec.SBOM, err)
+	}
+	for _, d := range rec.Downloads {
+		if !strings.Contains(string(sbomBytes), `"content": "`+d.SHA256+`"`) {
+			t.Errorf("the SBOM lacks %s's sha256 %s", d.Name, d.SHA256)
+		}
+	}
 	img, err := disk.Open(artifact, false)
 	if err != nil {
 		t.Fatal(err)
