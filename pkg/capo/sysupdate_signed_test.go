@@ -164,6 +164,9 @@ func TestSysextPublishBadKeys(t *testing.T) {
 	testutil.Run(t, "sysext", "publish", ext, "--url", url, "--sign-key", public).MustFail(t, 2, "is a public key", "--export-secret-keys")
 	testutil.Run(t, "sysext", "publish", ext, "--url", url, "--sign-key", protected).MustFail(t, 2, "passphrase-protected")
 	testutil.Run(t, "sysext", "publish", ext, "--url", url, "--sign-key", filepath.Join(ext, "kubernetes-"+kubetest.Version+"-x86-64.raw")).MustFail(t, 2, "not an OpenPGP key")
+	pem := filepath.Join(t.TempDir(), "cosign.key")
+	os.WriteFile(pem, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), 0o600)
+	testutil.Run(t, "sysext", "publish", ext, "--url", url, "--sign-key", pem).MustFail(t, 2, "PEM key", "OpenPGP")
 	assertUnpublished(t, ext)
 	testutil.Run(t, "manifests", "--flavor", "sysext-baked", "--kubernetes-version", kubetest.Version,
 		"--sysupdate-url", url, "--sysupdate-key", secret).MustFail(t, 2, "private key", "gpg --export")
