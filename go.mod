@@ -3,6 +3,7 @@ module github.com/flatcar-capo/flatcar-capo
 go 1.26.8
 
 require (
+	github.com/CycloneDX/cyclonedx-go v0.12.0
 	github.com/ProtonMail/go-crypto v1.5.2
 	github.com/coreos/ignition/v2 v2.24.0
 	github.com/diskfs/go-diskfs v1.9.4
@@ -30,7 +31,6 @@ require (
 )
 
 require (
-	github.com/CycloneDX/cyclonedx-go v0.12.0 // indirect
 	github.com/ajeddeloh/go-json v0.0.0-20200220154158-5ae607161559 // indirect
 	github.com/alecthomas/units v0.0.0-20211218093645-b94a6e3cc137 // indirect
 	github.com/anchore/go-lzo v0.1.0 // indirect
