@@ -16,7 +16,7 @@ bench=(libguestfs-tools hyperfine time skopeo linux-perf) # skopeo: scripts/benc
 # make test-image: podman runs the container image (rootful podman, a non-root user inside).
 image=(podman crun uidmap fuse-overlayfs slirp4netns)
 # make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq.
-demo=(packer openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
+demo=(packer openssh-client keystone glance barbican-api python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
   squashfs-tools jq)
 
 case "$profile" in
