@@ -17,6 +17,7 @@ func newBuildCommand() *cobra.Command {
 		o        build.Options
 		vf       verifyFlags
 		diskSize string
+		sign     signFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -67,6 +68,10 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 			if err := checkBuildFlags(&o, vf, diskSize); err != nil {
 				return err
 			}
+			var err error
+			if o.SignKey, o.GlanceSigning, err = sign.signing(len(o.Clouds) > 0); err != nil {
+				return err
+			}
 			rec, err := build.Run(cmd.Context(), &o)
 			if err != nil {
 				return err
@@ -105,6 +110,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	f.StringVar(&o.DiskFormat, "disk-format", "qcow2", "Glance disk_format: qcow2, or raw for Ceph-backed Glance (the qcow2's disk streamed as raw)")
 	f.BoolVar(&o.Force, "force", false, "rebuild even when a finished artifact with the same inputs exists")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the resolved plan; download, boot and write nothing")
+	sign.register(f)
 	AddOutputFlag(f)
 	return cmd
 }

@@ -137,6 +137,7 @@ func TestGlanceRefusesBadSignatures(t *testing.T) {
 					line = l
 				}
 			}
+			t.Logf("flatcar-capo says: %s", line)
 			if strings.ContainsAny(line, "<>") || len(line) > 400 {
 				t.Fatalf("the refusal is not one readable line: %q", line)
 			}
