@@ -15,12 +15,12 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
 // Methods.

@@ -15,7 +15,7 @@ import (
 
 // Verification is what `flatcar-capo verify` found for one artifact.
 type Verification struct {
-	Artifact string        `json:"artifact"`
+	Artifact string         `json:"artifact"`
 	Files    []VerifiedFile `json:"files"`
 	// SHA512 is the artifact's, compared with the one its (signed) record holds.
 	SHA512 string `json:"sha512"`
