@@ -57,6 +57,11 @@ reuses the Glance image. --method packer cannot promise that: the build VM write
 After a kill -9, the next build in the output directory removes what the dead run left.
 On failure, -o json writes {"error": ..., "exitCode": N, "left": [...]} to stdout.
 
+--sign-key KEY writes NAME.qcow2.sig, NAME.qcow2.build.json.sig and the SBOM's .sig (cosign
+blob signatures; check them with flatcar-capo verify or cosign verify-blob --key) and, with
+--cloud and --sign-cert-uuid or --sign-cert, signs the upload for Glance's signature verification
+(img_signature*, as upload --help says).
+
 Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --method packer.`,
 		Example: `  flatcar-capo build --channel stable --kubernetes-version 1.36 --cloud mycloud
   flatcar-capo build --base openstack --dry-run -o json
