@@ -12,7 +12,7 @@ import (
 type signFlags struct{ key, certUUID, cert string }
 
 func (s *signFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&s.key, "sign-key", "", "PEM private key (RSA, or ECDSA P-384/P-521) that signs the image for Glance's signature verification (img_signature*) and writes cosign-compatible .sig files; keep it 0600")
+	f.StringVar(&s.key, "sign-key", "", "PEM private key (RSA, or ECDSA P-384/P-521 for Glance; a cosign key file with $COSIGN_PASSWORD) that signs the image for Glance's signature verification (img_signature*) and writes cosign-compatible .sig files; keep it 0600")
 	f.StringVar(&s.certUUID, "sign-cert-uuid", "", "UUID of the --sign-key's X.509 certificate in the cloud's Barbican (img_signature_certificate_uuid)")
 	f.StringVar(&s.cert, "sign-cert", "", "PEM X.509 certificate of --sign-key, stored in each cloud's Barbican (reused when already there) instead of --sign-cert-uuid")
 }

@@ -3,16 +3,19 @@ package signing_test
 import (
 	"bytes"
 	"crypto"
+	"crypto/elliptic"
 	"encoding/base64"
 	"errors"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing/signingtest"
 )
@@ -107,5 +110,45 @@ func TestSignFileVerifiesWithCosignsVerifier(t *testing.T) {
 				t.Fatalf("VerifyFile of a changed blob: %v, want ErrBadSignature", err)
 			}
 		})
+	}
+}
+
+// A key file as `cosign generate-key-pair` writes it (sigstore's GeneratePEMEncodedECDSAKeyPair
+// with a password: "ENCRYPTED SIGSTORE PRIVATE KEY") signs with $COSIGN_PASSWORD, and cosign's
+// verifier accepts the result with the public key written beside it; a wrong or missing password
+// is the caller's error.
+func TestCosignKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	priv, pubPEM, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), cryptoutils.StaticPasswordFunc([]byte("s3cret-pass")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(priv, []byte("ENCRYPTED SIGSTORE PRIVATE KEY")) {
+		t.Fatalf("sigstore wrote another key format:\n%s", priv)
+	}
+	keyPath, pubPath, blob := filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub"), filepath.Join(dir, "record.json")
+	os.WriteFile(keyPath, priv, 0o600)
+	os.WriteFile(pubPath, pubPEM, 0o644)
+	os.WriteFile(blob, []byte(`{"imageName":"x"}`), 0o644)
+
+	t.Setenv(signing.PasswordEnv, "wrong")
+	if _, err := signing.LoadKey(keyPath); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "wrong password") {
+		t.Fatalf("wrong password: %v", err)
+	}
+	t.Setenv(signing.PasswordEnv, "s3cret-pass")
+	key, err := signing.LoadKey(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := signing.SignFile(key, blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cosignVerifyBlob(t, pubPath, sig, blob); err != nil {
+		t.Fatalf("cosign's verifier refuses a signature made with a cosign key: %v", err)
+	}
+	os.Unsetenv(signing.PasswordEnv)
+	if _, err := signing.LoadKey(keyPath); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), signing.PasswordEnv) {
+		t.Fatalf("no password: %v", err)
 	}
 }

@@ -17,7 +17,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
+
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // maxPEM bounds a key or certificate file: a real one is a few KiB.
@@ -32,8 +35,13 @@ type Key struct {
 // Public is the key's public half.
 func (k *Key) Public() crypto.PublicKey { return k.Signer.Public() }
 
-// LoadKey reads an unencrypted PEM private key (PKCS#8 "PRIVATE KEY", "EC PRIVATE KEY" or
-// "RSA PRIVATE KEY"); ECDSA and RSA keys sign both kinds of signature.
+// PasswordEnv holds the password of a cosign key file, the variable cosign itself reads.
+const PasswordEnv = "COSIGN_PASSWORD"
+
+// LoadKey reads a PEM private key: unencrypted PKCS#8 "PRIVATE KEY", "EC PRIVATE KEY" or "RSA
+// PRIVATE KEY", or cosign's own key file ("ENCRYPTED SIGSTORE PRIVATE KEY", or the older
+// "ENCRYPTED COSIGN PRIVATE KEY": scrypt + NaCl secretbox around PKCS#8, `cosign generate-key-pair`)
+// with its password in $COSIGN_PASSWORD. ECDSA and RSA keys sign both kinds of signature.
 func LoadKey(path string) (*Key, error) {
 	block, err := readPEM(path, "--sign-key")
 	if err != nil {
@@ -50,8 +58,19 @@ func LoadKey(path string) (*Key, error) {
 			return nil, errs.Invalidf("--sign-key %s is encrypted: write it unencrypted for this run (openssl pkey -in %s -out KEY.pem) and keep that file 0600", path, path)
 		}
 		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-	case "ENCRYPTED PRIVATE KEY", "ENCRYPTED SIGSTORE PRIVATE KEY", "ENCRYPTED COSIGN PRIVATE KEY":
-		return nil, errs.Invalidf("--sign-key %s is encrypted (%s): write it unencrypted for this run (openssl pkey -in %s -out KEY.pem; a cosign key: a PEM key made with openssl and imported into cosign instead) and keep that file 0600", path, block.Type, path)
+	case "ENCRYPTED SIGSTORE PRIVATE KEY", "ENCRYPTED COSIGN PRIVATE KEY":
+		password, ok := os.LookupEnv(PasswordEnv)
+		if !ok {
+			return nil, errs.Invalidf("--sign-key %s is a cosign key file: set $%s to its password", path, PasswordEnv)
+		}
+		redact.Secret(password)
+		der, derr := encrypted.Decrypt(block.Bytes, []byte(password))
+		if derr != nil {
+			return nil, errs.Invalidf("--sign-key %s: cannot decrypt the cosign key with $%s (wrong password?): %v", path, PasswordEnv, derr)
+		}
+		key, err = x509.ParsePKCS8PrivateKey(der)
+	case "ENCRYPTED PRIVATE KEY":
+		return nil, errs.Invalidf("--sign-key %s is an encrypted PKCS#8 key: write it unencrypted for this run (openssl pkey -in %s -out KEY.pem) and keep that file 0600", path, path)
 	default:
 		return nil, errs.Invalidf("--sign-key %s holds a %q PEM block, not a private key (PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY)", path, block.Type)
 	}
