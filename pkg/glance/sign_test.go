@@ -192,3 +192,21 @@ func TestSignedUploadBadInput(t *testing.T) {
 		})
 	}
 }
+
+// With --disk-format qcow2 a raw file goes to Glance as a qcow2 stream made on the way: the
+// signature is of those bytes, the ones Glance stores and verifies.
+func TestSignedUploadOfAConvertedStream(t *testing.T) {
+	needOpenStack(t)
+	dir := t.TempDir()
+	key, signer := signingtest.Key(t, dir, "key.pem", signingtest.P384)
+	cert := signingtest.ValidCert(t, dir, "cert.pem", signer)
+	raw := rawImage(t, dir, 36, 4<<20)
+	res := decodeResults(t, upload(t, nil, raw, "--name", uniqueName(t), "--cloud", "local", "--disk-format", "qcow2",
+		"--sign-key", key, "--sign-cert", cert, "-o", "json").MustSucceed(t))
+	if res[0].DiskFormat != "qcow2" || res[0].Properties["img_signature"] == "" {
+		t.Fatalf("unexpected result %+v", res[0])
+	}
+	if !glanceVerified(t, res[0].ID) {
+		t.Fatalf("Glance's log has no successful signature verification of %s", res[0].ID)
+	}
+}

@@ -172,23 +172,27 @@ type httpStatusError struct {
 
 func (e *httpStatusError) Error() string {
 	if bytes.Contains(e.Body, []byte("Signature verification failed")) {
-		return fmt.Sprintf("Glance refused the image signature (HTTP %d): %s", e.Status, glanceExplanation(e.Body))
+		return fmt.Sprintf("Glance refused the image signature (HTTP %d: %s): the signature is not of these bytes, or not made by the key of the certificate in Barbican", e.Status, glanceExplanation(e.Body, e.Status))
 	}
 	msg := fmt.Sprintf("%s %s: Glance answered HTTP %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
 	if len(e.Body) > 0 && e.Status < 500 {
-		msg += ": " + glanceExplanation(e.Body)
+		msg += ": " + glanceExplanation(e.Body, e.Status)
 	}
 	return msg
 }
 
-// glanceExplanation is the one line webob's error page carries, without its HTML.
-func glanceExplanation(body []byte) string {
-	s := redact.Excerpt(body, 300)
-	s = strings.TrimPrefix(s, "an HTML page: ")
-	if _, rest, ok := strings.Cut(s, http.StatusText(http.StatusBadRequest)+" "+strconv.Itoa(http.StatusBadRequest)+" "+http.StatusText(http.StatusBadRequest)); ok {
-		s = strings.TrimSpace(rest)
+// glanceExplanation is the one line webob's error page carries, without its HTML and without
+// the status line it repeats.
+func glanceExplanation(body []byte, status int) string {
+	s := strings.TrimPrefix(redact.Excerpt(body, 300), "an HTML page: ")
+	line := strconv.Itoa(status) + " " + http.StatusText(status)
+	for {
+		t := strings.TrimLeft(strings.TrimPrefix(s, line), ": ")
+		if t == s {
+			return s
+		}
+		s = t
 	}
-	return s
 }
 
 // newHash returns the hash Glance names os_hash_algo (sha512 unless the operator changed it).
