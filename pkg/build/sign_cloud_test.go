@@ -105,3 +105,29 @@ func TestBuildSignedVerify(t *testing.T) {
 	f.Close()
 	run("verify", artifact, "--key", pub).MustFail(t, 1, filepath.Base(artifact)+": the signature does not verify", "not the record's")
 }
+
+// --dry-run with --sign-key names the .sig files it would write and writes none; an unusable key
+// is refused before anything (exit 2).
+func TestBuildSignDryRun(t *testing.T) {
+	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs")
+	dir := t.TempDir()
+	mirror := kubetest.New(t, kubernetes.Options{})
+	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
+	keyPath, _ := signingtest.Key(t, dir, "sign.pem", signingtest.P256)
+	out := filepath.Join(dir, "out")
+	args := append([]string{"build", "--method", "sysext", "--no-preload-images", "--base-image", base, "--version", "4459.2.0",
+		"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out, "--image-name", "dry", "--dry-run"}, mirror.Args()...)
+	r := testutil.RunCmd(t, testutil.Cmd{Args: append(args, "--sign-key", keyPath)}).MustSucceed(t)
+	if !strings.Contains(r.Stdout, "signatures:") || !strings.Contains(r.Stdout, "dry.qcow2.sig") || !strings.Contains(r.Stdout, "dry.qcow2.build.json.sig") {
+		t.Fatalf("the plan does not name the signatures:\n%s", r.Stdout)
+	}
+	if sigs, _ := filepath.Glob(filepath.Join(out, "*.sig")); len(sigs) > 0 {
+		t.Fatalf("a dry run wrote %v", sigs)
+	}
+	// A key file given as the certificate is refused, naming the flag.
+	testutil.RunCmd(t, testutil.Cmd{Args: append(args, "--sign-key", keyPath, "--cloud", "local", "--sign-cert", keyPath)}).
+		MustFail(t, 2, "--sign-cert", "not a CERTIFICATE")
+	notKey := filepath.Join(dir, "not-a-key")
+	os.WriteFile(notKey, []byte("hello"), 0o600)
+	testutil.RunCmd(t, testutil.Cmd{Args: append(args, "--sign-key", notKey)}).MustFail(t, 2, "is not PEM")
+}

@@ -184,6 +184,13 @@ func printPlan(w io.Writer, r *build.Record) error {
 	if len(p.Clouds) > 0 {
 		fmt.Fprintf(w, "  upload to:   %s\n", strings.Join(p.Clouds, ", "))
 	}
+	if len(p.Signed) > 0 {
+		glanceNote := ""
+		if p.GlanceSigned {
+			glanceNote = " (and the upload signed for Glance)"
+		}
+		fmt.Fprintf(w, "  signatures:  %s%s\n", strings.Join(p.Signed, ", "), glanceNote)
+	}
 	if p.Images != nil {
 		for _, l := range p.Images.Lines() {
 			fmt.Fprintf(w, "  %s\n", l)
