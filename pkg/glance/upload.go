@@ -221,9 +221,6 @@ func reuse(ctx context.Context, c *Cloud, req *Request, res *Result, img images.
 	if remote == "" {
 		return nil, fmt.Errorf("the existing image %s named %q has no os_hash_value to compare with; use --on-exists replace or choose another --name", img.ID, req.Name)
 	}
-	if err := req.Signing.sameCertificate(c, img); err != nil {
-		return nil, fmt.Errorf("an image named %q already exists (%s) with the same content but %v; use --on-exists replace to upload it signed, or choose another --name", req.Name, img.ID, err)
-	}
 	local, err := req.localHashes.get(ctx, req, algo, c.Label())
 	if err != nil {
 		return nil, err
@@ -231,6 +228,9 @@ func reuse(ctx context.Context, c *Cloud, req *Request, res *Result, img images.
 	if local != remote || img.SizeBytes != req.Size {
 		return nil, fmt.Errorf("an image named %q already exists (%s) with different content (%s %s..., the file's %s...); use --on-exists replace to upload anew and remove it, or choose another --name",
 			req.Name, img.ID, algo, short(remote), short(local))
+	}
+	if err := req.Signing.sameCertificate(c, img); err != nil {
+		return nil, fmt.Errorf("an image named %q already exists (%s) with the same content but %v; use --on-exists replace to upload it signed, or choose another --name", req.Name, img.ID, err)
 	}
 	fillResult(res, &img)
 	res.Action = "reused"
