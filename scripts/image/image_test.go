@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
@@ -64,6 +65,7 @@ func TestImageReproducibleAndMultiArch(t *testing.T) {
 		tm.Manifests[0].Digest.String() != r1[0].Digest || tm.Manifests[1].Digest.String() != r1[1].Digest {
 		t.Fatalf("index.json: %+v, want %v", tm.Manifests, r1)
 	}
+	var latestAMD64Layer v1.Hash
 	for i, want := range []struct {
 		ref   string
 		archs []string
@@ -96,9 +98,16 @@ func TestImageReproducibleAndMultiArch(t *testing.T) {
 				t.Errorf("%s: entrypoint %q (a shell image has none: GitLab Runner's command is a shell script)", arch, entry)
 			}
 			layers, _ := img.Layers()
-			rc, _ := layers[0].Uncompressed()
 			files := map[string]*tar.Header{}
-			testutil.EachTarEntry(t, rc, func(h *tar.Header, _ io.Reader) { files[h.Name] = h })
+			for _, l := range layers {
+				rc, _ := l.Uncompressed()
+				testutil.EachTarEntry(t, rc, func(h *tar.Header, _ io.Reader) { files[h.Name] = h })
+			}
+			if first, _ := layers[0].Digest(); arch == "shell/amd64" && first != latestAMD64Layer {
+				t.Errorf("the shell image does not share the plain image's layer: %s vs %s", first, latestAMD64Layer)
+			} else if arch == "latest/amd64" {
+				latestAMD64Layer = first
+			}
 			for _, want := range []string{"usr/local/bin/flatcar-capo", "etc/ssl/certs/ca-certificates.crt", "etc/passwd"} {
 				if files[want] == nil {
 					t.Errorf("%s: no %s in the layer", arch, want)

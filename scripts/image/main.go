@@ -225,11 +225,19 @@ func index(s Spec, ca []byte, shells binaries) (v1.ImageIndex, error) {
 
 func image(arch string, bin, ca, shell []byte, s Spec) (v1.Image, error) {
 	epoch := s.Epoch
-	layer, err := rootLayer(bin, ca, shell, s.Extra, epoch)
+	layer, err := rootLayer(bin, ca, s.Extra, epoch)
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	layers := []v1.Layer{layer}
+	if shell != nil {
+		// A layer of its own: the shell image shares the plain one's layer (stored and pushed once).
+		if layer, err = shellLayer(shell, epoch); err != nil {
+			return nil, err
+		}
+		layers = append(layers, layer)
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layers...)
 	if err != nil {
 		return nil, err
 	}
@@ -281,8 +289,8 @@ type entry struct {
 	linkname string
 }
 
-// rootLayer is the image's one layer as a deterministic tar; with a busybox, /bin has it and its applets.
-func rootLayer(bin, ca, shell []byte, extra string, epoch time.Time) (v1.Layer, error) {
+// rootLayer is the image's first layer as a deterministic tar.
+func rootLayer(bin, ca []byte, extra string, epoch time.Time) (v1.Layer, error) {
 	entries := []entry{
 		{name: "etc/", mode: 0o755, dir: true},
 		{name: "etc/passwd", mode: 0o644, data: []byte(fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nflatcar-capo:x:%d:%d:flatcar-capo:/work:/sbin/nologin\n", User, User))},
@@ -297,12 +305,6 @@ func rootLayer(bin, ca, shell []byte, extra string, epoch time.Time) (v1.Layer, 
 		{name: "usr/local/bin/flatcar-capo", mode: 0o755, data: bin},
 		{name: "work/", mode: 0o755, dir: true, uid: User},
 	}
-	if shell != nil {
-		entries = append(entries, entry{name: "bin/", mode: 0o755, dir: true}, entry{name: "bin/busybox", mode: 0o755, data: shell})
-		for _, a := range shellApplets {
-			entries = append(entries, entry{name: "bin/" + a, mode: 0o777, linkname: "busybox"})
-		}
-	}
 	if extra != "" {
 		more, err := treeEntries(extra)
 		if err != nil {
@@ -310,6 +312,20 @@ func rootLayer(bin, ca, shell []byte, extra string, epoch time.Time) (v1.Layer, 
 		}
 		entries = append(entries, more...)
 	}
+	return layerOf(entries, epoch)
+}
+
+// shellLayer is the shell image's second layer: /bin with busybox and its applets.
+func shellLayer(busybox []byte, epoch time.Time) (v1.Layer, error) {
+	entries := []entry{{name: "bin/", mode: 0o755, dir: true}, {name: "bin/busybox", mode: 0o755, data: busybox}}
+	for _, a := range shellApplets {
+		entries = append(entries, entry{name: "bin/" + a, mode: 0o777, linkname: "busybox"})
+	}
+	return layerOf(entries, epoch)
+}
+
+// layerOf writes entries as a deterministic tar layer.
+func layerOf(entries []entry, epoch time.Time) (v1.Layer, error) {
 	// The extra tree repeats directories the base has (usr/, usr/local/bin/): one entry each, the
 	// base's (podman refuses a layer with duplicate paths).
 	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
