@@ -102,7 +102,11 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch format {
-			case "", "github", "gitlab":
+			case "", "github":
+			case "gitlab":
+				if err := fleet.ValidGitLabImage(gitlabImage); err != nil {
+					return Usagef("--gitlab-image: %v", err)
+				}
 			default:
 				return Usagef("invalid --format %q: github (a strategy.matrix) or gitlab (a child pipeline)", format)
 			}
@@ -150,7 +154,8 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
 	f.StringArrayVar(&ff.c.Properties, "property", nil, "image property KEY=VALUE for the builds --build runs (repeatable)")
 	f.StringArrayVar(&ff.c.BuildArgs, "build-arg", nil, "extra flag for the builds --build runs, e.g. --build-arg=--disk-size=12G (repeatable)")
 	f.StringVar(&format, "format", "", "print only a CI matrix: github (strategy.matrix JSON) or gitlab (a child pipeline)")
-	f.StringVar(&gitlabImage, "gitlab-image", "flatcar-capo:latest", "container image the --format gitlab jobs run in")
+	f.StringVar(&gitlabImage, "gitlab-image", "", "container image the --format gitlab jobs run in: flatcar-capo's shell image as you pushed it (make dist's flatcar-capo:shell); in a GitLab job $CI_JOB_IMAGE by default")
+	AlsoFromEnv(f, "gitlab-image", "CI_JOB_IMAGE")
 	f.BoolVar(&runBuilds, "build", false, "run the missing builds on this machine, one after another")
 	addNetworkFlags(f, &net)
 	AddOutputFlag(f)
