@@ -87,7 +87,7 @@ image-packer:
 # installs podman and takes a few minutes).
 test-image: image image-packer
 	scripts/install-deps.sh image
-	$(GO) test -tags image -count=1 -timeout 20m -run "^(TestContainerImage(Packer)?|TestGitLabJobsInShellImage)$$" -v ./scripts/image/
+	$(GO) test -tags image -count=1 -timeout 40m -run "^(TestContainerImage(Packer)?|TestGitLabJobsInShellImage|TestKubernetesExamplesInImage)$$" -v ./scripts/image/
 
 deps:
 	scripts/install-deps.sh test
