@@ -35,10 +35,10 @@ build:
 # The container image: an OCI index (amd64 + arm64) of the static binary, CA certificates and a
 # non-root user, written in Go (no Docker daemon) and reproducible: bin/image (OCI layout) and
 # bin/image.tar (oci-archive: `podman load -i bin/image.tar`), with the OCI source/version/revision
-# labels. The archive holds two names: flatcar-capo:latest (entrypoint flatcar-capo) and
-# flatcar-capo:shell, the same plus a static busybox as /bin/sh for CI runners that pipe the job
-# script into `sh` (GitLab). Debian's busybox-static is amd64 here; BUSYBOX_ARM64=PATH (a static
-# arm64 busybox) adds arm64 to the shell image. It prints each name with its index digest.
+# labels: flatcar-capo:latest (entrypoint flatcar-capo); and bin/image-shell.tar, flatcar-capo:shell,
+# the same plus a static busybox as /bin/sh for CI runners that pipe the job script into `sh`
+# (GitLab). The layout bin/image names both. Debian's busybox-static is amd64 here; BUSYBOX_ARM64=PATH
+# (a static arm64 busybox) adds arm64 to the shell image. It prints each name, index digest, archive.
 IMAGE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUSYBOX ?= /bin/busybox
@@ -53,15 +53,16 @@ image: cross
 	  $(IMAGE_LABELS) --shell amd64=$(BUSYBOX) $(if $(BUSYBOX_ARM64),--shell arm64=$(BUSYBOX_ARM64))
 
 # What a release publishes, in bin/dist: the static binaries flatcar-capo-linux-{amd64,arm64}, the
-# image archive flatcar-capo-image.tar and SHA256SUMS of the three. The same commit gives the same
-# bytes (make dist-check proves it).
+# image archives flatcar-capo-image.tar and flatcar-capo-shell-image.tar and their SHA256SUMS. The
+# same commit gives the same bytes (make dist-check proves it).
 DIST ?= bin/dist
-DIST_FILES := flatcar-capo-linux-amd64 flatcar-capo-linux-arm64 flatcar-capo-image.tar
+DIST_FILES := flatcar-capo-linux-amd64 flatcar-capo-linux-arm64 flatcar-capo-image.tar flatcar-capo-shell-image.tar
 dist: image
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	cp bin/linux-amd64/flatcar-capo $(DIST)/flatcar-capo-linux-amd64
 	cp bin/linux-arm64/flatcar-capo $(DIST)/flatcar-capo-linux-arm64
 	cp bin/image.tar $(DIST)/flatcar-capo-image.tar
+	cp bin/image-shell.tar $(DIST)/flatcar-capo-shell-image.tar
 	cd $(DIST) && sha256sum $(DIST_FILES) > SHA256SUMS && cat SHA256SUMS
 
 # make dist twice: here, and in a fresh clone of HEAD at another path with an empty Go build

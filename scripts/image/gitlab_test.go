@@ -114,7 +114,7 @@ func (g *gitlabRunner) expand(s string) string {
 
 // TestGitLabJobsInShellImage (make test-image): examples/gitlab-ci.yml's pipeline, run job by job
 // as GitLab Runner's docker executor runs it: the job's image (flatcar-capo:shell from
-// bin/image.tar, under the registry name a user pushes it to) with its entrypoint, the runner's
+// bin/image-shell.tar, under the registry name a user pushes it to) with its entrypoint, the runner's
 // shell-detecting `sh -c` as the command and the job script on stdin, the checkout (world-writable,
 // as the runner's umask 0000 leaves it) as working directory and the CI/CD variables the example
 // asks for in the environment. The plan job's artifact is the child pipeline: its build jobs, one
@@ -123,7 +123,7 @@ func (g *gitlabRunner) expand(s string) string {
 func TestGitLabJobsInShellImage(t *testing.T) {
 	testutil.RequireTools(t, "podman", "uwsgi", "keystone-manage", "glance-api", "mkfs.ext4", "mkfs.btrfs")
 	testutil.RequireRoot(t, "rootful podman")
-	archive := filepath.Join(testutil.RepoRoot(), "bin", "image.tar")
+	archive := filepath.Join(testutil.RepoRoot(), "bin", "image-shell.tar")
 	out, err := exec.Command("podman", "load", "-i", archive).CombinedOutput()
 	if err != nil {
 		t.Fatalf("podman load: %v\n%s(run make image first; make test-image does)", err, out)

@@ -39,20 +39,39 @@ func TestImageReproducibleAndMultiArch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := os.ReadFile(filepath.Join(dir, "a.tar"))
-	b, _ := os.ReadFile(filepath.Join(dir, "b.tar"))
-	if len(r1) != 2 || !slices.Equal(r1, r2) || string(a) != string(b) {
-		t.Fatalf("two writes differ: %v vs %v (archives equal: %v)", r1, r2, string(a) == string(b))
+	if len(r1) != 2 || r1[0].Archive != filepath.Join(dir, "a.tar") || r1[1].Archive != filepath.Join(dir, "a-shell.tar") {
+		t.Fatalf("refs %v", r1)
+	}
+	for i := range r1 {
+		a, _ := os.ReadFile(r1[i].Archive)
+		b, _ := os.ReadFile(r2[i].Archive)
+		if r1[i].Name != r2[i].Name || r1[i].Digest != r2[i].Digest || len(a) == 0 || string(a) != string(b) {
+			t.Fatalf("two writes differ: %v vs %v (archives equal: %v)", r1[i], r2[i], string(a) == string(b))
+		}
 	}
 	later := spec
 	later.Epoch = epoch.Add(time.Second)
-	if r3, _ := Write(filepath.Join(dir, "c"), later); len(r3) != 2 || r3[0] == r1[0] || r3[1] == r1[1] {
+	if r3, _ := Write(filepath.Join(dir, "c"), later); len(r3) != 2 || r3[0].Digest == r1[0].Digest || r3[1].Digest == r1[1].Digest {
 		t.Error("SOURCE_DATE_EPOCH does not reach the images")
 	}
 	other := spec
 	other.Labels = Labels(Source, "v1.2.4", "0123abcd")
-	if r4, _ := Write(filepath.Join(dir, "d"), other); len(r4) != 2 || r4[0] == r1[0] {
+	if r4, _ := Write(filepath.Join(dir, "d"), other); len(r4) != 2 || r4[0].Digest == r1[0].Digest {
 		t.Error("the version label does not reach the image")
+	}
+	// Each archive is a layout of its one image (podman load refuses an archive of two).
+	for _, r := range r1 {
+		ext := filepath.Join(t.TempDir(), "x")
+		extract(t, r.Archive, ext)
+		lp, err := layout.FromPath(ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ii, _ := lp.ImageIndex()
+		m, _ := ii.IndexManifest()
+		if len(m.Manifests) != 1 || m.Manifests[0].Digest.String() != r.Digest || m.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != r.Name {
+			t.Errorf("%s: index.json %+v, want only %v", r.Archive, m.Manifests, r)
+		}
 	}
 	p, err := layout.FromPath(filepath.Join(dir, "a"))
 	if err != nil {
@@ -128,4 +147,24 @@ func TestImageReproducibleAndMultiArch(t *testing.T) {
 	if _, err := Write(filepath.Join(dir, "e"), Spec{Binaries: binaries{"amd64": bin}, Shells: binaries{"arm64": busybox}, Certs: ca}); err == nil {
 		t.Error("a shell for an arch without a binary was accepted")
 	}
+}
+
+// extract unpacks the tar at path into dir.
+func extract(t *testing.T, path, dir string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	testutil.EachTarEntry(t, f, func(h *tar.Header, body io.Reader) {
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if h.Typeflag == tar.TypeDir {
+			os.MkdirAll(p, 0o755)
+			return
+		}
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		b, _ := io.ReadAll(body)
+		os.WriteFile(p, b, 0o644)
+	})
 }

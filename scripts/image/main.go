@@ -12,9 +12,9 @@
 //	go run ./scripts/image -o bin/image --binary amd64=bin/linux-amd64/flatcar-capo --binary arm64=... \
 //	  --shell amd64=/bin/busybox --version v1.2.3 --revision $(git rev-parse HEAD)
 //
-// writes bin/image (an OCI layout), bin/image.tar (the same as an oci-archive: `podman load`, or
-// `skopeo copy oci-archive:bin/image.tar:flatcar-capo:shell docker://...`) and prints each
-// ref with its index digest.
+// writes bin/image (an OCI layout naming both), bin/image.tar and bin/image-shell.tar (an
+// oci-archive of each: `podman load -i`, or `skopeo copy --all oci-archive:bin/image-shell.tar
+// docker://...`) and prints each ref with its index digest and archive.
 package main
 
 import (
@@ -107,7 +107,7 @@ func main() {
 		os.Exit(1)
 	}
 	for _, r := range refs {
-		fmt.Println(r.Name, r.Digest)
+		fmt.Println(r.Name, r.Digest, r.Archive)
 	}
 }
 
@@ -123,8 +123,8 @@ type Spec struct {
 	ShellRef     string            // and of the image with a shell
 }
 
-// Ref is one named index of the layout.
-type Ref struct{ Name, Digest string }
+// Ref is one named index of the layout, and its own oci-archive.
+type Ref struct{ Name, Digest, Archive string }
 
 // Labels are the OCI annotation keys that say where an image comes from.
 func Labels(source, version, revision string) map[string]string {
@@ -141,8 +141,9 @@ func validRef(r string) bool {
 	return ok && name != "" && tag != "" && !strings.ContainsAny(r, " \t\n@") && !strings.Contains(tag, ":")
 }
 
-// Write builds the indexes and writes them to out (an OCI layout) and out.tar (its oci-archive);
-// it returns each ref with its index digest, the plain image first.
+// Write builds the indexes and writes them to out (one OCI layout naming both) and to one
+// oci-archive each, out.tar and out-shell.tar (podman load takes an archive of one image only); it
+// returns each ref with its index digest and archive, the plain image first.
 func Write(out string, s Spec) ([]Ref, error) {
 	ca, err := os.ReadFile(s.Certs)
 	if err != nil {
@@ -158,21 +159,13 @@ func Write(out string, s Spec) ([]Ref, error) {
 		return nil, err
 	}
 	indexes := []v1.ImageIndex{plain}
-	refs := []Ref{{Name: s.Ref}}
+	refs := []Ref{{Name: s.Ref, Archive: out + ".tar"}}
 	if len(s.Shells) > 0 {
 		shell, err := index(s, ca, s.Shells)
 		if err != nil {
 			return nil, err
 		}
-		indexes, refs = append(indexes, shell), append(refs, Ref{Name: s.ShellRef})
-	}
-	tmp := out + ".tmp"
-	os.RemoveAll(tmp)
-	// index.json names each multi-arch index (flatcar-capo:latest, flatcar-capo:shell), so `podman
-	// load` picks the machine's platform from it and skopeo copies one as oci-archive:OUT.tar:NAME.
-	lp, err := layout.Write(tmp, empty.Index)
-	if err != nil {
-		return nil, err
+		indexes, refs = append(indexes, shell), append(refs, Ref{Name: s.ShellRef, Archive: out + "-shell.tar"})
 	}
 	for i, idx := range indexes {
 		d, err := idx.Digest()
@@ -180,18 +173,46 @@ func Write(out string, s Spec) ([]Ref, error) {
 			return nil, err
 		}
 		refs[i].Digest = d.String()
-		if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": refs[i].Name})); err != nil {
+		if err := writeArchive(refs[i].Archive, indexes[i:i+1], refs[i:i+1], s.Epoch); err != nil {
 			return nil, err
 		}
 	}
-	if err := tarDir(tmp, out+".tar.tmp", s.Epoch); err != nil {
+	tmp := out + ".tmp"
+	if err := writeLayout(tmp, indexes, refs); err != nil {
 		return nil, err
 	}
 	os.RemoveAll(out)
-	if err := os.Rename(tmp, out); err != nil {
-		return nil, err
+	return refs, os.Rename(tmp, out)
+}
+
+// writeLayout writes an OCI layout whose index.json names each multi-arch index
+// (flatcar-capo:latest, flatcar-capo:shell): podman load picks the machine's platform from it,
+// skopeo copies one as oci-archive:FILE:NAME (--all: every platform).
+func writeLayout(dir string, indexes []v1.ImageIndex, refs []Ref) error {
+	os.RemoveAll(dir)
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
 	}
-	return refs, os.Rename(out+".tar.tmp", out+".tar")
+	for i, idx := range indexes {
+		if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": refs[i].Name})); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeArchive writes the layout of indexes as an oci-archive at path, renamed into place when complete.
+func writeArchive(path string, indexes []v1.ImageIndex, refs []Ref, epoch time.Time) error {
+	tmp := path + ".layout.tmp"
+	defer os.RemoveAll(tmp)
+	if err := writeLayout(tmp, indexes, refs); err != nil {
+		return err
+	}
+	if err := tarDir(tmp, path+".tmp", epoch); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
 }
 
 // index is the multi-arch index of the plain image (shells nil) or of the shell image (the
