@@ -18,12 +18,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"gopkg.in/yaml.v3"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // runnerDetectShell is the command GitLab Runner's docker executor gives the job container (after
@@ -140,12 +138,8 @@ func TestGitLabJobsInShellImage(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
 	stack := testutil.StartOpenStack(t, filepath.Join(dir, "openstack"))
-	release := fetchtest.NewServer(t)
-	const version = "4459.2.0"
-	release.Put("/stable/amd64-usr/current/version.txt", []byte("FLATCAR_BUILD=1\nFLATCAR_VERSION="+version+"\nFLATCAR_VERSION_ID="+version+"\n"))
-	mirror := kubetest.New(t, kubernetes.Options{})
-	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
-	os.Chmod(base, 0o644)
+	si := newStandIns(t, dir, kubetest.New(t, kubernetes.Options{}))
+	version := releaseVersion
 
 	// The checkout: the user's fleet.yaml and a clusters/ directory prune protects.
 	project := filepath.Join(dir, "project")
@@ -159,17 +153,14 @@ func TestGitLabJobsInShellImage(t *testing.T) {
 
 	g := &gitlabRunner{project: project,
 		// The File variable's path as the runner makes it, beside the project directory.
-		mounts: []string{clouds + ":" + projectDir + ".tmp/OS_CLIENT_CONFIG_FILE:ro", base + ":/in/base.img:ro"},
+		mounts: []string{clouds + ":" + projectDir + ".tmp/OS_CLIENT_CONFIG_FILE:ro", si.mount()},
 		vars: map[string]string{
 			"OS_CLIENT_CONFIG_FILE":     projectDir + ".tmp/OS_CLIENT_CONFIG_FILE",
 			"FLATCAR_CAPO_GITLAB_IMAGE": pushed,
-			// The stand-ins, set as a user sets mirrors: CI/CD variables that are flags.
-			"FLATCAR_CAPO_RELEASE_SERVER":    release.ReleaseServer(),
-			"FLATCAR_CAPO_KUBERNETES_MIRROR": mirror.KubernetesMirror(),
-			"FLATCAR_CAPO_GITHUB_MIRROR":     mirror.GitHubMirror(),
-			"FLATCAR_CAPO_BASE_IMAGE":        "/in/base.img",
-			"FLATCAR_CAPO_NO_PRELOAD_IMAGES": "true",
 		}}
+	for k, v := range si.env() { // more CI/CD variables: the stand-ins, set as a user sets mirrors
+		g.vars[k] = v
+	}
 
 	raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "examples", "gitlab-ci.yml"))
 	if err != nil {
