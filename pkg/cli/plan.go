@@ -94,10 +94,13 @@ the image build would make is there:
 -o json prints the rows and a GitHub Actions matrix ({"include": [{channel, flatcar_version,
 kubernetes_version, method, image_name, clouds}]}) for strategy.matrix; --format github prints the
 matrix alone, --format gitlab a child pipeline whose parallel:matrix entries are the
-FLATCAR_CAPO_* variables build reads. --build runs the missing builds here, one after another,
+FLATCAR_CAPO_* variables build reads, its jobs in the image --gitlab-image names (flatcar-capo's
+shell image: GitLab Runner pipes a job's script into sh in the image; in a GitLab job the job's own
+image, $CI_JOB_IMAGE, by default). --build runs the missing builds here, one after another,
 each uploading to the clouds that lack it. A --config file holds the same lists so a CI job is one line.`,
 		Example: `  flatcar-capo plan --channel stable,beta --kubernetes-version v1.34.6,v1.35.2 --method sysext --cloud east,west
   flatcar-capo plan --config fleet.yaml --format github > matrix.json
+  flatcar-capo plan --config fleet.yaml --format gitlab --gitlab-image registry.example.com/flatcar-capo:v1.2.3-shell > builds.yml
   flatcar-capo plan --config fleet.yaml --build`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -67,7 +67,7 @@ func (b binaries) Set(v string) error {
 }
 
 func main() {
-	out := flag.String("o", "bin/image", "output OCI layout directory (OUT.tar is the oci-archive)")
+	out := flag.String("o", "bin/image", "output OCI layout directory (OUT.tar and, with --shell, OUT-shell.tar are the oci-archives)")
 	certs := flag.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the image")
 	extra := flag.String("extra", "", "directory whose tree is added to the image (make image-packer: packer, its plugin, qemu)")
 	ref := flag.String("ref", "flatcar-capo:latest", "name of the image in index.json (what podman load calls it)")
