@@ -82,7 +82,7 @@ func TestBuildSignedVerify(t *testing.T) {
 		t.Fatalf("Glance's log has no successful signature verification of %s", img.ID)
 	}
 	ok := run("verify", artifact, "--key", pub, "-o", "json").MustSucceed(t)
-	if !strings.Contains(ok.Stdout, `"ok": true`) || strings.Count(ok.Stdout, `"signature":`) != 2 {
+	if !strings.Contains(ok.Stdout, `"ok": true`) || strings.Count(ok.Stdout, `"signature":`) != 3 || !strings.Contains(ok.Stdout, `.cdx.json.sig"`) {
 		t.Fatalf("verify -o json:\n%s", ok.Stdout)
 	}
 	run("verify", artifact, "--key", cert).MustSucceed(t) // the certificate carries the same key

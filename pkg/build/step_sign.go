@@ -57,27 +57,13 @@ func SignedFiles(artifact string) ([]string, error) {
 	return files, nil
 }
 
-// sbomName is the SBOM's file name in a build record, "" when it names none.
+// sbomName is the SBOM's file name in a build record (sbom.go's SBOMFile), "" when it names none.
 func sbomName(record []byte) string {
 	var r struct {
-		SBOM json.RawMessage `json:"sbom"`
+		SBOM *SBOMFile `json:"sbom"`
 	}
-	if json.Unmarshal(record, &r) != nil || len(r.SBOM) == 0 {
+	if json.Unmarshal(record, &r) != nil || r.SBOM == nil {
 		return ""
 	}
-	var name string
-	if json.Unmarshal(r.SBOM, &name) == nil {
-		return name
-	}
-	var obj struct {
-		File string `json:"file"`
-		Path string `json:"path"`
-	}
-	if json.Unmarshal(r.SBOM, &obj) == nil {
-		if obj.File != "" {
-			return obj.File
-		}
-		return obj.Path
-	}
-	return ""
+	return r.SBOM.File
 }

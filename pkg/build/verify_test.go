@@ -15,9 +15,9 @@ import (
 )
 
 // A record that names an SBOM (as the SBOM work writes it): its .sig is checked too, and a
-// changed SBOM fails verify, naming it. Both spellings of the record's "sbom" are read.
+// changed SBOM fails verify, naming it.
 func TestVerifyChecksTheSBOMTheRecordNames(t *testing.T) {
-	for _, sbomField := range []string{`"x.cdx.json"`, `{"file": "x.cdx.json", "sha256": "..."}`} {
+	for _, sbomField := range []string{`{"file": "x.cdx.json", "sha256": "...", "format": "CycloneDX 1.6 JSON"}`} {
 		dir := t.TempDir()
 		keyPath, signer := signingtest.Key(t, dir, "k.pem", signingtest.RSA3072)
 		pub := signingtest.PublicKey(t, dir, "k.pub", signer)
