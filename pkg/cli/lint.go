@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -51,7 +50,7 @@ in docs/lint-rules.md.`,
 				var data []byte
 				var err error
 				if name == "-" {
-					data, err = io.ReadAll(cmd.InOrStdin())
+					data, err = readStdin(cmd.Context(), cmd.InOrStdin())
 					name = "<stdin>"
 				} else {
 					data, err = os.ReadFile(name)
