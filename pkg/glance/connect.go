@@ -149,7 +149,14 @@ func newTransport(tlsConfig *tls.Config) *http.Transport {
 func authError(label, authURL string, err error) error {
 	switch {
 	case gophercloud.ResponseCodeIs(err, http.StatusUnauthorized):
-		return fmt.Errorf("cloud %s: authentication at %s was refused (HTTP 401): check the user name, password or application credential, and the user/project domain", label, authURL)
+		// Keystone's own words may say more (a locked account, an expired password): a short,
+		// redacted excerpt, since an echoing proxy may fill the body with the request.
+		said := ""
+		var ue gophercloud.ErrUnexpectedResponseCode
+		if errors.As(err, &ue) && len(ue.Body) > 0 {
+			said = ": the server said: " + redact.Excerpt(ue.Body, 200)
+		}
+		return &shownError{fmt.Sprintf("cloud %s: authentication at %s was refused (HTTP 401): check the user name, password or application credential, and the user/project domain%s", label, authURL, said), err}
 	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
 		return fmt.Errorf("cloud %s: %s is not a Keystone v3 endpoint (HTTP 404): check auth_url", label, authURL)
 	}
