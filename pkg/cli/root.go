@@ -75,8 +75,12 @@ comma-separated list, like FLATCAR_CAPO_CLOUD=east,west, or one value). Exit cod
 	rejectUnknownSubcommands(root)
 	argsAreUsage(root)
 	documentEnv(root)
+	markInputs(root)
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
-		return applyEnvDefaults(c)
+		if err := applyEnvDefaults(c); err != nil {
+			return err
+		}
+		return checkInputs(c, args)
 	}
 	return root
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 )
 
@@ -86,17 +87,17 @@ func signalName(s os.Signal) string {
 	return "SIGTERM"
 }
 
-// readStdin reads r to its end, or returns when ctx is cancelled: a read blocked on a pipe or
+// readStdin reads r to its end (at most k.Max bytes), or returns when ctx is cancelled: a read blocked on a pipe or
 // a terminal ignores cancellation, and Ctrl-C must still end the command (the read is left to
 // the exiting process).
-func readStdin(ctx context.Context, r io.Reader) ([]byte, error) {
+func readStdin(ctx context.Context, r io.Reader, k infile.Kind) ([]byte, error) {
 	type result struct {
 		b   []byte
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		b, err := io.ReadAll(r)
+		b, err := infile.Read("standard input", r, k)
 		ch <- result{b, err}
 	}()
 	select {

@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"errors"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"io"
 	"io/fs"
 	"os"
@@ -27,15 +28,14 @@ func LoadProtect(paths []string) (*ProtectSet, error) {
 	p := &ProtectSet{where: map[string]string{}}
 	var files []string
 	for _, path := range paths {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return nil, errs.Invalidf("--protect: %w", err)
+		if err := infile.CheckPath("--protect", path, infile.Protect); err != nil {
+			return nil, err
 		}
-		if !fi.IsDir() {
+		if fi, _ := os.Stat(path); !fi.IsDir() {
 			files = append(files, path)
 			continue
 		}
-		err = filepath.WalkDir(path, func(f string, d fs.DirEntry, err error) error {
+		err := filepath.WalkDir(path, func(f string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -52,9 +52,9 @@ func LoadProtect(paths []string) (*ProtectSet, error) {
 		}
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := infile.ReadFile("--protect", f, infile.Protect)
 		if err != nil {
-			return nil, errs.Invalidf("--protect: %w", err)
+			return nil, errs.Invalid(err)
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		n := 0

@@ -4,9 +4,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 )
@@ -97,9 +97,9 @@ func (o *Options) transport() (http.RoundTripper, error) {
 
 // LoadCA returns the system roots plus the PEM certificates of file.
 func LoadCA(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
+	pem, err := infile.ReadFile("--registry-ca", file, infile.CA)
 	if err != nil {
-		return nil, fmt.Errorf("--registry-ca: %w", err)
+		return nil, err
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
