@@ -31,11 +31,15 @@ func LoadProtect(paths []string) (*ProtectSet, error) {
 		if err := infile.CheckPath("--protect", path, infile.Protect); err != nil {
 			return nil, err
 		}
-		if fi, _ := os.Stat(path); !fi.IsDir() {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, errs.Invalidf("--protect: %w", err)
+		}
+		if !fi.IsDir() {
 			files = append(files, path)
 			continue
 		}
-		err := filepath.WalkDir(path, func(f string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(path, func(f string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}

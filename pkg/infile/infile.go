@@ -88,9 +88,14 @@ func Check(what, path string, st fs.FileInfo, k Kind) error {
 	return nil
 }
 
-// CheckPath is Check from a stat of path, for a path checked before any work starts.
+// CheckPath is Check from a stat of path, for a path checked before any work starts. A path
+// that does not exist passes: the command reports it where it reads it (some read it only
+// when they get that far, some make it).
 func CheckPath(what, path string, k Kind) error {
 	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return statError(what, path, k, err)
 	}
@@ -160,10 +165,17 @@ func Read(what string, r io.Reader, k Kind) ([]byte, error) {
 
 func statError(what, path string, k Kind, err error) error {
 	if errors.Is(err, os.ErrNotExist) {
-		return errs.Invalidf("%s %s does not exist; give the path of a %s", what, path, k.Name)
+		return &missing{fmt.Sprintf("%s %s does not exist; give the path of a %s", what, path, k.Name)}
 	}
 	return fmt.Errorf("%s %s: %w", what, path, err)
 }
+
+// missing is a file that does not exist: a failure (exit 1) as the commands always answered
+// it, and os.ErrNotExist for callers that treat an absent file as "none" (a build record).
+type missing struct{ msg string }
+
+func (m *missing) Error() string        { return m.msg }
+func (m *missing) Is(target error) bool { return target == os.ErrNotExist }
 
 // Size words n bytes for a message: "200 MiB", "4 KiB", "12 bytes".
 func Size(n int64) string {
