@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"maps"
 	"net"
 	"net/http"
@@ -95,7 +96,7 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud %s: invalid auth_url %q: %s", label, redact.URL(ao.IdentityEndpoint), redact.String(err.Error()))
 	}
-	provider.HTTPClient = http.Client{Transport: newTransport(tlsConfig)}
+	provider.HTTPClient = http.Client{Transport: httpx.GuardRedirects(newTransport(tlsConfig))}
 	provider.UserAgent.Prepend("flatcar-capo")
 	provider.UseTokenLock()
 	// Renew a token that is about to expire before a request (a long upload must not start with a

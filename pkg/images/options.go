@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"net/http"
 	"net/url"
@@ -86,13 +87,13 @@ func (o *Options) transport() (http.RoundTripper, error) {
 		cfg = &tls.Config{RootCAs: pool}
 	}
 	if o.Transport != nil {
-		return o.Transport(cfg), nil
+		return httpx.GuardRedirects(o.Transport(cfg)), nil
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg != nil {
 		tr.TLSClientConfig = cfg
 	}
-	return tr, nil
+	return httpx.GuardRedirects(tr), nil
 }
 
 // LoadCA returns the system roots plus the PEM certificates of file.
