@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // explain turns a registry error into one that names the ref, the registry and the fix. It
@@ -36,6 +38,9 @@ func explain(r Ref, src source, err error) error {
 				return fmt.Errorf("%s: no such image on %s (%s): check the name and tag", r.Given, src.host, d.Code)
 			}
 		}
+		// go-containerregistry's message carries the whole body, which an echoing proxy fills
+		// with the request: a short, redacted excerpt.
+		return fmt.Errorf("%s: registry %s answered HTTP %d: %s", r.Given, src.host, te.StatusCode, redact.Excerpt([]byte(te.Error()), 300))
 	}
 	if errors.As(err, new(x509.UnknownAuthorityError)) || errors.As(err, new(*tls.CertificateVerificationError)) || strings.Contains(err.Error(), "x509: certificate signed by unknown authority") {
 		return fmt.Errorf("%s: the TLS certificate of %s is not trusted (x509: certificate signed by unknown authority): pass --registry-ca FILE with the CA that signed it (it also goes into the image's containerd settings and trust store)", r.Given, src.host)

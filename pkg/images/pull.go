@@ -82,6 +82,11 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 		return nil, err
 	}
 	p := &pull{ctx: ctx, o: o, c: c, puller: puller}
+	hosts := make([]string, 0, len(refs))
+	for _, r := range refs {
+		hosts = append(hosts, p.source(r).host)
+	}
+	registerLogins(hosts)
 
 	res := &Result{Images: make([]Image, len(refs))}
 	errs := make([]error, len(refs))
