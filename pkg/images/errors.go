@@ -38,9 +38,6 @@ func explain(r Ref, src source, err error) error {
 				return fmt.Errorf("%s: no such image on %s (%s): check the name and tag", r.Given, src.host, d.Code)
 			}
 		}
-		// go-containerregistry's message carries the whole body, which an echoing proxy fills
-		// with the request: a short, redacted excerpt.
-		return fmt.Errorf("%s: registry %s answered HTTP %d: %s", r.Given, src.host, te.StatusCode, redact.Excerpt([]byte(te.Error()), 300))
 	}
 	if errors.As(err, new(x509.UnknownAuthorityError)) || errors.As(err, new(*tls.CertificateVerificationError)) || strings.Contains(err.Error(), "x509: certificate signed by unknown authority") {
 		return fmt.Errorf("%s: the TLS certificate of %s is not trusted (x509: certificate signed by unknown authority): pass --registry-ca FILE with the CA that signed it (it also goes into the image's containerd settings and trust store)", r.Given, src.host)
@@ -48,6 +45,11 @@ func explain(r Ref, src source, err error) error {
 	var he x509.HostnameError
 	if errors.As(err, &he) {
 		return fmt.Errorf("%s: the TLS certificate of %s does not name it (%v): use the name the certificate is for in the ref or --registry-mirror", r.Given, src.host, he)
+	}
+	if te != nil {
+		// go-containerregistry's message carries the whole body, which an echoing proxy fills
+		// with the request: a short, redacted excerpt.
+		return fmt.Errorf("%s: registry %s answered HTTP %d: %s", r.Given, src.host, te.StatusCode, redact.Excerpt([]byte(te.Error()), 300))
 	}
 	return fmt.Errorf("%s: %s: %w", r.Given, src.host, err)
 }
