@@ -164,3 +164,29 @@ func TestTransportStopsRedirectLoops(t *testing.T) {
 		}
 	}
 }
+
+// An error response's body is read at most MaxErrorBody bytes by any client on the transport
+// (gophercloud and go-containerregistry read it whole): a server answering 500 with an endless
+// body does not fill the memory.
+func TestTransportBoundsErrorBodies(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c := &http.Client{Transport: NewTransportTLS(Options{}, nil)}
+	resp, err := c.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || len(b) != MaxErrorBody {
+		t.Fatalf("read %d bytes (%v), want %d", len(b), err, MaxErrorBody)
+	}
+}

@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
@@ -13,7 +14,12 @@ import (
 // build was killed.
 const MaxRedirects = 10
 
-// GuardRedirects wraps base so that a redirect chain ends, with a RedirectError, at the first
+// MaxErrorBody is as much of an error response's body (status 400 and up) as any client on a
+// guarded transport reads: gophercloud and go-containerregistry read an error body whole into
+// their errors, and a hostile or broken server can send gigabytes.
+const MaxErrorBody = 1 << 20
+
+// GuardRedirects wraps base so that an error response's body ends after MaxErrorBody bytes and a redirect chain ends, with a RedirectError, at the first
 // URL it has already visited (a loop) or after MaxRedirects redirects. The chain is read from
 // the request itself (net/http links each redirected request to the response that caused it),
 // so it works under any http.Client. One chain that fails this way is one failed attempt: a
@@ -38,8 +44,19 @@ func (g redirectGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if hops > MaxRedirects {
 		return nil, &RedirectError{URL: req.URL.String(), First: first(req), Hops: hops}
 	}
-	return g.base.RoundTrip(req)
+	resp, err := g.base.RoundTrip(req)
+	if err == nil && resp.StatusCode >= 400 && resp.Body != nil {
+		resp.Body = limitedBody{io.LimitReader(resp.Body, MaxErrorBody), resp.Body}
+	}
+	return resp, err
 }
+
+type limitedBody struct {
+	io.Reader
+	c io.Closer
+}
+
+func (b limitedBody) Close() error { return b.c.Close() }
 
 // first is the URL the chain started at.
 func first(req *http.Request) string {
