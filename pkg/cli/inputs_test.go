@@ -184,3 +184,25 @@ func TestEveryFileFlagRefusesNonFiles(t *testing.T) {
 		}
 	}
 }
+
+// The clouds.yaml that OS_CLIENT_CONFIG_FILE names goes through the same opener: /dev/zero
+// used to be read without end, a FIFO to hang the command.
+func TestCloudsYAMLFromEnvironmentRefusesNonFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "clouds.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "disk.raw")
+	writeRaw(t, img, 1<<20)
+	for path, want := range map[string]string{"/dev/zero": "is a character device", fifo: "is a named pipe (FIFO)"} {
+		testutil.Binary(t)
+		start := time.Now()
+		r := testutil.RunCmd(t, testutil.Cmd{Args: []string{"upload", img, "--name", "x", "--cloud", "c"},
+			Prefix: []string{"timeout", "-s", "KILL", "30"}, Env: []string{"OS_CLIENT_CONFIG_FILE=" + path}})
+		r.MustFail(t, 2, "clouds.yaml "+path, want)
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s refused only after %v", path, took)
+		}
+	}
+}

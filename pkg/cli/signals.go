@@ -76,7 +76,7 @@ func watchSignals(stderr io.Writer, fromTerminal bool, forceAfter, limit time.Du
 func forceExit(stderr io.Writer, why string) {
 	interrupt.RunForced()
 	atomicfile.RemoveLive()
-	fmt.Fprintf(stderr, "Interrupted: exiting before the cleanup finished (%s); the build directory, the artifact lock and temporary files were removed, anything else it was doing (an upload, a download's partial file) may be left\n", why)
+	fmt.Fprintf(stderr, "Interrupted: exiting before the cleanup finished (%s); temporary files and any build directory and artifact lock were removed, but what else it was doing (a half-made Glance image, a download's partial file) may be left\n", why)
 	os.Exit(ExitInterrupted)
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"maps"
 	"net"
 	"net/http"
@@ -205,12 +206,12 @@ func findCloudsYAML(name string) (string, error) {
 		candidates = []string{"clouds.yaml", filepath.Join(cfg, "openstack", "clouds.yaml"), "/etc/openstack/clouds.yaml"}
 	}
 	for _, p := range candidates {
-		data, err := os.ReadFile(p)
+		data, err := infile.ReadFile("clouds.yaml", p, infile.CloudsYAML)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("reading %s: %w", p, err)
+			return "", err
 		}
 		var doc struct {
 			Clouds map[string]any `json:"clouds"`

@@ -43,6 +43,7 @@ var (
 	Manifest   = Kind{Name: "manifest (YAML)", Max: 64 * MiB}
 	Protect    = Kind{Name: "manifest or build record, or a directory of them", Max: 64 * MiB, FileOrDir: true}
 	Keyring    = Kind{Name: "OpenPGP keyring", Max: 4 * MiB}
+	CloudsYAML = Kind{Name: "clouds.yaml", Max: 4 * MiB}
 	CA         = Kind{Name: "PEM CA bundle", Max: 4 * MiB}
 	ImagesFile = Kind{Name: "images file (one ref per line)", Max: 4 * MiB}
 	OSRelease  = Kind{Name: "os-release file", Max: 64 * KiB}
