@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"os"
 	"strings"
 
@@ -156,20 +157,23 @@ func (r *Record) GlanceValues() glance.RecordValues {
 // RecordFile reads a record the caller names (manifests --from-record): one that cannot be
 // read, or is not a build record (no image name), wraps errs.ErrInvalid.
 func RecordFile(path string) (*Record, error) {
-	b, err := os.ReadFile(path)
+	b, err := infile.ReadFile("--from-record", path, infile.Record)
 	if err != nil {
-		return nil, errs.Invalidf("--from-record: %v", err)
+		return nil, errs.Invalid(err)
 	}
 	var r Record
-	if err := json.Unmarshal(b, &r); err != nil || r.ImageName == "" {
+	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, errs.Invalidf("--from-record %s is not a build record (the .build.json next to a built image): %v", path, err)
+	}
+	if r.ImageName == "" {
+		return nil, errs.Invalidf("--from-record %s is not a build record (the .build.json next to a built image): it has no imageName", path)
 	}
 	return &r, nil
 }
 
 // ReadRecord reads the record next to artifact.
 func ReadRecord(artifact string) (*Record, error) {
-	b, err := os.ReadFile(RecordPath(artifact))
+	b, err := infile.ReadFile("build record", RecordPath(artifact), infile.Record)
 	if err != nil {
 		return nil, err
 	}

@@ -125,7 +125,32 @@ type Result struct {
 }
 
 // Upload makes sure cloud c has exactly the image described by req and returns it.
+//
+// A reused image that another run deletes meanwhile (its --on-exists replace) is noticed, and
+// the decision is taken again from a fresh listing (the replacement is then reused or
+// refused), so no run reports an image ID that no longer exists.
 func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := decideAndUpload(ctx, c, req)
+		var gone *goneError
+		if errors.As(err, &gone) && attempt < 3 {
+			if req.Log != nil {
+				fmt.Fprintf(req.Log, "%s: the image %s was deleted while this run reused it (another run replaced it); looking again\n", c.Label(), gone.id)
+			}
+			continue
+		}
+		return res, err
+	}
+}
+
+// goneError is an image that disappeared or stopped being active while it was being reused.
+type goneError struct{ id, name string }
+
+func (e *goneError) Error() string {
+	return fmt.Sprintf("the image %s named %q was deleted or deactivated while this run reused it, again and again (other runs replacing it); run again when they are done", e.id, e.name)
+}
+
+func decideAndUpload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 	logf := func(format string, a ...any) {
 		if req.Log != nil {
 			fmt.Fprintf(req.Log, "%s: "+format+"\n", append([]any{c.Label()}, a...)...)
@@ -232,7 +257,16 @@ func reuse(ctx context.Context, c *Cloud, req *Request, res *Result, img images.
 	if err := req.Signing.sameCertificate(c, img); err != nil {
 		return nil, fmt.Errorf("an image named %q already exists (%s) with the same content but %v; use --on-exists replace to upload it signed, or choose another --name", req.Name, img.ID, err)
 	}
-	fillResult(res, &img)
+	// Hashing the file took a while: the image must still be there (a concurrent replace
+	// deletes it) before this run names it as the result.
+	now, err := images.Get(ctx, c.Image, img.ID).Extract()
+	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) || (err == nil && now.Status != images.ImageStatusActive) {
+		return nil, &goneError{id: img.ID, name: req.Name}
+	}
+	if err != nil {
+		return nil, glanceError(c, "checking the existing image "+img.ID, err)
+	}
+	fillResult(res, now)
 	res.Action = "reused"
 	return res, nil
 }
