@@ -31,6 +31,11 @@ var inputFlags = map[string]string{
 	"sysext":      "sysext",
 	"binaries":    "binaries",
 	"base-image":  "image",
+	// signing (build/upload: PEM or cosign; sysext publish: OpenPGP) and its checks
+	"sign-key":      "signing-key",
+	"sign-cert":     "cert",
+	"sysupdate-key": "public-key",
+	"key":           "public-key",
 }
 
 // inputArgs: the commands whose positional arguments are files to read (image arguments are
@@ -44,6 +49,7 @@ var inputKinds = map[string]infile.Kind{
 	"config": infile.Config, "protect": infile.Protect, "record": infile.Record, "keyring": infile.Keyring,
 	"ca": infile.CA, "images-file": infile.ImagesFile, "os-release": infile.OSRelease, "sysext": infile.SysextRef,
 	"sysext-file": infile.Sysext, "binaries": infile.Binaries, "manifest": infile.Manifest,
+	"signing-key": infile.SigningKey, "public-key": infile.PublicKey, "cert": infile.Cert,
 }
 
 // markInputs annotates the input flags of c and of every command under it.

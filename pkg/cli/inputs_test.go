@@ -47,6 +47,9 @@ var fileish = regexp.MustCompile(`\bFILE\b|(?i)\bfile\b|\bdirectory\b|\bPEM\b|\b
 var baseArgs = map[string][]string{
 	"flatcar-capo lint":           {"ok.yaml"},
 	"flatcar-capo sysext inspect": {"ok.raw"},
+	"flatcar-capo sysext publish": {"."},
+	"flatcar-capo upload":         {"ok.raw"},
+	"flatcar-capo verify":         {"ok.raw"},
 }
 
 type inputCase struct {
@@ -127,7 +130,8 @@ func TestEveryFileFlagRefusesNonFiles(t *testing.T) {
 	}
 	kinds := map[string]infile.Kind{"config": infile.Config, "protect": infile.Protect, "record": infile.Record,
 		"keyring": infile.Keyring, "ca": infile.CA, "images-file": infile.ImagesFile, "os-release": infile.OSRelease,
-		"sysext": infile.SysextRef, "binaries": infile.Binaries, "argument": infile.Manifest}
+		"sysext": infile.SysextRef, "binaries": infile.Binaries, "argument": infile.Manifest,
+		"signing-key": infile.SigningKey, "public-key": infile.PublicKey, "cert": infile.Cert}
 	for _, c := range cases {
 		var bads []bad
 		switch k, known := kinds[c.kind]; {

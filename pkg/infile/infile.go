@@ -43,6 +43,9 @@ var (
 	Manifest   = Kind{Name: "manifest (YAML)", Max: 64 * MiB}
 	Protect    = Kind{Name: "manifest or build record, or a directory of them", Max: 64 * MiB, FileOrDir: true}
 	Keyring    = Kind{Name: "OpenPGP keyring", Max: 4 * MiB}
+	SigningKey = Kind{Name: "signing key (PEM, cosign or OpenPGP)", Max: 1 * MiB}
+	PublicKey  = Kind{Name: "public key or certificate (PEM or OpenPGP)", Max: 1 * MiB}
+	Cert       = Kind{Name: "PEM X.509 certificate", Max: 1 * MiB}
 	CloudsYAML = Kind{Name: "clouds.yaml", Max: 4 * MiB}
 	CA         = Kind{Name: "PEM CA bundle", Max: 4 * MiB}
 	ImagesFile = Kind{Name: "images file (one ref per line)", Max: 4 * MiB}
