@@ -61,7 +61,7 @@ Exit 0 when everything verifies, 1 when a signature, the image or its contents d
 				if v.ContentsError != "" {
 					fmt.Fprintf(w, "contents: FAILED: %s\n", v.ContentsError)
 				} else if len(v.Mismatches) == 0 && v.ContentsChecked > 0 {
-					fmt.Fprintf(w, "contents: %d components of the SBOM match the image\n", v.ContentsChecked)
+					fmt.Fprintf(w, "contents: the image holds what the SBOM lists (%d components checked)\n", v.ContentsChecked)
 				}
 				for _, n := range v.Notes {
 					fmt.Fprintf(w, "note: %s\n", n)
