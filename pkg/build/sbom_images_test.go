@@ -14,6 +14,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
+	"github.com/flatcar-capo/flatcar-capo/pkg/signing/signingtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
@@ -34,7 +36,9 @@ func decodeBOM(t *testing.T, b []byte) map[string]cdx.Component {
 // A sysext build preloading images from a real registry: its SBOM lists each image as
 // pkg:oci with the digest the registry gave and the platform; `inspect --sbom-file`, reading only
 // the artifact, finds the same images, the same sysext (sha512) and the artifact's sha512, and
-// writes the same bytes twice; it refuses to write the SBOM over the image.
+// writes the same bytes twice; it refuses to write the SBOM over the image. Signed, `verify` finds
+// every preloaded image digest and the sysext of the signed SBOM in the image, and an image the
+// SBOM leaves out (signed again, consistently) fails it.
 func TestSBOMPreloadedImagesBuildAndInspect(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs", "docker-registry")
 	mirror := kubetest.New(t, kubernetes.Options{})
@@ -45,8 +49,10 @@ func TestSBOMPreloadedImagesBuildAndInspect(t *testing.T) {
 	}
 	base := flatcardisk.Build(t, flatcardisk.Options{})
 	dir := t.TempDir()
+	keyPath, signer := signingtest.Key(t, dir, "sign.pem", signingtest.P256)
+	pub := signingtest.PublicKey(t, dir, "sign.pub", signer)
 	out := filepath.Join(dir, "out")
-	testutil.RunCmd(t, testutil.Cmd{Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}, Args: append([]string{"build", "--method", "sysext",
+	testutil.RunCmd(t, testutil.Cmd{Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}, Args: append([]string{"build", "--method", "sysext", "--sign-key", keyPath,
 		"--base-image", base, "--version", "4459.2.0", "--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out,
 		"--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile}, mirror.Args()...)}).MustSucceed(t)
 	artifact := filepath.Join(out, "flatcar-stable-4459.2.0-kube-v1.33.4-sysext.qcow2")
@@ -94,6 +100,20 @@ func TestSBOMPreloadedImagesBuildAndInspect(t *testing.T) {
 	if got := (*fromInspect[""].Hashes)[0].Value; got != rec.Artifacts[0].SHA512 {
 		t.Errorf("inspect's subject sha512 %s, the record's %s", got, rec.Artifacts[0].SHA512)
 	}
+
+	v := testutil.Run(t, "verify", artifact, "--key", pub).MustSucceed(t)
+	if !strings.Contains(v.Stdout, "contents: the image holds what the SBOM lists (8 components checked)") {
+		t.Errorf("verify did not find the 7 images and the sysext:\n%s", v.Stdout)
+	}
+	inv, err := sbom.Read(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := inv.Images[0]
+	inv.Images = inv.Images[1:]
+	resignSBOM(t, artifact, keyPath, inv)
+	testutil.Run(t, "verify", artifact, "--key", pub).MustFail(t, 1,
+		"image "+dropped.Ref+" "+dropped.Platform+": the SBOM says none, the image holds "+dropped.Digest)
 
 	before := testutil.SHA256File(t, artifact)
 	testutil.Run(t, "inspect", artifact, "--sbom-file", artifact).MustFail(t, 2, "is the image itself")

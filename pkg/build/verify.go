@@ -20,6 +20,11 @@ type Verification struct {
 	// SHA512 is the artifact's, compared with the one its (signed) record holds.
 	SHA512 string `json:"sha512"`
 	OK     bool   `json:"ok"`
+	// ContentsChecked counts the components of the signed SBOM compared with what the image
+	// holds (verify_contents.go); Mismatches are those that differ.
+	ContentsChecked int        `json:"contentsChecked"`
+	Mismatches      []Mismatch `json:"mismatches,omitempty"`
+	ContentsError   string     `json:"contentsError,omitempty"` // why the contents could not be checked
 	// Notes say what was not checked (no SBOM named in the record).
 	Notes []string `json:"notes,omitempty"`
 }
@@ -34,7 +39,8 @@ type VerifiedFile struct {
 
 // VerifyArtifact checks what --sign-key signed for artifact with pub: each file's detached
 // signature (as cosign verify-blob does), and that the artifact is the one its record describes
-// (the record's sha512, the record being signed itself). A missing record or key is the caller's
+// (the record's sha512, the record being signed itself), and that the image holds what the SBOM
+// the record names says (verify_contents.go). A missing record or key is the caller's
 // input (errs.ErrInvalid); a signature that fails is a finding, reported in the Verification.
 func VerifyArtifact(artifact string, pub crypto.PublicKey) (*Verification, error) {
 	if st, err := os.Stat(artifact); err != nil || !st.Mode().IsRegular() {
@@ -83,6 +89,9 @@ func VerifyArtifact(artifact string, pub crypto.PublicKey) (*Verification, error
 		v.OK = false
 		v.Notes = append(v.Notes, fmt.Sprintf("the image's sha512 %s... is not the record's (%s): it is not the image the record describes", short(sum), short(want)))
 	}
+	if rec.SBOM != nil {
+		v.checkContents(artifact, rec)
+	}
 	return v, nil
 }
 
@@ -98,6 +107,12 @@ func (v *Verification) Problems() string {
 		if strings.HasPrefix(n, "the image's sha512") {
 			p = append(p, n)
 		}
+	}
+	for _, m := range v.Mismatches {
+		p = append(p, m.String())
+	}
+	if v.ContentsError != "" {
+		p = append(p, v.ContentsError)
 	}
 	return strings.Join(p, "; ")
 }

@@ -20,14 +20,17 @@ func newVerifyCommand() *cobra.Command {
 		Long: `Checks, offline, what build --sign-key signed for ARTIFACT: ARTIFACT.sig, ARTIFACT.build.json.sig
 and, when the record names an SBOM, its .sig, each with the public key PUB (a PEM PUBLIC KEY, as
 openssl pkey -pubout writes it, or a PEM certificate). It also checks that ARTIFACT is the image
-its signed record describes (its sha512).
+its signed record describes (its sha512), and reads the image (as inspect --sbom-file does) to
+check that it holds what the signed SBOM says: the SBOM's sha256 is the record's, each sysext's
+sha512, each /opt/bin and /opt/cni/bin file the SBOM lists (sha256) and every preloaded image
+digest. A mismatch names the component and both values.
 
 The signatures are cosign's blob signatures (base64 of an ASN.1 ECDSA or RSA PKCS#1 v1.5
 signature over the file's SHA-256), so cosign checks the same files without flatcar-capo:
 
   cosign verify-blob --key PUB --signature ARTIFACT.sig --insecure-ignore-tlog ARTIFACT
 
-Exit 0 when everything verifies, 1 when a signature or the image does not, 2 for unusable input
+Exit 0 when everything verifies, 1 when a signature, the image or its contents do not, 2 for unusable input
 (no record, an unreadable key).`,
 		Example: `  flatcar-capo verify output/flatcar-k8s/flatcar-k8s.qcow2 --key signing.pub
   flatcar-capo verify flatcar-k8s.qcow2 --key signing.pub -o json`,
@@ -51,6 +54,14 @@ Exit 0 when everything verifies, 1 when a signature or the image does not, 2 for
 						verdict = "FAILED: " + f.Problem
 					}
 					fmt.Fprintf(w, "%s: %s\n", f.File, verdict)
+				}
+				for _, m := range v.Mismatches {
+					fmt.Fprintf(w, "MISMATCH %s\n", m)
+				}
+				if v.ContentsError != "" {
+					fmt.Fprintf(w, "contents: FAILED: %s\n", v.ContentsError)
+				} else if len(v.Mismatches) == 0 && v.ContentsChecked > 0 {
+					fmt.Fprintf(w, "contents: the image holds what the SBOM lists (%d components checked)\n", v.ContentsChecked)
 				}
 				for _, n := range v.Notes {
 					fmt.Fprintf(w, "note: %s\n", n)
