@@ -227,3 +227,32 @@ func FuzzLint(f *testing.F) {
 		}
 	})
 }
+
+func TestVersionRank(t *testing.T) {
+	order := []string{"v1alpha1", "v1alpha7", "v1beta1", "v1beta2", "v1", "v2alpha1", "v2"}
+	for i := 1; i < len(order); i++ {
+		if versionRank(order[i-1]) >= versionRank(order[i]) {
+			t.Errorf("versionRank(%s) >= versionRank(%s)", order[i-1], order[i])
+		}
+	}
+}
+
+// CABPK refuses every transpiler warning under strict: true, so lint reports it as an error there.
+func TestLintCLCStrict(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/lint/clusterctl-variables.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict := strings.Replace(string(data), "        containerLinuxConfig:\n", "        containerLinuxConfig:\n          strict: true\n", 1)
+	rep, err := Lint(context.Background(), []Input{{Name: "strict.yaml", Data: []byte(strict)}}, LintOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := findingLines(rep)
+	if !strings.Contains(got, "error clc-invalid document=0 line=25 ") || strings.Contains(got, "clc-warning") {
+		t.Fatalf("strict: true: findings\n%s", got)
+	}
+	if !strings.Contains(rep.Findings[0].Message, "strict: true: CABPK refuses the config") {
+		t.Fatalf("message %q", rep.Findings[0].Message)
+	}
+}
