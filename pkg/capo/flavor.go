@@ -105,11 +105,11 @@ func templateFile(flavor, capiAPI string) (string, error) {
 		return "", fmt.Errorf("unknown flavor %q: use %s", flavor, strings.Join(FlavorNames(), ", "))
 	}
 	switch capiAPI {
-	case "", CAPIv1beta1:
-	case CAPIv1beta2:
+	case "", CAPIv1beta2:
 		name += "-v1beta2"
+	case CAPIv1beta1:
 	default:
-		return "", fmt.Errorf("unknown CAPI API version %q: use %s or %s (CAPI 1.11+)", capiAPI, CAPIv1beta1, CAPIv1beta2)
+		return "", fmt.Errorf("unknown CAPI API version %q: use %s (CAPI 1.11+, the default) or %s (older CAPI)", capiAPI, CAPIv1beta2, CAPIv1beta1)
 	}
 	return name + ".yaml", nil
 }

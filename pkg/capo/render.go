@@ -14,8 +14,8 @@ import (
 
 // CAPI API versions a template can be rendered for.
 const (
-	CAPIv1beta1 = "v1beta1" // every CAPI release with Ignition support (default)
-	CAPIv1beta2 = "v1beta2" // CAPI 1.11 and newer
+	CAPIv1beta1 = "v1beta1" // every CAPI release with Ignition support; CAPI stops serving it in 1.16
+	CAPIv1beta2 = "v1beta2" // CAPI 1.11 and newer (default: CAPO v0.14 needs CAPI 1.12+)
 )
 
 // Variable names of the cluster template (clusterctl's and CAPO's names).
@@ -27,7 +27,7 @@ const (
 
 // RenderOptions selects the template and the variables to fill.
 type RenderOptions struct {
-	// CAPIAPI is CAPIv1beta1 (default) or CAPIv1beta2.
+	// CAPIAPI is CAPIv1beta2 (default) or CAPIv1beta1.
 	CAPIAPI string
 	// Flavor is FlavorBaked (default), FlavorSysextBaked or FlavorSysext.
 	Flavor string

@@ -38,6 +38,9 @@ Secret, Cluster, OpenStackCluster, KubeadmControlPlane, OpenStackMachineTemplate
 and workers, MachineDeployment and KubeadmConfigTemplate, with format: ignition, node name and
 providerID from coreos-metadata, and kubeadm.service ordered after containerd.
 
+The documents are CAPI v1beta2 (CAPI 1.11+; CAPO v0.14 needs CAPI 1.12+), or v1beta1 with
+--capi-api v1beta1 for older CAPI releases; CAPO's are infrastructure v1beta1 (CAPO v0.14's API).
+
 Placeholders use clusterctl's ${VAR} syntax and CAPO's variable names; fill some with --set (or
 --image-name, --kubernetes-version, --cluster-name) and leave the rest to
 'clusterctl generate cluster NAME --from FILE'. When every variable is set the output is a plain
@@ -60,8 +63,8 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
   flatcar-capo manifests --image-name flatcar-stable-4459.2.0 --output-file flatcar.yaml
   clusterctl generate cluster demo --from flatcar.yaml > demo.yaml
 
-  # Everything filled: a manifest for kubectl, CAPI 1.11+ API
-  flatcar-capo manifests --capi-api v1beta2 --cluster-name demo --set WORKER_MACHINE_COUNT=2 ...
+  # Everything filled: a manifest for kubectl (CAPI v1beta2; --capi-api v1beta1 for CAPI before 1.11)
+  flatcar-capo manifests --cluster-name demo --set WORKER_MACHINE_COUNT=2 ...
 
   # Stock Flatcar image, Kubernetes sysext from a mirror inside the cloud (sysext create makes it)
   flatcar-capo manifests --flavor sysext --sysext-url http://10.0.0.5/extensions --kubernetes-version v1.33.4`,
@@ -155,7 +158,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&k8sMirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where stable.txt and stable-1.NN.txt are read for --kubernetes-version stable or a minor")
 	addNetworkFlags(f, &netOpts) // for the marker files of stable or a minor
 	f.StringVar(&clusterName, "cluster-name", "", "cluster name (sets "+capo.VarClusterName+")")
-	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta1, "CAPI API version of the documents: v1beta1, or v1beta2 for CAPI 1.11+")
+	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta2, "CAPI API version of the documents: v1beta2 (CAPI 1.11+; CAPO v0.14 needs CAPI 1.12+), or v1beta1 for older CAPI (CAPI stops serving it in 1.16)")
 	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
 	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-x86-64.raw (sets "+capo.VarSysextURL+")")
 	addImageRefFlags(f, &im)

@@ -13,6 +13,13 @@ import (
 
 func TestManifestsCommand(t *testing.T) {
 	r := testutil.Run(t, "manifests", "--image-name", "flatcar-stable-4459.2.0").MustSucceed(t)
+	// CAPI v1beta2 by default (CAPO v0.14 needs CAPI 1.12+); v1beta1 on request.
+	if !strings.Contains(r.Stdout, "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\n") || strings.Contains(r.Stdout, "cluster.x-k8s.io/v1beta1\nkind: Cluster\n") {
+		t.Fatalf("default is not CAPI v1beta2:\n%s", r.Stdout)
+	}
+	if old := testutil.Run(t, "manifests", "--capi-api", "v1beta1").MustSucceed(t).Stdout; !strings.Contains(old, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: KubeadmControlPlane\n") {
+		t.Fatalf("--capi-api v1beta1:\n%s", old)
+	}
 	if !strings.Contains(r.Stdout, "name: flatcar-stable-4459.2.0") || !strings.Contains(r.Stdout, "$${COREOS_OPENSTACK_HOSTNAME}") ||
 		!strings.Contains(r.Stdout, "${CLUSTER_NAME}") {
 		t.Fatalf("template not rendered as a clusterctl template:\n%s", r.Stdout)
@@ -24,7 +31,7 @@ func TestManifestsCommand(t *testing.T) {
 	}
 
 	out := filepath.Join(t.TempDir(), "cluster.yaml")
-	r = testutil.Run(t, "manifests", "--capi-api", "v1beta2", "--cluster-name", "demo", "--kubernetes-version", "1.33.4",
+	r = testutil.Run(t, "manifests", "--cluster-name", "demo", "--kubernetes-version", "1.33.4",
 		"--output-file", out, "-o", "json").MustSucceed(t)
 	var rep struct {
 		OutputFile string   `json:"outputFile"`
