@@ -34,11 +34,11 @@ var Flavors = []Flavor{
 	{FlavorSysextBaked, "built by 'build --method sysext': the Kubernetes sysext inside the image",
 		"no download at boot; update-engine and locksmithd masked so that nodes do not reboot on their own"},
 	{FlavorSysext, "Flatcar's stock OpenStack image",
-		"Ignition downloads kubernetes-${KUBERNETES_VERSION}-x86-64.raw at first boot from " + VarSysextURL + " (default " + DefaultSysextURL + ") and links it as /etc/extensions/kubernetes.raw; update-engine and locksmithd masked"},
+		"Ignition downloads kubernetes-${KUBERNETES_VERSION}-<arch>.raw (x86-64, or arm64 from --arch, --sysext or --from-record) at first boot from " + VarSysextURL + " (default " + DefaultSysextURL + ") and links it as /etc/extensions/kubernetes.raw; update-engine and locksmithd masked"},
 }
 
 // VarSysextURL is the sysext flavor's variable: the directory URL serving
-// kubernetes-<version>-x86-64.raw (a local mirror for clouds without internet access).
+// kubernetes-<version>-<arch>.raw (a local mirror for clouds without internet access).
 const (
 	VarSysextURL     = "KUBERNETES_SYSEXT_URL"
 	DefaultSysextURL = "https://extensions.flatcar.org/extensions"
@@ -64,7 +64,7 @@ var flavorHeaders = map[string][]string{
 	},
 	FlavorSysext: {
 		"Flavor sysext (CAPO's flatcar-sysext): for Flatcar's stock OpenStack image. Ignition downloads",
-		"kubernetes-${KUBERNETES_VERSION}-x86-64.raw from KUBERNETES_SYSEXT_URL at first boot (make one with",
+		"kubernetes-${KUBERNETES_VERSION}-<arch>.raw from KUBERNETES_SYSEXT_URL at first boot (make one with",
 		"'flatcar-capo sysext create' for a mirror) and links it as /etc/extensions/kubernetes.raw.",
 	},
 }

@@ -41,6 +41,9 @@ type RenderOptions struct {
 	// systemd-sysupdate config of a self-hosted bakery (sysext publish) for patch updates.
 	InsecureNoHash bool
 	SysupdateURL   string
+	// SysextArch is the sysext flavor's architecture in systemd's spelling (x86-64, arm64;
+	// DefaultSysextArch when empty): it names the file downloaded at boot (SysextArchOf).
+	SysextArch string
 }
 
 // Rendered is a rendered and validated cluster template.
@@ -77,7 +80,7 @@ func Render(opts RenderOptions) (*Rendered, error) {
 
 func render(opts RenderOptions) (*Rendered, error) {
 	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI,
-		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.Values[VarKubernetesVersion]))
+		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.Values[VarKubernetesVersion], opts.SysextArch))
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
   baked         an image built by 'build' (Packer): Kubernetes installed in it (default)
   sysext-baked  an image built by 'build --method sysext': the Kubernetes sysext is in the image,
                 nothing is downloaded at boot; update-engine and locksmithd are masked
-  sysext        Flatcar's stock OpenStack image: Ignition downloads kubernetes-<version>-x86-64.raw
+  sysext        Flatcar's stock OpenStack image: Ignition downloads kubernetes-<version>-<arch>.raw
                 at first boot from KUBERNETES_SYSEXT_URL (--sysext-url, default
                 ` + capo.DefaultSysextURL + `) and links it as
                 /etc/extensions/kubernetes.raw (CAPO's flatcar-sysext flavor)`,
@@ -116,11 +116,12 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				}
 				values[capo.VarKubernetesVersion] = exact
 			}
-			if err := sh.fill(cmd.Context(), flavor, values, im.rec); err != nil {
+			sysextArch, err := sh.fill(cmd.Context(), flavor, values, im.rec)
+			if err != nil {
 				return err
 			}
 			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
-				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/")})
+				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysextArch: sysextArch})
 			if err != nil {
 				return err
 			}
@@ -160,7 +161,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&clusterName, "cluster-name", "", "cluster name (sets "+capo.VarClusterName+")")
 	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta2, "CAPI API version of the documents: v1beta2 (CAPI 1.11+; CAPO v0.14 needs CAPI 1.12+), or v1beta1 for older CAPI (CAPI stops serving it in 1.16)")
 	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
-	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-x86-64.raw (sets "+capo.VarSysextURL+")")
+	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-<arch>.raw (sets "+capo.VarSysextURL+")")
 	addImageRefFlags(f, &im)
 	addSysextHashFlags(f, &sh)
 	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
