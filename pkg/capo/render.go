@@ -44,6 +44,9 @@ type RenderOptions struct {
 	// SysextArch is the sysext flavor's architecture in systemd's spelling (x86-64, arm64;
 	// DefaultSysextArch when empty): it names the file downloaded at boot (SysextArchOf).
 	SysextArch string
+	// WithoutAPILoadBalancer renders CAPO's without-lb variant: no Octavia load balancer, the
+	// API server's floating IP on the one control plane machine.
+	WithoutAPILoadBalancer bool
 }
 
 // Rendered is a rendered and validated cluster template.
@@ -83,6 +86,14 @@ func render(opts RenderOptions) (*Rendered, error) {
 		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.Values[VarKubernetesVersion], opts.SysextArch))
 	if err != nil {
 		return nil, err
+	}
+	if opts.WithoutAPILoadBalancer {
+		if _, ok := opts.Values[varControlPlaneCount]; ok {
+			return nil, fmt.Errorf("%s: without an API server load balancer the control plane is one machine (its floating IP is the API server's address), as in CAPO's without-lb template; drop --set %s or keep the load balancer", varControlPlaneCount, varControlPlaneCount)
+		}
+		if tmpl, err = withoutAPILoadBalancer(tmpl); err != nil {
+			return nil, err
+		}
 	}
 	_, byID := opts.Values[VarImageID]
 	if opts.ImageRef == ImageRefID && opts.Values[VarImageName] != "" {

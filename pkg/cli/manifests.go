@@ -26,6 +26,7 @@ func newManifestsCommand() *cobra.Command {
 		imageName, k8sVersion, clusterName string
 		capiAPI, outputFile                string
 		flavor, sysextURL, k8sMirror       string
+		apiLoadBalancer                    bool
 		im                                 imageRefFlags
 		sh                                 sysextHashFlags
 	)
@@ -40,6 +41,11 @@ providerID from coreos-metadata, and kubeadm.service ordered after containerd.
 
 The documents are CAPI v1beta2 (CAPI 1.11+; CAPO v0.14 needs CAPI 1.12+), or v1beta1 with
 --capi-api v1beta1 for older CAPI releases; CAPO's are infrastructure v1beta1 (CAPO v0.14's API).
+
+The API server sits behind an Octavia load balancer. Clouds without Octavia use
+--api-server-load-balancer=false, CAPO's without-lb template: CAPO attaches the API server's
+floating IP to the one control plane machine (CAPO documents that neither a load balancer nor a
+floating IP needs more than a template can say).
 
 Placeholders use clusterctl's ${VAR} syntax and CAPO's variable names; fill some with --set (or
 --image-name, --kubernetes-version, --cluster-name) and leave the rest to
@@ -65,6 +71,9 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 
   # Everything filled: a manifest for kubectl (CAPI v1beta2; --capi-api v1beta1 for CAPI before 1.11)
   flatcar-capo manifests --cluster-name demo --set WORKER_MACHINE_COUNT=2 ...
+
+  # A cloud without Octavia: no API load balancer, the API server's floating IP on one control plane machine
+  flatcar-capo manifests --image-name flatcar-stable-4459.2.0 --api-server-load-balancer=false
 
   # Stock Flatcar image, Kubernetes sysext from a mirror inside the cloud (sysext create makes it)
   flatcar-capo manifests --flavor sysext --sysext-url http://10.0.0.5/extensions --kubernetes-version v1.33.4`,
@@ -121,7 +130,8 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				return err
 			}
 			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
-				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysextArch: sysextArch})
+				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysextArch: sysextArch,
+				WithoutAPILoadBalancer: !apiLoadBalancer})
 			if err != nil {
 				return err
 			}
@@ -162,6 +172,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta2, "CAPI API version of the documents: v1beta2 (CAPI 1.11+; CAPO v0.14 needs CAPI 1.12+), or v1beta1 for older CAPI (CAPI stops serving it in 1.16)")
 	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
 	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-<arch>.raw (sets "+capo.VarSysextURL+")")
+	f.BoolVar(&apiLoadBalancer, "api-server-load-balancer", true, "an Octavia load balancer in front of the API server; =false for clouds without Octavia renders CAPO's without-lb variant: the API server's floating IP on one control plane machine (CONTROL_PLANE_MACHINE_COUNT is 1)")
 	addImageRefFlags(f, &im)
 	addSysextHashFlags(f, &sh)
 	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
