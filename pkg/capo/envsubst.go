@@ -136,17 +136,19 @@ func Substitute(tmpl []byte, values map[string]string) (out []byte, missing []st
 		return nil, nil, err
 	}
 	lookup := func(name string) string { return values[name] }
-	resolved := func(r varRef) bool {
-		_, ok := values[r.name]
-		return ok || r.hasDefault
-	}
 	for _, r := range refs {
-		if !resolved(r) {
+		if _, ok := values[r.name]; !ok && !r.hasDefault {
 			missing = append(missing, r.name)
 		}
 	}
 	slices.Sort(missing)
 	missing = slices.Compact(missing)
+	// A default applies when the result is final; in a template still for clusterctl, an unset
+	// variable with a default stays, for clusterctl to fill from the environment or its default.
+	resolved := func(r varRef) bool {
+		_, ok := values[r.name]
+		return ok || r.hasDefault && len(missing) == 0
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	pos, ei := 0, 0

@@ -41,6 +41,7 @@ func TestSubstitute(t *testing.T) {
 		{"offset and length", "${N:0:4}", v, "flat", nil},
 		{"length", "${#N}", v, "7", nil},
 		{"operator on a missing variable", "${V%.*} ${M%.*}", v, "v1.34 ${M%.*}", []string{"M"}},
+		{"default kept for clusterctl while incomplete", "${U:=x} ${N:=y} ${M}", v, "${U:=x} flatcar ${M}", []string{"M"}},
 		{"missing sorted unique", "${B} ${A} ${B}", nil, "${B} ${A} ${B}", []string{"A", "B"}},
 		{"lone dollars are text", `echo "$?" $1 $ end$`, nil, `echo "$?" $1 $ end$`, nil},
 	}

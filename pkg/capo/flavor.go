@@ -73,8 +73,8 @@ var flavorHeaders = map[string][]string{
 // template of that API version (templates/cluster-template-flatcar*.yaml) with the flavor's
 // additionalConfig (templates/clc/<flavor>.yaml, changed by edit when not nil) in both bootstrap
 // configs. Nothing else differs between flavors, so nothing is kept twice.
-func flavorTemplate(flavor, capiAPI string, edit func(string) (string, error)) ([]byte, error) {
-	name, err := templateFile(flavor, capiAPI)
+func flavorTemplate(flavor, capiAPI string, clusterClass bool, edit func(string) (string, error)) ([]byte, error) {
+	name, err := templateFile(flavor, capiAPI, clusterClass)
 	if err != nil {
 		return nil, err
 	}
@@ -97,12 +97,21 @@ func flavorTemplate(flavor, capiAPI string, edit func(string) (string, error)) (
 }
 
 // templateFile is the base template of capiAPI, after checking the flavor's name.
-func templateFile(flavor, capiAPI string) (string, error) {
+func templateFile(flavor, capiAPI string, clusterClass bool) (string, error) {
 	name := "cluster-template-flatcar"
 	switch flavor {
 	case "", FlavorBaked, FlavorSysextBaked, FlavorSysext:
 	default:
 		return "", fmt.Errorf("unknown flavor %q: use %s", flavor, strings.Join(FlavorNames(), ", "))
+	}
+	if clusterClass {
+		switch {
+		case flavor == FlavorSysext:
+			return "", fmt.Errorf("--clusterclass with --flavor sysext: that flavor downloads a file named for one Kubernetes version, and a ClusterClass leaves the version to each Cluster (topology.version); use --flavor baked or sysext-baked (the sysext in the image)")
+		case capiAPI == CAPIv1beta1:
+			return "", fmt.Errorf("--clusterclass renders CAPI v1beta2 (ClusterClass with templateRef, CAPI 1.11+); drop --capi-api v1beta1")
+		}
+		return "clusterclass-flatcar-v1beta2.yaml", nil
 	}
 	switch capiAPI {
 	case "", CAPIv1beta2:

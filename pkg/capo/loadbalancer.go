@@ -13,21 +13,23 @@ import (
 // with neither a load balancer nor a floating IP needs configuration beyond a template.
 
 const (
-	loadBalancerBlock    = "  apiServerLoadBalancer:\n    enabled: true\n"
-	controlPlaneReplicas = "  replicas: ${CONTROL_PLANE_MACHINE_COUNT}\n"
-	oneControlPlane      = "  replicas: 1\n"
-	withoutLBHeader      = "# Without an API server load balancer (CAPO's without-lb): the API server's floating IP is on the one control plane machine.\n"
 	varControlPlaneCount = "CONTROL_PLANE_MACHINE_COUNT"
+	withoutLBHeader      = "# Without an API server load balancer (CAPO's without-lb): the API server's floating IP is on the one control plane machine.\n"
 )
 
-// withoutAPILoadBalancer edits a base template as CAPO's without-lb kustomization does.
+// withoutAPILoadBalancer edits a template as CAPO's without-lb kustomization does: the
+// OpenStackCluster's (or a ClusterClass's OpenStackClusterTemplate's) apiServerLoadBalancer goes,
+// and the control plane's replicas become 1.
 func withoutAPILoadBalancer(tmpl []byte) ([]byte, error) {
-	for _, s := range []string{loadBalancerBlock, controlPlaneReplicas} {
-		if n := bytes.Count(tmpl, []byte(s)); n != 1 {
-			return nil, fmt.Errorf("embedded template has %d %q, want 1", n, s)
-		}
+	out := tmpl
+	for _, indent := range []string{"  ", "      "} { // a cluster's spec, a template's spec.template.spec
+		lb := indent + "apiServerLoadBalancer:\n" + indent + "  enabled: true\n"
+		out = bytes.Replace(out, []byte(lb), nil, 1)
+		replicas := indent + "replicas: ${" + varControlPlaneCount + "}\n"
+		out = bytes.Replace(out, []byte(replicas), []byte(indent+"replicas: 1\n"), 1)
 	}
-	out := bytes.Replace(tmpl, []byte(loadBalancerBlock), nil, 1)
-	out = bytes.Replace(out, []byte(controlPlaneReplicas), []byte(oneControlPlane), 1)
+	if bytes.Contains(out, []byte("apiServerLoadBalancer:")) || bytes.Contains(out, []byte("${"+varControlPlaneCount+"}")) || bytes.Equal(out, tmpl) {
+		return nil, fmt.Errorf("embedded template: cannot remove its API server load balancer")
+	}
 	return append([]byte(withoutLBHeader), out...), nil
 }

@@ -47,6 +47,9 @@ type RenderOptions struct {
 	// WithoutAPILoadBalancer renders CAPO's without-lb variant: no Octavia load balancer, the
 	// API server's floating IP on the one control plane machine.
 	WithoutAPILoadBalancer bool
+	// ClusterClass renders a Flatcar ClusterClass with its templates and a Cluster using it
+	// through topology (image, machine flavors and the rest as the Cluster's variables).
+	ClusterClass bool
 }
 
 // Rendered is a rendered and validated cluster template.
@@ -82,7 +85,7 @@ func Render(opts RenderOptions) (*Rendered, error) {
 }
 
 func render(opts RenderOptions) (*Rendered, error) {
-	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI,
+	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI, opts.ClusterClass,
 		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.Values[VarKubernetesVersion], opts.SysextArch))
 	if err != nil {
 		return nil, err
@@ -94,6 +97,9 @@ func render(opts RenderOptions) (*Rendered, error) {
 		if tmpl, err = withoutAPILoadBalancer(tmpl); err != nil {
 			return nil, err
 		}
+	}
+	if opts.ClusterClass && opts.ImageRef != "" && opts.ImageRef != ImageRefFilter || opts.ClusterClass && opts.ImageSource != nil {
+		return nil, fmt.Errorf("--clusterclass names the image by its Glance name (the Cluster's imageName variable): --image-ref %s and --image-source are not for it", opts.ImageRef)
 	}
 	_, byID := opts.Values[VarImageID]
 	if opts.ImageRef == ImageRefID && opts.Values[VarImageName] != "" {
@@ -130,7 +136,7 @@ func render(opts RenderOptions) (*Rendered, error) {
 	r.Flavor = cmp.Or(r.Flavor, FlavorBaked)
 	// Validate a fully filled copy: sample values stand in for what clusterctl fills later.
 	full := map[string]string{}
-	for _, name := range vars {
+	for _, name := range missing { // the others have a value or a default
 		full[name] = sampleValue(name)
 	}
 	for k, v := range opts.Values {

@@ -26,7 +26,7 @@ func newManifestsCommand() *cobra.Command {
 		imageName, k8sVersion, clusterName string
 		capiAPI, outputFile                string
 		flavor, sysextURL, k8sMirror       string
-		apiLoadBalancer                    bool
+		apiLoadBalancer, clusterClass      bool
 		im                                 imageRefFlags
 		sh                                 sysextHashFlags
 	)
@@ -46,6 +46,13 @@ The API server sits behind an Octavia load balancer. Clouds without Octavia use
 --api-server-load-balancer=false, CAPO's without-lb template: CAPO attaches the API server's
 floating IP to the one control plane machine (CAPO documents that neither a load balancer nor a
 floating IP needs more than a template can say).
+
+--clusterclass renders a ClusterClass (CAPI v1beta2) instead: the class ("${CLUSTER_CLASS_NAME:=flatcar}")
+with its OpenStackClusterTemplate, KubeadmControlPlaneTemplate, OpenStackMachineTemplates and
+KubeadmConfigTemplate, carrying the flavor's Ignition settings, plus the cluster's Secret and a
+Cluster with topology: version is topology.version, and the variables imageName,
+controlPlaneFlavor, workerFlavor, externalNetworkID, cloudName, dnsNameservers and sshKeyName are
+patched into the templates, so a new image or Kubernetes version is a change of the Cluster.
 
 Placeholders use clusterctl's ${VAR} syntax and CAPO's variable names; fill some with --set (or
 --image-name, --kubernetes-version, --cluster-name) and leave the rest to
@@ -74,6 +81,9 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 
   # A cloud without Octavia: no API load balancer, the API server's floating IP on one control plane machine
   flatcar-capo manifests --image-name flatcar-stable-4459.2.0 --api-server-load-balancer=false
+
+  # A ClusterClass and a Cluster using it (topology): image and version are the Cluster's
+  flatcar-capo manifests --clusterclass --flavor sysext-baked --image-name flatcar-stable-4459.2.0 --output-file flatcar-class.yaml
 
   # Stock Flatcar image, Kubernetes sysext from a mirror inside the cloud (sysext create makes it)
   flatcar-capo manifests --flavor sysext --sysext-url http://10.0.0.5/extensions --kubernetes-version v1.33.4`,
@@ -131,7 +141,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 			}
 			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
 				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysextArch: sysextArch,
-				WithoutAPILoadBalancer: !apiLoadBalancer})
+				WithoutAPILoadBalancer: !apiLoadBalancer, ClusterClass: clusterClass})
 			if err != nil {
 				return err
 			}
@@ -173,6 +183,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
 	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-<arch>.raw (sets "+capo.VarSysextURL+")")
 	f.BoolVar(&apiLoadBalancer, "api-server-load-balancer", true, "an Octavia load balancer in front of the API server; =false for clouds without Octavia renders CAPO's without-lb variant: the API server's floating IP on one control plane machine (CONTROL_PLANE_MACHINE_COUNT is 1)")
+	f.BoolVar(&clusterClass, "clusterclass", false, "a Flatcar ClusterClass with its templates, and a Cluster using it through topology: image, Kubernetes version (topology.version) and machine flavors are the Cluster's; CAPI v1beta2, --flavor baked or sysext-baked")
 	addImageRefFlags(f, &im)
 	addSysextHashFlags(f, &sh)
 	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")

@@ -49,7 +49,7 @@ func TestManifestsSysextArm64(t *testing.T) {
 		t.Errorf("lint:\n%s", lint.Stdout)
 	}
 	// --arch alone names the file (the hash then comes from the server or clusterctl).
-	if m := testutil.Run(t, "manifests", "--flavor", "sysext", "--arch", "aarch64").MustSucceed(t).Stdout; !strings.Contains(m, "url: https://extensions.flatcar.org/extensions/kubernetes-${KUBERNETES_VERSION}-arm64.raw") {
+	if m := testutil.Run(t, "manifests", "--flavor", "sysext", "--arch", "aarch64").MustSucceed(t).Stdout; !strings.Contains(m, "url: ${KUBERNETES_SYSEXT_URL:=https://extensions.flatcar.org/extensions}/kubernetes-${KUBERNETES_VERSION}-arm64.raw") {
 		t.Errorf("--arch aarch64 without a version:\n%s", m)
 	}
 
