@@ -115,3 +115,16 @@ func FuzzSubstitute(f *testing.F) {
 		}
 	})
 }
+
+func TestIsClusterctlTemplate(t *testing.T) {
+	for s, want := range map[string]bool{
+		"name: ${CLUSTER_NAME}":                                 true,
+		"name: $${COREOS_OPENSTACK_HOSTNAME}":                   true,
+		"name: ${COREOS_OPENSTACK_HOSTNAME}\nx: ${COREOS_A%.*}": false, // rendered: the node's references only
+		"name: demo": false,
+	} {
+		if got := IsClusterctlTemplate([]byte(s)); got != want {
+			t.Errorf("IsClusterctlTemplate(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

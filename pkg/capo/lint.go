@@ -81,7 +81,11 @@ func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, e
 	l := &linter{capi: capi, clc: map[string]*CLCResult{}}
 	var docs []*Document
 	for _, in := range inputs {
-		ds, err := ParseTemplateDocuments(in.Name, in.Data)
+		parse := ParseDocuments // a manifest for kubectl: its ${...} are the node's shell's
+		if IsClusterctlTemplate(in.Data) {
+			parse = ParseTemplateDocuments
+		}
+		ds, err := parse(in.Name, in.Data)
 		docs = append(docs, ds...)
 		if err != nil {
 			l.findings = append(l.findings, newFinding(&Document{File: in.Name, Line: yamlErrorLine(err)}, RuleYAML, nil, err.Error()))

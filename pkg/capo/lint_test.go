@@ -256,3 +256,28 @@ func TestLintCLCStrict(t *testing.T) {
 		t.Fatalf("message %q", rep.Findings[0].Message)
 	}
 }
+
+// A manifest for kubectl (rendered: only the node's ${COREOS_*} left) is read as it is: its
+// references are for the node's shell, where clusterctl's syntax rules do not apply.
+func TestLintRenderedManifestKeepsShellSyntax(t *testing.T) {
+	doc := `apiVersion: bootstrap.cluster.x-k8s.io/v1beta2
+kind: KubeadmConfig
+metadata:
+  name: n
+spec:
+  preKubeadmCommands:
+  - echo ${COREOS_OPENSTACK_HOSTNAME-none}
+`
+	for _, tc := range []struct {
+		doc  string
+		want bool
+	}{{doc, false}, {doc + "  postKubeadmCommands:\n  - echo $${X} ${CLUSTER_NAME}\n", true}} {
+		rep, err := Lint(context.Background(), []Input{{Name: "m.yaml", Data: []byte(tc.doc)}}, LintOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(findingLines(rep), RuleVariableSyntax); got != tc.want {
+			t.Errorf("clusterctl-variable reported %v, want %v:\n%s", got, tc.want, findingLines(rep))
+		}
+	}
+}

@@ -58,3 +58,23 @@ func withSampleValues(s string) string {
 	b.WriteString(s[pos:])
 	return b.String()
 }
+
+// IsClusterctlTemplate tells a clusterctl template from a manifest for kubectl: a template
+// escapes the node's variables ("$$"), or references a variable that is not one of
+// coreos-metadata's (COREOS_*, which a rendered manifest keeps for the node's envsubst).
+func IsClusterctlTemplate(data []byte) bool {
+	s := string(data)
+	if strings.Contains(s, "$$") {
+		return true
+	}
+	for rest := s; ; {
+		i := strings.Index(rest, "${")
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+2:]
+		if !strings.HasPrefix(strings.TrimLeft(rest, "#"), "COREOS_") {
+			return true
+		}
+	}
+}
