@@ -44,11 +44,11 @@ The documents are CAPI v1beta2 (CAPI 1.11+; CAPO v0.14 needs CAPI 1.12+), or v1b
 
 The API server sits behind an Octavia load balancer. Clouds without Octavia use
 --api-server-load-balancer=false, CAPO's without-lb template: CAPO attaches the API server's
-floating IP to the one control plane machine (CAPO documents that neither a load balancer nor a
-floating IP needs more than a template can say).
+floating IP to the one control plane machine. (CAPO documents that a cluster with neither a load
+balancer nor a floating IP needs network configuration beyond a template.)
 
---clusterclass renders a ClusterClass (CAPI v1beta2) instead: the class ("${CLUSTER_CLASS_NAME:=flatcar}")
-with its OpenStackClusterTemplate, KubeadmControlPlaneTemplate, OpenStackMachineTemplates and
+--clusterclass renders a ClusterClass (CAPI v1beta2) instead: the class
+(${CLUSTER_CLASS_NAME:=flatcar}) with its OpenStackClusterTemplate, KubeadmControlPlaneTemplate, OpenStackMachineTemplates and
 KubeadmConfigTemplate, carrying the flavor's Ignition settings, plus the cluster's Secret and a
 Cluster with topology: version is topology.version, and the variables imageName,
 controlPlaneFlavor, workerFlavor, externalNetworkID, cloudName, dnsNameservers and sshKeyName are
