@@ -38,6 +38,7 @@ type Record struct {
 	Downloads []Download         `json:"downloads"`
 	Artifacts []Artifact         `json:"artifacts"`
 	Images    []images.ListEntry `json:"images,omitempty"` // preloaded, with their digests
+	SBOM      *SBOMFile          `json:"sbom,omitempty"`   // the CycloneDX SBOM next to the artifact (sbom.go)
 	Glance    []GlanceInfo       `json:"glance,omitempty"`
 	Steps     []StepTiming       `json:"steps"`
 	Seconds   float64            `json:"seconds"` // the run's wall time up to writing the record
@@ -149,7 +150,7 @@ func LoadRecord(image string) (*Record, error) {
 // GlanceValues are what the record says about the image's Glance metadata.
 func (r *Record) GlanceValues() glance.RecordValues {
 	return glance.RecordValues{FlatcarVersion: r.FlatcarVersion, KubernetesVersion: r.KubernetesVersion, Arch: r.Arch, Channel: r.Channel, Method: r.Method,
-		UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
+		SBOMSHA256: r.sbomSHA256(), UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
 }
 
 // RecordFile reads a record the caller names (manifests --from-record): one that cannot be

@@ -41,6 +41,9 @@ type RenderOptions struct {
 	// systemd-sysupdate config of a self-hosted bakery (sysext publish) for patch updates.
 	InsecureNoHash bool
 	SysupdateURL   string
+	// SysupdateKeyring (sysext.PublicKeyring) makes the transfer Verify=true and installs the
+	// keyring as systemd-sysupdate's.
+	SysupdateKeyring []byte
 	// SysextArch is the sysext flavor's architecture in systemd's spelling (x86-64, arm64;
 	// DefaultSysextArch when empty): it names the file downloaded at boot (SysextArchOf).
 	SysextArch string
@@ -86,7 +89,7 @@ func Render(opts RenderOptions) (*Rendered, error) {
 
 func render(opts RenderOptions) (*Rendered, error) {
 	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI, opts.ClusterClass,
-		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.Values[VarKubernetesVersion], opts.SysextArch))
+		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.SysupdateKeyring, opts.Values[VarKubernetesVersion], opts.SysextArch))
 	if err != nil {
 		return nil, err
 	}

@@ -140,8 +140,8 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				return err
 			}
 			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
-				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysextArch: sysextArch,
-				WithoutAPILoadBalancer: !apiLoadBalancer, ClusterClass: clusterClass})
+				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysupdateKeyring: sh.keyring,
+				SysextArch: sysextArch, WithoutAPILoadBalancer: !apiLoadBalancer, ClusterClass: clusterClass})
 			if err != nil {
 				return err
 			}

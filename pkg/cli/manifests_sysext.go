@@ -26,6 +26,8 @@ type sysextHashFlags struct {
 	file         string
 	insecure     bool
 	sysupdateURL string
+	sysupdateKey string
+	keyring      []byte // read from sysupdateKey by fill
 	arch         string
 }
 
@@ -33,6 +35,7 @@ func addSysextHashFlags(f *pflag.FlagSet, s *sysextHashFlags) {
 	f.StringVar(&s.file, "sysext", "", "--flavor sysext: the sysext FILE the server serves; its sha512 goes into Ignition's verification.hash and its architecture (extension-release ARCHITECTURE, file name) into the file name nodes download (default: <sysext-url>/<file>.sha512, checked against the file, or --from-record)")
 	f.BoolVar(&s.insecure, "insecure-no-hash", false, "DANGEROUS: --flavor sysext without verification.hash (nodes boot whatever the server sends)")
 	f.StringVar(&s.sysupdateURL, "sysupdate-url", "", "--flavor sysext|sysext-baked: the self-hosted bakery (sysext publish) nodes take Kubernetes patch updates from with systemd-sysupdate")
+	f.StringVar(&s.sysupdateKey, "sysupdate-key", "", "with --sysupdate-url: the public OpenPGP key FILE of a bakery published with --sign-key; installed as "+sysext.ImportPubring+" and the transfer says Verify=true")
 	f.StringVar(&s.arch, "arch", "", "--flavor sysext: the nodes' architecture, amd64 (x86-64) or arm64, naming kubernetes-<version>-<arch>.raw (default: from --sysext FILE or --from-record, else amd64); a different one there is refused")
 }
 
@@ -63,8 +66,13 @@ func (s *sysextHashFlags) sysextArch(rec *build.Record) (string, error) {
 // record, or the server's FILE.sha512 (downloading the file to check it), and returns the
 // sysext's architecture. Without a Kubernetes version the variable is left for clusterctl.
 func (s *sysextHashFlags) fill(ctx context.Context, flavor string, values map[string]string, rec *build.Record) (arch string, err error) {
-	if err := (capo.SysextHashOptions{Flavor: flavor, File: s.file, InsecureNoHash: s.insecure, SysupdateURL: s.sysupdateURL}).Validate(); err != nil {
+	if err := (capo.SysextHashOptions{Flavor: flavor, File: s.file, InsecureNoHash: s.insecure, SysupdateURL: s.sysupdateURL, SysupdateKey: s.sysupdateKey != ""}).Validate(); err != nil {
 		return "", err
+	}
+	if s.sysupdateKey != "" {
+		if s.keyring, err = sysext.PublicKeyring(s.sysupdateKey); err != nil {
+			return "", err
+		}
 	}
 	if flavor != capo.FlavorSysext {
 		if s.arch != "" {

@@ -75,7 +75,7 @@ comma-separated list, like FLATCAR_CAPO_CLOUD=east,west, or one value). Exit cod
 	// Each verb's constructor is in the verb's own file.
 	root.AddCommand(newBuildCommand(), newConvertCommand(), newFetchCommand(), newInspectCommand(), newLintCommand(),
 		newManifestsCommand(), newOEMCommand(), newPlanCommand(), newPruneCommand(), newReleaseCommand(),
-		newSysextCommand(), newUploadCommand(), newVersionCommand())
+		newSysextCommand(), newUploadCommand(), newVerifyCommand(), newVersionCommand())
 	root.InitDefaultCompletionCmd() // cobra adds it only when executing; the walk below needs it now
 	rejectUnknownSubcommands(root)
 	argsAreUsage(root)

@@ -36,6 +36,8 @@ type Cloud struct {
 	Project  string // the token's project ID (or the scope asked for)
 	Provider *gophercloud.ProviderClient
 	Image    *gophercloud.ServiceClient
+	// endpoints finds the cloud's other services (Barbican, for image signing) in its catalog.
+	endpoints gophercloud.EndpointOpts
 }
 
 // Label names the cloud and region in messages and progress lines.
@@ -89,7 +91,7 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 	}
 	redact.SecretsOfURL(ao.IdentityEndpoint)
 	ao.AllowReauth = ao.TokenID == "" // a bare token cannot be renewed
-	c := &Cloud{Name: label, Region: eo.Region}
+	c := &Cloud{Name: label, Region: eo.Region, endpoints: eo}
 
 	provider, err := openstack.NewClient(ao.IdentityEndpoint)
 	if err != nil {

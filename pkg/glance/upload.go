@@ -54,7 +54,9 @@ type Request struct {
 	Metadata    Metadata
 	Visibility  string // empty: Glance's default
 	OnExists    OnExists
-	Wait        time.Duration // how long to wait for the image to become active
+	// Signing, when set, signs the image for Glance's signature verification (--sign-key).
+	Signing *Signing
+	Wait    time.Duration // how long to wait for the image to become active
 	// Log receives one-line notes (leftovers removed, retries, warnings).
 	Log io.Writer
 	// Progress, when set, returns a writer that counts the bytes of one transfer.
@@ -127,6 +129,13 @@ func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 	logf := func(format string, a ...any) {
 		if req.Log != nil {
 			fmt.Fprintf(req.Log, "%s: "+format+"\n", append([]any{c.Label()}, a...)...)
+		}
+	}
+	// The signature first: a certificate that Barbican lacks or that does not match the key, or a
+	// Barbican that is down, stops the upload before Glance has anything.
+	if req.Signing != nil {
+		if _, err := req.Signing.properties(ctx, c, req); err != nil {
+			return nil, err
 		}
 	}
 	// Another run's upload of this name in flight is waited for, not taken for a leftover.
@@ -220,6 +229,9 @@ func reuse(ctx context.Context, c *Cloud, req *Request, res *Result, img images.
 		return nil, fmt.Errorf("an image named %q already exists (%s) with different content (%s %s..., the file's %s...); use --on-exists replace to upload anew and remove it, or choose another --name",
 			req.Name, img.ID, algo, short(remote), short(local))
 	}
+	if err := req.Signing.sameCertificate(c, img); err != nil {
+		return nil, fmt.Errorf("an image named %q already exists (%s) with the same content but %v; use --on-exists replace to upload it signed, or choose another --name", req.Name, img.ID, err)
+	}
 	fillResult(res, &img)
 	res.Action = "reused"
 	return res, nil
@@ -290,6 +302,9 @@ func interruptedUpload(c *Cloud, err error, orphans []string) error {
 func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image, orphan string, err error) {
 	props := map[string]string{PropertyUploadOwner: selfOwner}
 	for k, v := range req.Metadata.Properties {
+		props[k] = v
+	}
+	for k, v := range req.Signing.cached(c) {
 		props[k] = v
 	}
 	opts := images.CreateOpts{
