@@ -36,7 +36,7 @@ func addSysextHashFlags(f *pflag.FlagSet, s *sysextHashFlags) {
 	f.BoolVar(&s.insecure, "insecure-no-hash", false, "DANGEROUS: --flavor sysext without verification.hash (nodes boot whatever the server sends)")
 	f.StringVar(&s.sysupdateURL, "sysupdate-url", "", "--flavor sysext|sysext-baked: the self-hosted bakery (sysext publish) nodes take Kubernetes patch updates from with systemd-sysupdate")
 	f.StringVar(&s.sysupdateKey, "sysupdate-key", "", "with --sysupdate-url: the public OpenPGP key FILE of a bakery published with --sign-key; installed as "+sysext.ImportPubring+" and the transfer says Verify=true")
-	f.StringVar(&s.arch, "arch", "", "--flavor sysext: the nodes' architecture, amd64 (x86-64) or arm64, naming kubernetes-<version>-<arch>.raw (default: from --sysext FILE or --from-record, else amd64); a different one there is refused")
+	f.StringVar(&s.arch, "arch", "", "--flavor sysext: the nodes' architecture, amd64 (x86-64) or arm64, naming kubernetes-<version>-<arch>.raw (default: from --sysext FILE or --from-record, else amd64); a different one there is refused (the other flavors' image carries its own)")
 }
 
 // sysextArch is the at-boot sysext's architecture from --arch, --sysext FILE (its
@@ -75,9 +75,8 @@ func (s *sysextHashFlags) fill(ctx context.Context, flavor string, values map[st
 		}
 	}
 	if flavor != capo.FlavorSysext {
-		if s.arch != "" {
-			return "", Usagef("--arch is for --flavor sysext (the flavor that downloads kubernetes-<version>-<arch>.raw at boot); the other flavors' image carries its architecture")
-		}
+		// The other flavors' image carries its architecture; --arch (often FLATCAR_CAPO_ARCH,
+		// set for build in the same job) names nothing here.
 		return "", nil
 	}
 	if arch, err = s.sysextArch(rec); err != nil {
