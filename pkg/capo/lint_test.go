@@ -281,3 +281,57 @@ spec:
 		}
 	}
 }
+
+// A ClusterClass's patch that sets its machine templates' image makes the template's own image
+// a placeholder: image-filter does not ask for an ORC Image (or a Glance image) by that name.
+func TestLintImagePatchedByClusterClass(t *testing.T) {
+	tmpl := `apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: OpenStackMachineTemplate
+metadata:
+  name: cp
+spec:
+  template:
+    spec:
+      flavor: m1
+      image:
+        imageRef:
+          name: placeholder
+`
+	class := `apiVersion: cluster.x-k8s.io/v1beta2
+kind: ClusterClass
+metadata:
+  name: c
+spec:
+  controlPlane:
+    machineInfrastructure:
+      templateRef:
+        apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+        kind: OpenStackMachineTemplate
+        name: cp
+  patches:
+  - name: image
+    definitions:
+    - selector:
+        apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+        kind: OpenStackMachineTemplate
+        matchResources:
+          controlPlane: true
+      jsonPatches:
+      - op: replace
+        path: /spec/template/spec/image/imageRef/name
+        valueFrom:
+          variable: imageRef
+`
+	for _, tc := range []struct {
+		doc  string
+		want bool
+	}{{tmpl, true}, {tmpl + "---\n" + class, false}} {
+		rep, err := Lint(context.Background(), []Input{{Name: "c.yaml", Data: []byte(tc.doc)}}, LintOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(findingLines(rep), RuleImageFilter); got != tc.want {
+			t.Errorf("image-filter reported %v, want %v:\n%s", got, tc.want, findingLines(rep))
+		}
+	}
+}
