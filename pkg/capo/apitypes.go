@@ -130,3 +130,67 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	fieldCache.Store(t, fields)
 	return fields
 }
+
+// checkedGroup: the API groups whose documents lint decodes into upstream types, so a document
+// of an apiVersion it has no type for must say that it went unchecked.
+func checkedGroup(group string) bool {
+	return strings.HasSuffix(group, "cluster.x-k8s.io") || group == "openstack.k-orc.cloud"
+}
+
+// knownVersions lists the apiVersions of group that have a type for kind.
+func knownVersions(group, kind string) []string {
+	var out []string
+	for _, v := range []string{"v1alpha1", "v1beta1", "v1beta2"} {
+		if t, _, _ := apimirror.Lookup(group+"/"+v, kind); t != nil {
+			out = append(out, group+"/"+v)
+		}
+	}
+	return out
+}
+
+// uncheckedNewer reports a document of a checked group that lint has no type for, when its
+// apiVersion is newer than every version it has one for (or the kind has none): a release this
+// build does not know. Older versions (CAPO v1alpha5 to v1alpha7) are linted by the
+// version-independent rules, as documented.
+func uncheckedNewer(d *Document) (known []string, ok bool) {
+	if typeOf(d) != nil || !checkedGroup(d.Group()) {
+		return nil, false
+	}
+	known = knownVersions(d.Group(), d.Kind)
+	_, version, _ := strings.Cut(d.APIVersion, "/")
+	for _, k := range known {
+		_, kv, _ := strings.Cut(k, "/")
+		if versionRank(version) <= versionRank(kv) {
+			return nil, false
+		}
+	}
+	return known, true
+}
+
+// versionRank orders Kubernetes API versions: v1alpha1 < v1beta1 < v1beta2 < v1 < v2alpha1.
+func versionRank(v string) int {
+	rest, ok := strings.CutPrefix(v, "v")
+	if !ok {
+		return -1
+	}
+	digits := func(s string) (int, string) {
+		n, i := 0, 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			n = n*10 + int(s[i]-'0')
+		}
+		return n, s[i:]
+	}
+	major, rest := digits(rest)
+	rank := major * 1000
+	switch {
+	case rest == "":
+		return rank + 999
+	case strings.HasPrefix(rest, "alpha"):
+		minor, _ := digits(rest[len("alpha"):])
+		return rank + minor
+	case strings.HasPrefix(rest, "beta"):
+		minor, _ := digits(rest[len("beta"):])
+		return rank + 100 + minor
+	}
+	return -1
+}

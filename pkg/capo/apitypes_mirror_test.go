@@ -224,6 +224,20 @@ func corpus(t *testing.T) []*Document {
 			}
 		}
 	}
+	for _, flavor := range []string{FlavorBaked, FlavorSysextBaked} {
+		for _, withoutLB := range []bool{false, true} {
+			values := allValues(t, CAPIv1beta2)
+			delete(values, VarSysextURL)
+			if withoutLB {
+				delete(values, "CONTROL_PLANE_MACHINE_COUNT")
+			}
+			r, err := Render(RenderOptions{Flavor: flavor, Values: values, ClusterClass: true, WithoutAPILoadBalancer: withoutLB})
+			if err != nil {
+				t.Fatalf("clusterclass %s: %v", flavor, err)
+			}
+			add(fmt.Sprintf("clusterclass-%s-lb=%v", flavor, !withoutLB), r.Manifest)
+		}
+	}
 	add("lint_test.go", []byte(lintLastAppliedKCP+"---\n"+lintMachineDeploymentV1beta2+"---\n"+lintFuzzSeedKCP))
 	for _, glob := range []string{"../../testdata/*/*.yaml", "../../examples/*/*.yaml"} {
 		files, _ := filepath.Glob(glob)

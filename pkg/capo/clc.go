@@ -71,9 +71,32 @@ func (r *CLCResult) addReport(rep report.Report) {
 		if line == 0 {
 			line = yamlErrorLine(errors.New(e.Message)) // the YAML parser puts it in the text only
 		}
+		if lines, ok := yamlTypeErrors(e.Message); ok && e.Line == 0 {
+			// One entry for every mistyped value: each is its own finding, at its own line.
+			for _, l := range lines {
+				r.Issues = append(r.Issues, CLCIssue{Severity: e.Kind.String(), Line: yamlErrorLine(errors.New(l)),
+					Message: "yaml: " + l})
+			}
+			continue
+		}
 		r.Issues = append(r.Issues, CLCIssue{Severity: e.Kind.String(), Line: line, Column: e.Column,
 			Message: strings.TrimSpace(e.Message)})
 	}
+}
+
+// yamlTypeErrors splits yaml.v2's "yaml: unmarshal errors:" message into its "line N: ..." lines.
+func yamlTypeErrors(msg string) ([]string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(msg), "yaml: unmarshal errors:")
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	for _, l := range strings.Split(rest, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "line ") {
+			out = append(out, l)
+		}
+	}
+	return out, len(out) > 0
 }
 
 // ValidateIgnition round-trips a config through Ignition's own 2.3 parser and validator, as

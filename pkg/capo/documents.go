@@ -24,6 +24,9 @@ type Document struct {
 
 	node *yaml.Node
 	obj  map[string]any
+	// refErrors are the clusterctl variable references of a template that clusterctl refuses
+	// (ParseTemplateDocuments only).
+	refErrors []refError
 }
 
 // Group is the API group of the document's apiVersion ("" for core).
@@ -46,6 +49,18 @@ func (d *Document) String() string {
 // ParseDocuments splits a multi-document YAML stream. Empty documents are skipped; a syntax
 // error ends the stream and is returned together with the documents read before it.
 func ParseDocuments(file string, data []byte) ([]*Document, error) {
+	return parseDocuments(file, data, false)
+}
+
+// ParseTemplateDocuments is ParseDocuments for a clusterctl template: each value is read as
+// clusterctl's variable defaults make it (ResolveDefaults, then typed again as YAML types an
+// unquoted value), so rules check what a default gives; references without a default stay
+// verbatim.
+func ParseTemplateDocuments(file string, data []byte) ([]*Document, error) {
+	return parseDocuments(file, data, true)
+}
+
+func parseDocuments(file string, data []byte, template bool) ([]*Document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*Document
 	for index := 0; ; index++ {
@@ -64,11 +79,15 @@ func ParseDocuments(file string, data []byte) ([]*Document, error) {
 		if node.Kind != yaml.MappingNode {
 			return docs, fmt.Errorf("%s: document %d (line %d) is not a mapping", file, index, node.Line)
 		}
+		var refErrs []refError
+		if template {
+			refErrs = resolveNodeDefaults(node)
+		}
 		var obj map[string]any
 		if err := node.Decode(&obj); err != nil {
 			return docs, fmt.Errorf("%s: document %d (line %d): %w", file, index, node.Line, err)
 		}
-		d := &Document{File: file, Index: index, Line: node.Line, node: node, obj: obj}
+		d := &Document{File: file, Index: index, Line: node.Line, node: node, obj: obj, refErrors: refErrs}
 		d.APIVersion, _ = obj["apiVersion"].(string)
 		d.Kind, _ = obj["kind"].(string)
 		d.Name = getString(obj, "metadata", "name")

@@ -11,11 +11,13 @@ import (
 var DecodeUpstream = decodeUpstream
 
 // Template is the embedded baked-flavor cluster template for a CAPI API version, unrendered.
-func Template(capiAPI string) ([]byte, error) { return flavorTemplate(FlavorBaked, capiAPI, nil) }
+func Template(capiAPI string) ([]byte, error) {
+	return flavorTemplate(FlavorBaked, capiAPI, false, nil)
+}
 
 // FlavorTemplate is the cluster template of a flavor for a CAPI API version, unrendered.
 func FlavorTemplate(flavor, capiAPI string) ([]byte, error) {
-	return flavorTemplate(flavor, capiAPI, nil)
+	return flavorTemplate(flavor, capiAPI, false, nil)
 }
 
 // ImageSnippet returns the OpenStackMachineTemplate documents (control plane and workers)

@@ -34,11 +34,11 @@ var Flavors = []Flavor{
 	{FlavorSysextBaked, "built by 'build --method sysext': the Kubernetes sysext inside the image",
 		"no download at boot; update-engine and locksmithd masked so that nodes do not reboot on their own"},
 	{FlavorSysext, "Flatcar's stock OpenStack image",
-		"Ignition downloads kubernetes-${KUBERNETES_VERSION}-x86-64.raw at first boot from " + VarSysextURL + " (default " + DefaultSysextURL + ") and links it as /etc/extensions/kubernetes.raw; update-engine and locksmithd masked"},
+		"Ignition downloads kubernetes-${KUBERNETES_VERSION}-<arch>.raw (x86-64, or arm64 from --arch, --sysext or --from-record) at first boot from " + VarSysextURL + " (default " + DefaultSysextURL + ") and links it as /etc/extensions/kubernetes.raw; update-engine and locksmithd masked"},
 }
 
 // VarSysextURL is the sysext flavor's variable: the directory URL serving
-// kubernetes-<version>-x86-64.raw (a local mirror for clouds without internet access).
+// kubernetes-<version>-<arch>.raw (a local mirror for clouds without internet access).
 const (
 	VarSysextURL     = "KUBERNETES_SYSEXT_URL"
 	DefaultSysextURL = "https://extensions.flatcar.org/extensions"
@@ -64,7 +64,7 @@ var flavorHeaders = map[string][]string{
 	},
 	FlavorSysext: {
 		"Flavor sysext (CAPO's flatcar-sysext): for Flatcar's stock OpenStack image. Ignition downloads",
-		"kubernetes-${KUBERNETES_VERSION}-x86-64.raw from KUBERNETES_SYSEXT_URL at first boot (make one with",
+		"kubernetes-${KUBERNETES_VERSION}-<arch>.raw from KUBERNETES_SYSEXT_URL at first boot (make one with",
 		"'flatcar-capo sysext create' for a mirror) and links it as /etc/extensions/kubernetes.raw.",
 	},
 }
@@ -73,8 +73,8 @@ var flavorHeaders = map[string][]string{
 // template of that API version (templates/cluster-template-flatcar*.yaml) with the flavor's
 // additionalConfig (templates/clc/<flavor>.yaml, changed by edit when not nil) in both bootstrap
 // configs. Nothing else differs between flavors, so nothing is kept twice.
-func flavorTemplate(flavor, capiAPI string, edit func(string) (string, error)) ([]byte, error) {
-	name, err := templateFile(flavor, capiAPI)
+func flavorTemplate(flavor, capiAPI string, clusterClass bool, edit func(string) (string, error)) ([]byte, error) {
+	name, err := templateFile(flavor, capiAPI, clusterClass)
 	if err != nil {
 		return nil, err
 	}
@@ -97,19 +97,28 @@ func flavorTemplate(flavor, capiAPI string, edit func(string) (string, error)) (
 }
 
 // templateFile is the base template of capiAPI, after checking the flavor's name.
-func templateFile(flavor, capiAPI string) (string, error) {
+func templateFile(flavor, capiAPI string, clusterClass bool) (string, error) {
 	name := "cluster-template-flatcar"
 	switch flavor {
 	case "", FlavorBaked, FlavorSysextBaked, FlavorSysext:
 	default:
 		return "", fmt.Errorf("unknown flavor %q: use %s", flavor, strings.Join(FlavorNames(), ", "))
 	}
+	if clusterClass {
+		switch {
+		case flavor == FlavorSysext:
+			return "", fmt.Errorf("--clusterclass with --flavor sysext: that flavor downloads a file named for one Kubernetes version, and a ClusterClass leaves the version to each Cluster (topology.version); use --flavor baked or sysext-baked (the sysext in the image)")
+		case capiAPI == CAPIv1beta1:
+			return "", fmt.Errorf("--clusterclass renders CAPI v1beta2 (ClusterClass with templateRef, CAPI 1.11+); drop --capi-api v1beta1")
+		}
+		return "clusterclass-flatcar-v1beta2.yaml", nil
+	}
 	switch capiAPI {
-	case "", CAPIv1beta1:
-	case CAPIv1beta2:
+	case "", CAPIv1beta2:
 		name += "-v1beta2"
+	case CAPIv1beta1:
 	default:
-		return "", fmt.Errorf("unknown CAPI API version %q: use %s or %s (CAPI 1.11+)", capiAPI, CAPIv1beta1, CAPIv1beta2)
+		return "", fmt.Errorf("unknown CAPI API version %q: use %s (CAPI 1.11+, the default) or %s (older CAPI)", capiAPI, CAPIv1beta2, CAPIv1beta1)
 	}
 	return name + ".yaml", nil
 }

@@ -81,7 +81,11 @@ func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, e
 	l := &linter{capi: capi, clc: map[string]*CLCResult{}}
 	var docs []*Document
 	for _, in := range inputs {
-		ds, err := ParseDocuments(in.Name, in.Data)
+		parse := ParseDocuments // a manifest for kubectl: its ${...} are the node's shell's
+		if IsClusterctlTemplate(in.Data) {
+			parse = ParseTemplateDocuments
+		}
+		ds, err := parse(in.Name, in.Data)
 		docs = append(docs, ds...)
 		if err != nil {
 			l.findings = append(l.findings, newFinding(&Document{File: in.Name, Line: yamlErrorLine(err)}, RuleYAML, nil, err.Error()))
@@ -183,6 +187,20 @@ func (l *linter) transpile(src string) *CLCResult {
 // checkDocument runs the rules that need one document only.
 func (l *linter) checkDocument(d *Document) []Finding {
 	var out []Finding
+	for _, e := range d.refErrors {
+		f := newFinding(d, RuleVariableSyntax, nil, e.err.Error())
+		f.Line = e.line
+		out = append(out, f)
+	}
+	if known, ok := uncheckedNewer(d); ok {
+		knows := "no version of " + d.Kind
+		if len(known) > 0 {
+			knows = strings.Join(known, ", ")
+		}
+		out = append(out, newFinding(d, RuleUncheckedAPI, Path{"apiVersion"},
+			fmt.Sprintf("%s %s is not checked: this flatcar-capo has no Go type for apiVersion %s (it knows %s)",
+				d.APIVersion, d.Kind, d.APIVersion, knows)))
+	}
 	unknown := UnknownFields(d)
 	sort.Slice(unknown, func(i, j int) bool { return unknown[i].String() < unknown[j].String() })
 	for _, p := range unknown {

@@ -227,3 +227,111 @@ func FuzzLint(f *testing.F) {
 		}
 	})
 }
+
+func TestVersionRank(t *testing.T) {
+	order := []string{"v1alpha1", "v1alpha7", "v1beta1", "v1beta2", "v1", "v2alpha1", "v2"}
+	for i := 1; i < len(order); i++ {
+		if versionRank(order[i-1]) >= versionRank(order[i]) {
+			t.Errorf("versionRank(%s) >= versionRank(%s)", order[i-1], order[i])
+		}
+	}
+}
+
+// CABPK refuses every transpiler warning under strict: true, so lint reports it as an error there.
+func TestLintCLCStrict(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/lint/clusterctl-variables.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict := strings.Replace(string(data), "        containerLinuxConfig:\n", "        containerLinuxConfig:\n          strict: true\n", 1)
+	rep, err := Lint(context.Background(), []Input{{Name: "strict.yaml", Data: []byte(strict)}}, LintOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := findingLines(rep)
+	if !strings.Contains(got, "error clc-invalid document=0 line=25 ") || strings.Contains(got, "clc-warning") {
+		t.Fatalf("strict: true: findings\n%s", got)
+	}
+	if !strings.Contains(rep.Findings[0].Message, "strict: true: CABPK refuses the config") {
+		t.Fatalf("message %q", rep.Findings[0].Message)
+	}
+}
+
+// A manifest for kubectl (rendered: only the node's ${COREOS_*} left) is read as it is: its
+// references are for the node's shell, where clusterctl's syntax rules do not apply.
+func TestLintRenderedManifestKeepsShellSyntax(t *testing.T) {
+	doc := `apiVersion: bootstrap.cluster.x-k8s.io/v1beta2
+kind: KubeadmConfig
+metadata:
+  name: n
+spec:
+  preKubeadmCommands:
+  - echo ${COREOS_OPENSTACK_HOSTNAME-none}
+`
+	for _, tc := range []struct {
+		doc  string
+		want bool
+	}{{doc, false}, {doc + "  postKubeadmCommands:\n  - echo $${X} ${CLUSTER_NAME}\n", true}} {
+		rep, err := Lint(context.Background(), []Input{{Name: "m.yaml", Data: []byte(tc.doc)}}, LintOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(findingLines(rep), RuleVariableSyntax); got != tc.want {
+			t.Errorf("clusterctl-variable reported %v, want %v:\n%s", got, tc.want, findingLines(rep))
+		}
+	}
+}
+
+// A ClusterClass's patch that sets its machine templates' image makes the template's own image
+// a placeholder: image-filter does not ask for an ORC Image (or a Glance image) by that name.
+func TestLintImagePatchedByClusterClass(t *testing.T) {
+	tmpl := `apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: OpenStackMachineTemplate
+metadata:
+  name: cp
+spec:
+  template:
+    spec:
+      flavor: m1
+      image:
+        imageRef:
+          name: placeholder
+`
+	class := `apiVersion: cluster.x-k8s.io/v1beta2
+kind: ClusterClass
+metadata:
+  name: c
+spec:
+  controlPlane:
+    machineInfrastructure:
+      templateRef:
+        apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+        kind: OpenStackMachineTemplate
+        name: cp
+  patches:
+  - name: image
+    definitions:
+    - selector:
+        apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+        kind: OpenStackMachineTemplate
+        matchResources:
+          controlPlane: true
+      jsonPatches:
+      - op: replace
+        path: /spec/template/spec/image/imageRef/name
+        valueFrom:
+          variable: imageRef
+`
+	for _, tc := range []struct {
+		doc  string
+		want bool
+	}{{tmpl, true}, {tmpl + "---\n" + class, false}} {
+		rep, err := Lint(context.Background(), []Input{{Name: "c.yaml", Data: []byte(tc.doc)}}, LintOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(findingLines(rep), RuleImageFilter); got != tc.want {
+			t.Errorf("image-filter reported %v, want %v:\n%s", got, tc.want, findingLines(rep))
+		}
+	}
+}

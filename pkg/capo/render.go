@@ -14,8 +14,8 @@ import (
 
 // CAPI API versions a template can be rendered for.
 const (
-	CAPIv1beta1 = "v1beta1" // every CAPI release with Ignition support (default)
-	CAPIv1beta2 = "v1beta2" // CAPI 1.11 and newer
+	CAPIv1beta1 = "v1beta1" // every CAPI release with Ignition support; CAPI stops serving it in 1.16
+	CAPIv1beta2 = "v1beta2" // CAPI 1.11 and newer (default: CAPO v0.14 needs CAPI 1.12+)
 )
 
 // Variable names of the cluster template (clusterctl's and CAPO's names).
@@ -27,7 +27,7 @@ const (
 
 // RenderOptions selects the template and the variables to fill.
 type RenderOptions struct {
-	// CAPIAPI is CAPIv1beta1 (default) or CAPIv1beta2.
+	// CAPIAPI is CAPIv1beta2 (default) or CAPIv1beta1.
 	CAPIAPI string
 	// Flavor is FlavorBaked (default), FlavorSysextBaked or FlavorSysext.
 	Flavor string
@@ -44,6 +44,15 @@ type RenderOptions struct {
 	// SysupdateKeyring (sysext.PublicKeyring) makes the transfer Verify=true and installs the
 	// keyring as systemd-sysupdate's.
 	SysupdateKeyring []byte
+	// SysextArch is the sysext flavor's architecture in systemd's spelling (x86-64, arm64;
+	// DefaultSysextArch when empty): it names the file downloaded at boot (SysextArchOf).
+	SysextArch string
+	// WithoutAPILoadBalancer renders CAPO's without-lb variant: no Octavia load balancer, the
+	// API server's floating IP on the one control plane machine.
+	WithoutAPILoadBalancer bool
+	// ClusterClass renders a Flatcar ClusterClass with its templates and a Cluster using it
+	// through topology (image, machine flavors and the rest as the Cluster's variables).
+	ClusterClass bool
 }
 
 // Rendered is a rendered and validated cluster template.
@@ -79,10 +88,21 @@ func Render(opts RenderOptions) (*Rendered, error) {
 }
 
 func render(opts RenderOptions) (*Rendered, error) {
-	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI,
-		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.SysupdateKeyring, opts.Values[VarKubernetesVersion]))
+	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI, opts.ClusterClass,
+		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.SysupdateKeyring, opts.Values[VarKubernetesVersion], opts.SysextArch))
 	if err != nil {
 		return nil, err
+	}
+	if opts.WithoutAPILoadBalancer {
+		if _, ok := opts.Values[varControlPlaneCount]; ok {
+			return nil, fmt.Errorf("%s: without an API server load balancer the control plane is one machine (its floating IP is the API server's address), as in CAPO's without-lb template; drop --set %s or keep the load balancer", varControlPlaneCount, varControlPlaneCount)
+		}
+		if tmpl, err = withoutAPILoadBalancer(tmpl); err != nil {
+			return nil, err
+		}
+	}
+	if opts.ClusterClass && opts.ImageRef != "" && opts.ImageRef != ImageRefFilter || opts.ClusterClass && opts.ImageSource != nil {
+		return nil, fmt.Errorf("--clusterclass names the image by its Glance name (the Cluster's imageName variable): --image-ref %s and --image-source are not for it", opts.ImageRef)
 	}
 	_, byID := opts.Values[VarImageID]
 	if opts.ImageRef == ImageRefID && opts.Values[VarImageName] != "" {
@@ -119,7 +139,7 @@ func render(opts RenderOptions) (*Rendered, error) {
 	r.Flavor = cmp.Or(r.Flavor, FlavorBaked)
 	// Validate a fully filled copy: sample values stand in for what clusterctl fills later.
 	full := map[string]string{}
-	for _, name := range vars {
+	for _, name := range missing { // the others have a value or a default
 		full[name] = sampleValue(name)
 	}
 	for k, v := range opts.Values {

@@ -25,6 +25,9 @@ const (
 	RuleGzip             = "ignition-gzip"
 	RuleBase64OldCAPI    = "ignition-base64"
 	RuleCLCInvalid       = "clc-invalid"
+	RuleCLCWarning       = "clc-warning"
+	RuleVariableSyntax   = "clusterctl-variable"
+	RuleUncheckedAPI     = "api-version-unchecked"
 	RuleKubeadmOrdering  = "kubeadm-after-containerd"
 	RuleEnvironmentFile  = "metadata-environment-file"
 	RuleNodeName         = "node-name-metadata"
@@ -55,6 +58,8 @@ var Rules = []Rule{
 		"Fix the YAML syntax at the reported line; nothing after it was checked."},
 	{RuleUnknownField, SeverityWarning, "A field that the upstream Go type of the document (CAPI v1beta1/v1beta2, CAPO v1beta1) does not have: the API server rejects it under strict field validation or drops it silently.",
 		"Check the spelling and the API version; move the field to where the type defines it."},
+	{RuleUncheckedAPI, SeverityWarning, "A Cluster API or ORC document whose apiVersion/kind this flatcar-capo has no upstream Go type for, so its fields are not checked (a misspelt field goes unnoticed). CAPO's infrastructure.cluster.x-k8s.io/v1beta2 (CAPO v0.15) is one: its Go module is not available to this build, which knows CAPO v0.14.7's v1beta1.",
+		"Check the document with the provider's own validation (kubectl apply --dry-run=server against a management cluster with that CAPO), or use the infrastructure.cluster.x-k8s.io/v1beta1 documents that flatcar-capo manifests renders (CAPO v0.14's API, checked)."},
 	{RuleFlatcarFormat, SeverityError, "A MachineDeployment, MachineSet, Machine or KubeadmControlPlane pairs a Flatcar image with a bootstrap config whose format is cloud-config (the default): Flatcar has no cloud-init and the node never joins.",
 		"Set format: ignition in the KubeadmConfigSpec and add the Ignition settings (flatcar-capo manifests shows a complete template); CAPI needs EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION=true."},
 	{RuleRetryJoin, SeverityError, "useExperimentalRetryJoin is set together with format: ignition; CABPK does not support it with Ignition.",
@@ -63,8 +68,12 @@ var Rules = []Rule{
 		"Store the file uncompressed (plain or base64 encoding), or ship it through additionalConfig."},
 	{RuleBase64OldCAPI, SeverityError, "A base64-encoded file with format: ignition on CAPI before 1.2.0: the file is written to disk still encoded.",
 		"Upgrade CAPI to 1.2.0 or newer, or store the content as plain text."},
-	{RuleCLCInvalid, SeverityError, "additionalConfig is not a valid Container Linux Config, or the transpiler warns about it (unrecognized keys, defaults). With strict: false (the default) CABPK drops such content silently.",
-		"Correct the reported line of additionalConfig (the transpiler's message says what it expects); set strict: true so CABPK refuses invalid content instead of dropping it."},
+	{RuleCLCInvalid, SeverityError, "additionalConfig is not a valid Container Linux Config: the transpiler (or Ignition's validation of its output) refuses it, so CABPK produces no bootstrap data; or it warns and the config sets strict: true, under which CABPK refuses every warning.",
+		"Correct the reported line of additionalConfig (the transpiler's message says what it expects)."},
+	{RuleCLCWarning, SeverityWarning, "The Container Linux Config transpiler warns about additionalConfig (an unrecognized key, a default it applies such as mode 0644), or cannot check a value that a clusterctl variable without a default gives. With strict: false (the default) CABPK logs the warning and keeps the config: the content behind an unrecognized key is dropped, a defaulted file is written.",
+		"Read the transpiler's message: correct an unrecognized key, or state the default (e.g. mode: 0644) to silence it; give a variable a default (${VAR:=value}) to have its value checked."},
+	{RuleVariableSyntax, SeverityError, "A ${...} reference that clusterctl's envsubst (drone/envsubst) refuses, such as ${VAR-default} or an unclosed brace: clusterctl generate cluster fails on the whole template.",
+		"Use a form envsubst accepts (${VAR}, ${VAR:=default}, ${VAR:-default}, ${VAR%suffix}, ...), or escape it as $${...} when the shell on the node should see it."},
 	{RuleKubeadmOrdering, SeverityError, "kubeadm.service is not ordered after containerd.service: kubeadm can start before the container runtime and fail (image-builder #939).",
 		"Add a kubeadm.service drop-in in additionalConfig:\n" + kubeadmDropinExample},
 	{RuleEnvironmentFile, SeverityError, "kubeadm.service does not load EnvironmentFile=/run/metadata/flatcar, so the COREOS_OPENSTACK_* variables from coreos-metadata are not available to envsubst in preKubeadmCommands. systemd does not expand globs such as /run/metadata/*.",

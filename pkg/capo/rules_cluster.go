@@ -221,8 +221,8 @@ func (l *linter) checkImages(ctx context.Context, docs []*Document, lookup, minD
 			f := getMap(orc.obj, "spec", "import", "filter")
 			img = imageFilter{Name: getString(f, "name"), Tags: getStrings(f, "tags"), Path: img.Path}
 		}
-		if !ok || img.ID != "" || strings.Contains(img.Name+strings.Join(img.Tags, ""), "${") {
-			continue // an ID is exact; a template variable is not known yet
+		if !ok || img.ID != "" || strings.Contains(img.Name+strings.Join(img.Tags, ""), "${") || imagePatchedByClass(docs, d) {
+			continue // an ID is exact; a template variable or a ClusterClass patch is not known yet
 		}
 		key := img.String()
 		n, cached := counts[key]
@@ -266,7 +266,7 @@ func (l *linter) checkImageRefs(docs []*Document) []Finding {
 	var out []Finding
 	for _, d := range docs {
 		img, ok := imageOf(machineSpec(d))
-		if !ok || img.Ref == "" || strings.Contains(img.Ref, "${") || orcImageNamed(docs, d.Namespace, img.Ref) != nil {
+		if !ok || img.Ref == "" || strings.Contains(img.Ref, "${") || orcImageNamed(docs, d.Namespace, img.Ref) != nil || imagePatchedByClass(docs, d) {
 			continue
 		}
 		out = append(out, newFinding(d, RuleImageFilter, machineSpecPath(d).Child(img.Path...),
@@ -292,4 +292,38 @@ func checkRootVolumes(docs []*Document, minDisk int) []Finding {
 			fmt.Sprintf("rootVolume.sizeGiB is %d, below the image's min_disk of %d GiB", int(n), minDisk)))
 	}
 	return out
+}
+
+// imagePatchedByClass reports an OpenStackMachineTemplate that a linted ClusterClass uses and
+// whose image a patch of that class sets: each Cluster's variables decide the image, not the
+// template.
+func imagePatchedByClass(docs []*Document, d *Document) bool {
+	if d.Kind != "OpenStackMachineTemplate" {
+		return false
+	}
+	for _, c := range docs {
+		if c.Kind != "ClusterClass" || c.Group() != "cluster.x-k8s.io" || c.Namespace != d.Namespace {
+			continue
+		}
+		used := getString(c.obj, "spec", "controlPlane", "machineInfrastructure", "templateRef", "name") == d.Name
+		for _, md := range getList(c.obj, "spec", "workers", "machineDeployments") {
+			used = used || getString(md, "infrastructure", "templateRef", "name") == d.Name
+		}
+		if !used {
+			continue
+		}
+		for _, p := range getList(c.obj, "spec", "patches") {
+			for _, def := range getList(p, "definitions") {
+				if getString(def, "selector", "kind") != d.Kind {
+					continue
+				}
+				for _, jp := range getList(def, "jsonPatches") {
+					if strings.HasPrefix(getString(jp, "path"), "/spec/template/spec/image") {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }

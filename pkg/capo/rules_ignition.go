@@ -40,11 +40,28 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		add(RuleAdditionalSize, acPath, "additionalConfig is %d bytes, over CAPI's limit of %d", len(src), AdditionalConfigLimit)
 	}
 	if hasAC {
-		res := l.transpile(src)
+		// References without a default are checked with a sample value of their shape.
+		res := l.transpile(withSampleValues(src))
 		node, _ := d.walk(b.path.Child(acPath...))
 		offset, exact := clcLineOffset(node)
+		strict, _ := get(b.spec, "ignition", "containerLinuxConfig", "strict")
+		lines := strings.Split(src, "\n")
 		for _, is := range res.Issues {
-			f := newFinding(d, RuleCLCInvalid, b.path.Child(acPath...), "additionalConfig: "+is.String())
+			rule, msg := RuleCLCInvalid, "additionalConfig: "+is.String()
+			_, unresolved, _ := ResolveDefaults(lineOf(lines, is.Line))
+			switch {
+			case is.Severity == "error" && len(unresolved) > 0:
+				// A sample value of the wrong type, not the value the node gets.
+				rule, msg = RuleCLCWarning, fmt.Sprintf("%s; the value comes from %s, which has no default: lint cannot check it", msg, strings.Join(unresolved, ", "))
+			case is.Severity != "error" && strict == true:
+				msg += " (strict: true: CABPK refuses the config)"
+			case is.Severity != "error":
+				rule = RuleCLCWarning // CABPK logs it and keeps the config
+				if strings.Contains(is.Message, "unrecognized key") {
+					msg += " (CABPK keeps the config without this key: what it sets never reaches the node)"
+				}
+			}
+			f := newFinding(d, rule, b.path.Child(acPath...), msg)
 			if is.Line > 0 && exact {
 				f.Line = offset + is.Line
 			}
@@ -106,6 +123,14 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		add(RuleEnvsubst, Path{"preKubeadmCommands"}, "the kubeadm configuration references ${COREOS_OPENSTACK_*} but no preKubeadmCommand runs envsubst on /etc/kubeadm.yml")
 	}
 	return out
+}
+
+// lineOf is line n (from 1) of lines, "" when there is none.
+func lineOf(lines []string, n int) string {
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	return lines[n-1]
 }
 
 func isMetadataProviderID(v string) bool {

@@ -16,6 +16,7 @@ import (
 
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
 	kubeadmv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
+	kubeadmv1beta2 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
@@ -147,7 +148,14 @@ func workerIgnition(t *testing.T, manifest string) igntypes.Config {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := capo.TranspileCLC(v.(*kubeadmv1beta1.KubeadmConfigTemplate).Spec.Template.Spec.Ignition.ContainerLinuxConfig.AdditionalConfig)
+		var clc string
+		switch k := v.(type) {
+		case *kubeadmv1beta2.KubeadmConfigTemplate: // manifests' default
+			clc = k.Spec.Template.Spec.Ignition.ContainerLinuxConfig.AdditionalConfig
+		case *kubeadmv1beta1.KubeadmConfigTemplate:
+			clc = k.Spec.Template.Spec.Ignition.ContainerLinuxConfig.AdditionalConfig
+		}
+		res := capo.TranspileCLC(clc)
 		if res.Fatal || len(res.Issues) > 0 {
 			t.Fatalf("CLC: %v", res.Issues)
 		}

@@ -26,9 +26,16 @@ v1alpha5 to v1beta1 documents) and reports, with the file, line, document and fi
 fix: a Flatcar image with cloud-config bootstrap data, useExperimentalRetryJoin or gzip files with
 Ignition, base64 files on CAPI before 1.2.0, kubeadm.service not ordered after containerd, node
 name or providerID not from coreos-metadata, a missing EnvironmentFile=/run/metadata/flatcar,
-Container Linux Config that the transpiler rejects or warns about (CABPK drops it silently with
-strict: false), user-data over Nova's 64 KiB, a KubeadmControlPlane whose format changes on a CAPI
-release that refuses it, and fields unknown to the CAPI/CAPO API types.
+Container Linux Config that the transpiler rejects (an error) or warns about (a warning, as CABPK
+logs it and keeps the config; an error under strict: true), user-data over Nova's 64 KiB, a
+KubeadmControlPlane whose format changes on a CAPI release that refuses it, and fields unknown to
+the CAPI/CAPO API types. Documents of an apiVersion newer than this build's types, such as CAPO
+v0.15's infrastructure.cluster.x-k8s.io/v1beta2, are reported as unchecked (a warning).
+
+clusterctl templates are read as clusterctl fills them: every ${...} form of its envsubst
+(${VAR:=default}, ${VAR%.*}, ${VAR//a/b}, ${#VAR}, ...; $$ escapes) is understood, a value is
+checked as its default makes it (mask: ${FLATCAR_DISABLE_AUTO_UPDATE:=true} is the boolean true),
+and a form clusterctl refuses (${VAR-default}) is an error.
 
 To check a migration (e.g. Ubuntu to Flatcar), give the current and the desired manifests in that
 order: a KubeadmControlPlane that appears in both is compared.

@@ -26,6 +26,7 @@ func newManifestsCommand() *cobra.Command {
 		imageName, k8sVersion, clusterName string
 		capiAPI, outputFile                string
 		flavor, sysextURL, k8sMirror       string
+		apiLoadBalancer, clusterClass      bool
 		im                                 imageRefFlags
 		sh                                 sysextHashFlags
 	)
@@ -37,6 +38,21 @@ func newManifestsCommand() *cobra.Command {
 Secret, Cluster, OpenStackCluster, KubeadmControlPlane, OpenStackMachineTemplates for control plane
 and workers, MachineDeployment and KubeadmConfigTemplate, with format: ignition, node name and
 providerID from coreos-metadata, and kubeadm.service ordered after containerd.
+
+The documents are CAPI v1beta2 (CAPI 1.11+; CAPO v0.14 needs CAPI 1.12+), or v1beta1 with
+--capi-api v1beta1 for older CAPI releases; CAPO's are infrastructure v1beta1 (CAPO v0.14's API).
+
+The API server sits behind an Octavia load balancer. Clouds without Octavia use
+--api-server-load-balancer=false, CAPO's without-lb template: CAPO attaches the API server's
+floating IP to the one control plane machine. (CAPO documents that a cluster with neither a load
+balancer nor a floating IP needs network configuration beyond a template.)
+
+--clusterclass renders a ClusterClass (CAPI v1beta2) instead: the class
+(${CLUSTER_CLASS_NAME:=flatcar}) with its OpenStackClusterTemplate, KubeadmControlPlaneTemplate, OpenStackMachineTemplates and
+KubeadmConfigTemplate, carrying the flavor's Ignition settings, plus the cluster's Secret and a
+Cluster with topology: version is topology.version, and the variables imageName,
+controlPlaneFlavor, workerFlavor, externalNetworkID, cloudName, dnsNameservers and sshKeyName are
+patched into the templates, so a new image or Kubernetes version is a change of the Cluster.
 
 Placeholders use clusterctl's ${VAR} syntax and CAPO's variable names; fill some with --set (or
 --image-name, --kubernetes-version, --cluster-name) and leave the rest to
@@ -52,7 +68,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
   baked         an image built by 'build' (Packer): Kubernetes installed in it (default)
   sysext-baked  an image built by 'build --method sysext': the Kubernetes sysext is in the image,
                 nothing is downloaded at boot; update-engine and locksmithd are masked
-  sysext        Flatcar's stock OpenStack image: Ignition downloads kubernetes-<version>-x86-64.raw
+  sysext        Flatcar's stock OpenStack image: Ignition downloads kubernetes-<version>-<arch>.raw
                 at first boot from KUBERNETES_SYSEXT_URL (--sysext-url, default
                 ` + capo.DefaultSysextURL + `) and links it as
                 /etc/extensions/kubernetes.raw (CAPO's flatcar-sysext flavor)`,
@@ -60,8 +76,14 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
   flatcar-capo manifests --image-name flatcar-stable-4459.2.0 --output-file flatcar.yaml
   clusterctl generate cluster demo --from flatcar.yaml > demo.yaml
 
-  # Everything filled: a manifest for kubectl, CAPI 1.11+ API
-  flatcar-capo manifests --capi-api v1beta2 --cluster-name demo --set WORKER_MACHINE_COUNT=2 ...
+  # Everything filled: a manifest for kubectl (CAPI v1beta2; --capi-api v1beta1 for CAPI before 1.11)
+  flatcar-capo manifests --cluster-name demo --set WORKER_MACHINE_COUNT=2 ...
+
+  # A cloud without Octavia: no API load balancer, the API server's floating IP on one control plane machine
+  flatcar-capo manifests --image-name flatcar-stable-4459.2.0 --api-server-load-balancer=false
+
+  # A ClusterClass and a Cluster using it (topology): image and version are the Cluster's
+  flatcar-capo manifests --clusterclass --flavor sysext-baked --image-name flatcar-stable-4459.2.0 --output-file flatcar-class.yaml
 
   # Stock Flatcar image, Kubernetes sysext from a mirror inside the cloud (sysext create makes it)
   flatcar-capo manifests --flavor sysext --sysext-url http://10.0.0.5/extensions --kubernetes-version v1.33.4`,
@@ -113,11 +135,13 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				}
 				values[capo.VarKubernetesVersion] = exact
 			}
-			if err := sh.fill(cmd.Context(), flavor, values, im.rec); err != nil {
+			sysextArch, err := sh.fill(cmd.Context(), flavor, values, im.rec)
+			if err != nil {
 				return err
 			}
 			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
-				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysupdateKeyring: sh.keyring})
+				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysupdateKeyring: sh.keyring,
+				SysextArch: sysextArch, WithoutAPILoadBalancer: !apiLoadBalancer, ClusterClass: clusterClass})
 			if err != nil {
 				return err
 			}
@@ -155,9 +179,11 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&k8sMirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where stable.txt and stable-1.NN.txt are read for --kubernetes-version stable or a minor")
 	addNetworkFlags(f, &netOpts) // for the marker files of stable or a minor
 	f.StringVar(&clusterName, "cluster-name", "", "cluster name (sets "+capo.VarClusterName+")")
-	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta1, "CAPI API version of the documents: v1beta1, or v1beta2 for CAPI 1.11+")
+	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta2, "CAPI API version of the documents: v1beta2 (CAPI 1.11+; CAPO v0.14 needs CAPI 1.12+), or v1beta1 for older CAPI (CAPI stops serving it in 1.16)")
 	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
-	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-x86-64.raw (sets "+capo.VarSysextURL+")")
+	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-<arch>.raw (sets "+capo.VarSysextURL+")")
+	f.BoolVar(&apiLoadBalancer, "api-server-load-balancer", true, "an Octavia load balancer in front of the API server; =false for clouds without Octavia renders CAPO's without-lb variant: the API server's floating IP on one control plane machine (CONTROL_PLANE_MACHINE_COUNT is 1)")
+	f.BoolVar(&clusterClass, "clusterclass", false, "a Flatcar ClusterClass with its templates, and a Cluster using it through topology: image, Kubernetes version (topology.version) and machine flavors are the Cluster's; CAPI v1beta2, --flavor baked or sysext-baked")
 	addImageRefFlags(f, &im)
 	addSysextHashFlags(f, &sh)
 	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")

@@ -13,6 +13,13 @@ import (
 
 func TestManifestsCommand(t *testing.T) {
 	r := testutil.Run(t, "manifests", "--image-name", "flatcar-stable-4459.2.0").MustSucceed(t)
+	// CAPI v1beta2 by default (CAPO v0.14 needs CAPI 1.12+); v1beta1 on request.
+	if !strings.Contains(r.Stdout, "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\n") || strings.Contains(r.Stdout, "cluster.x-k8s.io/v1beta1\nkind: Cluster\n") {
+		t.Fatalf("default is not CAPI v1beta2:\n%s", r.Stdout)
+	}
+	if old := testutil.Run(t, "manifests", "--capi-api", "v1beta1").MustSucceed(t).Stdout; !strings.Contains(old, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: KubeadmControlPlane\n") {
+		t.Fatalf("--capi-api v1beta1:\n%s", old)
+	}
 	if !strings.Contains(r.Stdout, "name: flatcar-stable-4459.2.0") || !strings.Contains(r.Stdout, "$${COREOS_OPENSTACK_HOSTNAME}") ||
 		!strings.Contains(r.Stdout, "${CLUSTER_NAME}") {
 		t.Fatalf("template not rendered as a clusterctl template:\n%s", r.Stdout)
@@ -24,7 +31,7 @@ func TestManifestsCommand(t *testing.T) {
 	}
 
 	out := filepath.Join(t.TempDir(), "cluster.yaml")
-	r = testutil.Run(t, "manifests", "--capi-api", "v1beta2", "--cluster-name", "demo", "--kubernetes-version", "1.33.4",
+	r = testutil.Run(t, "manifests", "--cluster-name", "demo", "--kubernetes-version", "1.33.4",
 		"--output-file", out, "-o", "json").MustSucceed(t)
 	var rep struct {
 		OutputFile string   `json:"outputFile"`
@@ -157,7 +164,8 @@ func TestManifestsImageRepository(t *testing.T) {
 
 func TestLintCommand(t *testing.T) {
 	seed := testutil.Testdata("seed", "capo-flatcar-issue.yaml")
-	r := testutil.Run(t, "lint", seed).MustFail(t, 1, "[node-name-metadata]", "fix:", "10 error(s)", "line 9, column 7")
+	r := testutil.Run(t, "lint", seed).MustFail(t, 1, "[node-name-metadata]", "fix:", "4 error(s), 6 warning(s)", "line 9, column 7",
+		"warning [clc-warning]", "mode unspecified for file, defaulting to 0644")
 	if !strings.Contains(r.Stdout, "capo-flatcar-issue.yaml:184: error [node-name-metadata] KubeadmConfigTemplate org-giantswarm/galaxy-galaxy-flatcar-lon-1") {
 		t.Fatalf("finding not located by file, line, document:\n%s", r.Stdout)
 	}
@@ -167,7 +175,7 @@ func TestLintCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil || r.Code != 1 {
 		t.Fatalf("exit %d, -o json: %v\n%s", r.Code, err, r.Stdout)
 	}
-	if rep.Errors != 10 || rep.Documents != 3 || rep.CAPIVersion != capo.NewestCAPIVersion {
+	if rep.Errors != 4 || rep.Warnings != 6 || rep.Documents != 3 || rep.CAPIVersion != capo.NewestCAPIVersion {
 		t.Fatalf("report %+v", rep)
 	}
 
@@ -182,6 +190,21 @@ func TestLintCommand(t *testing.T) {
 	testutil.Run(t, "lint", "--capi-version", "v1.3.5", testutil.Testdata("lint", "format-change.yaml")).
 		MustFail(t, 1, "[format-immutable]", "CAPI 1.3.5 refuses")
 	testutil.Run(t, "lint", "--capi-version", "1.3.6", testutil.Testdata("lint", "format-change.yaml")).MustSucceed(t)
+
+	// A template in the shape of CAPO's sysext flavors (defaults, % operators, a file without
+	// mode) passes with the transpiler's warning kept a warning; CAPO v0.15's infrastructure
+	// v1beta2 document is reported as unchecked, not counted as clean.
+	r = testutil.Run(t, "lint", testutil.Testdata("lint", "clusterctl-variables.yaml")).MustSucceed(t)
+	for _, want := range []string{"0 error(s), 2 warning(s)", "warning [clc-warning]", "defaulting to 0644",
+		"warning [api-version-unchecked]", "apiVersion infrastructure.cluster.x-k8s.io/v1beta2"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("lint of the upstream-shaped template: no %q in\n%s", want, r.Stdout)
+		}
+	}
+	// The values its defaults give are checked; what envsubst refuses is an error.
+	testutil.Run(t, "lint", testutil.Testdata("lint", "clusterctl-variables-bad.yaml")).MustFail(t, 1,
+		"[clusterctl-variable]", "${CLUSTER_NAME-workers}: missing closing brace", "`maybe` into bool",
+		"the value comes from ${LOCKSMITHD_MASK}, which has no default")
 
 	testutil.Run(t, "lint").MustFail(t, 2, "FILE")
 	testutil.Run(t, "lint", "--capi-version", "latest", seed).MustFail(t, 2, "--capi-version")

@@ -26,6 +26,8 @@ func Lookup(apiVersion, kind string) (mirror reflect.Type, pkgPath, name string)
 		return reflect.TypeFor[Clusterv1beta1_MachineHealthCheck](), "sigs.k8s.io/cluster-api/api/core/v1beta1", "MachineHealthCheck"
 	case "cluster.x-k8s.io/v1beta2/Cluster":
 		return reflect.TypeFor[Clusterv1beta2_Cluster](), "sigs.k8s.io/cluster-api/api/core/v1beta2", "Cluster"
+	case "cluster.x-k8s.io/v1beta2/ClusterClass":
+		return reflect.TypeFor[Clusterv1beta2_ClusterClass](), "sigs.k8s.io/cluster-api/api/core/v1beta2", "ClusterClass"
 	case "cluster.x-k8s.io/v1beta2/MachineDeployment":
 		return reflect.TypeFor[Clusterv1beta2_MachineDeployment](), "sigs.k8s.io/cluster-api/api/core/v1beta2", "MachineDeployment"
 	case "cluster.x-k8s.io/v1beta2/MachineSet":
@@ -1085,9 +1087,89 @@ type Clusterv1beta2_ClusterAvailabilityGate struct {
 	Polarity      Clusterv1beta2_ConditionPolarity `json:"polarity,omitempty"`
 }
 
+type Clusterv1beta2_ClusterClass struct {
+	Metav1_TypeMeta   `json:",inline"`
+	Metav1_ObjectMeta `json:"metadata,omitempty"`
+	Spec              Clusterv1beta2_ClusterClassSpec   `json:"spec,omitempty,omitzero"`
+	Status            Clusterv1beta2_ClusterClassStatus `json:"status,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_ClusterClassDeprecatedStatus struct {
+	V1Beta1 *Clusterv1beta2_ClusterClassV1Beta1DeprecatedStatus `json:"v1beta1,omitempty"`
+}
+
+type Clusterv1beta2_ClusterClassPatch struct {
+	Name        string                                  `json:"name,omitempty"`
+	Description string                                  `json:"description,omitempty"`
+	EnabledIf   string                                  `json:"enabledIf,omitempty"`
+	Definitions []Clusterv1beta2_PatchDefinition        `json:"definitions,omitempty"`
+	External    *Clusterv1beta2_ExternalPatchDefinition `json:"external,omitempty"`
+}
+
 type Clusterv1beta2_ClusterClassRef struct {
 	Name      string `json:"name,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
+}
+
+type Clusterv1beta2_ClusterClassSpec struct {
+	AvailabilityGates  []Clusterv1beta2_ClusterAvailabilityGate `json:"availabilityGates,omitempty"`
+	Infrastructure     Clusterv1beta2_InfrastructureClass       `json:"infrastructure,omitempty,omitzero"`
+	ControlPlane       Clusterv1beta2_ControlPlaneClass         `json:"controlPlane,omitempty,omitzero"`
+	Workers            Clusterv1beta2_WorkersClass              `json:"workers,omitempty,omitzero"`
+	Variables          []Clusterv1beta2_ClusterClassVariable    `json:"variables,omitempty"`
+	Patches            []Clusterv1beta2_ClusterClassPatch       `json:"patches,omitempty"`
+	Upgrade            Clusterv1beta2_ClusterClassUpgrade       `json:"upgrade,omitempty,omitzero"`
+	KubernetesVersions []string                                 `json:"kubernetesVersions,omitempty"`
+}
+
+type Clusterv1beta2_ClusterClassStatus struct {
+	Conditions         []Metav1_Condition                           `json:"conditions,omitempty"`
+	Variables          []Clusterv1beta2_ClusterClassStatusVariable  `json:"variables,omitempty"`
+	ObservedGeneration int64                                        `json:"observedGeneration,omitempty"`
+	Deprecated         *Clusterv1beta2_ClusterClassDeprecatedStatus `json:"deprecated,omitempty"`
+}
+
+type Clusterv1beta2_ClusterClassStatusVariable struct {
+	Name                string                                                `json:"name,omitempty"`
+	DefinitionsConflict *bool                                                 `json:"definitionsConflict,omitempty"`
+	Definitions         []Clusterv1beta2_ClusterClassStatusVariableDefinition `json:"definitions,omitempty"`
+}
+
+type Clusterv1beta2_ClusterClassStatusVariableDefinition struct {
+	From                      string                                      `json:"from,omitempty"`
+	Required                  *bool                                       `json:"required,omitempty"`
+	DeprecatedV1Beta1Metadata Clusterv1beta2_ClusterClassVariableMetadata `json:"deprecatedV1Beta1Metadata,omitempty,omitzero"`
+	Schema                    Clusterv1beta2_VariableSchema               `json:"schema,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_ClusterClassTemplateReference struct {
+	Kind       string `json:"kind,omitempty"`
+	Name       string `json:"name,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+type Clusterv1beta2_ClusterClassUpgrade struct {
+	External Clusterv1beta2_ClusterClassUpgradeExternal `json:"external,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_ClusterClassUpgradeExternal struct {
+	GenerateUpgradePlanExtension string `json:"generateUpgradePlanExtension,omitempty"`
+}
+
+type Clusterv1beta2_ClusterClassV1Beta1DeprecatedStatus struct {
+	Conditions Clusterv1beta2_Conditions `json:"conditions,omitempty"`
+}
+
+type Clusterv1beta2_ClusterClassVariable struct {
+	Name                      string                                      `json:"name,omitempty"`
+	Required                  *bool                                       `json:"required,omitempty"`
+	DeprecatedV1Beta1Metadata Clusterv1beta2_ClusterClassVariableMetadata `json:"deprecatedV1Beta1Metadata,omitempty,omitzero"`
+	Schema                    Clusterv1beta2_VariableSchema               `json:"schema,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_ClusterClassVariableMetadata struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 type Clusterv1beta2_ClusterControlPlaneStatus struct {
@@ -1169,6 +1251,52 @@ type Clusterv1beta2_ContractVersionedObjectReference struct {
 	APIGroup string `json:"apiGroup,omitempty"`
 }
 
+type Clusterv1beta2_ControlPlaneClass struct {
+	Metadata              Clusterv1beta2_ObjectMeta                                     `json:"metadata,omitempty,omitzero"`
+	TemplateRef           Clusterv1beta2_ClusterClassTemplateReference                  `json:"templateRef,omitempty,omitzero"`
+	MachineInfrastructure Clusterv1beta2_ControlPlaneClassMachineInfrastructureTemplate `json:"machineInfrastructure,omitempty,omitzero"`
+	HealthCheck           Clusterv1beta2_ControlPlaneClassHealthCheck                   `json:"healthCheck,omitempty,omitzero"`
+	Naming                Clusterv1beta2_ControlPlaneClassNamingSpec                    `json:"naming,omitempty,omitzero"`
+	Deletion              Clusterv1beta2_ControlPlaneClassMachineDeletionSpec           `json:"deletion,omitempty,omitzero"`
+	Taints                []Clusterv1beta2_MachineTaint                                 `json:"taints,omitempty"`
+	ReadinessGates        []Clusterv1beta2_MachineReadinessGate                         `json:"readinessGates,omitempty"`
+}
+
+type Clusterv1beta2_ControlPlaneClassHealthCheck struct {
+	Checks      Clusterv1beta2_ControlPlaneClassHealthCheckChecks      `json:"checks,omitempty,omitzero"`
+	Remediation Clusterv1beta2_ControlPlaneClassHealthCheckRemediation `json:"remediation,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_ControlPlaneClassHealthCheckChecks struct {
+	NodeStartupTimeoutSeconds  *int32                                     `json:"nodeStartupTimeoutSeconds,omitempty"`
+	UnhealthyNodeConditions    []Clusterv1beta2_UnhealthyNodeCondition    `json:"unhealthyNodeConditions,omitempty"`
+	UnhealthyMachineConditions []Clusterv1beta2_UnhealthyMachineCondition `json:"unhealthyMachineConditions,omitempty"`
+}
+
+type Clusterv1beta2_ControlPlaneClassHealthCheckRemediation struct {
+	TriggerIf   Clusterv1beta2_ControlPlaneClassHealthCheckRemediationTriggerIf `json:"triggerIf,omitempty,omitzero"`
+	TemplateRef Clusterv1beta2_MachineHealthCheckRemediationTemplateReference   `json:"templateRef,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_ControlPlaneClassHealthCheckRemediationTriggerIf struct {
+	UnhealthyLessThanOrEqualTo *Intstr_IntOrString `json:"unhealthyLessThanOrEqualTo,omitempty"`
+	UnhealthyInRange           string              `json:"unhealthyInRange,omitempty"`
+}
+
+type Clusterv1beta2_ControlPlaneClassMachineDeletionSpec struct {
+	NodeDrainTimeoutSeconds        *int32 `json:"nodeDrainTimeoutSeconds,omitempty"`
+	NodeVolumeDetachTimeoutSeconds *int32 `json:"nodeVolumeDetachTimeoutSeconds,omitempty"`
+	NodeDeletionTimeoutSeconds     *int32 `json:"nodeDeletionTimeoutSeconds,omitempty"`
+}
+
+type Clusterv1beta2_ControlPlaneClassMachineInfrastructureTemplate struct {
+	TemplateRef Clusterv1beta2_ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_ControlPlaneClassNamingSpec struct {
+	Template string `json:"template,omitempty"`
+}
+
 type Clusterv1beta2_ControlPlaneTopology struct {
 	Metadata       Clusterv1beta2_ObjectMeta                              `json:"metadata,omitempty,omitzero"`
 	Replicas       *int32                                                 `json:"replicas,omitempty"`
@@ -1216,10 +1344,73 @@ type Clusterv1beta2_ControlPlaneVariables struct {
 	Overrides []Clusterv1beta2_ClusterVariable `json:"overrides,omitempty"`
 }
 
+type Clusterv1beta2_ExternalPatchDefinition struct {
+	GeneratePatchesExtension   string            `json:"generatePatchesExtension,omitempty"`
+	ValidateTopologyExtension  string            `json:"validateTopologyExtension,omitempty"`
+	DiscoverVariablesExtension string            `json:"discoverVariablesExtension,omitempty"`
+	Settings                   map[string]string `json:"settings,omitempty"`
+}
+
 type Clusterv1beta2_FailureDomain struct {
 	Name         string            `json:"name,omitempty"`
 	ControlPlane *bool             `json:"controlPlane,omitempty"`
 	Attributes   map[string]string `json:"attributes,omitempty"`
+}
+
+type Clusterv1beta2_FieldValueErrorReason string
+
+type Clusterv1beta2_InfrastructureClass struct {
+	TemplateRef Clusterv1beta2_ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+	Naming      Clusterv1beta2_InfrastructureClassNamingSpec `json:"naming,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_InfrastructureClassNamingSpec struct {
+	Template string `json:"template,omitempty"`
+}
+
+type Clusterv1beta2_JSONPatch struct {
+	Op        string                         `json:"op,omitempty"`
+	Path      string                         `json:"path,omitempty"`
+	Value     *Apiextv1_JSON                 `json:"value,omitempty"`
+	ValueFrom *Clusterv1beta2_JSONPatchValue `json:"valueFrom,omitempty"`
+}
+
+type Clusterv1beta2_JSONPatchValue struct {
+	Variable string `json:"variable,omitempty"`
+	Template string `json:"template,omitempty"`
+}
+
+type Clusterv1beta2_JSONSchemaProps struct {
+	Description            string                                    `json:"description,omitempty"`
+	Example                *Apiextv1_JSON                            `json:"example,omitempty"`
+	Type                   string                                    `json:"type,omitempty"`
+	Properties             map[string]Clusterv1beta2_JSONSchemaProps `json:"properties,omitempty"`
+	AdditionalProperties   *Clusterv1beta2_JSONSchemaProps           `json:"additionalProperties,omitempty"`
+	MaxProperties          *int64                                    `json:"maxProperties,omitempty"`
+	MinProperties          *int64                                    `json:"minProperties,omitempty"`
+	Required               []string                                  `json:"required,omitempty"`
+	Items                  *Clusterv1beta2_JSONSchemaProps           `json:"items,omitempty"`
+	MaxItems               *int64                                    `json:"maxItems,omitempty"`
+	MinItems               *int64                                    `json:"minItems,omitempty"`
+	UniqueItems            *bool                                     `json:"uniqueItems,omitempty"`
+	Format                 string                                    `json:"format,omitempty"`
+	MaxLength              *int64                                    `json:"maxLength,omitempty"`
+	MinLength              *int64                                    `json:"minLength,omitempty"`
+	Pattern                string                                    `json:"pattern,omitempty"`
+	Maximum                *int64                                    `json:"maximum,omitempty"`
+	ExclusiveMaximum       *bool                                     `json:"exclusiveMaximum,omitempty"`
+	Minimum                *int64                                    `json:"minimum,omitempty"`
+	ExclusiveMinimum       *bool                                     `json:"exclusiveMinimum,omitempty"`
+	XPreserveUnknownFields *bool                                     `json:"x-kubernetes-preserve-unknown-fields,omitempty"`
+	Enum                   []Apiextv1_JSON                           `json:"enum,omitempty"`
+	Default                *Apiextv1_JSON                            `json:"default,omitempty"`
+	XValidations           []Clusterv1beta2_ValidationRule           `json:"x-kubernetes-validations,omitempty"`
+	XMetadata              Clusterv1beta2_VariableSchemaMetadata     `json:"x-metadata,omitempty,omitzero"`
+	XIntOrString           *bool                                     `json:"x-kubernetes-int-or-string,omitempty"`
+	AllOf                  []Clusterv1beta2_JSONSchemaProps          `json:"allOf,omitempty"`
+	OneOf                  []Clusterv1beta2_JSONSchemaProps          `json:"oneOf,omitempty"`
+	AnyOf                  []Clusterv1beta2_JSONSchemaProps          `json:"anyOf,omitempty"`
+	Not                    *Clusterv1beta2_JSONSchemaProps           `json:"not,omitempty"`
 }
 
 type Clusterv1beta2_Machine struct {
@@ -1254,6 +1445,76 @@ type Clusterv1beta2_MachineDeployment struct {
 	Metav1_ObjectMeta `json:"metadata,omitempty"`
 	Spec              Clusterv1beta2_MachineDeploymentSpec   `json:"spec,omitempty,omitzero"`
 	Status            Clusterv1beta2_MachineDeploymentStatus `json:"status,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_MachineDeploymentClass struct {
+	Metadata        Clusterv1beta2_ObjectMeta                                   `json:"metadata,omitempty,omitzero"`
+	Class           string                                                      `json:"class,omitempty"`
+	Bootstrap       Clusterv1beta2_MachineDeploymentClassBootstrapTemplate      `json:"bootstrap,omitempty,omitzero"`
+	Infrastructure  Clusterv1beta2_MachineDeploymentClassInfrastructureTemplate `json:"infrastructure,omitempty,omitzero"`
+	HealthCheck     Clusterv1beta2_MachineDeploymentClassHealthCheck            `json:"healthCheck,omitempty,omitzero"`
+	FailureDomain   string                                                      `json:"failureDomain,omitempty"`
+	Naming          Clusterv1beta2_MachineDeploymentClassNamingSpec             `json:"naming,omitempty,omitzero"`
+	Deletion        Clusterv1beta2_MachineDeploymentClassMachineDeletionSpec    `json:"deletion,omitempty,omitzero"`
+	Taints          []Clusterv1beta2_MachineTaint                               `json:"taints,omitempty"`
+	MinReadySeconds *int32                                                      `json:"minReadySeconds,omitempty"`
+	ReadinessGates  []Clusterv1beta2_MachineReadinessGate                       `json:"readinessGates,omitempty"`
+	Rollout         Clusterv1beta2_MachineDeploymentClassRolloutSpec            `json:"rollout,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassBootstrapTemplate struct {
+	TemplateRef Clusterv1beta2_ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassHealthCheck struct {
+	Checks      Clusterv1beta2_MachineDeploymentClassHealthCheckChecks      `json:"checks,omitempty,omitzero"`
+	Remediation Clusterv1beta2_MachineDeploymentClassHealthCheckRemediation `json:"remediation,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassHealthCheckChecks struct {
+	NodeStartupTimeoutSeconds  *int32                                     `json:"nodeStartupTimeoutSeconds,omitempty"`
+	UnhealthyNodeConditions    []Clusterv1beta2_UnhealthyNodeCondition    `json:"unhealthyNodeConditions,omitempty"`
+	UnhealthyMachineConditions []Clusterv1beta2_UnhealthyMachineCondition `json:"unhealthyMachineConditions,omitempty"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassHealthCheckRemediation struct {
+	MaxInFlight *Intstr_IntOrString                                                  `json:"maxInFlight,omitempty"`
+	TriggerIf   Clusterv1beta2_MachineDeploymentClassHealthCheckRemediationTriggerIf `json:"triggerIf,omitempty,omitzero"`
+	TemplateRef Clusterv1beta2_MachineHealthCheckRemediationTemplateReference        `json:"templateRef,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassHealthCheckRemediationTriggerIf struct {
+	UnhealthyLessThanOrEqualTo *Intstr_IntOrString `json:"unhealthyLessThanOrEqualTo,omitempty"`
+	UnhealthyInRange           string              `json:"unhealthyInRange,omitempty"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassInfrastructureTemplate struct {
+	TemplateRef Clusterv1beta2_ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassMachineDeletionSpec struct {
+	Order                          Clusterv1beta2_MachineSetDeletionOrder `json:"order,omitempty"`
+	NodeDrainTimeoutSeconds        *int32                                 `json:"nodeDrainTimeoutSeconds,omitempty"`
+	NodeVolumeDetachTimeoutSeconds *int32                                 `json:"nodeVolumeDetachTimeoutSeconds,omitempty"`
+	NodeDeletionTimeoutSeconds     *int32                                 `json:"nodeDeletionTimeoutSeconds,omitempty"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassNamingSpec struct {
+	Template string `json:"template,omitempty"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassRolloutSpec struct {
+	Strategy Clusterv1beta2_MachineDeploymentClassRolloutStrategy `json:"strategy,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassRolloutStrategy struct {
+	Type          Clusterv1beta2_MachineDeploymentRolloutStrategyType               `json:"type,omitempty"`
+	RollingUpdate Clusterv1beta2_MachineDeploymentClassRolloutStrategyRollingUpdate `json:"rollingUpdate,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_MachineDeploymentClassRolloutStrategyRollingUpdate struct {
+	MaxUnavailable *Intstr_IntOrString `json:"maxUnavailable,omitempty"`
+	MaxSurge       *Intstr_IntOrString `json:"maxSurge,omitempty"`
 }
 
 type Clusterv1beta2_MachineDeploymentDeletionSpec struct {
@@ -1459,6 +1720,36 @@ type Clusterv1beta2_MachinePool struct {
 	Status            Clusterv1beta2_MachinePoolStatus `json:"status,omitempty,omitzero"`
 }
 
+type Clusterv1beta2_MachinePoolClass struct {
+	Metadata        Clusterv1beta2_ObjectMeta                             `json:"metadata,omitempty,omitzero"`
+	Class           string                                                `json:"class,omitempty"`
+	Bootstrap       Clusterv1beta2_MachinePoolClassBootstrapTemplate      `json:"bootstrap,omitempty,omitzero"`
+	Infrastructure  Clusterv1beta2_MachinePoolClassInfrastructureTemplate `json:"infrastructure,omitempty,omitzero"`
+	FailureDomains  []string                                              `json:"failureDomains,omitempty"`
+	Naming          Clusterv1beta2_MachinePoolClassNamingSpec             `json:"naming,omitempty,omitzero"`
+	Deletion        Clusterv1beta2_MachinePoolClassMachineDeletionSpec    `json:"deletion,omitempty,omitzero"`
+	Taints          []Clusterv1beta2_MachineTaint                         `json:"taints,omitempty"`
+	MinReadySeconds *int32                                                `json:"minReadySeconds,omitempty"`
+}
+
+type Clusterv1beta2_MachinePoolClassBootstrapTemplate struct {
+	TemplateRef Clusterv1beta2_ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_MachinePoolClassInfrastructureTemplate struct {
+	TemplateRef Clusterv1beta2_ClusterClassTemplateReference `json:"templateRef,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_MachinePoolClassMachineDeletionSpec struct {
+	NodeDrainTimeoutSeconds        *int32 `json:"nodeDrainTimeoutSeconds,omitempty"`
+	NodeVolumeDetachTimeoutSeconds *int32 `json:"nodeVolumeDetachTimeoutSeconds,omitempty"`
+	NodeDeletionTimeoutSeconds     *int32 `json:"nodeDeletionTimeoutSeconds,omitempty"`
+}
+
+type Clusterv1beta2_MachinePoolClassNamingSpec struct {
+	Template string `json:"template,omitempty"`
+}
+
 type Clusterv1beta2_MachinePoolDeprecatedStatus struct {
 	V1Beta1 *Clusterv1beta2_MachinePoolV1Beta1DeprecatedStatus `json:"v1beta1,omitempty"`
 }
@@ -1628,6 +1919,32 @@ type Clusterv1beta2_ObjectMeta struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
+type Clusterv1beta2_PatchDefinition struct {
+	Selector    Clusterv1beta2_PatchSelector `json:"selector,omitempty,omitzero"`
+	JSONPatches []Clusterv1beta2_JSONPatch   `json:"jsonPatches,omitempty"`
+}
+
+type Clusterv1beta2_PatchSelector struct {
+	APIVersion     string                            `json:"apiVersion,omitempty"`
+	Kind           string                            `json:"kind,omitempty"`
+	MatchResources Clusterv1beta2_PatchSelectorMatch `json:"matchResources,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_PatchSelectorMatch struct {
+	ControlPlane           *bool                                                    `json:"controlPlane,omitempty"`
+	InfrastructureCluster  *bool                                                    `json:"infrastructureCluster,omitempty"`
+	MachineDeploymentClass *Clusterv1beta2_PatchSelectorMatchMachineDeploymentClass `json:"machineDeploymentClass,omitempty"`
+	MachinePoolClass       *Clusterv1beta2_PatchSelectorMatchMachinePoolClass       `json:"machinePoolClass,omitempty"`
+}
+
+type Clusterv1beta2_PatchSelectorMatchMachineDeploymentClass struct {
+	Names []string `json:"names,omitempty"`
+}
+
+type Clusterv1beta2_PatchSelectorMatchMachinePoolClass struct {
+	Names []string `json:"names,omitempty"`
+}
+
 type Clusterv1beta2_Topology struct {
 	ClassRef     Clusterv1beta2_ClusterClassRef      `json:"classRef,omitempty,omitzero"`
 	Version      string                              `json:"version,omitempty"`
@@ -1646,6 +1963,28 @@ type Clusterv1beta2_UnhealthyNodeCondition struct {
 	Type           Corev1_NodeConditionType `json:"type,omitempty"`
 	Status         Corev1_ConditionStatus   `json:"status,omitempty"`
 	TimeoutSeconds *int32                   `json:"timeoutSeconds,omitempty"`
+}
+
+type Clusterv1beta2_ValidationRule struct {
+	Rule              string                               `json:"rule,omitempty"`
+	Message           string                               `json:"message,omitempty"`
+	MessageExpression string                               `json:"messageExpression,omitempty"`
+	Reason            Clusterv1beta2_FieldValueErrorReason `json:"reason,omitempty"`
+	FieldPath         string                               `json:"fieldPath,omitempty"`
+}
+
+type Clusterv1beta2_VariableSchema struct {
+	OpenAPIV3Schema Clusterv1beta2_JSONSchemaProps `json:"openAPIV3Schema,omitempty,omitzero"`
+}
+
+type Clusterv1beta2_VariableSchemaMetadata struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+type Clusterv1beta2_WorkersClass struct {
+	MachineDeployments []Clusterv1beta2_MachineDeploymentClass `json:"machineDeployments,omitempty"`
+	MachinePools       []Clusterv1beta2_MachinePoolClass       `json:"machinePools,omitempty"`
 }
 
 type Clusterv1beta2_WorkersStatus struct {
