@@ -33,6 +33,7 @@ var notInputs = map[string]string{
 	"image-sha512":   "a digest",
 	"to":             "a format name",
 	"disk-format":    "a format name",
+	"arch":           "an architecture name",
 	"name":           "a name",
 }
 
