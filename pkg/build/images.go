@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // ImageOptions are the container-image preload and containerd settings of a build.
@@ -19,7 +19,8 @@ type ImageOptions struct {
 	Refs       []string // --image (repeatable)
 	File       string   // --images-file
 	Repository string   // --image-repository: kubeadm's, for its list and the manifests
-	Mirrors    []string // --registry-mirror REGISTRY=URL
+	Mirrors    []string // --registry-mirror REGISTRY=URL, in order
+	MirrorOnly bool     // --registry-mirror-only: the node never falls back to the registry itself
 	CAFile     string   // --registry-ca
 	HTTPProxy  string   // --http-proxy
 	HTTPSProxy string   // --https-proxy
@@ -34,13 +35,12 @@ func (io *ImageOptions) Preload(method string) bool { return !io.NoPreload }
 
 // validate parses what needs no network: mirrors, refs, the CA and proxy URLs.
 func (io *ImageOptions) validate(method string) error {
-	io.mirrors = nil
-	for _, m := range io.Mirrors {
-		pm, err := images.ParseMirror(m)
-		if err != nil {
-			return err
-		}
-		io.mirrors = append(io.mirrors, pm)
+	var err error
+	if io.mirrors, err = images.ParseMirrors(io.Mirrors); err != nil {
+		return err
+	}
+	if io.MirrorOnly && len(io.mirrors) == 0 {
+		return fmt.Errorf("--registry-mirror-only needs a --registry-mirror: give the mirrors the node may use")
 	}
 	io.extra = append([]string(nil), io.Refs...)
 	if io.File != "" {
@@ -65,16 +65,8 @@ func (io *ImageOptions) validate(method string) error {
 			return err
 		}
 	}
-	for _, p := range []struct{ flag, v string }{{"http-proxy", io.HTTPProxy}, {"https-proxy", io.HTTPSProxy}} {
-		if p.v == "" {
-			continue
-		}
-		if u, err := url.Parse(p.v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("invalid --%s %q: want http(s)://host:port", p.flag, p.v)
-		}
-	}
-	if strings.ContainsAny(io.NoProxy+io.HTTPProxy+io.HTTPSProxy, "\"\n\\ ") {
-		return fmt.Errorf("--http-proxy, --https-proxy and --no-proxy take no spaces, quotes, backslashes or newlines")
+	if err := images.ValidateProxies(io.HTTPProxy, io.HTTPSProxy, io.NoProxy); err != nil {
+		return err
 	}
 	if io.NoPreload && (len(io.extra) > 0) {
 		return fmt.Errorf("--no-preload-images and --image/--images-file contradict each other: leave one out")
@@ -84,7 +76,7 @@ func (io *ImageOptions) validate(method string) error {
 
 // inputs are the image settings in the build's inputs key (the CA by content).
 func (io *ImageOptions) inputs(method string) []string {
-	if !io.Preload(method) && len(io.Mirrors) == 0 && io.CAFile == "" && io.HTTPProxy+io.HTTPSProxy+io.NoProxy == "" {
+	if !io.Preload(method) && len(io.Mirrors) == 0 && io.CAFile == "" && io.HTTPProxy+io.HTTPSProxy+io.NoProxy == "" { // mirror-only needs a mirror
 		return nil
 	}
 	in := []string{fmt.Sprintf("preload=%v", io.Preload(method)), "repository=" + io.Repository}
@@ -94,12 +86,41 @@ func (io *ImageOptions) inputs(method string) []string {
 	for _, m := range io.Mirrors {
 		in = append(in, "mirror="+m)
 	}
+	if io.MirrorOnly {
+		in = append(in, "mirror-only")
+	}
 	if io.CAFile != "" {
 		data, _ := os.ReadFile(io.CAFile)
 		s := sha256.Sum256(data)
 		in = append(in, "ca=sha256:"+hex.EncodeToString(s[:]))
 	}
-	return append(in, "proxy="+io.HTTPProxy+","+io.HTTPSProxy+","+io.NoProxy)
+	// The record shows the proxies without a password (secrets puts them into the key only).
+	return append(in, "proxy="+redact.URL(io.HTTPProxy)+","+redact.URL(io.HTTPSProxy)+","+io.NoProxy)
+}
+
+// CarriesSecret says whether the image holds a credential (a proxy password).
+func (io *ImageOptions) CarriesSecret() bool {
+	return images.ProxyHasPassword(io.HTTPProxy) || images.ProxyHasPassword(io.HTTPSProxy)
+}
+
+// Warnings are what the build says before it starts about the settings it bakes in.
+func (io *ImageOptions) Warnings() []string {
+	var w []string
+	if io.CarriesSecret() {
+		w = append(w, "the proxy URL carries a password: the image will hold it (in /"+images.ProxyEnvFile+", root-only) and is written 0600; do not make the image public in Glance or share it")
+	}
+	if (io.HTTPProxy != "" || io.HTTPSProxy != "") && io.NoProxy == "" {
+		w = append(w, "NO_PROXY holds only "+images.NoProxyList("")+": add the API server and its load balancer, the service and pod CIDRs and .svc,.cluster.local with --no-proxy, or kubelet and containerd send cluster traffic to the proxy")
+	}
+	return w
+}
+
+// secrets are what changes the artifact but must not be stored: the proxy URLs in full.
+func (io *ImageOptions) secrets() string {
+	if !io.CarriesSecret() {
+		return ""
+	}
+	return "\x00proxy=" + io.HTTPProxy + "," + io.HTTPSProxy
 }
 
 // ImagesDryRun is --dry-run's list of the images a build would preload, with sizes as the

@@ -37,7 +37,7 @@ func (*stepImages) Name() string { return "images" }
 func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	io := &o.Images
-	plan := &ImagesPlan{Node: images.Node{Mirrors: io.mirrors, CAFile: io.CAFile, HTTPProxy: io.HTTPProxy, HTTPSProxy: io.HTTPSProxy, NoProxy: io.NoProxy}}
+	plan := &ImagesPlan{Node: images.Node{Mirrors: io.mirrors, MirrorOnly: io.MirrorOnly, CAFile: io.CAFile, HTTPProxy: io.HTTPProxy, HTTPSProxy: io.HTTPSProxy, NoProxy: io.NoProxy}}
 	state.Put(KeyImages, plan)
 	if !io.Preload(o.Method) {
 		note(state, "preloading off (--no-preload-images): containerd settings only")
