@@ -41,6 +41,8 @@ type RenderOptions struct {
 	// systemd-sysupdate config of a self-hosted bakery (sysext publish) for patch updates.
 	InsecureNoHash bool
 	SysupdateURL   string
+	// Trust is the nodes' CA and proxy for their downloads (manifests --ca-file, --*-proxy).
+	Trust NodeTrust
 }
 
 // Rendered is a rendered and validated cluster template.
@@ -76,8 +78,11 @@ func Render(opts RenderOptions) (*Rendered, error) {
 }
 
 func render(opts RenderOptions) (*Rendered, error) {
+	if err := opts.Trust.validate(); err != nil {
+		return nil, err
+	}
 	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI,
-		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.Values[VarKubernetesVersion]))
+		chainCLC(sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.Values[VarKubernetesVersion]), trustCLC(opts.Trust)))
 	if err != nil {
 		return nil, err
 	}

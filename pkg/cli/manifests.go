@@ -30,6 +30,7 @@ func newManifestsCommand() *cobra.Command {
 		sh                                 sysextHashFlags
 	)
 	var netOpts httpx.Options
+	var nt nodeTrustFlags
 	cmd := &cobra.Command{
 		Use:   "manifests",
 		Short: "Render a CAPO cluster template for Flatcar nodes (clusterctl-compatible)",
@@ -116,11 +117,16 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 			if err := sh.fill(cmd.Context(), flavor, values, im.rec); err != nil {
 				return err
 			}
-			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
-				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/")})
+			trust, err := nt.trust(netOpts)
 			if err != nil {
 				return err
 			}
+			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
+				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), Trust: trust})
+			if err != nil {
+				return err
+			}
+			printWarnings(cmd.ErrOrStderr(), trust.Warnings(r.Flavor))
 			if imageRepo != "" {
 				if r.Manifest, err = capo.WithImageRepository(r.Manifest, imageRepo); err != nil {
 					return err
@@ -160,6 +166,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-x86-64.raw (sets "+capo.VarSysextURL+")")
 	addImageRefFlags(f, &im)
 	addSysextHashFlags(f, &sh)
+	addNodeTrustFlags(f, &nt)
 	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
 	AddOutputFlag(f)
 	return cmd
