@@ -21,6 +21,7 @@ type ImageOptions struct {
 	Repository string   // --image-repository: kubeadm's, for its list and the manifests
 	Mirrors    []string // --registry-mirror REGISTRY=URL, in order
 	MirrorOnly bool     // --registry-mirror-only: the node never falls back to the registry itself
+	NodeAuth   bool     // --node-registry-auth: the docker config's logins for the node's CRI
 	CAFile     string   // --registry-ca
 	HTTPProxy  string   // --http-proxy
 	HTTPSProxy string   // --https-proxy
@@ -38,6 +39,9 @@ func (io *ImageOptions) validate(method string) error {
 	var err error
 	if io.mirrors, err = images.ParseMirrors(io.Mirrors); err != nil {
 		return err
+	}
+	if io.NodeAuth && len(io.mirrors) == 0 && io.NoPreload {
+		return fmt.Errorf("--node-registry-auth needs a --registry-mirror (or preloaded images' registries) to take the logins for")
 	}
 	if io.MirrorOnly && len(io.mirrors) == 0 {
 		return fmt.Errorf("--registry-mirror-only needs a --registry-mirror: give the mirrors the node may use")
@@ -89,6 +93,9 @@ func (io *ImageOptions) inputs(method string) []string {
 	if io.MirrorOnly {
 		in = append(in, "mirror-only")
 	}
+	if io.NodeAuth {
+		in = append(in, "node-auth") // the logins themselves: secrets(), by the step that reads them
+	}
 	if io.CAFile != "" {
 		data, _ := os.ReadFile(io.CAFile)
 		s := sha256.Sum256(data)
@@ -100,13 +107,16 @@ func (io *ImageOptions) inputs(method string) []string {
 
 // CarriesSecret says whether the image holds a credential (a proxy password).
 func (io *ImageOptions) CarriesSecret() bool {
-	return images.ProxyHasPassword(io.HTTPProxy) || images.ProxyHasPassword(io.HTTPSProxy)
+	return io.NodeAuth || images.ProxyHasPassword(io.HTTPProxy) || images.ProxyHasPassword(io.HTTPSProxy)
 }
 
 // Warnings are what the build says before it starts about the settings it bakes in.
 func (io *ImageOptions) Warnings() []string {
 	var w []string
-	if io.CarriesSecret() {
+	if io.NodeAuth {
+		w = append(w, "--node-registry-auth: the image will hold registry logins (in /"+images.AuthDropIn+", root-only) and is written 0600; anyone who can boot or read it can pull with them: do not make it public in Glance or share it, and prefer a read-only robot account")
+	}
+	if images.ProxyHasPassword(io.HTTPProxy) || images.ProxyHasPassword(io.HTTPSProxy) {
 		w = append(w, "the proxy URL carries a password: the image will hold it (in /"+images.ProxyEnvFile+", root-only) and is written 0600; do not make the image public in Glance or share it")
 	}
 	if (io.HTTPProxy != "" || io.HTTPSProxy != "") && io.NoProxy == "" {

@@ -15,6 +15,7 @@ func addImageFlags(f *pflag.FlagSet, io *build.ImageOptions) {
 	f.StringArrayVar(&io.Mirrors, "registry-mirror", nil, "pull from, and point the node's containerd at, a mirror: REGISTRY=URL or *=URL; repeat it for several mirrors, tried in the order given;\n"+
 		"REGISTRY is host[:port] or *; a path-prefixed mirror (Harbor proxy-cache project) is https://harbor.example/v2/PROJECT (containerd's override_path)")
 	f.BoolVar(&io.MirrorOnly, "registry-mirror-only", false, "the node's containerd uses only the mirrors, never the registry itself as the last try (air-gapped)")
+	f.BoolVar(&io.NodeAuth, "node-registry-auth", false, "give the node's containerd the docker config's login for each mirror (or registry): a secret in the image (root-only drop-in, image 0600); hosts.toml cannot hold one")
 	f.StringVar(&io.CAFile, "registry-ca", "", "PEM CA that signed the registries' or mirrors' certificates (trusted here and on the node)")
 	f.StringVar(&io.HTTPProxy, "http-proxy", "", "HTTP_PROXY for the node's containerd and kubelet (a password in it goes into the image: 0600 file, image 0600)")
 	f.StringVar(&io.HTTPSProxy, "https-proxy", "", "HTTPS_PROXY for the node's containerd and kubelet")

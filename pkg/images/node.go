@@ -40,7 +40,8 @@ type Node struct {
 	Sandbox    string   // kubeadm's pause ("" keeps containerd's default)
 	Registries []string
 	Mirrors    Mirrors
-	MirrorOnly bool // --registry-mirror-only: no upstream fallback in hosts.toml
+	MirrorOnly bool       // --registry-mirror-only: no upstream fallback in hosts.toml
+	Auth       []HostAuth // --node-registry-auth: logins for the node's CRI (a 0600 drop-in)
 	CAFile     string
 	HTTPProxy  string
 	HTTPSProxy string
@@ -95,6 +96,13 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n")
 	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n")
 	add(ConfDropIn, 0o644, c.String())
+	if len(n.Auth) > 0 {
+		f, err := authDropIn(n.Auth)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
 	proxy, err := n.proxyFiles()
 	if err != nil {
 		return nil, err
