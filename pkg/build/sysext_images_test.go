@@ -55,7 +55,7 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 		a := []string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0",
 			"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out,
 			"--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile,
-			"--https-proxy", "http://proxyuser:" + proxyPassword + "@proxy.example:3128", "--no-proxy", "10.0.0.0/8,.cluster.local"}
+			"--https-proxy", "http://proxyuser:" + proxyPassword + "@proxy.example:3128", "--no-proxy", "10.0.0.0/8,.cluster.local", "--node-registry-auth"}
 		return append(append(a, mirror.Args()...), extra...)
 	}
 	out := filepath.Join(dir, "out")
@@ -63,7 +63,7 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 	if strings.Contains(res.Combined(), registrytest.Password) || strings.Contains(res.Combined(), proxyPassword) {
 		t.Fatal("the output shows the registry or the proxy password")
 	}
-	if !strings.Contains(res.Combined(), "warning: the proxy URL carries a password: the image will hold it") {
+	if !strings.Contains(res.Combined(), "warning: the proxy URL carries a password: the image will hold it") || !strings.Contains(res.Combined(), "warning: --node-registry-auth: the image will hold registry logins") {
 		t.Errorf("no warning that the image carries the proxy password:\n%s", res.Combined())
 	}
 	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
@@ -146,6 +146,13 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 		if !strings.Contains(penv, w) {
 			t.Errorf("%s lacks %q:\n%s", images.ProxyEnvFile, w, penv)
 		}
+	}
+	// --node-registry-auth: the mirror's login from the docker config, root-only, for the CRI.
+	if a := dump(images.AuthDropIn); !strings.Contains(a, `[plugins."io.containerd.grpc.v1.cri".registry.configs."`+reg.Host+`".auth]`) || !strings.Contains(a, `password = "`+registrytest.Password+`"`) {
+		t.Errorf("%s:\n%s", images.AuthDropIn, a)
+	}
+	if st := rootfstest.Stat(t, root, "/"+images.AuthDropIn); st.Mode != 0o600 {
+		t.Errorf("%s: mode %o, want 0600", images.AuthDropIn, st.Mode)
 	}
 	if st := rootfstest.Stat(t, root, "/"+images.ProxyEnvFile); st.Mode != 0o600 || st.UID != 0 {
 		t.Errorf("%s: mode %o uid %d, want 0600 root", images.ProxyEnvFile, st.Mode, st.UID)
