@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
@@ -141,6 +143,14 @@ type ImagesDryRun struct {
 	TotalBytes int64         `json:"totalBytes"` // of the images whose size is known
 	Unknown    int           `json:"unknown"`    // images not in the cache yet
 	Mirrors    []string      `json:"mirrors,omitempty"`
+	MirrorOnly bool          `json:"mirrorOnly,omitempty"`
+	CAFile     string        `json:"registryCA,omitempty"`
+	HTTPProxy  string        `json:"httpProxy,omitempty"` // password masked
+	HTTPSProxy string        `json:"httpsProxy,omitempty"`
+	NoProxy    string        `json:"noProxy,omitempty"` // what the node gets, node-local entries included
+	NodeAuth   []string      `json:"nodeAuthHosts,omitempty"`
+	// Hosts are the certs.d hosts.toml files the node gets, by path.
+	Hosts map[string]string `json:"hostsToml,omitempty"`
 }
 
 // ImageDryRun is one image of the plan.
@@ -155,7 +165,11 @@ func planImages(ctx context.Context, o *Options) *ImagesDryRun {
 	if !io.Preload(o.Method) {
 		return nil
 	}
-	p := &ImagesDryRun{Images: []ImageDryRun{}, Mirrors: io.Mirrors}
+	p := &ImagesDryRun{Images: []ImageDryRun{}, Mirrors: io.Mirrors, MirrorOnly: io.MirrorOnly, CAFile: io.CAFile,
+		HTTPProxy: redact.URL(io.HTTPProxy), HTTPSProxy: redact.URL(io.HTTPSProxy)}
+	if io.HTTPProxy != "" || io.HTTPSProxy != "" {
+		p.NoProxy = images.NoProxyList(io.NoProxy)
+	}
 	var list []string
 	ko := o.Kubernetes
 	ko.CacheDir = o.CacheDir
@@ -173,6 +187,20 @@ func planImages(ctx context.Context, o *Options) *ImagesDryRun {
 	refs, err := images.ParseRefs(append(list, io.extra...))
 	if err != nil {
 		return p
+	}
+	node := images.Node{Mirrors: io.mirrors, MirrorOnly: io.MirrorOnly, CAFile: io.CAFile, Registries: images.Registries(refs)}
+	if files, err := node.Files(0); err == nil {
+		for _, f := range files {
+			if strings.HasSuffix(f.Path, "/hosts.toml") {
+				if p.Hosts == nil {
+					p.Hosts = map[string]string{}
+				}
+				p.Hosts["/"+f.Path] = string(f.Content)
+			}
+		}
+	}
+	if io.NodeAuth {
+		p.NodeAuth = images.NodeAuthHosts(io.mirrors, node.Registries)
 	}
 	for i, im := range images.Cached(refs, images.Options{Arch: o.Release.Arch, CacheDir: o.CacheDir, Mirrors: io.mirrors}) {
 		e := ImageDryRun{Name: refs[i].Name, Size: -1}
@@ -201,5 +229,21 @@ func (p *ImagesDryRun) Lines() []string {
 	if p.Unknown > 0 {
 		total += fmt.Sprintf(" + %d images not in the cache", p.Unknown)
 	}
-	return append(l, total)
+	l = append(l, total)
+	if p.CAFile != "" {
+		l = append(l, "registry CA:  "+p.CAFile+" (trusted here, and on the node in certs.d and /etc/ssl/certs)")
+	}
+	for _, path := range slices.Sorted(maps.Keys(p.Hosts)) {
+		l = append(l, "node "+path+":")
+		for _, line := range strings.Split(strings.TrimRight(p.Hosts[path], "\n"), "\n") {
+			l = append(l, "    "+line)
+		}
+	}
+	if p.HTTPProxy != "" || p.HTTPSProxy != "" {
+		l = append(l, fmt.Sprintf("node proxy:   HTTP_PROXY=%s HTTPS_PROXY=%s NO_PROXY=%s (containerd, kubelet)", p.HTTPProxy, p.HTTPSProxy, p.NoProxy))
+	}
+	if len(p.NodeAuth) > 0 {
+		l = append(l, "node logins:  "+strings.Join(p.NodeAuth, ", ")+" (--node-registry-auth, from the docker config; a secret in the image)")
+	}
+	return l
 }

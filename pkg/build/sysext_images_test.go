@@ -201,7 +201,15 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 				CA       bool
 			}
 			ImportUnit bool
+			Proxy      struct {
+				HTTPSProxy, NoProxy string
+				HasPassword         bool
+			}
+			AuthHosts []string
 		}
+	}
+	if strings.Contains(ins.Stdout, proxyPassword) || strings.Contains(ins.Stdout, registrytest.Password) {
+		t.Error("inspect shows a password")
 	}
 	if err := json.Unmarshal([]byte(ins.Stdout), &rep); err != nil {
 		t.Fatal(err)
@@ -218,8 +226,16 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 	if len(c.Registries) != 2 || c.Registries[1].Registry != "registry.k8s.io" || len(c.Registries[1].Mirrors) != 1 || !c.Registries[1].CA {
 		t.Errorf("inspect registries: %+v", c.Registries)
 	}
+	if p := c.Proxy; !p.HasPassword || p.HTTPSProxy != "http://REDACTED@proxy.example:3128" || p.NoProxy != "localhost,127.0.0.1,169.254.169.254,10.0.0.0/8,.cluster.local" {
+		t.Errorf("inspect proxy: %+v", p)
+	}
+	if len(c.AuthHosts) != 1 || c.AuthHosts[0] != reg.Host {
+		t.Errorf("inspect authHosts: %v", c.AuthHosts)
+	}
 	text := testutil.Run(t, "inspect", rawImg, "--for", "openstack").MustSucceed(t)
-	if !strings.Contains(text.Stdout, "Containerd: 8 preloaded images") || !strings.Contains(text.Stdout, pushed.Digest[pushed.Index]) {
+	if !strings.Contains(text.Stdout, "Containerd: 8 preloaded images") || !strings.Contains(text.Stdout, pushed.Digest[pushed.Index]) ||
+		!strings.Contains(text.Stdout, "registry registry.k8s.io: mirrors [https://"+reg.Host+"] (in order), then https://registry.k8s.io") ||
+		!strings.Contains(text.Stdout, "(the image carries the proxy password)") || !strings.Contains(text.Stdout, "registry logins for the CRI") {
 		t.Errorf("inspect text:\n%s", text.Stdout)
 	}
 
@@ -246,7 +262,14 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 			t.Errorf("dry-run images: %+v", p)
 		}
 		text := testutil.RunCmd(t, testutil.Cmd{Args: args(o, "--dry-run"), Env: env}).MustSucceed(t)
-		if !strings.Contains(text.Stdout, "total: ") || !strings.Contains(text.Stdout, "registry.k8s.io/etcd:"+kubetest.EtcdTag) {
+		if h := p.Hosts["/"+images.CertsDir+"/registry.k8s.io/hosts.toml"]; !strings.Contains(h, `[host."https://`+reg.Host+`"]`) || p.HTTPSProxy != "http://REDACTED@proxy.example:3128" || len(p.NodeAuth) != 1 {
+			t.Errorf("dry-run settings: %+v", p)
+		}
+		if strings.Contains(r.Stdout, proxyPassword) {
+			t.Error("the dry run shows the proxy password")
+		}
+		if !strings.Contains(text.Stdout, "total: ") || !strings.Contains(text.Stdout, "registry.k8s.io/etcd:"+kubetest.EtcdTag) ||
+			!strings.Contains(text.Stdout, "node /"+images.CertsDir+"/registry.k8s.io/hosts.toml:") || !strings.Contains(text.Stdout, "node proxy:   HTTP_PROXY= HTTPS_PROXY=http://REDACTED@proxy.example:3128") {
 			t.Errorf("dry-run text:\n%s", text.Stdout)
 		}
 		noArtifactIn(t, o)
