@@ -72,6 +72,9 @@ func TestContainerdPullsAsTheNodeFilesSay(t *testing.T) {
 		if out, err := c.Pull(one); err != nil {
 			t.Fatalf("pull through the catch-all mirror: %v\n%s\n%s", err, out, c.Log())
 		}
+		if log := c.Log(); !strings.Contains(log, "https://"+reg.Host+"/v2/app/one") || strings.Contains(log, "https://registry.k8s.io/v2/") {
+			t.Errorf("containerd's requests (want the mirror only):\n%s", log)
+		}
 		if st, _ := os.Stat(filepath.Join(c.Dir, images.AuthDropIn)); st == nil || st.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v, want 0600", images.AuthDropIn, st)
 		}
@@ -97,6 +100,21 @@ func TestContainerdPullsAsTheNodeFilesSay(t *testing.T) {
 			if p := strings.SplitN(s, " ", 2)[1]; p != "/v2/" && p != "/v2" && !strings.HasPrefix(p, "/v2/k8s-cache/") {
 				t.Errorf("the mirror was asked %s, outside its project", s)
 			}
+		}
+	})
+
+	// --registry-mirror-only: the last mirror is the server, so with the mirror down the pull
+	// fails naming it and nothing else; without the flag containerd then tries registry.k8s.io.
+	t.Run("mirror only", func(t *testing.T) {
+		ms := mirrors(t, "registry.k8s.io=http://"+down)
+		c := nodeContainerd(t, images.Node{Mirrors: ms, MirrorOnly: true})
+		out, err := c.Pull(two)
+		if err == nil || !strings.Contains(c.Log(), "http://"+down+"/v2/app/two") || strings.Contains(c.Log(), "https://registry.k8s.io/v2/") {
+			t.Errorf("mirror-only pull with the mirror down: %v\n%s\n%s", err, out, c.Log())
+		}
+		c = nodeContainerd(t, images.Node{Mirrors: ms})
+		if _, err = c.Pull(two); err == nil || !strings.Contains(c.Log(), "https://registry.k8s.io/v2/app/two") {
+			t.Errorf("with the upstream fallback the last try is registry.k8s.io itself: %v\n%s", err, c.Log())
 		}
 	})
 

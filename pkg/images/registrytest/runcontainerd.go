@@ -48,7 +48,8 @@ func StartContainerd(t testing.TB, files []NodeFile, env []string) *Containerd {
 		}
 	}
 	os.MkdirAll(filepath.Join(etc, "conf.d"), 0o755)
-	test := "version = 2\ndisabled_plugins = [\"io.containerd.nri.v1.nri\"]\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  snapshotter = \"native\"\n"
+	// debug: the log shows every registry request containerd makes (Log).
+	test := "version = 2\ndisabled_plugins = [\"io.containerd.nri.v1.nri\"]\n[debug]\n  level = \"debug\"\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  snapshotter = \"native\"\n"
 	os.WriteFile(filepath.Join(etc, "conf.d", "99-test.toml"), []byte(test), 0o644)
 	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "c.sock"), bin: bin}
 	cfg := strings.NewReplacer(`root = "/var/lib/containerd"`, `root = "`+dir+`/root"`, `state = "/run/containerd"`, `state = "`+dir+`/state"`,
