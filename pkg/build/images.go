@@ -132,7 +132,14 @@ func (io *ImageOptions) secrets() string {
 	if !io.CarriesSecret() {
 		return ""
 	}
-	return "\x00proxy=" + io.HTTPProxy + "," + io.HTTPSProxy
+	s := "\x00proxy=" + io.HTTPProxy + "," + io.HTTPSProxy
+	if io.NodeAuth { // a changed login rebuilds (the mirrors' logins; registries' are known later)
+		auths, _ := images.NodeAuth(images.NodeAuthHosts(io.mirrors, nil))
+		for _, a := range auths {
+			s += "\x00auth=" + a.Host + "," + a.Username + "," + a.Password + "," + a.IdentityToken + "," + a.Auth
+		}
+	}
+	return s
 }
 
 // ImagesDryRun is --dry-run's list of the images a build would preload, with sizes as the

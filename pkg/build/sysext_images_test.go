@@ -301,8 +301,22 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 				a[i-1], a[i] = "--keep-updates", "--keep-updates"
 			}
 		}
-		testutil.RunCmd(t, testutil.Cmd{Args: a, Env: env}).MustFail(t, 1, "not trusted", "--registry-ca")
+		testutil.RunCmd(t, testutil.Cmd{Args: a, Env: env}).MustFail(t, 1, "not trusted", "--registry-ca", "--ca-file")
 		noArtifact(t, o)
+		// --ca-file instead: the build host trusts the registry, the node gets no CA.
+		o = filepath.Join(dir, "cafile")
+		a = args(o, "--ca-file", reg.CAFile)
+		for i := range a {
+			if a[i] == reg.CAFile && a[i-1] == "--registry-ca" {
+				a[i-1], a[i] = "--keep-updates", "--keep-updates"
+			}
+		}
+		testutil.RunCmd(t, testutil.Cmd{Args: a, Env: env}).MustSucceed(t)
+		img := filepath.Join(t.TempDir(), "cafile.raw")
+		testutil.Run(t, "convert", filepath.Join(o, name+".qcow2"), img).MustSucceed(t)
+		if ls := testutil.MustRun(t, "debugfs", "-R", "ls -l /"+images.CertsDir+"/registry.k8s.io", rootfstest.ExtractRoot(t, img)); strings.Contains(ls, "ca.crt") {
+			t.Errorf("--ca-file went into the node:\n%s", ls)
+		}
 		testutil.RunCmd(t, testutil.Cmd{Args: args(filepath.Join(dir, "bad4"), "--registry-mirror", "registry.k8s.io"), Env: env}).MustFail(t, 2, "REGISTRY=URL")
 		// Issue 27's hostile values: each refused with its rule, exit 2, nothing written.
 		for i, c := range []struct{ mirror, want string }{
