@@ -90,7 +90,11 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 	c.WriteString("# flatcar-capo: registry settings in certs.d, kubeadm's sandbox image (preloaded)\nversion = 2\n\n")
 	c.WriteString("[plugins.\"io.containerd.grpc.v1.cri\"]\n")
 	if n.Sandbox != "" {
-		fmt.Fprintf(&c, "  sandbox_image = %q\n", n.Sandbox)
+		v, err := TOMLString(n.Sandbox)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&c, "  sandbox_image = %s\n", v)
 	}
 	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/" + CertsDir + "\"\n")
 	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n")
