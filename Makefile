@@ -24,7 +24,7 @@ RACE_PKGS := ./pkg/bzip2/ ./pkg/qcow2/ ./pkg/squashfs/
 RACE_RUN := ^(TestConvertInProcess|TestFetchPipelineInProcess|TestStalledBodyFails|TestFake.*)$$
 RACE_RUN_PKGS := ./pkg/convert/ ./pkg/fetch/ ./pkg/glance/
 
-.PHONY: all build image image-packer test-image deps demo test test-unit test-go test-packer-guest race fuzz fuzz-oracles bench vet generate clean
+.PHONY: all build cross image image-packer dist dist-check test-image deps demo test test-unit test-go test-packer-guest race fuzz fuzz-oracles bench vet generate clean
 
 all: build
 
@@ -34,18 +34,53 @@ build:
 
 # The container image: an OCI index (amd64 + arm64) of the static binary, CA certificates and a
 # non-root user, written in Go (no Docker daemon) and reproducible: bin/image (OCI layout) and
-# bin/image.tar (oci-archive: `podman load -i bin/image.tar`). It prints the index digest.
+# bin/image.tar (oci-archive: `podman load -i bin/image.tar`), with the OCI source/version/revision
+# labels: flatcar-capo:latest (entrypoint flatcar-capo); and bin/image-shell.tar, flatcar-capo:shell,
+# the same plus a static busybox as /bin/sh for CI runners that pipe the job script into `sh`
+# (GitLab). The layout bin/image names both. Debian's busybox-static is amd64 here; BUSYBOX_ARM64=PATH
+# (a static arm64 busybox) adds arm64 to the shell image. It prints each name, index digest, archive.
 IMAGE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
-image:
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUSYBOX ?= /bin/busybox
+BUSYBOX_ARM64 ?=
+IMAGE_LABELS = --version '$(VERSION)' --revision '$(REVISION)'
+cross:
 	for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS) -buildid=' -o bin/linux-$$a/flatcar-capo ./cmd/flatcar-capo || exit 1; done
-	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./scripts/image -o bin/image --binary amd64=bin/linux-amd64/flatcar-capo --binary arm64=bin/linux-arm64/flatcar-capo
+
+image: cross
+	@test -x $(BUSYBOX) || { echo "image: no static busybox at $(BUSYBOX) (scripts/install-deps.sh installs busybox-static)"; exit 1; }
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./scripts/image -o bin/image --binary amd64=bin/linux-amd64/flatcar-capo --binary arm64=bin/linux-arm64/flatcar-capo \
+	  $(IMAGE_LABELS) --shell amd64=$(BUSYBOX) $(if $(BUSYBOX_ARM64),--shell arm64=$(BUSYBOX_ARM64))
+
+# What a release publishes, in bin/dist: the static binaries flatcar-capo-linux-{amd64,arm64}, the
+# image archives flatcar-capo-image.tar and flatcar-capo-shell-image.tar and their SHA256SUMS. The
+# same commit gives the same bytes (make dist-check proves it).
+DIST ?= bin/dist
+DIST_FILES := flatcar-capo-linux-amd64 flatcar-capo-linux-arm64 flatcar-capo-image.tar flatcar-capo-shell-image.tar
+dist: image
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	cp bin/linux-amd64/flatcar-capo $(DIST)/flatcar-capo-linux-amd64
+	cp bin/linux-arm64/flatcar-capo $(DIST)/flatcar-capo-linux-arm64
+	cp bin/image.tar $(DIST)/flatcar-capo-image.tar
+	cp bin/image-shell.tar $(DIST)/flatcar-capo-shell-image.tar
+	cd $(DIST) && sha256sum $(DIST_FILES) > SHA256SUMS && cat SHA256SUMS
+
+# make dist twice: here, and in a fresh clone of HEAD at another path with an empty Go build
+# cache; the two SHA256SUMS must be equal. Needs a clean tree (the clone has no uncommitted work).
+dist-check: dist
+	@test -z "$$(git status --porcelain)" || { echo "dist-check: commit or stash your changes first (the second build is a clone of HEAD)"; exit 1; }
+	set -e; tmp=$$(mktemp -d /tmp/flatcar-capo-dist-check-XXXXXX); trap 'chmod -R u+w "$$tmp"; rm -rf "$$tmp"' EXIT; \
+	  git clone -q --no-hardlinks . "$$tmp/src"; \
+	  GOCACHE="$$tmp/gocache" $(MAKE) --no-print-directory -C "$$tmp/src" dist >/dev/null; \
+	  if cmp -s $(DIST)/SHA256SUMS "$$tmp/src/bin/dist/SHA256SUMS"; then echo "dist-check: reproducible (same SHA256SUMS from a fresh clone and build cache)"; \
+	  else diff $(DIST)/SHA256SUMS "$$tmp/src/bin/dist/SHA256SUMS"; echo "dist-check: the two builds differ"; exit 1; fi
 
 # The same plus what the Packer method runs: packer >= 1.10 with its QEMU plugin and Debian's QEMU
 # with its libraries and firmware (amd64 only): bin/image-packer(.tar).
 image-packer:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS) -buildid=' -o bin/linux-amd64/flatcar-capo ./cmd/flatcar-capo
 	scripts/image/packer-tree.sh bin/image-packer-tree >/dev/null
-	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./scripts/image -o bin/image-packer --binary amd64=bin/linux-amd64/flatcar-capo \
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) $(GO) run ./scripts/image -o bin/image-packer --binary amd64=bin/linux-amd64/flatcar-capo $(IMAGE_LABELS) \
 	  --ref flatcar-capo:packer --extra bin/image-packer-tree --env PACKER_PLUGIN_PATH=/usr/local/lib/packer/plugins
 
 # Podman runs the image offline as a non-root user with a read-only root filesystem and builds
@@ -53,7 +88,7 @@ image-packer:
 # installs podman and takes a few minutes).
 test-image: image image-packer
 	scripts/install-deps.sh image
-	$(GO) test -tags image -count=1 -timeout 20m -run "TestContainerImage(Packer)?$$" -v ./scripts/image/
+	$(GO) test -tags image -count=1 -timeout 40m -run "^(TestContainerImage(Packer)?|TestGitLabJobsInShellImage|TestKubernetesExamplesInImage)$$" -v ./scripts/image/
 
 deps:
 	scripts/install-deps.sh test

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A real Keystone + Glance on 127.0.0.1 for tests, benchmarks and demos, from Debian's packages,
-# with sqlite databases and file stores in one directory and no systemd.
+# A real Keystone + Glance + Barbican on 127.0.0.1 for tests, benchmarks and demos, from Debian's
+# packages, with sqlite databases and file stores in one directory and no systemd. Glance checks
+# image signatures (img_signature*) on upload against certificates it reads from this Barbican.
 #
 #   scripts/openstack.sh up DIR [--owner PID]   start everything, write DIR/clouds.yaml and DIR/env
 #   scripts/openstack.sh down DIR               stop everything started in DIR (by PID)
@@ -8,8 +9,9 @@
 #   scripts/openstack.sh start-glance DIR one|two   start it again on the same port
 #
 # Layout of the catalog (region: services):
-#   RegionOne:   identity, image (glance "one")
-#   RegionTwo:   image (glance "two": its own database and store)
+#   RegionOne:   identity, image (glance "one"), key-manager (barbican)
+#   RegionTwo:   image (glance "two": its own database and store), key-manager on a port where
+#                nothing listens (a Barbican that is down)
 #   RegionThree: identity only (no image service)
 #   RegionFour:  image on a port where nothing listens (unreachable)
 # clouds.yaml names: local, local-two, local-noimage, local-down, local-badpass, local-appcred.
@@ -65,7 +67,7 @@ policy_dirs = $d/policy.d
 EOF
 }
 
-write_glance_conf() { # DIR PORT KEYSTONE_URL PASSWORD
+write_glance_conf() { # DIR PORT KEYSTONE_URL PASSWORD BARBICAN_URL
   local d=$1
   mkdir -p "$d/images" "$d/staging" "$d/tasks" "$d/policy.d" "$d/lock"
   cat >"$d/glance-api.conf" <<EOF
@@ -104,7 +106,58 @@ policy_file = $d/policy.yaml
 policy_dirs = $d/policy.d
 [oslo_concurrency]
 lock_path = $d/lock
+# Signature verification: cursive reads img_signature_certificate_uuid's certificate from Barbican
+# with the caller's token.
+[key_manager]
+backend = barbican
+[barbican]
+barbican_endpoint = $5
+barbican_api_version = v1
+auth_endpoint = $3/v3
 EOF
+}
+
+write_barbican_conf() { # DIR PORT KEYSTONE_URL PASSWORD
+  local d=$1
+  mkdir -p "$d/home/.barbican" "$d/policy.d"
+  # oslo.config finds ~/.barbican/barbican.conf first: HOME=$d/home keeps /etc/barbican out of it.
+  cat >"$d/home/.barbican/barbican.conf" <<EOF
+[DEFAULT]
+host_href = http://127.0.0.1:$2
+sql_connection = sqlite:///$d/barbican.sqlite
+db_auto_create = True
+log_file = $d/barbican-api.log
+[keystone_authtoken]
+www_authenticate_uri = $3
+auth_url = $3
+auth_type = password
+username = admin
+password = $4
+project_name = admin
+user_domain_name = Default
+project_domain_name = Default
+[keystone_notifications]
+enable = False
+[secretstore]
+enabled_secretstore_plugins = store_crypto
+[crypto]
+enabled_crypto_plugins = simple_crypto
+[simple_crypto_plugin]
+kek = $($PY -c 'import base64,os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')
+[oslo_policy]
+policy_dirs = $d/policy.d
+EOF
+}
+
+start_barbican() { # DIR PORT
+  local d=$1
+  HOME=$d/home setsid uwsgi --plugin python3 --http-socket "127.0.0.1:$2" \
+    --paste config:/etc/barbican/barbican-api-paste.ini \
+    --master --processes 1 --threads 1 --lazy-apps --die-on-term --no-orphans \
+    --add-header "Connection: close" --buffer-size 65535 \
+    --pidfile "$d/pid" --logto "$d/uwsgi.log" </dev/null >/dev/null 2>&1 &
+  for _ in $(seq 50); do [ -s "$d/pid" ] && return; sleep 0.1; done
+  die "uwsgi for barbican did not start; see $d/uwsgi.log"
 }
 
 start_keystone() { # DIR PORT
@@ -128,12 +181,12 @@ start_glance() { # DIR
 
 sqlite_wal() { $PY -c 'import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute("pragma journal_mode=wal")' "$1"; }
 
-# register_catalog KEYSTONE_URL PASSWORD GLANCE1 GLANCE2 DEADPORT: regions, endpoints, an
+# register_catalog KEYSTONE_URL PASSWORD GLANCE1 GLANCE2 DEADPORT BARBICAN: regions, endpoints, an
 # application credential; prints the application credential as "id secret".
 register_catalog() {
   $PY - "$@" <<'EOF'
 import json, sys, urllib.request
-ks, pw, g1, g2, dead = sys.argv[1:]
+ks, pw, g1, g2, dead, bb = sys.argv[1:]
 def call(method, path, body=None, token=None):
     req = urllib.request.Request(ks + path, method=method, data=json.dumps(body).encode() if body else None,
                                  headers={"Content-Type": "application/json"})
@@ -149,6 +202,10 @@ _, svc = call("POST", "/v3/services", {"service": {"type": "image", "name": "gla
 for region, url in (("RegionOne", g1), ("RegionTwo", g2), ("RegionFour", "http://127.0.0.1:%s" % dead)):
     for iface in ("public", "internal", "admin"):
         call("POST", "/v3/endpoints", {"endpoint": {"service_id": svc["service"]["id"], "interface": iface, "region_id": region, "url": url}}, tok)
+_, km = call("POST", "/v3/services", {"service": {"type": "key-manager", "name": "barbican"}}, tok)
+for region, url in (("RegionOne", bb), ("RegionTwo", "http://127.0.0.1:%s" % dead)):
+    for iface in ("public", "internal", "admin"):
+        call("POST", "/v3/endpoints", {"endpoint": {"service_id": km["service"]["id"], "interface": iface, "region_id": region, "url": url}}, tok)
 _, ids = call("GET", "/v3/services?type=identity", None, tok)
 call("POST", "/v3/endpoints", {"endpoint": {"service_id": ids["services"][0]["id"], "interface": "public", "region_id": "RegionThree", "url": ks + "/v3"}}, tok)
 _, ac = call("POST", "/v3/users/%s/application_credentials" % user_id, {"application_credential": {"name": "flatcar-capo-test"}}, tok)
@@ -158,18 +215,19 @@ EOF
 
 up() {
   local dir=$1 owner=${2:-}
-  for t in uwsgi keystone-manage glance-manage; do command -v $t >/dev/null || die "$t is missing: run scripts/install-deps.sh"; done
+  for t in uwsgi keystone-manage glance-manage barbican-wsgi-api; do command -v $t >/dev/null || die "$t is missing: run scripts/install-deps.sh"; done
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   [ -e "$dir/running" ] && die "$dir already holds an OpenStack; run '$0 down $dir' first"
   touch "$dir/running" # removed by down; the watchdog watches it
-  local ksp g1p g2p dead pw
-  ksp=$(free_port); g1p=$(free_port); g2p=$(free_port); dead=$(free_port)
+  local ksp g1p g2p dead bbp pw
+  ksp=$(free_port); g1p=$(free_port); g2p=$(free_port); dead=$(free_port); bbp=$(free_port)
   pw=$($PY -c 'import secrets; print(secrets.token_hex(12))')
   local ks="http://127.0.0.1:$ksp"
   write_keystone_conf "$dir/keystone"
-  write_glance_conf "$dir/glance-one" "$g1p" "$ks" "$pw"
-  write_glance_conf "$dir/glance-two" "$g2p" "$ks" "$pw"
+  write_glance_conf "$dir/glance-one" "$g1p" "$ks" "$pw" "http://127.0.0.1:$bbp"
+  write_glance_conf "$dir/glance-two" "$g2p" "$ks" "$pw" "http://127.0.0.1:$bbp"
+  write_barbican_conf "$dir/barbican" "$bbp" "$ks" "$pw"
   ( keystone-manage --config-file "$dir/keystone/keystone.conf" db_sync >"$dir/keystone/db_sync.log" 2>&1 &&
     sqlite_wal "$dir/keystone/keystone.sqlite" &&
     keystone-manage --config-file "$dir/keystone/keystone.conf" bootstrap --bootstrap-password "$pw" \
@@ -189,18 +247,21 @@ up() {
   # Glance needs Keystone only per request: let it load while Keystone bootstraps.
   start_glance "$dir/glance-one"
   start_glance "$dir/glance-two"
+  start_barbican "$dir/barbican" "$bbp"
   wait $kspid || die "keystone db_sync/bootstrap failed; see $dir/keystone/*.log"
   start_keystone "$dir/keystone" "$ksp"
   wait_http "$ks/v3" 60 "$dir/keystone/pid"
   local ac
-  ac=$(register_catalog "$ks" "$pw" "http://127.0.0.1:$g1p" "http://127.0.0.1:$g2p" "$dead") || die "registering the catalog failed"
+  ac=$(register_catalog "$ks" "$pw" "http://127.0.0.1:$g1p" "http://127.0.0.1:$g2p" "$dead" "http://127.0.0.1:$bbp") || die "registering the catalog failed"
   wait_http "http://127.0.0.1:$g1p/versions" 60 "$dir/glance-one/pid"
   wait_http "http://127.0.0.1:$g2p/versions" 60 "$dir/glance-two/pid"
+  wait_http "http://127.0.0.1:$bbp/" 60 "$dir/barbican/pid"
   write_clouds "$dir" "$ks" "$pw" "${ac% *}" "${ac#* }"
   cat >"$dir/env" <<EOF
 KEYSTONE_URL=$ks/v3
 GLANCE_ONE_URL=http://127.0.0.1:$g1p
 GLANCE_TWO_URL=http://127.0.0.1:$g2p
+BARBICAN_URL=http://127.0.0.1:$bbp
 OS_CLIENT_CONFIG_FILE=$dir/clouds.yaml
 EOF
   # Ready means: an authenticated image list works in both regions.
@@ -213,6 +274,10 @@ EOF
       ((SECONDS < deadline)) || die "authenticated image list on port $g does not work; see $dir/glance-*/glance-api.log"
       sleep 0.2
     done
+  done
+  until curl -sf -o /dev/null -H "X-Auth-Token: $tok" "http://127.0.0.1:$bbp/v1/secrets"; do
+    ((SECONDS < deadline)) || die "authenticated secret list on port $bbp does not work; see $dir/barbican/*.log"
+    sleep 0.2
   done
   echo "$dir"
 }
@@ -287,6 +352,7 @@ down() {
   rm -f "$dir/env" "$dir/running" # tells the watchdog to end
   stop_pidfile "$dir/glance-one/pid"
   stop_pidfile "$dir/glance-two/pid"
+  stop_pidfile "$dir/barbican/pid"
   stop_pidfile "$dir/keystone/pid"
   if [ -s "$dir/watchdog.pid" ] && [ "$(cat "$dir/watchdog.pid")" != "$$" ]; then
     kill "$(cat "$dir/watchdog.pid")" 2>/dev/null || true

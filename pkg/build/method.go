@@ -36,7 +36,7 @@ func (noTools) Preflight(context.Context, *Options, multistep.StateBag) (string,
 func allSteps(o *Options) []multistep.Step {
 	steps := []multistep.Step{&stepResolve{}, &stepReuse{}, &stepPreflight{}, &stepWorkDir{}, &stepKubernetes{}, &stepFetch{}, &stepWorkCopy{}}
 	steps = append(steps, methods[o.Method].Steps()...)
-	return append(steps, &stepOEM{}, &stepInspect{}, &stepConvert{}, &stepRecord{}, &stepUpload{})
+	return append(steps, &stepOEM{}, &stepInspect{}, &stepConvert{}, &stepRecord{}, &stepUpload{}, &stepSign{})
 }
 
 // stepPreflight runs the method's tool check.

@@ -20,6 +20,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
 // Methods.
@@ -69,6 +70,10 @@ type Options struct {
 	// --visibility, and --disk-format raw to stream the qcow2's disk as raw.
 	Properties, Tags       []string
 	Visibility, DiskFormat string
+	// SignKey (--sign-key) writes detached signatures of the artifact, its record and its SBOM;
+	// GlanceSigning signs the upload for Glance's signature verification.
+	SignKey       *signing.Key
+	GlanceSigning *glance.Signing
 
 	Force  bool // rebuild even when a matching artifact exists
 	DryRun bool // print the plan, boot nothing

@@ -91,6 +91,16 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 	if rec.Artifacts[0].SHA512 != sum || len(rec.Downloads) != 5 || rec.Method != "fake" || rec.Reused {
 		t.Fatalf("record %+v", rec)
 	}
+	// Whatever the method, the record step writes the SBOM: every download with its sha256.
+	sbomBytes, err := os.ReadFile(filepath.Join(o.OutputDir, rec.SBOM.File))
+	if err != nil || br.GlanceValues().SBOMSHA256 != rec.SBOM.SHA256 || rec.SBOM.SHA256 == "" {
+		t.Fatalf("SBOM %+v: %v", rec.SBOM, err)
+	}
+	for _, d := range rec.Downloads {
+		if !strings.Contains(string(sbomBytes), `"content": "`+d.SHA256+`"`) {
+			t.Errorf("the SBOM lacks %s's sha256 %s", d.Name, d.SHA256)
+		}
+	}
 	img, err := disk.Open(artifact, false)
 	if err != nil {
 		t.Fatal(err)
@@ -104,8 +114,8 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 		t.Fatal("the base image was modified")
 	}
 	entries, _ := os.ReadDir(o.OutputDir)
-	if len(entries) != 2 {
-		t.Fatalf("output dir holds %v, want the qcow2 and its record", entries)
+	if len(entries) != 3 {
+		t.Fatalf("output dir holds %v, want the qcow2, its record and its SBOM", entries)
 	}
 	// Same inputs: reused, the method does not run.
 	o2 := testOptions(t, base)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"os"
 	"strings"
 
@@ -38,6 +39,7 @@ type Record struct {
 	Downloads []Download         `json:"downloads"`
 	Artifacts []Artifact         `json:"artifacts"`
 	Images    []images.ListEntry `json:"images,omitempty"` // preloaded, with their digests
+	SBOM      *SBOMFile          `json:"sbom,omitempty"`   // the CycloneDX SBOM next to the artifact (sbom.go)
 	Glance    []GlanceInfo       `json:"glance,omitempty"`
 	Steps     []StepTiming       `json:"steps"`
 	Seconds   float64            `json:"seconds"` // the run's wall time up to writing the record
@@ -151,26 +153,29 @@ func LoadRecord(image string) (*Record, error) {
 // GlanceValues are what the record says about the image's Glance metadata.
 func (r *Record) GlanceValues() glance.RecordValues {
 	return glance.RecordValues{FlatcarVersion: r.FlatcarVersion, KubernetesVersion: r.KubernetesVersion, Arch: r.Arch, Channel: r.Channel, Method: r.Method,
-		UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
+		SBOMSHA256: r.sbomSHA256(), UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
 }
 
 // RecordFile reads a record the caller names (manifests --from-record): one that cannot be
 // read, or is not a build record (no image name), wraps errs.ErrInvalid.
 func RecordFile(path string) (*Record, error) {
-	b, err := os.ReadFile(path)
+	b, err := infile.ReadFile("--from-record", path, infile.Record)
 	if err != nil {
-		return nil, errs.Invalidf("--from-record: %v", err)
+		return nil, errs.Invalid(err)
 	}
 	var r Record
-	if err := json.Unmarshal(b, &r); err != nil || r.ImageName == "" {
+	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, errs.Invalidf("--from-record %s is not a build record (the .build.json next to a built image): %v", path, err)
+	}
+	if r.ImageName == "" {
+		return nil, errs.Invalidf("--from-record %s is not a build record (the .build.json next to a built image): it has no imageName", path)
 	}
 	return &r, nil
 }
 
 // ReadRecord reads the record next to artifact.
 func ReadRecord(artifact string) (*Record, error) {
-	b, err := os.ReadFile(RecordPath(artifact))
+	b, err := infile.ReadFile("build record", RecordPath(artifact), infile.Record)
 	if err != nil {
 		return nil, err
 	}

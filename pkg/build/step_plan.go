@@ -8,6 +8,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
 // Plan is what --dry-run prints: everything resolved, nothing booted or written.
@@ -31,6 +32,9 @@ type Plan struct {
 	Clouds              []string          `json:"clouds,omitempty"`
 	Flavor              string            `json:"flavor"`
 	Images              *ImagesDryRun     `json:"images,omitempty"` // what would be preloaded (images.go)
+	// Signed are the .sig files --sign-key would write; GlanceSigned says the upload is signed.
+	Signed       []string `json:"signed,omitempty"`
+	GlanceSigned bool     `json:"glanceSigned,omitempty"`
 	// Method is the method's own plan (for packer: binary, version, accelerator, template, variables).
 	MethodPlan any `json:"methodPlan,omitempty"`
 }
@@ -56,6 +60,10 @@ func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 		p.BaseURL = rec.Base.URL
 	}
 	p.Images = planImages(ctx, o)
+	if o.SignKey != nil {
+		p.Signed = []string{p.Artifact + signing.SigSuffix, RecordPath(p.Artifact) + signing.SigSuffix}
+		p.GlanceSigned = o.GlanceSigning != nil
+	}
 	rec.DryRun = p
 	if err := methods[o.Method].Plan(ctx, o, p); err != nil {
 		return halt(state, err)

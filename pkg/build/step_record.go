@@ -3,6 +3,7 @@ package build
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
 )
 
 // Flavors of `flatcar-capo manifests --flavor` that fit each method's image.
@@ -52,7 +54,11 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 		extra, _ := state.Get(KeyExtraArtifacts).([]Artifact) // hashed when they were made
 		rec.Artifacts = append(rec.Artifacts, extra...)
 	}
+	if err := rec.writeSBOM(artifact); err != nil {
+		return halt(state, err)
+	}
 	if err := rec.write(artifact); err != nil {
+		os.Remove(sbom.Path(artifact)) // the artifact stays half-built and is removed: so is its SBOM
 		return halt(state, err)
 	}
 	state.Put(KeyRecorded, true)

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
@@ -15,6 +16,7 @@ import (
 type stepReuse struct {
 	lock       *os.File
 	artifact   string
+	release    func() // unregisters the forced-exit unlock (interrupt.OnForcedExit)
 	createdOut string // the --output-dir this build made, removed at the end if still empty
 }
 
@@ -34,6 +36,7 @@ func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep
 		return halt(state, err)
 	}
 	s.lock, s.artifact = lock, artifact
+	s.release = interrupt.OnForcedExit(func() { unlockArtifact(lock, artifact) })
 	if o.Force {
 		note(state, "--force: rebuilding")
 		return multistep.ActionContinue
@@ -67,6 +70,7 @@ func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep
 // Cleanup runs when the whole build is over (multistep cleans up in reverse): the lock goes last.
 func (s *stepReuse) Cleanup(multistep.StateBag) {
 	if s.lock != nil {
+		s.release()
 		unlockArtifact(s.lock, s.artifact)
 		s.lock = nil
 	}

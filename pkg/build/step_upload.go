@@ -30,7 +30,7 @@ func (*stepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if err != nil {
 		return halt(state, fmt.Errorf("--on-exists: %w", err))
 	}
-	req := &glance.Request{Name: o.ImageName, Visibility: o.Visibility, OnExists: mode, Wait: 30 * time.Minute, Log: o.Log}
+	req := &glance.Request{Name: o.ImageName, Visibility: o.Visibility, OnExists: mode, Wait: 30 * time.Minute, Log: o.Log, Signing: o.GlanceSigning}
 	format := disk.FormatQcow2
 	if o.DiskFormat == "raw" {
 		format = disk.FormatRaw

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 )
 
 // stepWorkDir makes the private build directory (0700) inside the output directory (which the
@@ -16,6 +18,8 @@ import (
 type stepWorkDir struct {
 	dir  string
 	lock *os.File // the owner lock (locks.go), held until Cleanup
+	// release unregisters the directory's removal on a forced exit (interrupt.OnForcedExit)
+	release func()
 }
 
 func (*stepWorkDir) Name() string { return "workdir" }
@@ -30,6 +34,7 @@ func (s *stepWorkDir) Run(ctx context.Context, state multistep.StateBag) multist
 		return halt(state, fmt.Errorf("cannot create the build directory: %w", err))
 	}
 	s.dir = dir
+	s.release = interrupt.OnForcedExit(func() { os.RemoveAll(dir) })
 	if s.lock, err = lockBuildDir(dir); err != nil {
 		return halt(state, err)
 	}
@@ -57,6 +62,7 @@ func (s *stepWorkDir) Cleanup(state multistep.StateBag) {
 		}
 	}
 	os.RemoveAll(s.dir)
+	s.release()
 	if s.lock != nil {
 		s.lock.Close()
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
 // The rules of manifests' values, before anything is looked up or rendered. Their errors wrap
@@ -30,6 +31,9 @@ func SysextURL(flavor, url string) (string, error) {
 	if !isHTTP(url) {
 		return "", errs.Invalidf("--sysext-url %q: want the http(s) URL of the directory serving kubernetes-<version>-x86-64.raw", url)
 	}
+	if err := sysext.OneLineURL("--sysext-url", url); err != nil {
+		return "", err // it goes into the CLC: a newline there would be YAML of its own
+	}
 	return strings.TrimRight(url, "/"), nil
 }
 
@@ -40,12 +44,18 @@ type SysextHashOptions struct {
 	File           string
 	InsecureNoHash bool
 	SysupdateURL   string
+	SysupdateKey   bool // --sysupdate-key given
 }
 
 // Validate checks the combination before any download.
 func (o SysextHashOptions) Validate() error {
-	if o.SysupdateURL != "" && !isHTTP(o.SysupdateURL) {
-		return errs.Invalidf("--sysupdate-url %q: want the http(s) URL of a directory made by sysext publish", o.SysupdateURL)
+	if o.SysupdateURL != "" {
+		if err := sysext.ValidBakeryURL("--sysupdate-url", o.SysupdateURL); err != nil {
+			return err
+		}
+	}
+	if o.SysupdateKey && o.SysupdateURL == "" {
+		return errs.Invalidf("--sysupdate-key is the public key of a signed bakery: give its --sysupdate-url too")
 	}
 	if o.Flavor != FlavorSysext && (o.File != "" || o.InsecureNoHash) {
 		return errs.Invalidf("--sysext and --insecure-no-hash are for --flavor sysext (the flavor that downloads the sysext at boot)")

@@ -43,6 +43,9 @@ type RenderOptions struct {
 	SysupdateURL   string
 	// Trust is the nodes' CA and proxy for their downloads (manifests --ca-file, --*-proxy).
 	Trust NodeTrust
+	// SysupdateKeyring (sysext.PublicKeyring) makes the transfer Verify=true and installs the
+	// keyring as systemd-sysupdate's.
+	SysupdateKeyring []byte
 }
 
 // Rendered is a rendered and validated cluster template.
@@ -82,7 +85,7 @@ func render(opts RenderOptions) (*Rendered, error) {
 		return nil, err
 	}
 	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI,
-		chainCLC(sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.Values[VarKubernetesVersion]), trustCLC(opts.Trust)))
+		chainCLC(sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.SysupdateKeyring, opts.Values[VarKubernetesVersion]), trustCLC(opts.Trust)))
 	if err != nil {
 		return nil, err
 	}

@@ -55,11 +55,14 @@ func TestSysextPublishAndVerifiedManifests(t *testing.T) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Errorf("sha256sum -c SHA256SUMS: %v\n%s", err, out)
 	}
-	conf := get(t, base+"/kubernetes-1.33.conf")
-	for _, want := range []string{"[Source]\nType=url-file\nPath=" + base + "/\nMatchPattern=kubernetes-v1.33.@v-%a.raw\n",
+	conf := get(t, base+"/kubernetes/kubernetes-v1.33.conf") // the bakery's place and name
+	if flat := get(t, base+"/kubernetes-1.33.conf"); flat != conf {
+		t.Errorf("the flat kubernetes-1.33.conf of earlier versions differs from kubernetes/kubernetes-v1.33.conf:\n%s", flat)
+	}
+	for _, want := range []string{"[Transfer]\nVerify=false\n", "[Source]\nType=url-file\nPath=" + base + "/\nMatchPattern=kubernetes-v1.33.@v-%a.raw\n",
 		"[Target]\nInstancesMax=3\nType=regular-file\nPath=/opt/extensions/kubernetes\nCurrentSymlink=/etc/extensions/kubernetes.raw\n"} {
 		if !strings.Contains(conf, want) {
-			t.Errorf("kubernetes-1.33.conf lacks %q:\n%s", want, conf)
+			t.Errorf("kubernetes-v1.33.conf lacks %q:\n%s", want, conf)
 		}
 	}
 	if noop := get(t, base+"/noop.conf"); !strings.Contains(noop, "MatchPattern=invalid@v.raw") {
@@ -76,7 +79,7 @@ func TestSysextPublishAndVerifiedManifests(t *testing.T) {
 		switch f.Path {
 		case "/opt/extensions/kubernetes/" + filepath.Base(raw):
 			sysextFile = &cfg.Storage.Files[i]
-		case "/etc/sysupdate.kubernetes.d/kubernetes-1.33.conf":
+		case "/etc/sysupdate.kubernetes.d/kubernetes-v1.33.conf": // CAPO's flatcar-sysext name
 			transfer = &cfg.Storage.Files[i]
 		}
 	}
@@ -85,7 +88,7 @@ func TestSysextPublishAndVerifiedManifests(t *testing.T) {
 		t.Fatalf("sysext file entry: %+v", sysextFile)
 	}
 	if transfer == nil || dataURL(t, transfer.Contents.Source) != conf {
-		t.Errorf("the sysupdate transfer is not the published kubernetes-1.33.conf: %+v", transfer)
+		t.Errorf("the sysupdate transfer is not the published kubernetes-v1.33.conf: %+v", transfer)
 	}
 	timer := false
 	for _, u := range cfg.Systemd.Units {

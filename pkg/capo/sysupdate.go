@@ -1,6 +1,7 @@
 package capo
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -16,7 +17,9 @@ const verificationBlock = `        verification:
 // sysextCLC applies the sysext options to a flavor's additionalConfig: no verification.hash with
 // insecureNoHash, and systemd-sysupdate's transfer, noop config, timer and the kubernetes drop-in
 // of CAPO's flatcar-sysext template for sysupdateURL (patch updates of version's minor).
-func sysextCLC(flavor string, insecureNoHash bool, sysupdateURL, version string) func(string) (string, error) {
+// With keyring (a binary OpenPGP keyring) the transfer says Verify=true and the keyring goes
+// where systemd-sysupdate's gpg reads it.
+func sysextCLC(flavor string, insecureNoHash bool, sysupdateURL string, keyring []byte, version string) func(string) (string, error) {
 	if !insecureNoHash && sysupdateURL == "" {
 		return nil
 	}
@@ -39,12 +42,15 @@ func sysextCLC(flavor string, insecureNoHash bool, sysupdateURL, version string)
 		if sysext.ValidVersion(version) != nil {
 			return "", fmt.Errorf("--sysupdate-url needs an exact --kubernetes-version (its minor names the transfer file), not %q", version)
 		}
-		conf, err := sysext.SysupdateConf(version, sysupdateURL)
+		conf, err := sysext.SysupdateConf(version, sysupdateURL, keyring != nil)
 		if err != nil {
 			return "", err
 		}
 		files := inlineFile("/etc/sysupdate.kubernetes.d/"+sysext.TransferName(version), string(conf)) +
 			inlineFile("/etc/sysupdate.d/noop.conf", sysext.SysupdateNoop)
+		if keyring != nil {
+			files += dataFile(sysext.ImportPubring, keyring)
+		}
 		if strings.HasPrefix(clc, "storage:\n  files:\n") {
 			clc = "storage:\n  files:\n" + files + strings.TrimPrefix(clc, "storage:\n  files:\n")
 		} else {
@@ -62,6 +68,12 @@ func sysextCLC(flavor string, insecureNoHash bool, sysupdateURL, version string)
 func inlineFile(path, content string) string {
 	return fmt.Sprintf("  - path: %s\n    filesystem: root\n    mode: 0644\n    contents:\n      inline: |\n", path) +
 		indentBlock(content, "        ")
+}
+
+// dataFile is a CLC storage.files entry whose (binary) content is a base64 data URL.
+func dataFile(path string, content []byte) string {
+	return fmt.Sprintf("  - path: %s\n    filesystem: root\n    mode: 0644\n    contents:\n      remote:\n        url: \"data:;base64,%s\"\n",
+		path, base64.StdEncoding.EncodeToString(content))
 }
 
 // sysupdateUnits are CAPO's flatcar-sysext settings: the timer, and a drop-in that updates the

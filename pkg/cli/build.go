@@ -17,6 +17,7 @@ func newBuildCommand() *cobra.Command {
 		o        build.Options
 		vf       verifyFlags
 		diskSize string
+		sign     signFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -56,6 +57,11 @@ reuses the Glance image. --method packer cannot promise that: the build VM write
 After a kill -9, the next build in the output directory removes what the dead run left.
 On failure, -o json writes {"error": ..., "exitCode": N, "left": [...]} to stdout.
 
+--sign-key KEY writes NAME.qcow2.sig, NAME.qcow2.build.json.sig and the SBOM's .sig (cosign
+blob signatures; check them with flatcar-capo verify or cosign verify-blob --key) and, with
+--cloud and --sign-cert-uuid or --sign-cert, signs the upload for Glance's signature verification
+(img_signature*, as upload --help says).
+
 Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --method packer.`,
 		Example: `  flatcar-capo build --channel stable --kubernetes-version 1.36 --cloud mycloud
   flatcar-capo build --base openstack --dry-run -o json
@@ -65,6 +71,10 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 			o.ToolVersion = Version
 			o.Log = cmd.ErrOrStderr()
 			if err := checkBuildFlags(&o, vf, diskSize); err != nil {
+				return err
+			}
+			var err error
+			if o.SignKey, o.GlanceSigning, err = sign.signing(len(o.Clouds) > 0); err != nil {
 				return err
 			}
 			rec, err := build.Run(cmd.Context(), &o)
@@ -105,6 +115,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	f.StringVar(&o.DiskFormat, "disk-format", "qcow2", "Glance disk_format: qcow2, or raw for Ceph-backed Glance (the qcow2's disk streamed as raw)")
 	f.BoolVar(&o.Force, "force", false, "rebuild even when a finished artifact with the same inputs exists")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the resolved plan; download, boot and write nothing")
+	sign.register(f)
 	AddOutputFlag(f)
 	return cmd
 }
@@ -172,6 +183,13 @@ func printPlan(w io.Writer, r *build.Record) error {
 	fmt.Fprintf(w, "  image name:  %s\n  artifact:    %s\n", p.ImageName, p.Artifact)
 	if len(p.Clouds) > 0 {
 		fmt.Fprintf(w, "  upload to:   %s\n", strings.Join(p.Clouds, ", "))
+	}
+	if len(p.Signed) > 0 {
+		glanceNote := ""
+		if p.GlanceSigned {
+			glanceNote = " (and the upload signed for Glance)"
+		}
+		fmt.Fprintf(w, "  signatures:  %s%s\n", strings.Join(p.Signed, ", "), glanceNote)
 	}
 	if p.Images != nil {
 		for _, l := range p.Images.Lines() {

@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/inspect"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
@@ -15,7 +17,7 @@ import (
 
 func newInspectCommand() *cobra.Command {
 	var (
-		target string
+		target, sbomFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect IMAGE",
@@ -33,14 +35,32 @@ first-boot flag on the ESP, a leftover /oem/config.ign, the MBR kind, and a verd
              the image lacks (the initrd would download it and fail offline)
 
 Exits 1 when NOT READY, 0 otherwise, so CI can gate on it. The JSON fields are documented in
-docs/inspect-json.md and kept stable.`,
+docs/inspect-json.md and kept stable.
+
+--sbom-file PATH writes the CycloneDX 1.6 JSON SBOM of what the image holds, for images built
+elsewhere: the image file (sha512), the Flatcar version of its os-release, every sysext stored
+in ROOT (sha512), every file in /opt/bin and /opt/cni/bin (sha256) and the preloaded container
+images (pkg:oci with digest and platform). It is written whatever the verdict; the same image
+gives the same bytes (a timestamp only from SOURCE_DATE_EPOCH). build writes a fuller one,
+<artifact>.cdx.json, with sources and versions from its record.`,
 		Example: `  flatcar-capo inspect flatcar.raw --for openstack
-  flatcar-capo inspect flatcar.qcow2 -o json | jq .verdict`,
+  flatcar-capo inspect flatcar.qcow2 -o json | jq .verdict
+  flatcar-capo inspect image-builder-flatcar.qcow2 --sbom-file image-builder-flatcar.cdx.json`,
 		Args: ExactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if target != "" {
 				if err := oem.ValidateID(target, true); err != nil {
 					return err
+				}
+			}
+			if sbomFile != "" {
+				if err := atomicfile.CheckPath(sbomFile); err != nil {
+					return err
+				}
+				if a, err := os.Stat(args[0]); err == nil {
+					if b, err := os.Stat(sbomFile); err == nil && os.SameFile(a, b) {
+						return Usagef("--sbom-file %s is the image itself; give another path, e.g. %s.cdx.json", sbomFile, args[0])
+					}
 				}
 			}
 			img, err := disk.Open(args[0], false)
@@ -52,6 +72,16 @@ docs/inspect-json.md and kept stable.`,
 			if err != nil {
 				return err
 			}
+			if sbomFile != "" {
+				inv, err := inspect.SBOM(img, r, Version)
+				if err != nil {
+					return err
+				}
+				if _, err := inv.Write(sbomFile); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "Wrote the SBOM of %s to %s\n", r.Image, sbomFile)
+			}
 			if err := Report(cmd, r, func(w io.Writer) error { return printInspect(w, r) }); err != nil {
 				return err
 			}
@@ -62,6 +92,7 @@ docs/inspect-json.md and kept stable.`,
 		},
 	}
 	cmd.Flags().StringVar(&target, "for", "", "target platform to judge against, e.g. openstack (default: the image's oem_id)")
+	cmd.Flags().StringVar(&sbomFile, "sbom-file", "", "also write the CycloneDX JSON SBOM of what the image holds to PATH")
 	AddOutputFlag(cmd.Flags())
 	return cmd
 }

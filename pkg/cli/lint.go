@@ -3,8 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -51,10 +50,10 @@ in docs/lint-rules.md.`,
 				var data []byte
 				var err error
 				if name == "-" {
-					data, err = io.ReadAll(cmd.InOrStdin())
+					data, err = readStdin(cmd.Context(), cmd.InOrStdin(), infile.Manifest)
 					name = "<stdin>"
 				} else {
-					data, err = os.ReadFile(name)
+					data, err = infile.ReadFile("lint argument", name, infile.Manifest)
 				}
 				if err != nil {
 					return fmt.Errorf("reading %s: %w", name, err)

@@ -122,7 +122,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 				return err
 			}
 			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
-				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), Trust: trust})
+				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysupdateKeyring: sh.keyring, Trust: trust})
 			if err != nil {
 				return err
 			}

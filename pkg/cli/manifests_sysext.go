@@ -24,20 +24,28 @@ type sysextHashFlags struct {
 	file         string
 	insecure     bool
 	sysupdateURL string
+	sysupdateKey string
+	keyring      []byte // read from sysupdateKey by fill
 }
 
 func addSysextHashFlags(f *pflag.FlagSet, s *sysextHashFlags) {
 	f.StringVar(&s.file, "sysext", "", "--flavor sysext: the sysext FILE the server serves; its sha512 goes into Ignition's verification.hash (default: <sysext-url>/<file>.sha512, checked against the file, or --from-record)")
 	f.BoolVar(&s.insecure, "insecure-no-hash", false, "DANGEROUS: --flavor sysext without verification.hash (nodes boot whatever the server sends)")
 	f.StringVar(&s.sysupdateURL, "sysupdate-url", "", "--flavor sysext|sysext-baked: the self-hosted bakery (sysext publish) nodes take Kubernetes patch updates from with systemd-sysupdate")
+	f.StringVar(&s.sysupdateKey, "sysupdate-key", "", "with --sysupdate-url: the public OpenPGP key FILE of a bakery published with --sign-key; installed as "+sysext.ImportPubring+" and the transfer says Verify=true")
 }
 
 // sysextSHA512 fills KUBERNETES_SYSEXT_SHA512 for the sysext flavor: from --sysext FILE, the build
 // record, or the server's FILE.sha512 (downloading the file to check it). Without a Kubernetes
 // version the variable is left for clusterctl.
-func (s *sysextHashFlags) fill(ctx context.Context, flavor string, values map[string]string, rec *build.Record) error {
-	if err := (capo.SysextHashOptions{Flavor: flavor, File: s.file, InsecureNoHash: s.insecure, SysupdateURL: s.sysupdateURL}).Validate(); err != nil {
+func (s *sysextHashFlags) fill(ctx context.Context, flavor string, values map[string]string, rec *build.Record) (err error) {
+	if err := (capo.SysextHashOptions{Flavor: flavor, File: s.file, InsecureNoHash: s.insecure, SysupdateURL: s.sysupdateURL, SysupdateKey: s.sysupdateKey != ""}).Validate(); err != nil {
 		return err
+	}
+	if s.sysupdateKey != "" {
+		if s.keyring, err = sysext.PublicKeyring(s.sysupdateKey); err != nil {
+			return err
+		}
 	}
 	if flavor != capo.FlavorSysext || s.insecure {
 		return nil

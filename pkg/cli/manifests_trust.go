@@ -3,13 +3,13 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 )
 
 // nodeTrustFlags are manifests' --http-proxy, --https-proxy and --no-proxy; --ca-file is the
@@ -37,9 +37,9 @@ func (n nodeTrustFlags) trust(net httpx.Options) (capo.NodeTrust, error) {
 	if err := net.Validate(); err != nil { // the PEM check of --ca-file
 		return t, err
 	}
-	pem, err := os.ReadFile(net.CAFile)
+	pem, err := infile.ReadFile("--ca-file", net.CAFile, infile.CA)
 	if err != nil {
-		return t, errs.Invalidf("--ca-file: %v", err)
+		return t, errs.Invalid(err)
 	}
 	t.CAPEM = pem
 	return t, nil

@@ -94,15 +94,22 @@ the image build would make is there:
 -o json prints the rows and a GitHub Actions matrix ({"include": [{channel, flatcar_version,
 kubernetes_version, method, image_name, clouds}]}) for strategy.matrix; --format github prints the
 matrix alone, --format gitlab a child pipeline whose parallel:matrix entries are the
-FLATCAR_CAPO_* variables build reads. --build runs the missing builds here, one after another,
+FLATCAR_CAPO_* variables build reads, its jobs in the image --gitlab-image names (flatcar-capo's
+shell image: GitLab Runner pipes a job's script into sh in the image; in a GitLab job the job's own
+image, $CI_JOB_IMAGE, by default). --build runs the missing builds here, one after another,
 each uploading to the clouds that lack it. A --config file holds the same lists so a CI job is one line.`,
 		Example: `  flatcar-capo plan --channel stable,beta --kubernetes-version v1.34.6,v1.35.2 --method sysext --cloud east,west
   flatcar-capo plan --config fleet.yaml --format github > matrix.json
+  flatcar-capo plan --config fleet.yaml --format gitlab --gitlab-image registry.example.com/flatcar-capo:v1.2.3-shell > builds.yml
   flatcar-capo plan --config fleet.yaml --build`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch format {
-			case "", "github", "gitlab":
+			case "", "github":
+			case "gitlab":
+				if err := fleet.ValidGitLabImage(gitlabImage); err != nil {
+					return Usagef("--gitlab-image: %v", err)
+				}
 			default:
 				return Usagef("invalid --format %q: github (a strategy.matrix) or gitlab (a child pipeline)", format)
 			}
@@ -150,7 +157,8 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
 	f.StringArrayVar(&ff.c.Properties, "property", nil, "image property KEY=VALUE for the builds --build runs (repeatable)")
 	f.StringArrayVar(&ff.c.BuildArgs, "build-arg", nil, "extra flag for the builds --build runs, e.g. --build-arg=--disk-size=12G (repeatable)")
 	f.StringVar(&format, "format", "", "print only a CI matrix: github (strategy.matrix JSON) or gitlab (a child pipeline)")
-	f.StringVar(&gitlabImage, "gitlab-image", "flatcar-capo:latest", "container image the --format gitlab jobs run in")
+	f.StringVar(&gitlabImage, "gitlab-image", "", "container image the --format gitlab jobs run in: flatcar-capo's shell image as you pushed it (make dist's flatcar-capo:shell); in a GitLab job $CI_JOB_IMAGE by default")
+	AlsoFromEnv(f, "gitlab-image", "CI_JOB_IMAGE")
 	f.BoolVar(&runBuilds, "build", false, "run the missing builds on this machine, one after another")
 	addNetworkFlags(f, &net)
 	AddOutputFlag(f)

@@ -191,10 +191,20 @@ func testPlan(t *testing.T, w *fleetWorld) {
 	if err := json.Unmarshal([]byte(gh.Stdout), &m); err != nil || !reflect.DeepEqual(m.Include, want) {
 		t.Errorf("--format github: %v\n%s", err, gh.Stdout)
 	}
-	gl := w.run(t, append(args, "--format", "gitlab")...).MustSucceed(t)
-	if !strings.Contains(gl.Stdout, `"FLATCAR_CAPO_CLOUD": "local,local-two"`) || !strings.Contains(gl.Stdout, `"matrix"`) {
+	// --format gitlab needs the image its jobs run in (there is no public one to default to): the
+	// flag, or in a GitLab job the job's own image.
+	gl := w.run(t, append(args, "--format", "gitlab", "--gitlab-image", "registry.example.com/flatcar-capo:v1-shell")...).MustSucceed(t)
+	if !strings.Contains(gl.Stdout, `"FLATCAR_CAPO_CLOUD": "local,local-two"`) || !strings.Contains(gl.Stdout, `"matrix"`) ||
+		!strings.Contains(gl.Stdout, `"image": "registry.example.com/flatcar-capo:v1-shell"`) {
 		t.Errorf("--format gitlab:\n%s", gl.Stdout)
 	}
+	inJob := testutil.RunCmd(t, testutil.Cmd{Args: append(args, "--format", "gitlab"),
+		Env: []string{"OS_CLIENT_CONFIG_FILE=" + w.clouds, "CI_JOB_IMAGE=registry.example.com/flatcar-capo:v2-shell"}}).MustSucceed(t)
+	if !strings.Contains(inJob.Stdout, `"image": "registry.example.com/flatcar-capo:v2-shell"`) {
+		t.Errorf("--format gitlab in a GitLab job does not run the child jobs in $CI_JOB_IMAGE:\n%s", inJob.Stdout)
+	}
+	w.run(t, append(args, "--format", "gitlab")...).MustFail(t, 2, "--gitlab-image", "flatcar-capo:shell")
+	w.run(t, append(args, "--format", "gitlab", "--gitlab-image", "a b")...).MustFail(t, 2, "--gitlab-image", "not an image reference")
 
 	// A cloud whose Glance fails: its cells are errors naming it, the others' rows still print, exit 1.
 	bad := w.run(t, w.planArgs("--channel", "stable", "--kubernetes-version", "1.33", "--cloud", "local,broken")...)

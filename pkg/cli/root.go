@@ -3,16 +3,11 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
-	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/spf13/cobra"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
@@ -75,13 +70,17 @@ comma-separated list, like FLATCAR_CAPO_CLOUD=east,west, or one value). Exit cod
 	// Each verb's constructor is in the verb's own file.
 	root.AddCommand(newBuildCommand(), newConvertCommand(), newFetchCommand(), newInspectCommand(), newLintCommand(),
 		newManifestsCommand(), newOEMCommand(), newPlanCommand(), newPruneCommand(), newReleaseCommand(),
-		newSysextCommand(), newUploadCommand(), newVersionCommand())
+		newSysextCommand(), newUploadCommand(), newVerifyCommand(), newVersionCommand())
 	root.InitDefaultCompletionCmd() // cobra adds it only when executing; the walk below needs it now
 	rejectUnknownSubcommands(root)
 	argsAreUsage(root)
 	documentEnv(root)
+	markInputs(root)
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
-		return applyEnvDefaults(c)
+		if err := applyEnvDefaults(c); err != nil {
+			return err
+		}
+		return checkInputs(c, args)
 	}
 	return root
 }
@@ -118,37 +117,6 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "Error: %s\n", redact.String(err.Error()))
 	return code
-}
-
-// gracePeriod is how long a cancelled command may take to clean up (remove temp files, stop
-// VMs) before the process exits anyway; a read blocked on a terminal ignores cancellation.
-const gracePeriod = 10 * time.Second
-
-// interruptContext is cancelled by SIGINT/SIGTERM; a command that has not returned within the
-// grace period, or a second signal, ends the process with exit code 130.
-func interruptContext(stderr io.Writer) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-		case <-done:
-			return
-		}
-		select {
-		case <-sigs:
-		case <-time.After(gracePeriod):
-		case <-done:
-			return
-		}
-		atomicfile.RemoveLive()
-		fmt.Fprintln(stderr, "Interrupted")
-		os.Exit(ExitInterrupted)
-	}()
-	return ctx, func() { signal.Stop(sigs); close(done); cancel() }
 }
 
 // rejectUnknownSubcommands makes every command group (a command with subcommands and no action

@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"fmt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -221,7 +221,7 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
 			}
 			host := sysext.FlatcarHost(arch)
 			if osRelease != "" {
-				data, err := os.ReadFile(osRelease)
+				data, err := infile.ReadFile("--os-release", osRelease, infile.OSRelease)
 				if err != nil {
 					return err
 				}

@@ -11,30 +11,40 @@ import (
 )
 
 func newSysextPublishCommand() *cobra.Command {
-	var (
-		url string
-	)
+	var o sysext.PublishOptions
 	cmd := &cobra.Command{
-		Use:   "publish DIR --url URL",
-		Short: "Make a directory of sysexts a self-hosted bakery (SHA256SUMS, sysupdate transfer files)",
+		Use:   "publish DIR --url URL [--sign-key KEY]",
+		Short: "Make a directory of sysexts a self-hosted bakery (SHA256SUMS, signed, sysupdate transfer files)",
 		Long: `Writes, next to the .raw sysext images in DIR, what a plain web server needs to serve them as
 Flatcar's sysext-bakery does:
 
-  SHA256SUMS               sha256sum lines of every .raw (systemd-sysupdate's url-file source reads it)
-  FILE.raw.sha512          the sha512 of each (manifests --flavor sysext reads it for Ignition's
-                           verification.hash)
-  kubernetes-1.NN.conf     the systemd-sysupdate transfer of each Kubernetes minor present: newer
-                           kubernetes-v1.NN.<patch>-<arch>.raw from --url
-  noop.conf                keeps systemd-sysupdate away from the OS itself
+  SHA256SUMS                          sha256sum lines of every .raw (systemd-sysupdate's url-file
+                                      source reads it)
+  SHA256SUMS.gpg                      with --sign-key: its detached OpenPGP signature, which
+                                      systemd-sysupdate checks with gpg when a transfer says Verify=true
+  FILE.raw.sha512                     the sha512 of each (manifests --flavor sysext reads it for
+                                      Ignition's verification.hash)
+  kubernetes/kubernetes-v1.NN.conf    the systemd-sysupdate transfer of each Kubernetes minor present
+                                      (the bakery's name and place): newer
+                                      kubernetes-v1.NN.<patch>-<arch>.raw from --url; Verify=true
+                                      when signed. The same file is also written as
+                                      kubernetes-1.NN.conf, the name earlier versions used.
+  noop.conf                           keeps systemd-sysupdate away from the OS itself
 
---url is where DIR will be served (the transfer files name it). Then
-  flatcar-capo manifests --flavor sysext --sysext-url URL --sysupdate-url URL
-makes nodes download the sysext verified, and update to newer patches from that server.`,
+So URL/kubernetes/kubernetes-v1.NN.conf, URL/noop.conf and URL/kubernetes-v1.NN.P-x86-64.raw
+are where CAPO's flatcar-sysext template and the bakery's docs look on extensions.flatcar.org.
+
+--url is where DIR will be served (the transfer files name it): http(s), no credentials, query
+or '%'. File names must be plain (letters, digits, . _ + ~ -): nothing can add a line to
+SHA256SUMS or a key to a transfer. --sign-key is an unprotected OpenPGP private key (armored or
+binary, gpg --export-secret-keys); give nodes its public key with
+  flatcar-capo manifests --flavor sysext --sysext-url URL --sysupdate-url URL --sysupdate-key PUB
+which installs it as /etc/systemd/import-pubring.gpg, where systemd-sysupdate's gpg reads it.`,
 		Example: `  flatcar-capo sysext create --kubernetes-version 1.35 --output-file /srv/www/ext/kubernetes-v1.35.2-x86-64.raw
-  flatcar-capo sysext publish /srv/www/ext --url http://10.0.0.5/ext`,
+  flatcar-capo sysext publish /srv/www/ext --url http://10.0.0.5/ext --sign-key /run/secrets/bakery.key`,
 		Args: ExactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := sysext.Publish(args[0], url)
+			p, err := sysext.Publish(args[0], o)
 			if err != nil {
 				return err
 			}
@@ -42,12 +52,17 @@ makes nodes download the sysext verified, and update to newer patches from that 
 				for _, s := range p.Sysexts {
 					fmt.Fprintf(w, "%s  sha256 %.16s...  sha512 %.16s...\n", s.File, s.SHA256, s.SHA512)
 				}
-				fmt.Fprintf(w, "Wrote SHA256SUMS, *.raw.sha512, %s and noop.conf in %s for %s\n", strings.Join(p.Transfers, ", "), p.Dir, p.URL)
+				signed := "unsigned (transfers say Verify=false)"
+				if p.Signature != "" {
+					signed = "signed by " + p.Signer + " (" + p.Signature + ", transfers say Verify=true)"
+				}
+				fmt.Fprintf(w, "Wrote SHA256SUMS, *.raw.sha512, %s and noop.conf in %s for %s, %s\n", strings.Join(p.Transfers, ", "), p.Dir, p.URL, signed)
 				return nil
 			})
 		},
 	}
-	cmd.Flags().StringVar(&url, "url", "", "the http(s) URL DIR is served at (required)")
+	cmd.Flags().StringVar(&o.URL, "url", "", "the http(s) URL DIR is served at (required)")
+	cmd.Flags().StringVar(&o.SignKey, "sign-key", "", "an unprotected OpenPGP private key FILE: writes SHA256SUMS.gpg and Verify=true in the transfers")
 	AddOutputFlag(cmd.Flags())
 	return cmd
 }

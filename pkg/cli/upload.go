@@ -23,6 +23,7 @@ func newUploadCommand() *cobra.Command {
 		flatcarV, kubeV        string
 		diskFormat, firmware   string
 		minDisk, minRAM        int
+		sign                   signFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "upload IMAGE --name NAME",
@@ -49,6 +50,13 @@ went away) is removed by the next run. With --on-exists reuse (default) an activ
 name and content is kept and nothing is uploaded; replace uploads anew and then deletes the older
 images of that name, so exactly one matches (CAPO requires that); fail refuses an existing name.
 
+With --sign-key KEY and --sign-cert-uuid UUID (a certificate in the cloud's Barbican) or
+--sign-cert CERT.pem (stored in Barbican for you), the image carries img_signature,
+img_signature_hash_method (SHA-512), img_signature_key_type (RSA-PSS, ECC_SECP384R1 or
+ECC_SECP521R1) and img_signature_certificate_uuid: Glance verifies the data against them while it
+arrives and refuses a mismatch, and Nova checks them again at boot (verify_glance_signatures). The
+key must match the certificate and the certificate be valid, or nothing is uploaded.
+
 Prints the image ID, one line per cloud.`,
 		Example: `  flatcar-capo upload flatcar-capo.qcow2 --name flatcar-4459.2.0-kube-v1.33.1 --cloud mycloud
   flatcar-capo upload flatcar.raw --name flatcar-k8s --cloud east --cloud west --on-exists replace -o json`,
@@ -63,6 +71,9 @@ Prints the image ID, one line per cloud.`,
 				return err
 			}
 			req.OnExists = mode
+			if _, req.Signing, err = sign.signing(true); err != nil {
+				return err
+			}
 			file := args[0]
 			if err := req.SetFile(file, disk.Format(diskFormat)); err != nil {
 				return err // a compressed or foreign image is a failure (exit 1), like in every command
@@ -115,6 +126,7 @@ Prints the image ID, one line per cloud.`,
 	f.StringVar(&firmware, "firmware", "", "uefi sets hw_firmware_type=uefi, bios leaves it out (default: uefi for arm64 and qemu_uefi images)")
 	f.StringVar(&flatcarV, "flatcar-version", "", "os_version property (default: from IMAGE.build.json)")
 	f.StringVar(&kubeV, "kubernetes-version", "", "kubernetes_version property and kube-<v> tag (default: from IMAGE.build.json)")
+	sign.register(f)
 	AddOutputFlag(f)
 	return cmd
 }

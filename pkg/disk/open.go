@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 )
 
 // OpenFile is the one open of an image file (disk.Open, format detection, upload's checks). What
@@ -16,29 +17,12 @@ import (
 // socket, an empty file. path is checked with stat first, then opened non-blocking in case it
 // changed in between, and checked again on the open descriptor.
 func OpenFile(path string, writable bool) (*os.File, fs.FileInfo, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, nil, openError(path, writable, err)
-	}
-	if err := CheckFileInfo(path, st); err != nil {
-		return nil, nil, err
-	}
 	flag := os.O_RDONLY
 	if writable {
 		flag = os.O_RDWR
 	}
-	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, openError(path, writable, err)
-	}
-	if st, err = f.Stat(); err == nil {
-		err = CheckFileInfo(path, st)
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, st, nil
+	return infile.OpenChecked(path, flag, func(st fs.FileInfo) error { return CheckFileInfo(path, st) },
+		func(err error) error { return openError(path, writable, err) })
 }
 
 // CheckFile is OpenFile's refusal without opening: for a path checked before any work starts
@@ -55,24 +39,20 @@ func CheckFile(path string) error {
 // as a wrong argument rather than a failed run, errs.ErrInvalid (exit code 2, as upload always had).
 func CheckFileInfo(path string, st fs.FileInfo) error {
 	m := st.Mode()
-	var what, fix string
+	what, fix := infile.Describe(m), "give the path of an image file"
 	switch {
 	case m.IsRegular() && st.Size() > 0:
 		return nil
 	case m.IsRegular():
 		what, fix = "an empty file", "0 bytes hold no partition table (not even one of its 512-byte sectors); was a download or a copy cut short?"
 	case m.IsDir():
-		what, fix = "a directory (not a regular file)", "give the path of an image file"
+		what += " (not a regular file)"
 	case m&fs.ModeNamedPipe != 0:
-		what, fix = "a named pipe (FIFO)", "images are read at random offsets; save the stream to a file first"
+		fix = "images are read at random offsets; save the stream to a file first"
 	case m&fs.ModeCharDevice != 0:
-		what, fix = "a character device", "it has no size and reads without end (is it a link to /dev/zero?); give the path of an image file"
+		fix = "it has no size and reads without end (is it a link to /dev/zero?); give the path of an image file"
 	case m&fs.ModeDevice != 0:
-		what, fix = "a block device", "copy it to an image file first (dd if=DEVICE of=disk.raw)"
-	case m&fs.ModeSocket != 0:
-		what, fix = "a socket", "give the path of an image file"
-	default:
-		what, fix = "not a regular file", "give the path of an image file"
+		fix = "copy it to an image file first (dd if=DEVICE of=disk.raw)"
 	}
 	return errs.Invalidf("%s is %s, %w: %s", path, what, ErrNotDiskImage, fix)
 }

@@ -6,8 +6,7 @@ package fleet
 
 import (
 	"cmp"
-	"fmt"
-	"os"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"slices"
 	"strings"
 
@@ -40,9 +39,9 @@ type Config struct {
 // LoadConfig reads a fleet file strictly: a misspelt key is an error, not a silent default.
 func LoadConfig(path string) (Config, error) {
 	var c Config
-	b, err := os.ReadFile(path)
+	b, err := infile.ReadFile("--config", path, infile.Config)
 	if err != nil {
-		return c, fmt.Errorf("reading the fleet config: %w", err)
+		return c, err
 	}
 	if err := yaml.UnmarshalStrict(b, &c); err != nil {
 		return c, errs.Invalidf("%s: %w (keys: channels, kubernetesVersions, methods, clouds, arch, releaseServer, kubernetesMirror, properties, buildArgs, outputDir, keep)", path, err)

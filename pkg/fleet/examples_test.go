@@ -1,10 +1,16 @@
 package fleet_test
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,6 +109,21 @@ func TestGitHubActionsExample(t *testing.T) {
 	if !strings.Contains(planRun, "--format github > matrix.json") || !strings.Contains(planRun, `echo "matrix=$(cat matrix.json)" >> "$GITHUB_OUTPUT"`) {
 		t.Errorf("the plan step does not publish plan --format github as the matrix output:\n%s", planRun)
 	}
+	if strings.Contains(string(raw), "go install") {
+		t.Error("the workflow go installs flatcar-capo: its module path is not published; install make dist's binary")
+	}
+	installs := 0
+	for _, j := range wf.Jobs {
+		for _, s := range j.Steps {
+			if strings.Contains(s.Run, "flatcar-capo-linux-amd64") {
+				installs++
+				runInstallStep(t, s.Run, s.Env["DIST"])
+			}
+		}
+	}
+	if installs != len(wf.Jobs) {
+		t.Errorf("%d of the %d jobs install flatcar-capo from make dist's files", installs, len(wf.Jobs))
+	}
 	keys, flags := matrixKeys(t), buildFlags(t)
 	for _, m := range regexp.MustCompile(`\$\{\{ *(?:join\()?matrix\.([a-z_]+)`).FindAllStringSubmatch(string(raw), -1) {
 		if !keys[m[1]] {
@@ -126,10 +147,79 @@ func TestGitHubActionsExample(t *testing.T) {
 	}
 }
 
+// distFiles are the files make dist writes (the Makefile's DIST_FILES, and SHA256SUMS).
+func distFiles(t *testing.T) map[string]bool {
+	t.Helper()
+	mk, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^DIST_FILES := (.+)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("the Makefile has no DIST_FILES")
+	}
+	files := map[string]bool{"SHA256SUMS": true}
+	for _, f := range strings.Fields(string(m[1])) {
+		files[f] = true
+	}
+	return files
+}
+
+// runInstallStep runs a workflow's install step with bash as the runner would, against a
+// 127.0.0.1 server holding what make dist writes (the test's flatcar-capo binary and its
+// SHA256SUMS): flatcar-capo then runs from the directory the step adds to GITHUB_PATH. With
+// the binary changed on the server, the step fails.
+func runInstallStep(t *testing.T, script, distEnv string) {
+	t.Helper()
+	testutil.RequireTools(t, "bash", "curl", "sha256sum")
+	if distEnv != "${{ vars.FLATCAR_CAPO_DIST_URL }}" {
+		t.Errorf("the install step's DIST is %q, not the FLATCAR_CAPO_DIST_URL variable", distEnv)
+	}
+	dist := t.TempDir()
+	bin, err := os.ReadFile(testutil.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dist, "flatcar-capo-linux-amd64"), bin, 0o644)
+	sums := fmt.Sprintf("%s  flatcar-capo-linux-amd64\n", testutil.SHA256File(t, filepath.Join(dist, "flatcar-capo-linux-amd64")))
+	os.WriteFile(filepath.Join(dist, "SHA256SUMS"), []byte(sums), 0o644)
+	for _, m := range regexp.MustCompile(`\$DIST/([A-Za-z0-9._-]+)`).FindAllStringSubmatch(script, -1) {
+		if !distFiles(t)[m[1]] {
+			t.Errorf("the install step downloads %s, which make dist does not write", m[1])
+		}
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dist)))
+	defer srv.Close()
+	run := func() (string, string, error) {
+		runner := t.TempDir()
+		ghPath := filepath.Join(runner, "github_path")
+		cmd := exec.Command("bash", "-e", "-c", script)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + runner, "RUNNER_TEMP=" + runner, "GITHUB_PATH=" + ghPath, "DIST=" + srv.URL}
+		out, err := cmd.CombinedOutput()
+		p, _ := os.ReadFile(ghPath)
+		return string(out), strings.TrimSpace(string(p)), err
+	}
+	out, added, err := run()
+	if err != nil {
+		t.Fatalf("the install step fails: %v\n%s", err, out)
+	}
+	if v, err := exec.Command(filepath.Join(added, "flatcar-capo"), "version").CombinedOutput(); err != nil {
+		t.Errorf("flatcar-capo from the step's GITHUB_PATH entry %q: %v\n%s", added, err, v)
+	}
+	os.WriteFile(filepath.Join(dist, "flatcar-capo-linux-amd64"), append(bin, 0), 0o644)
+	if out, _, err := run(); err == nil {
+		t.Errorf("the install step accepts a binary that does not match SHA256SUMS:\n%s", out)
+	}
+}
+
 // TestGitLabExample: the pipeline triggers the child pipeline the plan job writes with
-// --format gitlab, and that child's matrix variables are flags build reads.
+// --format gitlab, that child's matrix variables are flags build reads, every job runs in the
+// image FLATCAR_CAPO_GITLAB_IMAGE names (plan's --gitlab-image), and no CI/CD variable the
+// example asks for sets a flag of the child's build jobs, which see them too. (scripts/image's
+// TestGitLabJobsInShellImage runs the jobs in the image.)
 func TestGitLabExample(t *testing.T) {
 	type job struct {
+		Image     string   `yaml:"image"`
 		Script    []string `yaml:"script"`
 		Artifacts struct {
 			Paths []string `yaml:"paths"`
@@ -142,13 +232,27 @@ func TestGitLabExample(t *testing.T) {
 		} `yaml:"trigger"`
 	}
 	var ci struct {
+		Default struct {
+			Image string `yaml:"image"`
+		} `yaml:"default"`
 		Plan  job `yaml:"plan"`
 		Build job `yaml:"build"`
+		Prune job `yaml:"prune"`
 	}
-	if err := yaml.Unmarshal(example(t, "gitlab-ci.yml"), &ci); err != nil {
+	raw := example(t, "gitlab-ci.yml")
+	if err := yaml.Unmarshal(raw, &ci); err != nil {
 		t.Fatal(err)
 	}
 	plan, build := ci.Plan, ci.Build
+	for name, j := range map[string]job{"plan": ci.Plan, "prune": ci.Prune} {
+		if img := cmp.Or(j.Image, ci.Default.Image); img != "$FLATCAR_CAPO_GITLAB_IMAGE" {
+			t.Errorf("job %s runs in %q, not $FLATCAR_CAPO_GITLAB_IMAGE", name, img)
+		}
+	}
+	planHelp := testutil.Run(t, "plan", "--help").MustSucceed(t).Stdout
+	if !strings.Contains(planHelp, "--"+envFlag("FLATCAR_CAPO_GITLAB_IMAGE")+" ") {
+		t.Error("plan has no flag FLATCAR_CAPO_GITLAB_IMAGE sets: the child pipeline would not run in the shell image")
+	}
 	if len(build.Trigger.Include) != 1 || build.Trigger.Include[0].Job != "plan" || len(plan.Artifacts.Paths) != 1 ||
 		build.Trigger.Include[0].Artifact != plan.Artifacts.Paths[0] {
 		t.Fatalf("build does not trigger the plan job's artifact: %+v / %+v", build.Trigger, plan.Artifacts)
@@ -163,6 +267,11 @@ func TestGitLabExample(t *testing.T) {
 	for v := range child["parallel"].(map[string]any)["matrix"].([]map[string]string)[0] {
 		if !flags[envFlag(v)] {
 			t.Errorf("the child pipeline sets %s, which no build flag reads", v)
+		}
+	}
+	for _, v := range regexp.MustCompile(`FLATCAR_CAPO_[A-Z0-9_]+`).FindAllString(string(raw), -1) {
+		if flags[envFlag(v)] {
+			t.Errorf("the example's variable %s is also build's --%s: the child's build jobs would read it", v, envFlag(v))
 		}
 	}
 }
@@ -210,6 +319,33 @@ func TestKubernetesExamples(t *testing.T) {
 			}
 		}
 	}
+	var kust struct {
+		Resources []string `yaml:"resources"`
+		Images    []struct {
+			Name    string `yaml:"name"`
+			NewName string `yaml:"newName"`
+			NewTag  string `yaml:"newTag"`
+		} `yaml:"images"`
+	}
+	if err := yaml.Unmarshal(example(t, "kubernetes", "kustomization.yaml"), &kust); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(kust.Resources, []string{"cronjob.yaml"}) || len(kust.Images) != 1 || kust.Images[0].NewName == "" || kust.Images[0].NewTag == "" {
+		t.Fatalf("kustomization.yaml: %+v, want cronjob.yaml with the image set", kust)
+	}
+	// The manifests name the image kustomization.yaml maps (or kubectl set image replaces): never
+	// a reference such as flatcar-capo:latest that nobody publishes.
+	imageOf := func(file string, spec corev1.PodSpec) {
+		for _, c := range spec.Containers {
+			if c.Image != kust.Images[0].Name {
+				t.Errorf("%s: container %s runs %q, not the name kustomization.yaml sets (%q)", file, c.Name, c.Image, kust.Images[0].Name)
+			}
+		}
+	}
+	if readme := string(example(t, "kubernetes", "README.md")); !strings.Contains(readme, "kubectl create -f") ||
+		!strings.Contains(readme, "kubectl apply -k") || !strings.Contains(readme, "job.yaml build=") {
+		t.Error("examples/kubernetes/README.md does not say how to set the image and that job.yaml (generateName) needs kubectl create")
+	}
 	for _, doc := range strings.Split(string(example(t, "kubernetes", "cronjob.yaml")), "\n---\n") {
 		var meta struct{ Kind string }
 		sigsyaml.Unmarshal([]byte(doc), &meta)
@@ -220,6 +356,7 @@ func TestKubernetesExamples(t *testing.T) {
 				t.Fatalf("cronjob.yaml: %v", err)
 			}
 			check("cronjob.yaml", cj.Spec.JobTemplate.Spec.Template.Spec)
+			imageOf("cronjob.yaml", cj.Spec.JobTemplate.Spec.Template.Spec)
 		case "ConfigMap":
 			var cm corev1.ConfigMap
 			if err := sigsyaml.UnmarshalStrict([]byte(doc), &cm); err != nil {
@@ -239,4 +376,8 @@ func TestKubernetesExamples(t *testing.T) {
 		t.Fatalf("job.yaml: %v", err)
 	}
 	check("job.yaml", job.Spec.Template.Spec)
+	imageOf("job.yaml", job.Spec.Template.Spec)
+	if job.Spec.Template.Spec.Containers[0].Name != "build" {
+		t.Error("job.yaml's container is not named build, which the README's kubectl set image names")
+	}
 }

@@ -1,6 +1,10 @@
 package fleet
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+	"unicode"
+)
 
 // MatrixEntry is one job of a CI matrix: one `flatcar-capo build` with the clouds to upload to.
 // The keys are what a GitHub Actions job reads as matrix.channel, matrix.kubernetes_version, ...
@@ -49,4 +53,18 @@ func (r *Result) GitLabPipeline(image string) map[string]any {
 	}
 	return map[string]any{"build": map[string]any{"image": image, "script": []string{"flatcar-capo build"},
 		"parallel": map[string]any{"matrix": entries}}}
+}
+
+// ValidGitLabImage checks the image a child pipeline's jobs run in: GitLab Runner pipes each job's
+// script into a shell in it, so it must be flatcar-capo's shell image, named as the runner pulls it.
+func ValidGitLabImage(ref string) error {
+	if ref == "" {
+		return fmt.Errorf("a --format gitlab pipeline needs the image its jobs run in: give --gitlab-image REF (or FLATCAR_CAPO_GITLAB_IMAGE), " +
+			"the flatcar-capo:shell image of make dist pushed to a registry your runners pull from, e.g. registry.example.com/flatcar-capo:v1.2.3-shell " +
+			"(in a GitLab job the job's own image, $CI_JOB_IMAGE, is the default)")
+	}
+	if strings.IndexFunc(ref, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return fmt.Errorf("%q is not an image reference (it has a space or control character)", ref)
+	}
+	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -193,7 +193,7 @@ func localSHA512(dir, name string) string {
 		return ""
 	}
 	for _, artifact := range []string{filepath.Join(dir, name+".qcow2"), filepath.Join(dir, name, name+".qcow2")} {
-		b, err := os.ReadFile(artifact + ".build.json")
+		b, err := infile.ReadFile("build record", artifact+".build.json", infile.Record)
 		if err != nil {
 			continue
 		}

@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"errors"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"io"
 	"io/fs"
 	"os"
@@ -27,6 +28,9 @@ func LoadProtect(paths []string) (*ProtectSet, error) {
 	p := &ProtectSet{where: map[string]string{}}
 	var files []string
 	for _, path := range paths {
+		if err := infile.CheckPath("--protect", path, infile.Protect); err != nil {
+			return nil, err
+		}
 		fi, err := os.Stat(path)
 		if err != nil {
 			return nil, errs.Invalidf("--protect: %w", err)
@@ -52,9 +56,9 @@ func LoadProtect(paths []string) (*ProtectSet, error) {
 		}
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := infile.ReadFile("--protect", f, infile.Protect)
 		if err != nil {
-			return nil, errs.Invalidf("--protect: %w", err)
+			return nil, errs.Invalid(err)
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		n := 0

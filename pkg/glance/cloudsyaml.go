@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,9 +23,9 @@ import (
 // which may be a password. Here only the cloud in use is decoded, and a type error names the
 // cloud, the field and the line, never the value.
 func oneCloudYAML(path, name string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := infile.ReadFile("clouds.yaml", path, infile.CloudsYAML)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, err
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {

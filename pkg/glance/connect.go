@@ -10,6 +10,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"maps"
 	"net"
 	"net/http"
@@ -36,6 +38,8 @@ type Cloud struct {
 	Project  string // the token's project ID (or the scope asked for)
 	Provider *gophercloud.ProviderClient
 	Image    *gophercloud.ServiceClient
+	// endpoints finds the cloud's other services (Barbican, for image signing) in its catalog.
+	endpoints gophercloud.EndpointOpts
 }
 
 // Label names the cloud and region in messages and progress lines.
@@ -89,13 +93,13 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 	}
 	redact.SecretsOfURL(ao.IdentityEndpoint)
 	ao.AllowReauth = ao.TokenID == "" // a bare token cannot be renewed
-	c := &Cloud{Name: label, Region: eo.Region}
+	c := &Cloud{Name: label, Region: eo.Region, endpoints: eo}
 
 	provider, err := openstack.NewClient(ao.IdentityEndpoint)
 	if err != nil {
 		return nil, fmt.Errorf("cloud %s: invalid auth_url %q: %s", label, redact.URL(ao.IdentityEndpoint), redact.String(err.Error()))
 	}
-	provider.HTTPClient = http.Client{Transport: newTransport(tlsConfig)}
+	provider.HTTPClient = http.Client{Transport: httpx.GuardRedirects(newTransport(tlsConfig))}
 	provider.UserAgent.Prepend("flatcar-capo")
 	provider.UseTokenLock()
 	// Renew a token that is about to expire before a request (a long upload must not start with a
@@ -149,7 +153,14 @@ func newTransport(tlsConfig *tls.Config) *http.Transport {
 func authError(label, authURL string, err error) error {
 	switch {
 	case gophercloud.ResponseCodeIs(err, http.StatusUnauthorized):
-		return fmt.Errorf("cloud %s: authentication at %s was refused (HTTP 401): check the user name, password or application credential, and the user/project domain", label, authURL)
+		// Keystone's own words may say more (a locked account, an expired password): a short,
+		// redacted excerpt, since an echoing proxy may fill the body with the request.
+		said := ""
+		var ue gophercloud.ErrUnexpectedResponseCode
+		if errors.As(err, &ue) && len(ue.Body) > 0 {
+			said = ": the server said: " + redact.Excerpt(ue.Body, 200)
+		}
+		return &shownError{fmt.Sprintf("cloud %s: authentication at %s was refused (HTTP 401): check the user name, password or application credential, and the user/project domain%s", label, authURL, said), err}
 	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
 		return fmt.Errorf("cloud %s: %s is not a Keystone v3 endpoint (HTTP 404): check auth_url", label, authURL)
 	}
@@ -197,12 +208,12 @@ func findCloudsYAML(name string) (string, error) {
 		candidates = []string{"clouds.yaml", filepath.Join(cfg, "openstack", "clouds.yaml"), "/etc/openstack/clouds.yaml"}
 	}
 	for _, p := range candidates {
-		data, err := os.ReadFile(p)
+		data, err := infile.ReadFile("clouds.yaml", p, infile.CloudsYAML)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("reading %s: %w", p, err)
+			return "", err
 		}
 		var doc struct {
 			Clouds map[string]any `json:"clouds"`

@@ -24,7 +24,12 @@ type RecordValues struct {
 	// Channel and Method name the fleet slot the image fills (plan and prune group by them).
 	Channel, Method string
 	UEFIOnly        bool // boots only with UEFI firmware (the qemu_uefi base; arm64 always)
+	// SBOMSHA256 is the sha256 of the image's SBOM (<artifact>.cdx.json): PropertySBOMSHA256.
+	SBOMSHA256 string
 }
+
+// PropertySBOMSHA256 ties a Glance image to the SBOM written next to its artifact.
+const PropertySBOMSHA256 = "flatcar_capo_sbom_sha256"
 
 // Metadata is what an image is created with, apart from its data.
 type Metadata struct {
@@ -82,6 +87,9 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 	}
 	if in.Record.Method != "" {
 		p[PropertyMethod] = in.Record.Method
+	}
+	if in.Record.SBOMSHA256 != "" {
+		p[PropertySBOMSHA256] = in.Record.SBOMSHA256
 	}
 	for _, kv := range in.Properties {
 		k, v, ok := strings.Cut(kv, "=")

@@ -1,6 +1,7 @@
 package glance
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"crypto/sha1"
@@ -13,10 +14,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // putData streams size bytes of file into the image's data, with a Content-Length (gophercloud's
@@ -83,8 +88,11 @@ func putOnce(ctx context.Context, c *Cloud, url string, open Opener, size int64,
 		return "", 0, token, err
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	sum, err = wait()
+	if err == nil && resp.StatusCode >= 400 && resp.StatusCode != http.StatusUnauthorized {
+		err = &httpStatusError{Method: http.MethodPut, URL: url, Status: resp.StatusCode, Body: answer}
+	}
 	return sum, resp.StatusCode, token, err
 }
 
@@ -159,10 +167,32 @@ func countBytes(w io.Writer, n int64) {
 type httpStatusError struct {
 	Method, URL string
 	Status      int
+	Body        []byte // Glance's explanation (a 400 says why: a refused image signature)
 }
 
 func (e *httpStatusError) Error() string {
-	return fmt.Sprintf("%s %s: Glance answered HTTP %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+	if bytes.Contains(e.Body, []byte("Signature verification failed")) {
+		return fmt.Sprintf("Glance refused the image signature (HTTP %d: %s): the signature is not of these bytes, or not made by the key of the certificate in Barbican", e.Status, glanceExplanation(e.Body, e.Status))
+	}
+	msg := fmt.Sprintf("%s %s: Glance answered HTTP %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+	if len(e.Body) > 0 && e.Status < 500 {
+		msg += ": " + glanceExplanation(e.Body, e.Status)
+	}
+	return msg
+}
+
+// glanceExplanation is the one line webob's error page carries, without its HTML and without
+// the status line it repeats.
+func glanceExplanation(body []byte, status int) string {
+	s := strings.TrimPrefix(redact.Excerpt(body, 300), "an HTML page: ")
+	line := strconv.Itoa(status) + " " + http.StatusText(status)
+	for {
+		t := strings.TrimLeft(strings.TrimPrefix(s, line), ": ")
+		if t == s {
+			return s
+		}
+		s = t
+	}
 }
 
 // newHash returns the hash Glance names os_hash_algo (sha512 unless the operator changed it).

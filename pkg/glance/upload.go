@@ -54,7 +54,9 @@ type Request struct {
 	Metadata    Metadata
 	Visibility  string // empty: Glance's default
 	OnExists    OnExists
-	Wait        time.Duration // how long to wait for the image to become active
+	// Signing, when set, signs the image for Glance's signature verification (--sign-key).
+	Signing *Signing
+	Wait    time.Duration // how long to wait for the image to become active
 	// Log receives one-line notes (leftovers removed, retries, warnings).
 	Log io.Writer
 	// Progress, when set, returns a writer that counts the bytes of one transfer.
@@ -123,10 +125,42 @@ type Result struct {
 }
 
 // Upload makes sure cloud c has exactly the image described by req and returns it.
+//
+// A reused image that another run deletes meanwhile (its --on-exists replace) is noticed, and
+// the decision is taken again from a fresh listing (the replacement is then reused or
+// refused), so no run reports an image ID that no longer exists.
 func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := decideAndUpload(ctx, c, req)
+		var gone *goneError
+		if errors.As(err, &gone) && attempt < 3 {
+			if req.Log != nil {
+				fmt.Fprintf(req.Log, "%s: the image %s was deleted while this run reused it (another run replaced it); looking again\n", c.Label(), gone.id)
+			}
+			continue
+		}
+		return res, err
+	}
+}
+
+// goneError is an image that disappeared or stopped being active while it was being reused.
+type goneError struct{ id, name string }
+
+func (e *goneError) Error() string {
+	return fmt.Sprintf("the image %s named %q was deleted or deactivated while this run reused it, again and again (other runs replacing it); run again when they are done", e.id, e.name)
+}
+
+func decideAndUpload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 	logf := func(format string, a ...any) {
 		if req.Log != nil {
 			fmt.Fprintf(req.Log, "%s: "+format+"\n", append([]any{c.Label()}, a...)...)
+		}
+	}
+	// The signature first: a certificate that Barbican lacks or that does not match the key, or a
+	// Barbican that is down, stops the upload before Glance has anything.
+	if req.Signing != nil {
+		if _, err := req.Signing.properties(ctx, c, req); err != nil {
+			return nil, err
 		}
 	}
 	// Another run's upload of this name in flight is waited for, not taken for a leftover.
@@ -220,7 +254,19 @@ func reuse(ctx context.Context, c *Cloud, req *Request, res *Result, img images.
 		return nil, fmt.Errorf("an image named %q already exists (%s) with different content (%s %s..., the file's %s...); use --on-exists replace to upload anew and remove it, or choose another --name",
 			req.Name, img.ID, algo, short(remote), short(local))
 	}
-	fillResult(res, &img)
+	if err := req.Signing.sameCertificate(c, img); err != nil {
+		return nil, fmt.Errorf("an image named %q already exists (%s) with the same content but %v; use --on-exists replace to upload it signed, or choose another --name", req.Name, img.ID, err)
+	}
+	// Hashing the file took a while: the image must still be there (a concurrent replace
+	// deletes it) before this run names it as the result.
+	now, err := images.Get(ctx, c.Image, img.ID).Extract()
+	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) || (err == nil && now.Status != images.ImageStatusActive) {
+		return nil, &goneError{id: img.ID, name: req.Name}
+	}
+	if err != nil {
+		return nil, glanceError(c, "checking the existing image "+img.ID, err)
+	}
+	fillResult(res, now)
 	res.Action = "reused"
 	return res, nil
 }
@@ -290,6 +336,9 @@ func interruptedUpload(c *Cloud, err error, orphans []string) error {
 func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image, orphan string, err error) {
 	props := map[string]string{PropertyUploadOwner: selfOwner}
 	for k, v := range req.Metadata.Properties {
+		props[k] = v
+	}
+	for k, v := range req.Signing.cached(c) {
 		props[k] = v
 	}
 	opts := images.CreateOpts{

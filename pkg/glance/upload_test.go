@@ -83,7 +83,10 @@ func TestUploadQcow2AndRaw(t *testing.T) {
 	qcow := qcow2Image(t, t.TempDir(), 1)
 	raw := rawImage(t, dir, 2, 16<<20)
 	// The raw image carries a build record, as the build command writes it.
-	os.WriteFile(raw+".build.json", []byte(`{"flatcarVersion":"4459.2.0","kubernetesVersion":"v1.33.1","arch":"arm64"}`), 0o644)
+	// and names its SBOM, whose sha256 Glance gets as flatcar_capo_sbom_sha256.
+	sbomSum := strings.Repeat("5e", 32)
+	os.WriteFile(raw+".build.json", []byte(`{"flatcarVersion":"4459.2.0","kubernetesVersion":"v1.33.1","arch":"arm64",
+		"sbom":{"file":"x.cdx.json","sha256":"`+sbomSum+`"}}`), 0o644)
 	x86 := rawImage(t, t.TempDir(), 4, 2<<20)
 	cases := []struct {
 		file, format    string
@@ -100,7 +103,7 @@ func TestUploadQcow2AndRaw(t *testing.T) {
 		// arm64 Flatcar boots only with UEFI: hw_firmware_type=uefi from the record's arch.
 		{raw, "raw", []string{"--property", "hw_qemu_guest_agent=no", "--min-ram", "4096"},
 			map[string]string{"os_distro": "flatcar", "hw_qemu_guest_agent": "no", "architecture": "aarch64",
-				"os_version": "4459.2.0", "kubernetes_version": "v1.33.1", "hw_firmware_type": "uefi"},
+				"os_version": "4459.2.0", "kubernetes_version": "v1.33.1", "hw_firmware_type": "uefi", glance.PropertySBOMSHA256: sbomSum},
 			[]string{"flatcar-capo", "kube-v1.33.1"}, 1, 4096, true},
 		{x86, "raw", []string{"--firmware", "uefi", "--min-disk", "3"}, map[string]string{"hw_firmware_type": "uefi"}, []string{"flatcar-capo"}, 3, glance.DefaultMinRAMMiB, true},
 	}

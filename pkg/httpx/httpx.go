@@ -94,7 +94,7 @@ func NewTransportTLS(o Options, cfg *tls.Config) http.RoundTripper {
 	tr.DialContext = (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = dial
 	tr.ResponseHeaderTimeout = o.StallTimeout
-	return &stallTransport{base: tr, timeout: o.StallTimeout}
+	return GuardRedirects(&stallTransport{base: tr, timeout: o.StallTimeout})
 }
 
 // backoff waits before attempt number n (1-based) or returns early when ctx ends.

@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -117,5 +119,74 @@ func TestOptionsValidate(t *testing.T) {
 	o := Options{}
 	if err := o.Validate(); err != nil || o.StallTimeout != DefaultStallTimeout || o.DownloadTimeout != DefaultDownloadTimeout {
 		t.Errorf("defaults: %+v, %v", o, err)
+	}
+}
+
+// Every client on the project's transport stops a redirect chain: a loop at the first repeat,
+// a chain without repeats after MaxRedirects, whatever the client's CheckRedirect allows
+// (go-containerregistry's allows any number).
+func TestTransportStopsRedirectLoops(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		switch {
+		case r.URL.Path == "/self":
+			http.Redirect(w, r, "/self", http.StatusFound)
+		case r.URL.Path == "/a":
+			http.Redirect(w, r, "/b", http.StatusFound)
+		case r.URL.Path == "/b":
+			http.Redirect(w, r, "/a", http.StatusFound)
+		default: // /chain/N -> /chain/N+1, never the same
+			var i int
+			fmt.Sscanf(r.URL.Path, "/chain/%d", &i)
+			http.Redirect(w, r, fmt.Sprintf("/chain/%d", i+1), http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	c := &http.Client{Transport: NewTransportTLS(Options{}, nil),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return nil }}
+	for path, want := range map[string]struct {
+		msg  string
+		reqs int64
+	}{
+		"/self":    {"a redirect loop (it redirects to itself)", 1},
+		"/a":       {"a redirect loop (2 redirects from " + srv.URL + "/a lead back to " + srv.URL + "/a)", 2},
+		"/chain/0": {"stopped after 10 redirects from " + srv.URL + "/chain/0", 11},
+	} {
+		n.Store(0)
+		_, err := c.Get(srv.URL + path)
+		var re *RedirectError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), want.msg) || !strings.Contains(err.Error(), srv.URL+path) {
+			t.Errorf("%s: %v, want %q", path, err, want.msg)
+		}
+		if n.Load() != want.reqs {
+			t.Errorf("%s: %d requests, want %d", path, n.Load(), want.reqs)
+		}
+	}
+}
+
+// An error response's body is read at most MaxErrorBody bytes by any client on the transport
+// (gophercloud and go-containerregistry read it whole): a server answering 500 with an endless
+// body does not fill the memory.
+func TestTransportBoundsErrorBodies(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c := &http.Client{Transport: NewTransportTLS(Options{}, nil)}
+	resp, err := c.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || len(b) != MaxErrorBody {
+		t.Fatalf("read %d bytes (%v), want %d", len(b), err, MaxErrorBody)
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 )
 
 // loadCA reads --ca-file: PEM certificates trusted on top of the system roots by every client.
@@ -17,9 +17,9 @@ func (o *Options) loadCA() error {
 	if o.CAFile == "" || o.caPEM != nil {
 		return nil
 	}
-	pem, err := os.ReadFile(o.CAFile)
+	pem, err := infile.ReadFile("--ca-file", o.CAFile, infile.CA)
 	if err != nil {
-		return errs.Invalidf("--ca-file: %v", err)
+		return errs.Invalid(err)
 	}
 	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
 		return errs.Invalidf("--ca-file %s: no PEM certificate in it (want the CA certificate, -----BEGIN CERTIFICATE-----)", o.CAFile)

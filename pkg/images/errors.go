@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // explain turns a registry error into one that names the ref, the registry and the fix. It
@@ -43,6 +45,11 @@ func explain(r Ref, src source, err error) error {
 	var he x509.HostnameError
 	if errors.As(err, &he) {
 		return fmt.Errorf("%s: the TLS certificate of %s does not name it (%v): use the name the certificate is for in the ref or --registry-mirror", r.Given, src.host, he)
+	}
+	if te != nil {
+		// go-containerregistry's message carries the whole body, which an echoing proxy fills
+		// with the request: a short, redacted excerpt.
+		return fmt.Errorf("%s: registry %s answered HTTP %d: %s", r.Given, src.host, te.StatusCode, redact.Excerpt([]byte(te.Error()), 300))
 	}
 	return fmt.Errorf("%s: %s: %w", r.Given, src.host, err)
 }

@@ -4,8 +4,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 
@@ -144,20 +145,20 @@ func (o *Options) transport() (http.RoundTripper, error) {
 		cfg = &tls.Config{RootCAs: pool}
 	}
 	if o.Transport != nil {
-		return o.Transport(cfg), nil
+		return httpx.GuardRedirects(o.Transport(cfg)), nil
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg != nil {
 		tr.TLSClientConfig = cfg
 	}
-	return tr, nil
+	return httpx.GuardRedirects(tr), nil
 }
 
 // LoadCA returns the system roots plus the PEM certificates of file.
 func LoadCA(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
+	pem, err := infile.ReadFile("--registry-ca", file, infile.CA)
 	if err != nil {
-		return nil, fmt.Errorf("--registry-ca: %w", err)
+		return nil, err
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {

@@ -8,7 +8,7 @@ package images
 import (
 	"bufio"
 	"fmt"
-	"os"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -97,9 +97,9 @@ func ParseRefs(refs []string) ([]Ref, error) {
 
 // ReadRefsFile reads --images-file: one ref per line, blank lines and # comments ignored.
 func ReadRefsFile(path string) ([]string, error) {
-	f, err := os.Open(path)
+	f, _, err := infile.Open("--images-file", path, infile.ImagesFile)
 	if err != nil {
-		return nil, fmt.Errorf("--images-file: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	var refs []string

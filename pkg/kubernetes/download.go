@@ -1,12 +1,15 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 	"io"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -103,7 +106,7 @@ func (o Options) cachePath(f File) string {
 
 func get(ctx context.Context, client *httpx.Client, o Options, f File) (Downloaded, error) {
 	d := Downloaded{File: f, Path: o.cachePath(f)}
-	want, err := fetchSHA256(ctx, client, f.SHA256URL())
+	want, err := fetchSHA256(ctx, client, o, f.SHA256URL())
 	if err != nil {
 		return d, err
 	}
@@ -121,28 +124,60 @@ func get(ctx context.Context, client *httpx.Client, o Options, f File) (Download
 		return d, &ChecksumError{Name: f.Name, URL: f.URL, Want: want, Got: de.Got}
 	}
 	if err != nil {
-		return d, hint(err)
+		return d, hint(err, o, f.URL)
 	}
 	d.Bytes = got.Bytes
 	return d, nil
 }
 
-// hint says what to check when a mirror does not serve a file.
-func hint(err error) error {
-	if errors.As(err, new(*httpx.StatusError)) {
-		return fmt.Errorf("%w (is the version right and does the mirror carry it?)", err)
+// hint says what to check when a mirror does not serve url: a missing file (the version, or
+// what the mirror carries), a server error or a refusal (the mirror, not the version), or no
+// connection (a mirror the user configured is down; without one, the site may be air-gapped).
+func hint(err error, o Options, url string) error {
+	flag, mirror, configured := mirrorOf(o, url)
+	var se *httpx.StatusError
+	if errors.As(err, &se) {
+		switch {
+		case se.Code == http.StatusNotFound || se.Code == http.StatusGone:
+			if configured {
+				return fmt.Errorf("%w (is the version right, and does %s %s carry it?)", err, flag, mirror)
+			}
+			return fmt.Errorf("%w (is the version right?)", err)
+		case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden:
+			return fmt.Errorf("%w (%s refused access: does it need credentials, or does a proxy block it?)", err, mirror)
+		case se.Code >= 500 && configured:
+			return fmt.Errorf("%w (a server error of %s %s, not a missing file: check that mirror, or retry later)", err, flag, mirror)
+		case se.Code >= 500:
+			return fmt.Errorf("%w (a server error of %s, not a missing file: retry later, or point %s at a mirror)", err, mirror, flag)
+		}
+		return err
 	}
 	if httpx.IsStalled(err) || errors.As(err, new(*httpx.DeadlineError)) || errors.Is(err, context.Canceled) {
 		return err
 	}
+	if configured {
+		return fmt.Errorf("%w (%s %s could not be reached or dropped the connection: is it up, and is that its address?)", err, flag, mirror)
+	}
 	return fmt.Errorf("%w (air-gapped? point --kubernetes-mirror/--github-mirror at a mirror)", err)
 }
 
+// mirrorOf names the flag and the mirror url comes from, and whether the user configured it.
+func mirrorOf(o Options, url string) (flag, mirror string, configured bool) {
+	flag, mirror, def := "--kubernetes-mirror", o.Mirror, DefaultMirror
+	if !strings.HasPrefix(url, cmp.Or(o.Mirror, DefaultMirror)) && strings.HasPrefix(url, cmp.Or(o.GitHubMirror, DefaultGitHubMirror)) {
+		flag, mirror, def = "--github-mirror", o.GitHubMirror, DefaultGitHubMirror
+	}
+	if mirror == "" {
+		mirror = def
+	}
+	return flag, redact.URL(mirror), strings.TrimSuffix(mirror, "/") != def
+}
+
 // fetchSHA256 reads a .sha256 file: "hex" or "hex  name" (sha256sum's format).
-func fetchSHA256(ctx context.Context, client *httpx.Client, url string) (string, error) {
+func fetchSHA256(ctx context.Context, client *httpx.Client, o Options, url string) (string, error) {
 	b, err := client.GetSmall(ctx, url, 64<<10)
 	if err != nil {
-		return "", hint(err)
+		return "", hint(err, o, url)
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	return ParseSHA256(line, url)

@@ -4,6 +4,8 @@
 package redact
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/url"
 	"regexp"
@@ -58,17 +60,61 @@ var (
 )
 
 // Secret registers a value that must never be shown (a password taken from a URL or a
-// clouds.yaml); String masks it wherever it appears. Values under 4 bytes are ignored: masking
-// "a" everywhere would garble the text and protect nothing.
+// clouds.yaml); String masks it wherever it appears, and its encodings too (Encodings): a
+// server that echoes it base64-, URL- or JSON-encoded must not get it out either. Values under 4
+// bytes are ignored: masking "a" everywhere would garble the text and protect nothing.
 func Secret(s string) {
 	if len(s) < 4 {
 		return
 	}
 	literalMu.Lock()
 	defer literalMu.Unlock()
-	if !slices.Contains(literals, s) {
-		literals = append(literals, s)
+	for _, e := range Encodings(s) {
+		if !slices.Contains(literals, e) {
+			literals = append(literals, e)
+		}
 	}
+	// Longest first: an encoding that contains another is masked whole.
+	slices.SortStableFunc(literals, func(a, b string) int { return len(b) - len(a) })
+}
+
+// Encodings are the forms of secret a text may carry it in: itself, URL path and query escaped,
+// JSON escaped, base64 (standard and URL alphabets, padded or not), and, for secrets of 8 bytes
+// or more, the part of its base64 that stays the same wherever it sits in a longer base64 text
+// (user:password in a Basic header, a docker config's auth).
+func Encodings(secret string) []string {
+	out := []string{secret, url.PathEscape(secret), url.QueryEscape(secret), jsonEscaped(secret, true), jsonEscaped(secret, false)}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		out = append(out, enc.EncodeToString([]byte(secret)))
+	}
+	if n := len(secret); n >= 8 {
+		for k := 0; k < 3; k++ { // the secret's offset in the encoded text, modulo 3
+			b := append(make([]byte, k), secret...)
+			first := (8*k + 5) / 6    // the first character made of the secret's bits only
+			last := (8*(k+n) - 6) / 6 // the last one
+			for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+				if e := enc.EncodeToString(b); last >= first+4 {
+					out = append(out, e[first:last+1])
+				}
+			}
+		}
+	}
+	var uniq []string
+	for _, e := range out {
+		if len(e) >= 4 && !slices.Contains(uniq, e) {
+			uniq = append(uniq, e)
+		}
+	}
+	return uniq
+}
+
+func jsonEscaped(s string, html bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	enc.Encode(s)
+	quoted := strings.TrimSuffix(b.String(), "\n")
+	return quoted[1 : len(quoted)-1]
 }
 
 // SecretsOfURL registers the password (and the user name, which may be a token) of raw.
@@ -78,9 +124,7 @@ func SecretsOfURL(raw string) {
 		return
 	}
 	if p, ok := u.User.Password(); ok {
-		Secret(p)
-		Secret(url.PathEscape(p))
-		Secret(url.QueryEscape(p))
+		Secret(p) // and its encodings
 	} else {
 		Secret(u.User.Username()) // https://TOKEN@host: the name is the secret
 	}
@@ -103,15 +147,52 @@ func String(s string) string {
 		return s
 	}
 	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
-	s = jsonMember.ReplaceAllString(s, `${1}"`+Mask+`"`)
+	s = jsonMember.ReplaceAllStringFunc(s, func(m string) string {
+		sub := jsonMember.FindStringSubmatch(m)
+		if !secretKey(strings.Trim(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sub[1]), ":")), `"`)) {
+			return m
+		}
+		return sub[1] + `"` + Mask + `"`
+	})
 	s = keyValue.ReplaceAllStringFunc(s, func(m string) string {
 		sub := keyValue.FindStringSubmatch(m)
-		if strings.HasPrefix(sub[3], Mask) || strings.HasPrefix(sub[3], `"`+Mask) {
+		if strings.HasPrefix(sub[3], Mask) || strings.HasPrefix(sub[3], `"`+Mask) || !secretKey(sub[1]) {
 			return m
 		}
 		return sub[1] + sub[2] + Mask
 	})
 	return literalsOut(s)
+}
+
+// secretKey tells whether key names a secret: its last word (split at _ . - and at a
+// lower-to-upper case change) is one of the secret words, or it ends in "password"/"passwd"
+// ("os_password", "X-Auth-Token", "clientSecret", "apiKey", "userpassword"). A name that merely
+// ends in such letters is no key: the cloud "badpass" in "cloud badpass: authenticating at ..."
+// is followed by prose, not by its password.
+func secretKey(key string) bool {
+	var words []string
+	start := 0
+	for i := 1; i <= len(key); i++ {
+		if i == len(key) || strings.ContainsRune("_.-", rune(key[i])) ||
+			(key[i] >= 'A' && key[i] <= 'Z' && key[i-1] >= 'a' && key[i-1] <= 'z') {
+			if w := strings.Trim(key[start:i], "_.-"); w != "" {
+				words = append(words, strings.ToLower(w))
+			}
+			start = i
+		}
+	}
+	if len(words) == 0 {
+		return false
+	}
+	last := words[len(words)-1]
+	switch last {
+	case "pass", "password", "passwd", "pw", "pwd", "secret", "token", "credential", "credentials",
+		"apikey", "authorization", "cookie", "passphrase":
+		return true
+	case "key":
+		return len(words) > 1 && words[len(words)-2] == "api"
+	}
+	return strings.HasSuffix(last, "password") || strings.HasSuffix(last, "passwd")
 }
 
 func literalsOut(s string) string {

@@ -2,6 +2,9 @@ package redact
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -69,4 +72,60 @@ func TestKnownLeavesSecretNamesAlone(t *testing.T) {
 	if got := Known(in); got != want {
 		t.Fatalf("Known:\n%s\nwant\n%s", got, want)
 	}
+}
+
+// A registered secret is masked in every encoding a server may echo it in, alone or inside a
+// longer encoded text, and nothing around it is touched.
+func TestSecretEncodings(t *testing.T) {
+	const pw = `Pa55/wo+rd&"x y?`
+	Secret(pw)
+	for name, echo := range map[string]string{
+		"plain":         pw,
+		"base64":        base64.StdEncoding.EncodeToString([]byte(pw)),
+		"base64 url":    base64.URLEncoding.EncodeToString([]byte(pw)),
+		"base64 raw":    base64.RawStdEncoding.EncodeToString([]byte(pw)),
+		"query":         url.QueryEscape(pw),
+		"path":          url.PathEscape(pw),
+		"json":          strings.Trim(mustJSON(t, pw), `"`),
+		"basic header":  base64.StdEncoding.EncodeToString([]byte("admin:" + pw)),
+		"docker auth 1": base64.StdEncoding.EncodeToString([]byte("u:" + pw)),
+		"docker auth 2": base64.URLEncoding.EncodeToString([]byte("user1:" + pw + ":tail")),
+	} {
+		for _, f := range []func(string) string{String, Known} {
+			in := "authentication failed: the server echoed [" + echo + "] for the user admin"
+			got := f(in)
+			if !strings.HasPrefix(got, "authentication failed: the server echoed [") || !strings.HasSuffix(got, "] for the user admin") {
+				t.Errorf("%s: neighbouring words changed: %q", name, got)
+			}
+			if !strings.Contains(got, Mask) {
+				t.Errorf("%s: %q survives in %q", name, echo, got)
+			}
+		}
+	}
+}
+
+// Only the value of a key that names a secret is masked: a cloud called "badpass" followed by
+// prose keeps its words.
+func TestStringLeavesProseAfterSecretishNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"cloud badpass: authenticating at http://127.0.0.1:5000/v3: HTTP 401": "cloud badpass: authenticating at http://127.0.0.1:5000/v3: HTTP 401",
+		"bypass: authentication is off":                                       "bypass: authentication is off",
+		"OS_PASSWORD=hunter22 ok":                                             "OS_PASSWORD=REDACTED ok",
+		"X-Auth-Token: gAAAAB ok":                                             "X-Auth-Token: REDACTED ok",
+		`{"clientSecret": "abc12345", "name": "n"}`:                           `{"clientSecret": "REDACTED", "name": "n"}`,
+		`{"passage": "abc12345"}`:                                             `{"passage": "abc12345"}`,
+		"api_key=k1234 apiKey: k5678":                                         "api_key=REDACTED apiKey: REDACTED",
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

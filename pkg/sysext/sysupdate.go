@@ -3,6 +3,7 @@ package sysext
 import (
 	"crypto/sha256"
 	"crypto/sha512"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,16 +11,21 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
-// SysupdateConf is the systemd-sysupdate transfer of Flatcar's sysext-bakery (kubernetes-1.NN.conf,
-// which CAPO's flatcar-sysext template installs as /etc/sysupdate.kubernetes.d/): newer patch
-// releases of version's minor from the directory url, %a being systemd's architecture name.
-func SysupdateConf(version, url string) ([]byte, error) {
+// SysupdateConf is the systemd-sysupdate transfer of Flatcar's sysext-bakery (kubernetes/
+// kubernetes-v1.NN.conf, which CAPO's flatcar-sysext template installs in
+// /etc/sysupdate.kubernetes.d/): newer patch releases of version's minor from the directory url,
+// %a being systemd's architecture name. verify makes systemd-sysupdate check SHA256SUMS.gpg.
+func SysupdateConf(version, url string, verify bool) ([]byte, error) {
 	if err := ValidVersion(version); err != nil {
+		return nil, err
+	}
+	if err := ValidBakeryURL("--url", url); err != nil {
 		return nil, err
 	}
 	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
@@ -27,7 +33,7 @@ func SysupdateConf(version, url string) ([]byte, error) {
 		url += "/"
 	}
 	return []byte(fmt.Sprintf(`[Transfer]
-Verify=false
+Verify=%t
 
 [Source]
 Type=url-file
@@ -39,7 +45,7 @@ InstancesMax=3
 Type=regular-file
 Path=%s
 CurrentSymlink=%s
-`, url, parts[0], parts[1], KubernetesDir, KubernetesLink)), nil
+`, verify, url, parts[0], parts[1], KubernetesDir, KubernetesLink)), nil
 }
 
 // SysupdateNoop (the bakery's noop.conf, /etc/sysupdate.d/noop.conf) keeps systemd-sysupdate
@@ -54,23 +60,55 @@ Type=regular-file
 Path=/
 `
 
-// TransferName is the bakery's transfer file of a Kubernetes minor: kubernetes-1.35.conf.
+// TransferName is the bakery's transfer file of a Kubernetes minor, kubernetes-v1.35.conf,
+// published under TransferDir and installed in /etc/sysupdate.kubernetes.d/.
 func TransferName(version string) string {
+	if m := minor(version); m != "" {
+		return "kubernetes-v" + m + ".conf"
+	}
+	return ""
+}
+
+// TransferDir is the bakery's directory of the Kubernetes transfers (extensions/kubernetes/).
+const TransferDir = "kubernetes"
+
+// FlatTransferName is the name publish wrote before it followed the bakery (kubernetes-1.35.conf
+// next to the images); it is still written so configs pointing at it keep working.
+func FlatTransferName(version string) string {
+	if m := minor(version); m != "" {
+		return "kubernetes-" + m + ".conf"
+	}
+	return ""
+}
+
+func minor(version string) string {
 	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
 	if len(parts) < 2 {
 		return ""
 	}
-	return "kubernetes-" + parts[0] + "." + parts[1] + ".conf"
+	return parts[0] + "." + parts[1]
 }
 
 var kubernetesRaw = regexp.MustCompile(`^kubernetes-(v\d+\.\d+\.\d+)-(x86-64|arm64)\.raw$`)
+
+// KubernetesFileVersion is the version a bakery file name carries (kubernetes-v1.35.2-x86-64.raw:
+// v1.35.2), "" for other names.
+func KubernetesFileVersion(name string) string {
+	if m := kubernetesRaw.FindStringSubmatch(name); m != nil {
+		return m[1]
+	}
+	return ""
+}
 
 // Published is what Publish wrote.
 type Published struct {
 	Dir       string            `json:"dir"`
 	URL       string            `json:"url"`
 	Sysexts   []PublishedSysext `json:"sysexts"`
-	Transfers []string          `json:"transfers"` // kubernetes-1.NN.conf files
+	Transfers []string          `json:"transfers"`           // kubernetes/kubernetes-v1.NN.conf (and the flat kubernetes-1.NN.conf)
+	Signature string            `json:"signature,omitempty"` // SHA256SUMS.gpg when signed
+	Signer    string            `json:"signer,omitempty"`    // the signing key's fingerprint
+	Verify    bool              `json:"verify"`              // the transfers' Verify=
 }
 
 // PublishedSysext is one .raw with its hashes.
@@ -81,56 +119,102 @@ type PublishedSysext struct {
 	SHA512  string `json:"sha512"`
 }
 
-// Publish makes dir a self-hosted bakery served at url: SHA256SUMS over every .raw (what
-// systemd-sysupdate's url-file source reads), FILE.raw.sha512 beside each (what manifests
-// --flavor sysext reads for Ignition's verification.hash), kubernetes-1.NN.conf for each
-// Kubernetes minor present and noop.conf. Each file is written to a temporary name first.
-func Publish(dir, url string) (*Published, error) {
-	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		return nil, errs.Invalidf("--url %q: want the http(s) URL DIR is served at, e.g. http://10.0.0.5/ext", url)
+// PublishOptions are sysext publish's flags.
+type PublishOptions struct {
+	URL     string
+	SignKey string // an OpenPGP private key file: SHA256SUMS.gpg and Verify=true
+}
+
+// Publish makes dir a self-hosted bakery served at url, in the bakery's layout: SHA256SUMS over
+// every .raw (what systemd-sysupdate's url-file source reads), FILE.raw.sha512 beside each (what
+// manifests --flavor sysext reads for Ignition's verification.hash),
+// kubernetes/kubernetes-v1.NN.conf for each Kubernetes minor present (and the flat
+// kubernetes-1.NN.conf of earlier versions), noop.conf, and with a signing key SHA256SUMS.gpg.
+// Every name and the URL are checked before anything is written; each file is written to a
+// temporary name first.
+func Publish(dir string, o PublishOptions) (*Published, error) {
+	if err := ValidBakeryURL("--url", o.URL); err != nil {
+		return nil, err
+	}
+	var signer *openpgp.Entity
+	if o.SignKey != "" {
+		var err error
+		if signer, err = LoadSigningKey(o.SignKey); err != nil {
+			return nil, err
+		}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	p := &Published{Dir: dir, URL: strings.TrimRight(url, "/")}
-	var sums []string
-	minors := map[string]string{} // transfer name -> a version of that minor
+	var raws []string
 	for _, e := range entries {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".raw") {
 			continue
 		}
-		s, err := hashFile(filepath.Join(dir, e.Name()))
+		if err := ValidPublishName(e.Name()); err != nil {
+			return nil, err
+		}
+		raws = append(raws, e.Name())
+	}
+	if len(raws) == 0 {
+		return nil, fmt.Errorf("%s holds no .raw sysext images (make one with flatcar-capo sysext create --output-file %s/kubernetes-<version>-x86-64.raw)", dir, dir)
+	}
+	p := &Published{Dir: dir, URL: strings.TrimRight(o.URL, "/"), Verify: signer != nil}
+	var sums []string
+	minors := map[string]string{} // minor -> a version of that minor
+	for _, name := range raws {
+		s, err := hashFile(filepath.Join(dir, name))
 		if err != nil {
 			return nil, err
 		}
-		s.File = e.Name()
-		if m := kubernetesRaw.FindStringSubmatch(e.Name()); m != nil {
+		s.File = name
+		if m := kubernetesRaw.FindStringSubmatch(name); m != nil {
 			s.Version = m[1]
-			minors[TransferName(m[1])] = m[1]
+			minors[minor(m[1])] = m[1]
 		}
 		p.Sysexts = append(p.Sysexts, s)
 		sums = append(sums, s.SHA256+"  "+s.File+"\n")
-		if err := atomicfile.WriteFile(filepath.Join(dir, e.Name()+".sha512"), []byte(s.SHA512+"  "+s.File+"\n"), 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, name+".sha512"), []byte(s.SHA512+"  "+s.File+"\n"), 0o644); err != nil {
 			return nil, err
 		}
 	}
-	if len(p.Sysexts) == 0 {
-		return nil, fmt.Errorf("%s holds no .raw sysext images (make one with flatcar-capo sysext create --output-file %s/kubernetes-<version>-x86-64.raw)", dir, dir)
-	}
 	sort.Strings(sums)
-	if err := atomicfile.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(strings.Join(sums, "")), 0o644); err != nil {
-		return nil, err
-	}
-	for name, v := range minors {
-		conf, err := SysupdateConf(v, p.URL)
+	sumsFile := []byte(strings.Join(sums, ""))
+	// Between the two renames a reader sees sums and signature disagree: with Verify=true
+	// systemd-sysupdate then refuses the update (fails closed) and takes it on its next run.
+	sigPath := filepath.Join(dir, SignatureFile)
+	if signer != nil {
+		sig, err := SignDetached(signer, sumsFile)
 		if err != nil {
 			return nil, err
 		}
-		if err := atomicfile.WriteFile(filepath.Join(dir, name), conf, 0o644); err != nil {
+		if err := atomicfile.WriteFile(sigPath, sig, 0o644); err != nil {
 			return nil, err
 		}
-		p.Transfers = append(p.Transfers, name)
+		p.Signature, p.Signer = SignatureFile, fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint)
+	} else if err := os.Remove(sigPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err // unsigned now: a signature of other sums would only mislead
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, "SHA256SUMS"), sumsFile, 0o644); err != nil {
+		return nil, err
+	}
+	if len(minors) > 0 {
+		if err := os.MkdirAll(filepath.Join(dir, TransferDir), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	for _, v := range minors {
+		conf, err := SysupdateConf(v, p.URL, p.Verify)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range []string{filepath.Join(TransferDir, TransferName(v)), FlatTransferName(v)} {
+			if err := atomicfile.WriteFile(filepath.Join(dir, name), conf, 0o644); err != nil {
+				return nil, err
+			}
+			p.Transfers = append(p.Transfers, name)
+		}
 	}
 	sort.Strings(p.Transfers)
 	return p, atomicfile.WriteFile(filepath.Join(dir, "noop.conf"), []byte(SysupdateNoop), 0o644)

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// OpenStackTools are what scripts/openstack.sh needs (Debian's keystone and glance packages).
-var OpenStackTools = []string{"uwsgi", "keystone-manage", "glance-manage", "glance-api"}
+// OpenStackTools are what scripts/openstack.sh needs (Debian's keystone, glance and barbican-api packages).
+var OpenStackTools = []string{"uwsgi", "keystone-manage", "glance-manage", "glance-api", "barbican-wsgi-api"}
 
 // OpenStack is a real Keystone + Glance on 127.0.0.1, started by scripts/openstack.sh: the one
 // way every test package starts it.

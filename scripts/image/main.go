@@ -3,11 +3,18 @@
 // layer: the static binary, CA certificates, a non-root user (65532) and a /work directory for the
 // emptyDir a pod mounts there; the sysext method needs nothing else. The same inputs give the same
 // digest: every timestamp is SOURCE_DATE_EPOCH (default 0), owners and modes are fixed, entries sorted.
+// Each config carries the org.opencontainers.image.{source,version,revision} labels.
 //
-//	go run ./scripts/image -o bin/image --binary amd64=bin/linux-amd64/flatcar-capo --binary arm64=...
+// With --shell ARCH=BUSYBOX the same layout holds a second index, -shell-ref (flatcar-capo:shell):
+// the same image plus a static busybox as /bin/sh and its common applets, with no entrypoint, for CI
+// runners that pipe a job's script into `sh` in the job image (GitLab Runner).
 //
-// writes bin/image (an OCI layout), bin/image.tar (the same as an oci-archive for `podman load`)
-// and prints the index digest.
+//	go run ./scripts/image -o bin/image --binary amd64=bin/linux-amd64/flatcar-capo --binary arm64=... \
+//	  --shell amd64=/bin/busybox --version v1.2.3 --revision $(git rev-parse HEAD)
+//
+// writes bin/image (an OCI layout naming both), bin/image.tar and bin/image-shell.tar (an
+// oci-archive of each: `podman load -i`, or `skopeo copy --all oci-archive:bin/image-shell.tar
+// docker://...`) and prints each ref with its index digest and archive.
 package main
 
 import (
@@ -33,8 +40,16 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// refName is the index's name in index.json (-ref).
-var refName = "flatcar-capo:latest"
+// Source is the org.opencontainers.image.source label's default: the project's repository.
+const Source = "https://github.com/flatcar-capo/flatcar-capo"
+
+// shellApplets are the busybox applets the shell image links into /bin: what CI job scripts and
+// GitLab Runner's own script use. A fixed list, so the layer does not depend on running busybox
+// (an arm64 busybox cannot run on an amd64 build host).
+var shellApplets = []string{"[", "awk", "basename", "cat", "chmod", "cp", "cut", "date", "dirname", "echo", "env",
+	"expr", "false", "find", "grep", "gunzip", "gzip", "head", "id", "ln", "ls", "mkdir", "mktemp", "mv", "printf",
+	"pwd", "readlink", "realpath", "rm", "sed", "sh", "sha256sum", "sha512sum", "sleep", "sort", "stat", "tail",
+	"tar", "tee", "test", "touch", "tr", "true", "uname", "uniq", "wc", "which", "xargs"}
 
 // User is the image's non-root user and group.
 const User = 65532
@@ -52,14 +67,19 @@ func (b binaries) Set(v string) error {
 }
 
 func main() {
-	out := flag.String("o", "bin/image", "output OCI layout directory (OUT.tar is the oci-archive)")
+	out := flag.String("o", "bin/image", "output OCI layout directory (OUT.tar and, with --shell, OUT-shell.tar are the oci-archives)")
 	certs := flag.String("ca-certificates", "/etc/ssl/certs/ca-certificates.crt", "CA bundle for the image")
 	extra := flag.String("extra", "", "directory whose tree is added to the image (make image-packer: packer, its plugin, qemu)")
 	ref := flag.String("ref", "flatcar-capo:latest", "name of the image in index.json (what podman load calls it)")
+	shellRef := flag.String("shell-ref", "flatcar-capo:shell", "name of the image with a shell (--shell) in index.json")
+	version := flag.String("version", "dev", "org.opencontainers.image.version label")
+	revision := flag.String("revision", "", "org.opencontainers.image.revision label (the commit)")
+	source := flag.String("source", Source, "org.opencontainers.image.source label")
 	var env envList
 	flag.Var(&env, "env", "KEY=VALUE added to the image's environment (repeatable)")
-	bins := binaries{}
+	bins, shells := binaries{}, binaries{}
 	flag.Var(bins, "binary", "ARCH=PATH of the static flatcar-capo binary (repeatable)")
+	flag.Var(shells, "shell", "ARCH=PATH of a static busybox: also write the shell image for ARCH (repeatable)")
 	flag.Parse()
 	if len(bins) == 0 {
 		fmt.Fprintln(os.Stderr, "image: give at least one --binary ARCH=PATH")
@@ -74,65 +94,171 @@ func main() {
 		}
 		epoch = time.Unix(n, 0).UTC()
 	}
-	refName = *ref
-	digest, err := Write(*out, bins, *certs, *extra, epoch, env...)
+	for _, k := range []string{*ref, *shellRef} {
+		if !validRef(k) {
+			fmt.Fprintf(os.Stderr, "image: %q is not a NAME:TAG reference\n", k)
+			os.Exit(2)
+		}
+	}
+	refs, err := Write(*out, Spec{Binaries: bins, Shells: shells, Certs: *certs, Extra: *extra, Epoch: epoch, Env: env,
+		Ref: *ref, ShellRef: *shellRef, Labels: Labels(*source, *version, *revision)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
-	fmt.Println(digest)
+	for _, r := range refs {
+		fmt.Println(r.Name, r.Digest, r.Archive)
+	}
 }
 
-// Write builds the index and writes it to out and out.tar; it returns the index digest.
-func Write(out string, bins binaries, certs, extra string, epoch time.Time, env ...string) (string, error) {
-	ca, err := os.ReadFile(certs)
+// Spec is what Write builds.
+type Spec struct {
+	Binaries     binaries // ARCH -> static flatcar-capo
+	Shells       binaries // ARCH -> static busybox: the archs of the ShellRef index (none: no shell image)
+	Certs, Extra string   // CA bundle; a tree added to every image (make image-packer)
+	Epoch        time.Time
+	Env          []string          // added to the images' environment
+	Labels       map[string]string // every image config's labels (besides title and description)
+	Ref          string            // index.json's name of the image
+	ShellRef     string            // and of the image with a shell
+}
+
+// Ref is one named index of the layout, and its own oci-archive.
+type Ref struct{ Name, Digest, Archive string }
+
+// Labels are the OCI annotation keys that say where an image comes from.
+func Labels(source, version, revision string) map[string]string {
+	l := map[string]string{"org.opencontainers.image.source": source, "org.opencontainers.image.version": version}
+	if revision != "" {
+		l["org.opencontainers.image.revision"] = revision
+	}
+	return l
+}
+
+// validRef: a NAME:TAG that podman and skopeo accept in index.json (no registry port confusion).
+func validRef(r string) bool {
+	name, tag, ok := strings.Cut(r, ":")
+	return ok && name != "" && tag != "" && !strings.ContainsAny(r, " \t\n@") && !strings.Contains(tag, ":")
+}
+
+// Write builds the indexes and writes them to out (one OCI layout naming both) and to one
+// oci-archive each, out.tar and out-shell.tar (podman load takes an archive of one image only); it
+// returns each ref with its index digest and archive, the plain image first.
+func Write(out string, s Spec) ([]Ref, error) {
+	ca, err := os.ReadFile(s.Certs)
 	if err != nil {
-		return "", fmt.Errorf("CA certificates: %w", err)
+		return nil, fmt.Errorf("CA certificates: %w", err)
+	}
+	for arch := range s.Shells {
+		if s.Binaries[arch] == "" {
+			return nil, fmt.Errorf("--shell %s=... without --binary %s=...", arch, arch)
+		}
+	}
+	plain, err := index(s, ca, nil)
+	if err != nil {
+		return nil, err
+	}
+	indexes := []v1.ImageIndex{plain}
+	refs := []Ref{{Name: s.Ref, Archive: out + ".tar"}}
+	if len(s.Shells) > 0 {
+		shell, err := index(s, ca, s.Shells)
+		if err != nil {
+			return nil, err
+		}
+		indexes, refs = append(indexes, shell), append(refs, Ref{Name: s.ShellRef, Archive: out + "-shell.tar"})
+	}
+	for i, idx := range indexes {
+		d, err := idx.Digest()
+		if err != nil {
+			return nil, err
+		}
+		refs[i].Digest = d.String()
+		if err := writeArchive(refs[i].Archive, indexes[i:i+1], refs[i:i+1], s.Epoch); err != nil {
+			return nil, err
+		}
+	}
+	tmp := out + ".tmp"
+	if err := writeLayout(tmp, indexes, refs); err != nil {
+		return nil, err
+	}
+	os.RemoveAll(out)
+	return refs, os.Rename(tmp, out)
+}
+
+// writeLayout writes an OCI layout whose index.json names each multi-arch index
+// (flatcar-capo:latest, flatcar-capo:shell): podman load picks the machine's platform from it,
+// skopeo copies one as oci-archive:FILE:NAME (--all: every platform).
+func writeLayout(dir string, indexes []v1.ImageIndex, refs []Ref) error {
+	os.RemoveAll(dir)
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	for i, idx := range indexes {
+		if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": refs[i].Name})); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeArchive writes the layout of indexes as an oci-archive at path, renamed into place when complete.
+func writeArchive(path string, indexes []v1.ImageIndex, refs []Ref, epoch time.Time) error {
+	tmp := path + ".layout.tmp"
+	defer os.RemoveAll(tmp)
+	if err := writeLayout(tmp, indexes, refs); err != nil {
+		return err
+	}
+	if err := tarDir(tmp, path+".tmp", epoch); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}
+
+// index is the multi-arch index of the plain image (shells nil) or of the shell image (the
+// archs shells names).
+func index(s Spec, ca []byte, shells binaries) (v1.ImageIndex, error) {
+	archs := s.Binaries
+	if shells != nil {
+		archs = shells
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for _, arch := range slices.Sorted(maps.Keys(bins)) {
-		bin, err := os.ReadFile(bins[arch])
+	for _, arch := range slices.Sorted(maps.Keys(archs)) {
+		bin, err := os.ReadFile(s.Binaries[arch])
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		img, err := image(arch, bin, ca, extra, epoch, env)
+		var sh []byte
+		if shells != nil {
+			if sh, err = os.ReadFile(shells[arch]); err != nil {
+				return nil, err
+			}
+		}
+		img, err := image(arch, bin, ca, sh, s)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img,
 			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
 	}
-	d, err := idx.Digest()
-	if err != nil {
-		return "", err
-	}
-	tmp := out + ".tmp"
-	os.RemoveAll(tmp)
-	// index.json names the multi-arch index flatcar-capo:latest, so `podman load` (oci-archive) picks the
-	// machine's platform from it and skopeo can copy it as oci:OUT:flatcar-capo:latest.
-	lp, err := layout.Write(tmp, empty.Index)
-	if err != nil {
-		return "", err
-	}
-	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": refName})); err != nil {
-		return "", err
-	}
-	if err := tarDir(tmp, out+".tar.tmp", epoch); err != nil {
-		return "", err
-	}
-	os.RemoveAll(out)
-	if err := os.Rename(tmp, out); err != nil {
-		return "", err
-	}
-	return d.String(), os.Rename(out+".tar.tmp", out+".tar")
+	return idx, nil
 }
 
-func image(arch string, bin, ca []byte, extra string, epoch time.Time, env []string) (v1.Image, error) {
-	layer, err := rootLayer(bin, ca, extra, epoch)
+func image(arch string, bin, ca, shell []byte, s Spec) (v1.Image, error) {
+	epoch := s.Epoch
+	layer, err := rootLayer(bin, ca, s.Extra, epoch)
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	layers := []v1.Layer{layer}
+	if shell != nil {
+		// A layer of its own: the shell image shares the plain one's layer (stored and pushed once).
+		if layer, err = shellLayer(shell, epoch); err != nil {
+			return nil, err
+		}
+		layers = append(layers, layer)
+	}
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layers...)
 	if err != nil {
 		return nil, err
 	}
@@ -150,9 +276,16 @@ func image(arch string, bin, ca []byte, extra string, epoch time.Time, env []str
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
 			"HOME=/work", "XDG_CACHE_HOME=/work/cache", "TMPDIR=/work"},
 		Labels: map[string]string{"org.opencontainers.image.title": "flatcar-capo",
-			"org.opencontainers.image.description": "Flatcar Container Linux images for Cluster API Provider OpenStack"},
+			"org.opencontainers.image.description": "Flatcar Container Linux images for Cluster API Provider OpenStack",
+			"org.opencontainers.image.created":     epoch.UTC().Format(time.RFC3339)},
 	}
-	cfg.Config.Env = append(cfg.Config.Env, env...)
+	if shell != nil {
+		// GitLab Runner runs the job image's entrypoint with `sh -c <find a shell>` as its command
+		// and pipes the job script in: an entrypoint that is not a shell swallows that command.
+		cfg.Config.Entrypoint, cfg.Config.Cmd = nil, []string{"/bin/sh"}
+	}
+	maps.Copy(cfg.Config.Labels, s.Labels)
+	cfg.Config.Env = append(cfg.Config.Env, s.Env...)
 	cfg.History = nil
 	return mutate.ConfigFile(img, cfg)
 }
@@ -177,7 +310,7 @@ type entry struct {
 	linkname string
 }
 
-// rootLayer is the image's one layer as a deterministic tar.
+// rootLayer is the image's first layer as a deterministic tar.
 func rootLayer(bin, ca []byte, extra string, epoch time.Time) (v1.Layer, error) {
 	entries := []entry{
 		{name: "etc/", mode: 0o755, dir: true},
@@ -200,6 +333,20 @@ func rootLayer(bin, ca []byte, extra string, epoch time.Time) (v1.Layer, error) 
 		}
 		entries = append(entries, more...)
 	}
+	return layerOf(entries, epoch)
+}
+
+// shellLayer is the shell image's second layer: /bin with busybox and its applets.
+func shellLayer(busybox []byte, epoch time.Time) (v1.Layer, error) {
+	entries := []entry{{name: "bin/", mode: 0o755, dir: true}, {name: "bin/busybox", mode: 0o755, data: busybox}}
+	for _, a := range shellApplets {
+		entries = append(entries, entry{name: "bin/" + a, mode: 0o777, linkname: "busybox"})
+	}
+	return layerOf(entries, epoch)
+}
+
+// layerOf writes entries as a deterministic tar layer.
+func layerOf(entries []entry, epoch time.Time) (v1.Layer, error) {
 	// The extra tree repeats directories the base has (usr/, usr/local/bin/): one entry each, the
 	// base's (podman refuses a layer with duplicate paths).
 	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })

@@ -5,7 +5,7 @@ package verify
 import (
 	"bytes"
 	"fmt"
-	"os"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
@@ -31,9 +31,9 @@ func EmbeddedKeyring() (*Keyring, error) {
 // LoadKeyring reads an armored or binary public keyring from path; it replaces the embedded key.
 // Its errors wrap errs.ErrInvalid: the file is the caller's input.
 func LoadKeyring(path string) (*Keyring, error) {
-	b, err := os.ReadFile(path)
+	b, err := infile.ReadFile("--keyring", path, infile.Keyring)
 	if err != nil {
-		return nil, errs.Invalidf("cannot read keyring: %w", err)
+		return nil, errs.Invalid(err)
 	}
 	el, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(b))
 	if err != nil {

@@ -34,6 +34,22 @@ type Cloud struct {
 	damage bool
 	oneSec bool     // every image created in the same second
 	calls  []string // "METHOD /path", in order
+	onList func()   // runs after each list is answered (OnList)
+}
+
+// OnList makes fn run after each list of images is answered: what another run does between
+// this run's listing and its next step (a concurrent replace deleting the image it saw).
+func (f *Cloud) OnList(fn func()) {
+	f.mu.Lock()
+	f.onList = fn
+	f.mu.Unlock()
+}
+
+// Remove deletes image id, as another client would.
+func (f *Cloud) Remove(id string) {
+	f.mu.Lock()
+	delete(f.images, id)
+	f.mu.Unlock()
 }
 
 // New starts a fake cloud for the test; it stops when the test ends.
@@ -133,7 +149,13 @@ func (f *Cloud) versions(w http.ResponseWriter, r *http.Request) {
 
 func (f *Cloud) list(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer func() {
+		fn := f.onList
+		f.mu.Unlock()
+		if fn != nil {
+			fn()
+		}
+	}()
 	name := r.URL.Query().Get("name")
 	out := []map[string]any{}
 	for _, img := range f.images {

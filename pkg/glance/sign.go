@@ -1,0 +1,212 @@
+package glance
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
+	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
+)
+
+// Signing asks for an OpenStack image signature: the img_signature* properties that Glance checks
+// while the data arrives (and refuses the upload when they do not verify) and Nova checks again
+// at boot with verify_glance_signatures. The certificate is one already in the cloud's Barbican
+// (CertUUID) or one given as a file (Cert), which is stored in each cloud's Barbican once.
+type Signing struct {
+	Key      *signing.Key
+	CertUUID string
+	Cert     *x509.Certificate
+	CertPath string
+	// Now is the clock of the certificate's validity check (time.Now when nil).
+	Now func() time.Time
+
+	mu    sync.Mutex
+	props map[string]map[string]string // per cloud label
+}
+
+// Validate checks what can be checked without a cloud: the key suits Glance, and a certificate
+// file matches it and is valid now. Its errors wrap errs.ErrInvalid.
+func (s *Signing) Validate() error {
+	if s == nil {
+		return nil
+	}
+	if (s.CertUUID == "") == (s.Cert == nil) {
+		return errs.Invalidf("--sign-key needs exactly one of --sign-cert-uuid (a certificate in Barbican) and --sign-cert (a PEM file, stored in Barbican for you)")
+	}
+	if _, err := signing.GlanceKeyType(s.Key.Public()); err != nil {
+		return err
+	}
+	if s.Cert != nil {
+		return signing.CheckCertificate(s.Cert, s.Key, s.CertPath, s.now())
+	}
+	return nil
+}
+
+func (s *Signing) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// properties returns the img_signature* properties for cloud c: the certificate is found (or
+// stored) in c's Barbican and checked against the key, and the image's bytes, hashed once for all
+// clouds, are signed. Nothing is created in Glance before this succeeds.
+func (s *Signing) properties(ctx context.Context, c *Cloud, req *Request) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.props[c.Label()]; p != nil {
+		return p, nil
+	}
+	km, err := openstack.NewKeyManagerV1(c.Provider, c.endpoints)
+	if err != nil {
+		if isNetworkError(err) {
+			return nil, fmt.Errorf("image signing needs Barbican, which is unreachable (%v); nothing was uploaded", err)
+		}
+		return nil, fmt.Errorf("image signing needs Barbican, but the service catalog has no key-manager endpoint (%v); nothing was uploaded", err)
+	}
+	uuid := s.CertUUID
+	if uuid != "" {
+		cert, err := fetchCertificate(ctx, c, km, uuid)
+		if err != nil {
+			return nil, err
+		}
+		if err := signing.CheckCertificate(cert, s.Key, "in Barbican "+uuid, s.now()); err != nil {
+			return nil, err
+		}
+	} else if uuid, err = storeCertificate(ctx, c, km, s.Cert); err != nil {
+		return nil, err
+	}
+	sumHex, err := req.localHashes.get(ctx, req, "sha512", c.Label())
+	if err != nil {
+		return nil, err
+	}
+	sum, _ := hex.DecodeString(sumHex)
+	p, err := signing.GlanceSignature(s.Key, sum, uuid)
+	if err != nil {
+		return nil, err
+	}
+	if s.props == nil {
+		s.props = map[string]map[string]string{}
+	}
+	s.props[c.Label()] = p
+	return p, nil
+}
+
+// certName names a stored certificate by its fingerprint, so a second upload finds and reuses it.
+func certName(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.Raw)
+	return "flatcar-capo image signing certificate sha256:" + hex.EncodeToString(sum[:])
+}
+
+// storeCertificate stores cert in Barbican as castellan reads it (secret_type certificate, PEM
+// payload) unless a certificate of the same fingerprint is there, and returns its UUID.
+func storeCertificate(ctx context.Context, c *Cloud, km *gophercloud.ServiceClient, cert *x509.Certificate) (string, error) {
+	name := certName(cert)
+	pages, err := secrets.List(km, secrets.ListOpts{Name: name}).AllPages(ctx)
+	if err != nil {
+		return "", barbicanError(c, km, "listing certificates", err)
+	}
+	found, err := secrets.ExtractSecrets(pages)
+	if err != nil {
+		return "", barbicanError(c, km, "listing certificates", err)
+	}
+	for _, sec := range found {
+		if sec.Name == name && sec.SecretType == string(secrets.CertificateSecret) && sec.Status == "ACTIVE" {
+			return secretUUID(sec.SecretRef), nil
+		}
+	}
+	pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+	// octet-stream, not text/plain: barbicanclient hands castellan a text payload as str, which
+	// cryptography's PEM loader refuses.
+	created, err := secrets.Create(ctx, km, secrets.CreateOpts{
+		Name:                   name,
+		SecretType:             secrets.CertificateSecret,
+		Payload:                base64.StdEncoding.EncodeToString(pemCert),
+		PayloadContentType:     "application/octet-stream",
+		PayloadContentEncoding: "base64",
+	}).Extract()
+	if err != nil {
+		return "", barbicanError(c, km, "storing the certificate", err)
+	}
+	return secretUUID(created.SecretRef), nil
+}
+
+// fetchCertificate reads the certificate uuid from Barbican, as Glance will.
+func fetchCertificate(ctx context.Context, c *Cloud, km *gophercloud.ServiceClient, uuid string) (*x509.Certificate, error) {
+	sec, err := secrets.Get(ctx, km, uuid).Extract()
+	if err != nil {
+		if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return nil, errs.Invalidf("--sign-cert-uuid %s: Barbican of cloud %s has no such secret; store the certificate first (openstack secret store --secret-type certificate ...) or pass --sign-cert CERT.pem", uuid, c.Label())
+		}
+		return nil, barbicanError(c, km, "reading the certificate "+uuid, err)
+	}
+	if sec.SecretType != string(secrets.CertificateSecret) {
+		return nil, errs.Invalidf("--sign-cert-uuid %s is a %s secret in Barbican, not a certificate: Glance would refuse it", uuid, sec.SecretType)
+	}
+	data, err := secrets.GetPayload(ctx, km, uuid, secrets.GetPayloadOpts{PayloadContentType: "application/octet-stream"}).Extract()
+	if err != nil {
+		return nil, barbicanError(c, km, "reading the certificate "+uuid, err)
+	}
+	return signing.ParseCertificate(data, "--sign-cert-uuid "+uuid)
+}
+
+func secretUUID(ref string) string { return ref[strings.LastIndex(ref, "/")+1:] }
+
+// barbicanError says which Barbican step failed where, in one line.
+func barbicanError(c *Cloud, km *gophercloud.ServiceClient, what string, err error) error {
+	var ue gophercloud.ErrUnexpectedResponseCode
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &ue):
+		return fmt.Errorf("%s: Barbican at %s answered HTTP %d: %s; nothing was uploaded", what, redact.URL(km.Endpoint), ue.Actual, redact.Excerpt(ue.Body, 200))
+	case isNetworkError(err):
+		return fmt.Errorf("%s: Barbican at %s is unreachable (%v); image signing needs it, nothing was uploaded", what, redact.URL(km.Endpoint), err)
+	}
+	return fmt.Errorf("%s at %s: %w; nothing was uploaded", what, redact.URL(km.Endpoint), err)
+}
+
+// cached is what properties returned for c (nil without signing).
+func (s *Signing) cached(c *Cloud) map[string]string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.props[c.Label()]
+}
+
+// sameCertificate refuses to reuse an image that is unsigned or signed under another certificate
+// when this upload is signed: the caller asked for a signature Nova can check.
+func (s *Signing) sameCertificate(c *Cloud, img images.Image) error {
+	want := s.cached(c)[signing.PropCertUUID]
+	if want == "" {
+		return nil
+	}
+	got, _ := img.Properties[signing.PropCertUUID].(string)
+	_, signed := img.Properties[signing.PropSignature]
+	switch {
+	case !signed || got == "":
+		return errors.New("no image signature")
+	case got != want:
+		return fmt.Errorf("signed under another certificate (%s, not %s)", got, want)
+	}
+	return nil
+}
