@@ -17,7 +17,7 @@ func addImageFlags(f *pflag.FlagSet, io *build.ImageOptions) {
 	f.BoolVar(&io.MirrorOnly, "registry-mirror-only", false, "the node's containerd uses only the mirrors, never the registry itself as the last try (air-gapped)")
 	f.BoolVar(&io.NodeAuth, "node-registry-auth", false, "give the node's containerd the docker config's login for each mirror (or registry): a secret in the image (root-only drop-in, image 0600); hosts.toml cannot hold one")
 	f.StringVar(&io.CAFile, "registry-ca", "", "PEM CA that signed the registries' or mirrors' certificates (trusted here and on the node)")
-	f.StringVar(&io.HTTPProxy, "http-proxy", "", "HTTP_PROXY for the node's containerd and kubelet (a password in it goes into the image: 0600 file, image 0600)")
+	f.StringVar(&io.HTTPProxy, "http-proxy", "", "HTTP_PROXY for the node's containerd and kubelet (a password in it goes into the image: kept root-only there, the qcow2 written 0600)")
 	f.StringVar(&io.HTTPSProxy, "https-proxy", "", "HTTPS_PROXY for the node's containerd and kubelet")
 	f.StringVar(&io.NoProxy, "no-proxy", "", "NO_PROXY additions for the node's containerd and kubelet (localhost,127.0.0.1,169.254.169.254 are always in it); add the API server and its LB, service and pod CIDRs, .svc,.cluster.local")
 }
