@@ -24,6 +24,11 @@ while read -r target link; do
   ln -sfn "$target" "$link"
 done <"$PAYLOAD_DIR/images/links"
 chown -R root:root /var/lib/flatcar-capo /opt/flatcar-capo 2>/dev/null || true
+# The files that hold secrets (a proxy password, --node-registry-auth logins) stay root-only,
+# whatever modes the upload to the build VM kept.
+for f in /etc/flatcar-capo/proxy.env /etc/containerd/conf.d/20-flatcar-capo-auth.toml; do
+  [ ! -e "$f" ] || { chown root:root "$f" && chmod 0600 "$f"; } || die "cannot make $f root-only"
+done
 systemctl daemon-reload
 archive=/var/lib/flatcar-capo/images/images.tar
 [ -f "$archive" ] || { say "containerd settings installed (no images)"; exit 0; }

@@ -192,6 +192,9 @@ func (o *Options) validate() error {
 	if err := o.Images.validate(o.Method); err != nil {
 		return err
 	}
+	for _, w := range o.Images.Warnings() {
+		fmt.Fprintf(o.Log, "warning: %s\n", w)
+	}
 	if err := o.Kubernetes.Validate(); err != nil {
 		return err
 	}

@@ -68,12 +68,14 @@ type Inputs struct {
 	DiskSize         int64    `json:"diskSize,omitempty"`
 	Images           []string `json:"images,omitempty"`     // preload and containerd settings
 	Compressed       bool     `json:"compressed,omitempty"` // --compress (omitted when off: older keys stay)
+
+	secrets string // hashed into Key, never stored (the proxies' passwords)
 }
 
 // Key is the sha256 of the canonical JSON of the inputs.
 func (in Inputs) Key() string {
 	b, _ := json.Marshal(in)
-	s := sha256.Sum256(b)
+	s := sha256.Sum256(append(b, in.secrets...))
 	return hex.EncodeToString(s[:])
 }
 

@@ -28,6 +28,9 @@ func (s *stepConvert) Run(ctx context.Context, state multistep.StateBag) multist
 	compress := options(state).Compress
 	h := sha512.New()
 	opts := convert.Options{To: disk.FormatQcow2, Compress: compress}
+	if options(state).Images.CarriesSecret() {
+		opts.Mode = 0o600 // the proxy password is inside: not world-readable on the build host either
+	}
 	if !compress {
 		opts.Hash = h // the record's sha512, computed while writing (compressed: read again)
 	}

@@ -37,8 +37,14 @@ func (*stepImages) Name() string { return "images" }
 func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
 	io := &o.Images
-	plan := &ImagesPlan{Node: images.Node{Mirrors: io.mirrors, CAFile: io.CAFile, HTTPProxy: io.HTTPProxy, HTTPSProxy: io.HTTPSProxy, NoProxy: io.NoProxy}}
+	plan := &ImagesPlan{Node: images.Node{Mirrors: io.mirrors, MirrorOnly: io.MirrorOnly, CAFile: io.CAFile, HTTPProxy: io.HTTPProxy, HTTPSProxy: io.HTTPSProxy, NoProxy: io.NoProxy}}
 	state.Put(KeyImages, plan)
+	if io.NodeAuth && len(io.mirrors) > 0 { // the mirrors' logins; without mirrors, the registries' below
+		var err error
+		if plan.Node.Auth, err = images.NodeAuth(images.NodeAuthHosts(io.mirrors, nil)); err != nil {
+			return halt(state, err)
+		}
+	}
 	if !io.Preload(o.Method) {
 		note(state, "preloading off (--no-preload-images): containerd settings only")
 		return multistep.ActionContinue
@@ -66,6 +72,11 @@ func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 		return halt(state, err)
 	}
 	plan.Node.Images, plan.Node.Sandbox, plan.Node.Registries = res.Images, images.Pause(refs), images.Registries(refs)
+	if io.NodeAuth && plan.Node.Auth == nil {
+		if plan.Node.Auth, err = images.NodeAuth(images.NodeAuthHosts(io.mirrors, plan.Node.Registries)); err != nil {
+			return halt(state, err)
+		}
+	}
 	plan.Node.Kubernetes = o.Kubernetes.Kubernetes
 	for _, r := range refs[:len(list)] {
 		plan.Node.Kubeadm = append(plan.Node.Kubeadm, r.Name)

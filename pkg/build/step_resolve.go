@@ -119,7 +119,7 @@ func inputs(o *Options, rel release.Release) (Inputs, error) {
 		OEM: o.OEM, Kubernetes: o.Kubernetes.Kubernetes, Crictl: o.Kubernetes.Crictl, CNI: o.Kubernetes.CNI,
 		KubernetesMirror: redact.URL(o.Kubernetes.Mirror), GitHubMirror: redact.URL(o.Kubernetes.GitHubMirror),
 		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize, Images: o.Images.inputs(o.Method),
-		Compressed: o.Compress}
+		Compressed: o.Compress, secrets: o.Images.secrets()}
 	if o.BaseImage != "" {
 		fi, err := os.Stat(o.BaseImage)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -29,6 +30,9 @@ import (
 // under kubeadm's names, the import unit ordered before kubelet and kubeadm, and the containerd
 // settings; the record lists every image with its digest; a --force rebuild fetches nothing.
 // Then the bad inputs, each refused with its fix and no artifact left.
+// proxyPassword is in the --https-proxy URL: only the image's root-only file may hold it.
+const proxyPassword = "proxy-s3cret-27"
+
 func TestBuildSysextPreloadsImages(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs", "e2fsck", "debugfs", "docker-registry")
 	mirror := kubetest.New(t, kubernetes.Options{})
@@ -51,13 +55,16 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 		a := []string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0",
 			"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out,
 			"--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile,
-			"--https-proxy", "http://proxy.example:3128", "--no-proxy", "10.0.0.0/8,.cluster.local"}
+			"--https-proxy", "http://proxyuser:" + proxyPassword + "@proxy.example:3128", "--no-proxy", "10.0.0.0/8,.cluster.local", "--node-registry-auth"}
 		return append(append(a, mirror.Args()...), extra...)
 	}
 	out := filepath.Join(dir, "out")
 	res := testutil.RunCmd(t, testutil.Cmd{Args: args(out, "--image", extra), Env: env}).MustSucceed(t)
-	if strings.Contains(res.Combined(), registrytest.Password) {
-		t.Fatal("the output shows the registry password")
+	if strings.Contains(res.Combined(), registrytest.Password) || strings.Contains(res.Combined(), proxyPassword) {
+		t.Fatal("the output shows the registry or the proxy password")
+	}
+	if !strings.Contains(res.Combined(), "warning: the proxy URL carries a password: the image will hold it") || !strings.Contains(res.Combined(), "warning: --node-registry-auth: the image will hold registry logins") {
+		t.Errorf("no warning that the image carries the proxy password:\n%s", res.Combined())
 	}
 	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
 	qcow2 := filepath.Join(out, name+".qcow2")
@@ -78,8 +85,11 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 		}
 	}
 	raw, _ := json.Marshal(rec)
-	if strings.Contains(string(raw), registrytest.Password) {
-		t.Error("the record holds the registry password")
+	if strings.Contains(string(raw), registrytest.Password) || strings.Contains(string(raw), proxyPassword) {
+		t.Error("the record holds the registry or the proxy password")
+	}
+	if st, err := os.Stat(qcow2); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the image carries the proxy password, yet it is not 0600 on the host: %v %v", st.Mode(), err)
 	}
 
 	rawImg := filepath.Join(t.TempDir(), "out.raw")
@@ -120,10 +130,32 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 			t.Errorf("%s drop-in: %s", u, d)
 		}
 	}
+	// The proxy: a root-only environment file (it holds the password), read by both drop-ins;
+	// NO_PROXY starts with the node-local entries.
 	for _, u := range []string{"containerd", "kubelet"} {
-		if p := dump("etc/systemd/system/" + u + ".service.d/10-flatcar-capo-proxy.conf"); !strings.Contains(p, `"HTTPS_PROXY=http://proxy.example:3128"`) || !strings.Contains(p, `"NO_PROXY=10.0.0.0/8,.cluster.local"`) {
-			t.Errorf("%s proxy drop-in: %s", u, p)
+		p := "etc/systemd/system/" + u + ".service.d/10-flatcar-capo-proxy.conf"
+		if d := dump(p); !strings.Contains(d, "EnvironmentFile=/"+images.ProxyEnvFile+"\n") || strings.Contains(d, proxyPassword) {
+			t.Errorf("%s proxy drop-in: %s", u, d)
 		}
+		if st := rootfstest.Stat(t, root, "/"+p); st.Mode != 0o644 {
+			t.Errorf("%s: mode %o", p, st.Mode)
+		}
+	}
+	penv := dump(images.ProxyEnvFile)
+	for _, w := range []string{`HTTPS_PROXY="http://proxyuser:` + proxyPassword + `@proxy.example:3128"`, `https_proxy="http://proxyuser:`, `NO_PROXY="localhost,127.0.0.1,169.254.169.254,10.0.0.0/8,.cluster.local"`} {
+		if !strings.Contains(penv, w) {
+			t.Errorf("%s lacks %q:\n%s", images.ProxyEnvFile, w, penv)
+		}
+	}
+	// --node-registry-auth: the mirror's login from the docker config, root-only, for the CRI.
+	if a := dump(images.AuthDropIn); !strings.Contains(a, `[plugins."io.containerd.grpc.v1.cri".registry.configs."`+reg.Host+`".auth]`) || !strings.Contains(a, `password = "`+registrytest.Password+`"`) {
+		t.Errorf("%s:\n%s", images.AuthDropIn, a)
+	}
+	if st := rootfstest.Stat(t, root, "/"+images.AuthDropIn); st.Mode != 0o600 {
+		t.Errorf("%s: mode %o, want 0600", images.AuthDropIn, st.Mode)
+	}
+	if st := rootfstest.Stat(t, root, "/"+images.ProxyEnvFile); st.Mode != 0o600 || st.UID != 0 {
+		t.Errorf("%s: mode %o uid %d, want 0600 root", images.ProxyEnvFile, st.Mode, st.UID)
 	}
 	script := dump(images.ImportScript)
 	for _, w := range []string{"ctr -n k8s.io images import", images.PinnedLabel, `rm -f "$archive"`} {
@@ -169,7 +201,15 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 				CA       bool
 			}
 			ImportUnit bool
+			Proxy      struct {
+				HTTPSProxy, NoProxy string
+				HasPassword         bool
+			}
+			AuthHosts []string
 		}
+	}
+	if strings.Contains(ins.Stdout, proxyPassword) || strings.Contains(ins.Stdout, registrytest.Password) {
+		t.Error("inspect shows a password")
 	}
 	if err := json.Unmarshal([]byte(ins.Stdout), &rep); err != nil {
 		t.Fatal(err)
@@ -186,8 +226,16 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 	if len(c.Registries) != 2 || c.Registries[1].Registry != "registry.k8s.io" || len(c.Registries[1].Mirrors) != 1 || !c.Registries[1].CA {
 		t.Errorf("inspect registries: %+v", c.Registries)
 	}
+	if p := c.Proxy; !p.HasPassword || p.HTTPSProxy != "http://REDACTED@proxy.example:3128" || p.NoProxy != "localhost,127.0.0.1,169.254.169.254,10.0.0.0/8,.cluster.local" {
+		t.Errorf("inspect proxy: %+v", p)
+	}
+	if len(c.AuthHosts) != 1 || c.AuthHosts[0] != reg.Host {
+		t.Errorf("inspect authHosts: %v", c.AuthHosts)
+	}
 	text := testutil.Run(t, "inspect", rawImg, "--for", "openstack").MustSucceed(t)
-	if !strings.Contains(text.Stdout, "Containerd: 8 preloaded images") || !strings.Contains(text.Stdout, pushed.Digest[pushed.Index]) {
+	if !strings.Contains(text.Stdout, "Containerd: 8 preloaded images") || !strings.Contains(text.Stdout, pushed.Digest[pushed.Index]) ||
+		!strings.Contains(text.Stdout, "registry registry.k8s.io: mirrors [https://"+reg.Host+"] (in order), then https://registry.k8s.io") ||
+		!strings.Contains(text.Stdout, "(the image carries the proxy password)") || !strings.Contains(text.Stdout, "registry logins for the CRI") {
 		t.Errorf("inspect text:\n%s", text.Stdout)
 	}
 
@@ -214,7 +262,14 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 			t.Errorf("dry-run images: %+v", p)
 		}
 		text := testutil.RunCmd(t, testutil.Cmd{Args: args(o, "--dry-run"), Env: env}).MustSucceed(t)
-		if !strings.Contains(text.Stdout, "total: ") || !strings.Contains(text.Stdout, "registry.k8s.io/etcd:"+kubetest.EtcdTag) {
+		if h := p.Hosts["/"+images.CertsDir+"/registry.k8s.io/hosts.toml"]; !strings.Contains(h, `[host."https://`+reg.Host+`"]`) || p.HTTPSProxy != "http://REDACTED@proxy.example:3128" || len(p.NodeAuth) != 1 {
+			t.Errorf("dry-run settings: %+v", p)
+		}
+		if strings.Contains(r.Stdout, proxyPassword) {
+			t.Error("the dry run shows the proxy password")
+		}
+		if !strings.Contains(text.Stdout, "total: ") || !strings.Contains(text.Stdout, "registry.k8s.io/etcd:"+kubetest.EtcdTag) ||
+			!strings.Contains(text.Stdout, "node /"+images.CertsDir+"/registry.k8s.io/hosts.toml:") || !strings.Contains(text.Stdout, "node proxy:   HTTP_PROXY= HTTPS_PROXY=http://REDACTED@proxy.example:3128") {
 			t.Errorf("dry-run text:\n%s", text.Stdout)
 		}
 		noArtifactIn(t, o)
@@ -246,9 +301,39 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 				a[i-1], a[i] = "--keep-updates", "--keep-updates"
 			}
 		}
-		testutil.RunCmd(t, testutil.Cmd{Args: a, Env: env}).MustFail(t, 1, "not trusted", "--registry-ca")
+		testutil.RunCmd(t, testutil.Cmd{Args: a, Env: env}).MustFail(t, 1, "not trusted", "--registry-ca", "--ca-file")
 		noArtifact(t, o)
+		// --ca-file instead: the build host trusts the registry, the node gets no CA.
+		o = filepath.Join(dir, "cafile")
+		a = args(o, "--ca-file", reg.CAFile)
+		for i := range a {
+			if a[i] == reg.CAFile && a[i-1] == "--registry-ca" {
+				a[i-1], a[i] = "--keep-updates", "--keep-updates"
+			}
+		}
+		testutil.RunCmd(t, testutil.Cmd{Args: a, Env: env}).MustSucceed(t)
+		img := filepath.Join(t.TempDir(), "cafile.raw")
+		testutil.Run(t, "convert", filepath.Join(o, name+".qcow2"), img).MustSucceed(t)
+		if ls := testutil.MustRun(t, "debugfs", "-R", "ls -l /"+images.CertsDir+"/registry.k8s.io", rootfstest.ExtractRoot(t, img)); strings.Contains(ls, "ca.crt") {
+			t.Errorf("--ca-file went into the node:\n%s", ls)
+		}
 		testutil.RunCmd(t, testutil.Cmd{Args: args(filepath.Join(dir, "bad4"), "--registry-mirror", "registry.k8s.io"), Env: env}).MustFail(t, 2, "REGISTRY=URL")
+		// Issue 27's hostile values: each refused with its rule, exit 2, nothing written.
+		for i, c := range []struct{ mirror, want string }{
+			{"..=https://" + reg.Host, "empty label"},
+			{".=https://" + reg.Host, "empty label"},
+			{"evil\nname=https://" + reg.Host, "control character"},
+			{"registry.k8s.io:99999=https://" + reg.Host, "1-65535"},
+			{"registry.k8s.io=https://ev\"il:5000", "quote"},
+			{"registry.k8s.io/pause=https://" + reg.Host, "is a registry, not a repository"},
+		} {
+			o := filepath.Join(dir, fmt.Sprintf("hostile%d", i))
+			testutil.RunCmd(t, testutil.Cmd{Args: args(o, "--registry-mirror", c.mirror), Env: env}).MustFail(t, 2, c.want, "REGISTRY=URL")
+			if _, err := os.Stat(o); err == nil {
+				t.Errorf("--registry-mirror %q: %s was created", c.mirror, o)
+			}
+		}
+		testutil.RunCmd(t, testutil.Cmd{Args: args(filepath.Join(dir, "bad7"), "--no-proxy", "a b"), Env: env}).MustFail(t, 2, "--no-proxy")
 		testutil.RunCmd(t, testutil.Cmd{Args: args(filepath.Join(dir, "bad5"), "--image", "Bad Ref"), Env: env}).MustFail(t, 2, "invalid image reference")
 		testutil.RunCmd(t, testutil.Cmd{Args: args(filepath.Join(dir, "bad6"), "--registry-ca", "/etc/hostname"), Env: env}).MustFail(t, 2, "no PEM certificate")
 	})

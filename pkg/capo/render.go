@@ -41,6 +41,8 @@ type RenderOptions struct {
 	// systemd-sysupdate config of a self-hosted bakery (sysext publish) for patch updates.
 	InsecureNoHash bool
 	SysupdateURL   string
+	// Trust is the nodes' CA and proxy for their downloads (manifests --ca-file, --*-proxy).
+	Trust NodeTrust
 	// SysupdateKeyring (sysext.PublicKeyring) makes the transfer Verify=true and installs the
 	// keyring as systemd-sysupdate's.
 	SysupdateKeyring []byte
@@ -88,8 +90,11 @@ func Render(opts RenderOptions) (*Rendered, error) {
 }
 
 func render(opts RenderOptions) (*Rendered, error) {
+	if err := opts.Trust.validate(); err != nil {
+		return nil, err
+	}
 	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI, opts.ClusterClass,
-		sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.SysupdateKeyring, opts.Values[VarKubernetesVersion], opts.SysextArch))
+		chainCLC(sysextCLC(opts.Flavor, opts.InsecureNoHash, opts.SysupdateURL, opts.SysupdateKeyring, opts.Values[VarKubernetesVersion], opts.SysextArch), trustCLC(opts.Trust)))
 	if err != nil {
 		return nil, err
 	}

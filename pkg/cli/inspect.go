@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -177,6 +178,24 @@ func printContainerd(w io.Writer, c inspect.Containerd) {
 		fmt.Fprintf(w, "  sandbox image: %s; registry config_path: %s\n", c.SandboxImage, c.ConfigPath)
 	}
 	for _, h := range c.Registries {
-		fmt.Fprintf(w, "  registry %s: server %s, mirrors %v, CA %v\n", h.Registry, h.Server, h.Mirrors, h.CA)
+		server := h.Server
+		if server == "" {
+			server = "the pulled registry itself"
+		}
+		fmt.Fprintf(w, "  registry %s: mirrors %v (in order), then %s; CA %v", h.Registry, h.Mirrors, server, h.CA)
+		if h.OverridePath {
+			fmt.Fprint(w, "; path-prefixed (override_path)")
+		}
+		fmt.Fprintln(w)
+	}
+	if p := c.Proxy; p.HTTPProxy != "" || p.HTTPSProxy != "" {
+		fmt.Fprintf(w, "  proxy: HTTP_PROXY=%s HTTPS_PROXY=%s NO_PROXY=%s", p.HTTPProxy, p.HTTPSProxy, p.NoProxy)
+		if p.HasPassword {
+			fmt.Fprint(w, " (the image carries the proxy password)")
+		}
+		fmt.Fprintln(w)
+	}
+	if len(c.AuthHosts) > 0 {
+		fmt.Fprintf(w, "  registry logins for the CRI (--node-registry-auth; the image carries them): %s\n", strings.Join(c.AuthHosts, ", "))
 	}
 }

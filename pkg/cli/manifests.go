@@ -31,6 +31,7 @@ func newManifestsCommand() *cobra.Command {
 		sh                                 sysextHashFlags
 	)
 	var netOpts httpx.Options
+	var nt nodeTrustFlags
 	cmd := &cobra.Command{
 		Use:   "manifests",
 		Short: "Render a CAPO cluster template for Flatcar nodes (clusterctl-compatible)",
@@ -139,12 +140,17 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 			if err != nil {
 				return err
 			}
-			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
-				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysupdateKeyring: sh.keyring,
-				SysextArch: sysextArch, WithoutAPILoadBalancer: !apiLoadBalancer, ClusterClass: clusterClass})
+			trust, err := nt.trust(netOpts)
 			if err != nil {
 				return err
 			}
+			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
+				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysupdateKeyring: sh.keyring,
+				SysextArch: sysextArch, WithoutAPILoadBalancer: !apiLoadBalancer, ClusterClass: clusterClass, Trust: trust})
+			if err != nil {
+				return err
+			}
+			printWarnings(cmd.ErrOrStderr(), trust.Warnings(r.Flavor))
 			if imageRepo != "" {
 				if r.Manifest, err = capo.WithImageRepository(r.Manifest, imageRepo); err != nil {
 					return err
@@ -186,6 +192,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.BoolVar(&clusterClass, "clusterclass", false, "a Flatcar ClusterClass with its templates, and a Cluster using it through topology: image, Kubernetes version (topology.version) and machine flavors are the Cluster's; CAPI v1beta2, --flavor baked or sysext-baked")
 	addImageRefFlags(f, &im)
 	addSysextHashFlags(f, &sh)
+	addNodeTrustFlags(f, &nt)
 	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
 	AddOutputFlag(f)
 	return cmd

@@ -48,12 +48,13 @@ func validateArch(arch *string) error {
 	return nil
 }
 
-// addNetworkFlags registers --retries, --stall-timeout and --download-timeout, the settings of
-// every download the command makes.
+// addNetworkFlags registers --retries, --stall-timeout, --download-timeout and --ca-file, the
+// settings of every download the command makes.
 func addNetworkFlags(fs *pflag.FlagSet, o *httpx.Options) {
 	fs.IntVar(&o.Retries, "retries", httpx.DefaultRetries, "further attempts after a transient network failure (backoff doubles from 0.5 s)")
 	fs.DurationVar(&o.StallTimeout, "stall-timeout", httpx.DefaultStallTimeout, "a download that receives nothing (headers or data) for this long is a failure; 0 is the default")
 	fs.DurationVar(&o.DownloadTimeout, "download-timeout", httpx.DefaultDownloadTimeout, "each download, retries and resumes included, must finish within this (a trickling server fails); 0 is the default")
+	fs.StringVar(&o.CAFile, "ca-file", "", "PEM CA(s) trusted on top of the system's for every download of this host: release server, Kubernetes and GitHub mirrors, registries, --sysext URLs (SSL_CERT_FILE replaces the system's instead)")
 }
 
 // newClient validates the network flags and returns the command's HTTP client; retries are

@@ -3,10 +3,12 @@
 package convert
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +36,8 @@ type Options struct {
 	// Hash, on uncompressed qcow2 output, is given the output's bytes in order as they are
 	// written (see qcow2.Options.Hash): the caller's digest of the file without a second read.
 	Hash io.Writer
+	// Mode of the output (0: 0644); 0600 for an image that carries a secret.
+	Mode fs.FileMode
 }
 
 // Result describes a finished conversion.
@@ -152,7 +156,7 @@ func Write(ctx context.Context, src vdisk.Disk, out string, format disk.Format, 
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}
-	return st.Size(), dataBytes, f.Commit(0o644)
+	return st.Size(), dataBytes, f.Commit(cmp.Or(opts.Mode, 0o644))
 }
 
 // SameFile says whether the output path b names the input a (so writing b would destroy a); a

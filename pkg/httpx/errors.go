@@ -71,5 +71,8 @@ func transient(ctx context.Context, err error) bool {
 	if errors.As(err, &se) {
 		return se.Code >= 500 || se.Code == http.StatusRequestTimeout || se.Code == http.StatusTooManyRequests
 	}
+	if IsUntrusted(err) {
+		return false // the same certificate again
+	}
 	return true // connection refused/reset, timeouts, unexpected EOF, stalls
 }

@@ -35,6 +35,9 @@ type Options struct {
 	Backoff         time.Duration // first wait between attempts; doubled after each failure
 	UserAgent       string
 	Logf            func(format string, a ...any) // one line per retry
+	CAFile          string                        // --ca-file: PEM CAs trusted, on top of the system's, by every client
+
+	caPEM []byte // CAFile's content, read by Validate
 }
 
 // Validate fills the defaults of unset fields and refuses values no download can work with
@@ -53,7 +56,7 @@ func (o *Options) Validate() error {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	return nil
+	return o.loadCA()
 }
 
 // Client downloads with the Options' timeouts and retries.
@@ -79,8 +82,10 @@ func (c *Client) Options() Options { return c.o }
 // its own): dialing and the TLS handshake are bounded, the response headers must come within the
 // stall timeout, and a body that delivers nothing for the stall timeout fails its Read with a
 // message saying so. cfg is a TLS configuration (a registry's private CA); nil keeps the default.
+// --ca-file's certificates are added to its roots either way.
 func NewTransportTLS(o Options, cfg *tls.Config) http.RoundTripper {
 	o.Validate()
+	cfg = o.trust(cfg)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg != nil {
 		tr.TLSClientConfig = cfg
@@ -132,6 +137,9 @@ func (c *Client) request(ctx context.Context, method, url string, offset int64) 
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", offset))
 	}
 	resp, err := c.http.Do(req)
+	if IsUntrusted(err) {
+		return nil, untrusted(url, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, url, err)
 	}

@@ -40,7 +40,7 @@ func explain(r Ref, src source, err error) error {
 		}
 	}
 	if errors.As(err, new(x509.UnknownAuthorityError)) || errors.As(err, new(*tls.CertificateVerificationError)) || strings.Contains(err.Error(), "x509: certificate signed by unknown authority") {
-		return fmt.Errorf("%s: the TLS certificate of %s is not trusted (x509: certificate signed by unknown authority): pass --registry-ca FILE with the CA that signed it (it also goes into the image's containerd settings and trust store)", r.Given, src.host)
+		return fmt.Errorf("%s: the TLS certificate of %s is not trusted (x509: certificate signed by unknown authority): pass --registry-ca FILE with the CA that signed it (trusted here and written into the image's containerd settings and trust store; --ca-file trusts it on this host only)", r.Given, src.host)
 	}
 	var he x509.HostnameError
 	if errors.As(err, &he) {

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
-	"path"
-	"slices"
 	"strings"
 )
 
@@ -43,6 +40,8 @@ type Node struct {
 	Sandbox    string   // kubeadm's pause ("" keeps containerd's default)
 	Registries []string
 	Mirrors    Mirrors
+	MirrorOnly bool       // --registry-mirror-only: no upstream fallback in hosts.toml
+	Auth       []HostAuth // --node-registry-auth: logins for the node's CRI (a 0600 drop-in)
 	CAFile     string
 	HTTPProxy  string
 	HTTPSProxy string
@@ -80,58 +79,39 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 		}
 		out = append(out, File{Path: TrustStoreCA, Mode: 0o644, Content: ca})
 	}
-	// hosts.toml per registry: mirrors first, the registry itself as containerd's fallback.
-	regs := map[string]bool{}
-	for _, m := range n.Mirrors {
-		regs[m.Registry] = true
+	hosts, err := n.hostsFiles(ca)
+	if err != nil {
+		return nil, err
 	}
-	if ca != nil {
-		for _, r := range n.Registries {
-			regs[r] = true
-		}
-	}
-	for _, r := range slices.Sorted(maps.Keys(regs)) {
-		dir := r
-		if r == "*" {
-			dir = "_default"
-		}
-		var b strings.Builder
-		if r != "*" {
-			fmt.Fprintf(&b, "server = %q\n", upstream(r))
-		}
-		caPath := ""
-		if ca != nil {
-			caPath = "/" + path.Join(CertsDir, dir, "ca.crt")
-			out = append(out, File{Path: path.Join(CertsDir, dir, "ca.crt"), Mode: 0o644, Content: ca})
-			if r != "*" {
-				fmt.Fprintf(&b, "ca = %q\n", caPath)
-			}
-		}
-		if m, ok := n.Mirrors.For(r); ok && (m.Registry == r) {
-			fmt.Fprintf(&b, "\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", m.URL)
-			if caPath != "" {
-				fmt.Fprintf(&b, "  ca = %q\n", caPath)
-			}
-		}
-		add(path.Join(CertsDir, dir, "hosts.toml"), 0o644, b.String())
-	}
+	out = append(out, hosts...)
 	// Flatcar's config.toml is version 2 and imports conf.d/*.toml; a drop-in's table may replace
 	// the base one's, so the runc SystemdCgroup setting is restated here.
 	var c strings.Builder
 	c.WriteString("# flatcar-capo: registry settings in certs.d, kubeadm's sandbox image (preloaded)\nversion = 2\n\n")
 	c.WriteString("[plugins.\"io.containerd.grpc.v1.cri\"]\n")
 	if n.Sandbox != "" {
-		fmt.Fprintf(&c, "  sandbox_image = %q\n", n.Sandbox)
+		v, err := TOMLString(n.Sandbox)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&c, "  sandbox_image = %s\n", v)
 	}
 	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/" + CertsDir + "\"\n")
 	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n")
 	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n")
 	add(ConfDropIn, 0o644, c.String())
-	if env := n.proxyEnv(); env != "" {
-		for _, u := range []string{"containerd.service", "kubelet.service"} {
-			add("etc/systemd/system/"+u+".d/10-flatcar-capo-proxy.conf", 0o644, "[Service]\n"+env)
+	if len(n.Auth) > 0 {
+		f, err := authDropIn(n.Auth)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, f)
 	}
+	proxy, err := n.proxyFiles()
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, proxy...)
 	if len(n.Images) == 0 {
 		return out, nil
 	}
@@ -166,24 +146,6 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 			"# the preloaded images are in containerd before this starts\n[Unit]\nWants="+ImportUnitName+"\nAfter="+ImportUnitName+"\n")
 	}
 	return out, nil
-}
-
-// upstream is the registry's own endpoint (containerd's server for it).
-func upstream(reg string) string {
-	if reg == "docker.io" {
-		return "https://registry-1.docker.io"
-	}
-	return "https://" + reg
-}
-
-func (n Node) proxyEnv() string {
-	var b strings.Builder
-	for _, kv := range []struct{ k, v string }{{"HTTP_PROXY", n.HTTPProxy}, {"HTTPS_PROXY", n.HTTPSProxy}, {"NO_PROXY", n.NoProxy}} {
-		if kv.v != "" {
-			fmt.Fprintf(&b, "Environment=%q\nEnvironment=%q\n", kv.k+"="+kv.v, strings.ToLower(kv.k)+"="+kv.v)
-		}
-	}
-	return b.String()
 }
 
 // The import unit: after containerd, before kubelet and kubeadm (their drop-ins order them

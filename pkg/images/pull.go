@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -36,6 +37,7 @@ type Image struct {
 	From           string `json:"from"`           // registry host contacted (the mirror when there is one)
 
 	Blobs []v1.Descriptor `json:"-"` // top-level, platform manifest, config, layers
+	src   source          // where it resolved: its blobs come from there too
 }
 
 // Result is a Pull's outcome.
@@ -84,7 +86,9 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 	p := &pull{ctx: ctx, o: o, c: c, puller: puller}
 	hosts := make([]string, 0, len(refs))
 	for _, r := range refs {
-		hosts = append(hosts, p.source(r).host)
+		for _, src := range p.sources(r) {
+			hosts = append(hosts, src.host)
+		}
 	}
 	registerLogins(hosts)
 
@@ -121,7 +125,7 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 				res.Cached++
 				continue
 			}
-			jobs = append(jobs, job{b, p.source(refs[i]), refs[i].Given})
+			jobs = append(jobs, job{b, im.src, refs[i].Given})
 		}
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].d.Size > jobs[b].d.Size }) // big first: less tail
@@ -186,20 +190,42 @@ type source struct {
 	host string
 }
 
-func (p *pull) source(r Ref) source {
-	m, ok := p.o.Mirrors.For(r.Registry())
-	if !ok {
-		return source{repo: r.Repo, host: r.Repo.RegistryStr()}
+// sources are the repositories to try for a ref, in order: its mirrors (a path-prefixed one
+// under its prefix, as containerd's override_path asks it), else the registry itself.
+func (p *pull) sources(r Ref) []source {
+	var out []source
+	for _, m := range p.o.Mirrors.For(r.Registry()) {
+		var opts []name.Option
+		if m.Insecure {
+			opts = append(opts, name.Insecure)
+		}
+		repo, err := name.NewRepository(path.Join(m.Host, m.Prefix, r.Repo.RepositoryStr()), opts...)
+		if err != nil { // the host and prefix were checked by ParseMirror, the path by ParseRef
+			continue
+		}
+		out = append(out, source{repo: repo, host: m.Host})
 	}
-	var opts []name.Option
-	if m.Insecure {
-		opts = append(opts, name.Insecure)
+	if len(out) == 0 {
+		out = append(out, source{repo: r.Repo, host: r.Repo.RegistryStr()})
 	}
-	repo, err := name.NewRepository(m.Host+"/"+r.Repo.RepositoryStr(), opts...)
-	if err != nil { // the host was checked by ParseMirror, the path by ParseRef
-		return source{repo: r.Repo, host: r.Repo.RegistryStr()}
+	return out
+}
+
+// resolve tries the ref's sources in order (the next when one fails, as containerd does) and
+// keeps the first that resolves it.
+func (p *pull) resolve(r Ref) (Image, error) {
+	var failed []error
+	for _, src := range p.sources(r) {
+		im, err := p.resolveFrom(r, src)
+		if err == nil || errors.Is(err, errNotCached) || p.ctx.Err() != nil {
+			return im, err
+		}
+		failed = append(failed, err)
 	}
-	return source{repo: repo, host: m.Host}
+	if len(failed) > 1 {
+		return Image{}, fmt.Errorf("%s: every mirror failed: %w", r.Given, errors.Join(failed...))
+	}
+	return Image{}, failed[0]
 }
 
 var (
@@ -207,11 +233,10 @@ var (
 	manifestTypes = map[types.MediaType]bool{types.OCIManifestSchema1: true, types.DockerManifestSchema2: true}
 )
 
-// resolve finds the ref's digest (its pin, or a HEAD of the tag), then the platform's manifest
+// resolveFrom finds the ref's digest (its pin, or a HEAD of the tag), then the platform's manifest
 // and its config, each from the cache when it holds that digest.
-func (p *pull) resolve(r Ref) (Image, error) {
-	src := p.source(r)
-	im := Image{Name: r.Name, Ref: r.Given, Platform: "linux/" + p.o.Arch, From: src.host}
+func (p *pull) resolveFrom(r Ref, src source) (Image, error) {
+	im := Image{Name: r.Name, Ref: r.Given, Platform: "linux/" + p.o.Arch, From: src.host, src: src}
 	var top v1.Descriptor
 	switch {
 	case r.Digest != "":

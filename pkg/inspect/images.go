@@ -11,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
 // Containerd is the node's container images and containerd settings found in ROOT: the images
@@ -28,6 +29,16 @@ type Containerd struct {
 	SandboxImage string           `json:"sandboxImage"`
 	ConfigPath   string           `json:"configPath"` // CRI registry config_path
 	Registries   []RegistryHosts  `json:"registries"`
+	Proxy        NodeProxy        `json:"proxy"`     // /etc/flatcar-capo/proxy.env, passwords masked
+	AuthHosts    []string         `json:"authHosts"` // hosts the CRI has a login for (--node-registry-auth); never the login
+}
+
+// NodeProxy is the proxy of the node's containerd and kubelet.
+type NodeProxy struct {
+	HTTPProxy   string `json:"httpProxy"`
+	HTTPSProxy  string `json:"httpsProxy"`
+	NoProxy     string `json:"noProxy"`
+	HasPassword bool   `json:"hasPassword"` // the image carries a proxy password
 }
 
 // PreloadedImage is one image in the archive.
@@ -43,20 +54,25 @@ type PreloadedImage struct {
 type RegistryHosts struct {
 	Registry string   `json:"registry"` // _default for every registry
 	Server   string   `json:"server"`
-	Mirrors  []string `json:"mirrors"`
+	Mirrors  []string `json:"mirrors"` // in the order containerd tries them, before the server
 	CA       bool     `json:"ca"`
+	// OverridePath: a path-prefixed mirror (Harbor project) is among them.
+	OverridePath bool `json:"overridePath"`
 }
 
 func newContainerd() Containerd {
-	return Containerd{Images: []PreloadedImage{}, Kubeadm: []string{}, Missing: []string{}, DropIns: []string{}, Registries: []RegistryHosts{}}
+	return Containerd{Images: []PreloadedImage{}, Kubeadm: []string{}, Missing: []string{}, DropIns: []string{}, Registries: []RegistryHosts{}, AuthHosts: []string{}}
 }
 
 var (
-	reServer  = regexp.MustCompile(`(?m)^\s*server\s*=\s*"([^"]*)"`)
-	reHost    = regexp.MustCompile(`(?m)^\s*\[host\."([^"]*)"\]`)
-	reCA      = regexp.MustCompile(`(?m)^\s*ca\s*=`)
-	reSandbox = regexp.MustCompile(`(?m)^\s*sandbox_image\s*=\s*"([^"]*)"`)
-	reCfgPath = regexp.MustCompile(`(?m)^\s*config_path\s*=\s*"([^"]*)"`)
+	reServer   = regexp.MustCompile(`(?m)^\s*server\s*=\s*"([^"]*)"`)
+	reHost     = regexp.MustCompile(`(?m)^\s*\[host\."([^"]*)"\]`)
+	reCA       = regexp.MustCompile(`(?m)^\s*ca\s*=`)
+	reSandbox  = regexp.MustCompile(`(?m)^\s*sandbox_image\s*=\s*"([^"]*)"`)
+	reCfgPath  = regexp.MustCompile(`(?m)^\s*config_path\s*=\s*"([^"]*)"`)
+	reAuth     = regexp.MustCompile(`(?m)^\s*\[plugins\."io\.containerd\.grpc\.v1\.cri"\.registry\.configs\."([^"]*)"\.auth\]`)
+	reOverride = regexp.MustCompile(`(?m)^\s*override_path\s*=\s*true`)
+	reEnv      = regexp.MustCompile(`(?m)^(HTTP_PROXY|HTTPS_PROXY|NO_PROXY)="((?:[^"\\]|\\.)*)"`)
 )
 
 // readContainerd fills r.Containerd from ROOT (fsys may be nil: ROOT unreadable).
@@ -79,6 +95,9 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 			if m := reCfgPath.FindAllStringSubmatch(data, -1); m != nil {
 				c.ConfigPath = m[len(m)-1][1]
 			}
+			for _, m := range reAuth.FindAllStringSubmatch(data, -1) {
+				c.AuthHosts = append(c.AuthHosts, m[1])
+			}
 		}
 	}
 	certs := "/" + images.CertsDir
@@ -91,7 +110,7 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 			if data == "" {
 				continue
 			}
-			h := RegistryHosts{Registry: e.name, Mirrors: []string{}, CA: reCA.MatchString(data)}
+			h := RegistryHosts{Registry: e.name, Mirrors: []string{}, CA: reCA.MatchString(data), OverridePath: reOverride.MatchString(data)}
 			if m := reServer.FindStringSubmatch(data); m != nil {
 				h.Server = m[1]
 			}
@@ -99,6 +118,23 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 				h.Mirrors = append(h.Mirrors, m[1])
 			}
 			c.Registries = append(c.Registries, h)
+		}
+	}
+	if data := readSmall(fsys, "/"+images.ProxyEnvFile); data != "" {
+		p := &c.Proxy
+		for _, m := range reEnv.FindAllStringSubmatch(data, -1) {
+			v := strings.NewReplacer(`\\`, `\`, `\"`, `"`, "\\`", "`", `\$`, `$`).Replace(m[2])
+			if m[1] != "NO_PROXY" && images.ProxyHasPassword(v) {
+				p.HasPassword = true
+			}
+			switch m[1] {
+			case "HTTP_PROXY":
+				p.HTTPProxy = redact.URL(v)
+			case "HTTPS_PROXY":
+				p.HTTPSProxy = redact.URL(v)
+			case "NO_PROXY":
+				p.NoProxy = v
+			}
 		}
 	}
 	if k, err := entryKind(fsys, "/"+images.ImportWants); err == nil && k == "symlink" {

@@ -47,7 +47,8 @@ var reportShape = shape{
 	"containerd": shape{"images": list{shape{"name": str, "digest": str, "platform": str, "size": num, "inArchive": boolean}},
 		"archive": str, "archiveBytes": num, "importUnit": boolean, "kubernetesVersion": str, "kubeadm": list{str}, "missing": list{str},
 		"dropIns": list{str}, "sandboxImage": str, "configPath": str,
-		"registries": list{shape{"registry": str, "server": str, "mirrors": list{str}, "ca": boolean}}},
+		"registries": list{shape{"registry": str, "server": str, "mirrors": list{str}, "ca": boolean, "overridePath": boolean}},
+		"proxy":      shape{"httpProxy": str, "httpsProxy": str, "noProxy": str, "hasPassword": boolean}, "authHosts": list{str}},
 }
 
 // checkShape reports every documented field that is missing, null where a list or value is

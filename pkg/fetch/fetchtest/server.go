@@ -1,9 +1,12 @@
 package fetchtest
 
 import (
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +41,19 @@ func NewServer(t testing.TB) *Server {
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// NewTLSServer is NewServer over HTTPS (httptest's certificate for 127.0.0.1); CAFile is that
+// certificate as PEM, the --ca-file that trusts it.
+func NewTLSServer(t testing.TB) (s *Server, caFile string) {
+	s = &Server{files: map[string][]byte{}, status: map[string]int{}, drops: map[string]drop{}}
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return s, caFile
 }
 
 // ReleaseServer is the --release-server value: every channel under /<channel>.

@@ -1,0 +1,67 @@
+package registrytest
+
+import (
+	"encoding/base64"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// ForwardProxy is an HTTP proxy on 127.0.0.1 that asks for a login (Proxy-Authorization basic
+// User:Pass), sends every request for any host to To (127.0.0.1:PORT: names in the test need no
+// DNS) and logs what it saw ("METHOD URL").
+type ForwardProxy struct {
+	Host       string // 127.0.0.1:PORT
+	User, Pass string
+	mu         sync.Mutex
+	seen       []string
+}
+
+// StartForwardProxy runs a ForwardProxy to the plain-HTTP server at to until the test ends.
+func StartForwardProxy(t testing.TB, to, user, pass string) *ForwardProxy {
+	t.Helper()
+	p := &ForwardProxy{User: user, Pass: pass}
+	target := &url.URL{Scheme: "http", Host: to}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.URL.Path, r.Out.URL.RawPath = r.In.URL.Path, r.In.URL.RawPath
+		r.Out.Header.Del("Proxy-Authorization")
+	}}
+	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ok := req.Header.Get("Proxy-Authorization") == want
+		p.mu.Lock()
+		entry := req.Method + " " + req.URL.String()
+		if !ok {
+			entry += " (no proxy login)"
+		}
+		p.seen = append(p.seen, entry)
+		p.mu.Unlock()
+		if !ok || req.URL.Host == "" || !strings.HasPrefix(req.URL.String(), "http://") {
+			w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
+			http.Error(w, "proxy login required", http.StatusProxyAuthRequired)
+			return
+		}
+		rp.ServeHTTP(w, req)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	p.Host = ln.Addr().String()
+	return p
+}
+
+// Seen is every request the proxy was asked, in order.
+func (p *ForwardProxy) Seen() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.seen...)
+}
