@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -104,6 +107,9 @@ func checkInputs(c *cobra.Command, args []string) error {
 func checkInput(what, value, kind string) error {
 	if value == "" {
 		return nil
+	}
+	if _, err := os.Stat(value); errors.Is(err, fs.ErrNotExist) {
+		return nil // the command says so where it opens it, after its own earlier checks (exit 1)
 	}
 	if kind == "image" {
 		if err := disk.CheckFile(value); err != nil {
