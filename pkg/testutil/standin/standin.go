@@ -68,6 +68,9 @@ var Packages = []string{
 	"systemd-sysv", "udev", "dbus", "kmod", "iproute2", "openssh-server", "openssh-client", "sudo",
 	"curl", "jq", "e2fsprogs", "btrfs-progs", "gdisk", "fdisk", "cloud-guest-utils", "passwd",
 	"bash", "coreutils", "tar", "gzip", "util-linux", "mount",
+	// What Flatcar has and a real kubeadm node uses (the node proof): envsubst for CAPO's
+	// preKubeadmCommands, iptables for kubelet and kube-proxy's host side.
+	"gettext-base", "iptables",
 }
 
 // sourceDateEpoch pins file times in the packages' maintainer scripts' output.
