@@ -108,7 +108,10 @@ func (c *Cluster) CAHash() (string, error) {
 }
 
 // User is an account CABPK creates from the spec's users (here: the proof's SSH login).
-type User struct{ Name, SSHKey string }
+type User struct {
+	Name, SSHKey string
+	Groups       []string
+}
 
 // Node says which node's bootstrap data to render.
 type Node struct {
@@ -206,12 +209,13 @@ func (c *Cluster) Ignition(n Node) ([]byte, error) {
 		}
 	}
 	type user struct {
-		Name string   `yaml:"name"`
-		Keys []string `yaml:"ssh_authorized_keys"`
+		Name   string   `yaml:"name"`
+		Keys   []string `yaml:"ssh_authorized_keys"`
+		Groups []string `yaml:"groups,omitempty"`
 	}
 	var users []user
 	for _, u := range n.Users {
-		users = append(users, user{Name: u.Name, Keys: []string{u.SSHKey}})
+		users = append(users, user{Name: u.Name, Keys: []string{u.SSHKey}, Groups: u.Groups})
 	}
 	clc := map[string]any{
 		"storage": map[string]any{"files": files},
