@@ -9,8 +9,9 @@ common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-comm
   linux-image-amd64 btrfs-progs e2fsprogs dosfstools mtools gdisk fdisk xorriso lbzip2 bzip2 gnupg
   util-linux curl ca-certificates)
 test=(packer dropbear-bin openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
-  gcc libc6-dev squashfs-tools docker-registry runc) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks;
-  # docker-registry: the real registry of the image-preload tests; runc: the containerd-flatcar sysext of the guests
+  gcc libc6-dev squashfs-tools docker-registry runc iptables) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks;
+  # docker-registry: the real registry of the image-preload tests; runc: the containerd-flatcar sysext of the guests;
+  # iptables: the node proof's kube-proxy image carries it, as upstream's distroless-iptables does
 bench=(libguestfs-tools hyperfine time skopeo linux-perf) # skopeo: scripts/bench/preload.sh's baseline; linux-perf: profiles (perf record/stat) of the benches
 # make test-image: podman runs the container image (rootful podman, a non-root user inside).
 image=(podman crun uidmap fuse-overlayfs slirp4netns)

@@ -63,7 +63,17 @@ func (r *Registry) PushReal(ctx context.Context, bin string, refs []string) (*Pu
 			return nil, fmt.Errorf("registrytest: no real image for %s", ref)
 		}
 		layerTar := filepath.Join(work, path.Base(repo)+".tar")
-		if err := tarOneFile(layerTar, filepath.Join(bin, spec.binary), spec.inImage); err != nil {
+		entries := []tarEntry{{src: filepath.Join(bin, spec.binary), dst: spec.inImage}}
+		if path.Base(repo) == "kube-proxy" {
+			// Upstream's kube-proxy image is distroless-iptables: Debian's iptables with its
+			// libraries, which kube-proxy runs (iptables-save/-restore) to program services.
+			ipt, err := iptablesEntries()
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, ipt...)
+		}
+		if err := tarFiles(layerTar, entries); err != nil {
 			return nil, err
 		}
 		layer, err := tarball.LayerFromFile(layerTar, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching, tarball.WithMediaType(types.OCILayer))
@@ -90,14 +100,86 @@ func (im Image) buildWith(layer v1.Layer) (v1.Image, error) {
 	return im.build([]v1.Layer{layer})
 }
 
-// tarOneFile writes a tar holding src as dst (mode 0755, root-owned, parents as directories).
-func tarOneFile(out, src, dst string) error {
+// tarEntry is a file (src copied to dst) or, with link set, a symlink dst -> link.
+type tarEntry struct{ src, dst, link string }
+
+// iptablesMulti is Debian's iptables (nft backend), what distroless-iptables carries.
+const iptablesMulti = "/usr/sbin/xtables-nft-multi"
+
+// iptablesEntries are the host's iptables (nft backend), its extensions and the shared
+// libraries they load (from ldd), for the kube-proxy image.
+func iptablesEntries() ([]tarEntry, error) {
+	if _, err := os.Stat(iptablesMulti); err != nil {
+		return nil, fmt.Errorf("the kube-proxy image carries Debian's iptables (apt-get install iptables): %w", err)
+	}
+	exts, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/xtables/*.so")
+	files := append([]string{iptablesMulti}, exts...)
+	seen := map[string]bool{}
+	var out []tarEntry
+	for _, f := range files {
+		libs, err := exec.Command("ldd", f).Output()
+		if err != nil {
+			return nil, fmt.Errorf("ldd %s: %w", f, err)
+		}
+		for _, l := range strings.Split(string(libs), "\n") {
+			fields := strings.Fields(l)
+			for _, p := range fields {
+				if strings.HasPrefix(p, "/") && !seen[p] {
+					seen[p] = true
+					out = append(out, tarEntry{src: p, dst: p})
+				}
+			}
+		}
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, tarEntry{src: f, dst: f})
+		}
+	}
+	for _, n := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"} {
+		out = append(out, tarEntry{dst: "/usr/sbin/" + n, link: "xtables-nft-multi"})
+	}
+	return out, nil
+}
+
+// tarFiles writes a tar of entries (root-owned, files 0755, parents as directories).
+func tarFiles(out string, entries []tarEntry) error {
 	f, err := os.Create(out)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	in, err := os.Open(src)
+	tw := tar.NewWriter(f)
+	dirs := map[string]bool{}
+	for _, e := range entries {
+		name := strings.TrimPrefix(e.dst, "/")
+		var parents []string
+		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			parents = append([]string{d}, parents...)
+		}
+		for _, d := range parents {
+			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: time.Unix(0, 0)}); err != nil {
+				return err
+			}
+		}
+		if e.link != "" {
+			if err := tw.WriteHeader(&tar.Header{Name: name, Linkname: e.link, Mode: 0o777, Typeflag: tar.TypeSymlink, ModTime: time.Unix(0, 0)}); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := addFile(tw, e.src, name); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func addFile(tw *tar.Writer, src, name string) error {
+	in, err := os.Open(src) // follows symlinks: the image gets the library under its soname
 	if err != nil {
 		return fmt.Errorf("%w (run scripts/install-kubernetes.sh)", err)
 	}
@@ -106,25 +188,9 @@ func tarOneFile(out, src, dst string) error {
 	if err != nil {
 		return err
 	}
-	tw := tar.NewWriter(f)
-	name := strings.TrimPrefix(dst, "/")
-	var dirs []string
-	for d := path.Dir(name); d != "."; d = path.Dir(d) {
-		dirs = append([]string{d}, dirs...)
-	}
-	for _, d := range dirs {
-		if err := tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o755, Typeflag: tar.TypeDir, ModTime: time.Unix(0, 0)}); err != nil {
-			return err
-		}
-	}
 	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: st.Size(), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
 		return err
 	}
-	if _, err := io.Copy(tw, in); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return f.Close()
+	_, err = io.Copy(tw, in)
+	return err
 }
