@@ -3,7 +3,9 @@
 package build_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo/cabpktest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
@@ -205,6 +210,54 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 			t.Errorf("containerd lacks %s or it is not pinned (present %v)", ref, ok)
 		}
 	}
+	if t.Failed() {
+		return
+	}
+	imageGC(t, g, pushed.Refs, crictl, step)
+}
+
+// imageGC forces kubelet's image garbage collection (thresholds 1/0 %, no minimum age) with an
+// unpinned, unused image beside the preloaded ones: GC must delete that one and keep the pinned.
+func imageGC(t *testing.T, g *standin.Guest, refs []string, crictl string, step func(string)) {
+	const victim = "example.com/node-proof/unpinned:gc"
+	img, err := registrytest.Image{Arch: "amd64", Files: map[string][]byte{"gc-me": []byte("unpinned and unused\n")}}.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag(victim)
+	var buf bytes.Buffer
+	if err := tarball.Write(tag, img, &buf); err != nil {
+		t.Fatal(err)
+	}
+	run := func(cmd string) string {
+		got, err := g.SSH(cmd)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, got)
+		}
+		return strings.TrimSpace(got)
+	}
+	run("echo " + base64.StdEncoding.EncodeToString(buf.Bytes()) + " | base64 -d > /tmp/unpinned.tar && sudo ctr -n k8s.io images import /tmp/unpinned.tar")
+	run("sudo sed -i -e '/^imageGCHighThresholdPercent:/d' -e '/^imageGCLowThresholdPercent:/d' -e '/^imageMinimumGCAge:/d' /var/lib/kubelet/config.yaml && " +
+		"printf 'imageGCHighThresholdPercent: 1\\nimageGCLowThresholdPercent: 0\\nimageMinimumGCAge: 0s\\n' | sudo tee -a /var/lib/kubelet/config.yaml >/dev/null && sudo systemctl restart kubelet")
+	// kubelet collects images every 5 minutes (and once soon after its start).
+	for deadline := time.Now().Add(12 * time.Minute); ; {
+		if !strings.Contains(run(crictl+"images"), "example.com/node-proof/unpinned") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubelet's image GC did not delete the unpinned image in 12 min:\n%s", run("sudo journalctl -b --no-pager -u kubelet.service | grep -i -e 'garbage' -e 'image' | tail -20"))
+		}
+		time.Sleep(20 * time.Second)
+	}
+	left := run(crictl + "images")
+	for _, ref := range refs {
+		repo, tagName, _ := strings.Cut(ref, ":")
+		if !strings.Contains(left, repo) || !strings.Contains(left, tagName) {
+			t.Errorf("kubelet's image GC removed the pinned %s:\n%s", ref, left)
+		}
+	}
+	step("image GC: the unpinned image deleted, the pinned kept")
+	fmt.Printf("image GC: unpinned %s deleted; %d pinned images kept\n", victim, len(refs))
 }
 
 // allRunning says whether every wanted pod name prefix has a pod and all are Running.
