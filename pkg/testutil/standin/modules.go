@@ -122,5 +122,12 @@ func installModules(root string, k kernelInfo) error {
 			return err
 		}
 	}
-	return nil
+	// Flatcar's kernel has /proc/config.gz; Debian's has /boot/config-VERSION, which the guest's
+	// ESP lacks. kubeadm's preflight (SystemVerification) reads the kernel config from either or
+	// from /usr/lib/modules/VERSION/config, and fails without one.
+	config, err := os.ReadFile(filepath.Join(filepath.Dir(k.path), "config-"+k.version))
+	if err != nil {
+		return fmt.Errorf("the kernel's config (kubeadm's preflight reads it): %w", err)
+	}
+	return os.WriteFile(filepath.Join(dst, "config"), config, 0o644)
 }

@@ -18,7 +18,7 @@ import (
 const Version = flatcardisk.Version
 
 // builderVersion changes whenever the build itself changes in a way the other inputs do not show.
-const builderVersion = "standin-2"
+const builderVersion = "standin-3" // 3: the kernel config in /usr/lib/modules/VERSION/config
 
 // Options select the variant of the guest.
 type Options struct {
