@@ -132,7 +132,14 @@ EOF
   put "$dir" "$work/out/pause"
 fi
 
-cni_ok() { for p in $CNI_PLUGINS; do "$dir/cni/${p#*/}" 2>&1 </dev/null | grep -q "v$CNI_VERSION" || return 1; done; }
+# A plugin run without CNI_COMMAND prints its version and exits 1.
+cni_ok() {
+  local p out
+  for p in $CNI_PLUGINS; do
+    out=$("$dir/cni/${p#*/}" </dev/null 2>&1 || true)
+    [[ $out == *" v$CNI_VERSION"* ]] || return 1
+  done
+}
 if [ -n "$force" ] || ! cni_ok; then
   start=$(date +%s)
   scratch cni
