@@ -36,7 +36,7 @@ type BootOptions struct {
 	Memory      int // MiB; default 1024
 	CPUs        int // vCPUs; default 1 (kubeadm's control plane wants 2)
 	// Isolated: QEMU's user network with restrict=on, so the guest reaches nothing on the host
-	// (no registry, no mirror); SSH still comes in through the port forward.
+	// (no registry, no mirror); SSH still comes in through the port forward. IPv4 only.
 	Isolated bool
 }
 
@@ -124,7 +124,9 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 	}
 	restrict := ""
 	if opts.Isolated {
-		restrict = ",restrict=on"
+		// IPv4 only, as most tenant networks: with slirp's IPv6 on, kubeadm may pick the
+		// guest's fec0:: address and run its IPv6 preflight on an IPv4 cluster.
+		restrict = ",restrict=on,ipv6=off"
 	}
 	serial := filepath.Join(work, fmt.Sprintf("serial-%d.log", port))
 	args := append([]string{
