@@ -9,9 +9,10 @@ common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-comm
   linux-image-amd64 btrfs-progs e2fsprogs dosfstools mtools gdisk fdisk xorriso lbzip2 bzip2 gnupg
   util-linux curl ca-certificates)
 test=(packer dropbear-bin openssh-client keystone glance barbican-api python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
-  gcc libc6-dev squashfs-tools docker-registry python3-jsonschema) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks;
+  gcc libc6-dev squashfs-tools docker-registry python3-jsonschema runc iptables) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks;
   # barbican-api: the key manager Glance reads image-signing certificates from (signature tests);
-  # docker-registry: the real registry of the image-preload tests; python3-jsonschema: the SBOM against CycloneDX's schema
+  # docker-registry: the real registry of the image-preload tests; python3-jsonschema: the SBOM against CycloneDX's schema;
+  # runc: the containerd-flatcar sysext of the guests; iptables: the node proof's kube-proxy image carries it, as upstream's distroless-iptables does
 bench=(libguestfs-tools hyperfine time skopeo linux-perf) # skopeo: scripts/bench/preload.sh's baseline; linux-perf: profiles (perf record/stat) of the benches
 # make test-image: podman runs the container image (rootful podman, a non-root user inside).
 image=(podman crun uidmap fuse-overlayfs slirp4netns)

@@ -98,7 +98,7 @@ func start(dir string) (*Registry, error) {
 log:
   level: error
   accesslog:
-    disabled: true
+    disabled: false
 storage:
   filesystem:
     rootdirectory: %s
@@ -143,6 +143,19 @@ auth:
 	r.Stop()
 	out, _ := os.ReadFile(log.Name())
 	return nil, fmt.Errorf("docker-registry did not answer on %s within 15 s: %s", r.Host, out)
+}
+
+// PullRequests counts the manifest and blob GETs and HEADs in the registry's access log so far
+// (a pull of any image makes at least one): a test reads it before and after a boot.
+func (r *Registry) PullRequests() int {
+	b, _ := os.ReadFile(filepath.Join(r.Dir, "registry.log"))
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if (strings.Contains(l, "\"GET /v2/") || strings.Contains(l, "\"HEAD /v2/")) && (strings.Contains(l, "/manifests/") || strings.Contains(l, "/blobs/")) {
+			n++
+		}
+	}
+	return n
 }
 
 // Stop ends the registry.
@@ -285,23 +298,31 @@ type Image struct {
 	Files  map[string][]byte // path in the image -> content (mode 0755)
 	Marker string            // printed by the image's Cmd (/bin/busybox echo Marker) when it has busybox
 	Layers [][]byte          // extra layers: raw tar contents made by Layer
+	// Entrypoint and Env are upstream's, for the real control-plane images (RealImages).
+	Entrypoint, Env []string
 }
 
 // Build makes the v1.Image.
 func (im Image) Build() (v1.Image, error) {
-	img := empty.Image
 	layers := im.Layers
 	if len(im.Files) > 0 || len(layers) == 0 {
 		layers = append([][]byte{testutil.Tar(im.Files)}, layers...)
 	}
+	var ls []v1.Layer
 	for _, data := range layers {
 		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, tarball.WithCompressedCaching, tarball.WithMediaType(types.OCILayer))
 		if err != nil {
 			return nil, err
 		}
-		if img, err = mutate.AppendLayers(img, l); err != nil {
-			return nil, err
-		}
+		ls = append(ls, l)
+	}
+	return im.build(ls)
+}
+
+func (im Image) build(layers []v1.Layer) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		return nil, err
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -313,6 +334,7 @@ func (im Image) Build() (v1.Image, error) {
 	if im.Marker != "" {
 		cf.Config.Cmd = []string{"/bin/busybox", "echo", im.Marker}
 	}
+	cf.Config.Entrypoint, cf.Config.Env = im.Entrypoint, im.Env
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 type Mirror struct {
 	*fetchtest.Server
 	Options kubernetes.Options // versions and arch it serves; Mirror/GitHubMirror point here
+	real    map[string][]byte  // NewReal's files by payload name; nil: the stand-ins (Content)
 }
 
 // Version is the Kubernetes version the mirror serves unless told otherwise; its stable.txt
@@ -118,13 +119,20 @@ func (m *Mirror) File(name string) kubernetes.File {
 
 // SHA256 is the hex sha256 of a served file.
 func (m *Mirror) SHA256(name string) string {
-	s := sha256.Sum256(Content(m.Options, name))
+	s := sha256.Sum256(m.content(name))
 	return hex.EncodeToString(s[:])
 }
 
 // WrongSHA256 makes the mirror publish a wrong .sha256 for name (true) or the right one.
 func (m *Mirror) WrongSHA256(name string, wrong bool) {
-	m.putSHA256(m.path(m.File(name)), Content(m.Options, name), wrong)
+	m.putSHA256(m.path(m.File(name)), m.content(name), wrong)
+}
+
+func (m *Mirror) content(name string) []byte {
+	if m.real != nil {
+		return m.real[name]
+	}
+	return Content(m.Options, name)
 }
 
 // BadSHA256 is the digest served when WrongSHA256 is on.

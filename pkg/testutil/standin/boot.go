@@ -34,6 +34,10 @@ type BootOptions struct {
 	Key         string // SSH private key file (TestUser's); required for SSH
 	Timeout     time.Duration
 	Memory      int // MiB; default 1024
+	CPUs        int // vCPUs; default 1 (kubeadm's control plane wants 2)
+	// Isolated: QEMU's user network with restrict=on, so the guest reaches nothing on the host
+	// (no registry, no mirror); SSH still comes in through the port forward. IPv4 only.
+	Isolated bool
 }
 
 // Guest is a running VM.
@@ -118,12 +122,18 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 	if err != nil {
 		return nil, err
 	}
+	restrict := ""
+	if opts.Isolated {
+		// IPv4 only, as most tenant networks: with slirp's IPv6 on, kubeadm may pick the
+		// guest's fec0:: address and run its IPv6 preflight on an IPv4 cluster.
+		restrict = ",restrict=on,ipv6=off"
+	}
 	serial := filepath.Join(work, fmt.Sprintf("serial-%d.log", port))
 	args := append([]string{
-		"-accel", "tcg", "-m", strconv.Itoa(opts.Memory), "-smp", "1", "-no-reboot",
+		"-accel", "tcg", "-m", strconv.Itoa(opts.Memory), "-smp", strconv.Itoa(max(opts.CPUs, 1)), "-no-reboot",
 		"-display", "none", "-vga", "none", "-monitor", "none", "-nodefaults",
 		"-chardev", "file,id=serial0,path=" + qemuboot.OptEscape(serial), "-serial", "chardev:serial0",
-		"-netdev", fmt.Sprintf("user,id=net0,hostfwd=tcp:127.0.0.1:%d-:22", port),
+		"-netdev", fmt.Sprintf("user,id=net0%s,hostfwd=tcp:127.0.0.1:%d-:22", restrict, port),
 		"-device", "virtio-net-pci,netdev=net0",
 	}, drive...)
 	if opts.ConfigDrive != "" {

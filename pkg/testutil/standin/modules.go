@@ -17,6 +17,11 @@ var wantModules = []string{
 	"e1000", "ata_piix", "ata_generic", "ahci", "sd_mod", "sr_mod",
 	"ext4", "btrfs", "overlay", "squashfs", "loop", "isofs", "vfat", "nls_cp437", "nls_ascii", "nls_utf8",
 	"qemu_fw_cfg", "fuse", "autofs4", "binfmt_misc",
+	// A Kubernetes node's networking (the node proof): the bridge CNI plugin's bridge and veth
+	// pairs, kube-proxy's and the portmap plugin's netfilter.
+	"bridge", "br_netfilter", "veth", "nf_conntrack", "nf_nat", "ip_tables", "iptable_nat", "iptable_filter",
+	"xt_conntrack", "xt_MASQUERADE", "xt_comment", "xt_mark", "xt_addrtype", "xt_nat", "xt_multiport",
+	"xt_statistic", "xt_tcpudp", "ipt_REJECT", "nf_tables", "nft_compat", "nft_chain_nat", "nft_ct", "nft_nat",
 }
 
 // kernelInfo is the host's Debian kernel the guest boots, with its modules.
@@ -117,5 +122,12 @@ func installModules(root string, k kernelInfo) error {
 			return err
 		}
 	}
-	return nil
+	// Flatcar's kernel has /proc/config.gz; Debian's has /boot/config-VERSION, which the guest's
+	// ESP lacks. kubeadm's preflight (SystemVerification) reads the kernel config from either or
+	// from /usr/lib/modules/VERSION/config, and fails without one.
+	config, err := os.ReadFile(filepath.Join(filepath.Dir(k.path), "config-"+k.version))
+	if err != nil {
+		return fmt.Errorf("the kernel's config (kubeadm's preflight reads it): %w", err)
+	}
+	return os.WriteFile(filepath.Join(dst, "config"), config, 0o644)
 }

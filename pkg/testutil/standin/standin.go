@@ -18,7 +18,7 @@ import (
 const Version = flatcardisk.Version
 
 // builderVersion changes whenever the build itself changes in a way the other inputs do not show.
-const builderVersion = "standin-2"
+const builderVersion = "standin-3" // 3: the kernel config in /usr/lib/modules/VERSION/config
 
 // Options select the variant of the guest.
 type Options struct {
@@ -68,6 +68,9 @@ var Packages = []string{
 	"systemd-sysv", "udev", "dbus", "kmod", "iproute2", "openssh-server", "openssh-client", "sudo",
 	"curl", "jq", "e2fsprogs", "btrfs-progs", "gdisk", "fdisk", "cloud-guest-utils", "passwd",
 	"bash", "coreutils", "tar", "gzip", "util-linux", "mount",
+	// What Flatcar has and a real kubeadm node uses (the node proof): envsubst for CAPO's
+	// preKubeadmCommands, iptables for kubelet and kube-proxy's host side.
+	"gettext-base", "iptables",
 }
 
 // sourceDateEpoch pins file times in the packages' maintainer scripts' output.
