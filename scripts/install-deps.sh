@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Installs the real parts the tests and the demo drive (QEMU, Packer, GRUB, btrfs/ext4 tools,
 # Keystone + Glance, ...). Idempotent: packages already present are not asked for again.
-# Usage: scripts/install-deps.sh [test|demo|bench|image]   (default: test)
+# Usage: scripts/install-deps.sh [--list] [test|demo|bench|image]   (default: test)
+#   --list prints the profile's Debian packages, one a line, and installs nothing (pkg/testutil's
+#   TestInstallDepsInstallsEveryTool checks every tool the tests require against it).
 set -euo pipefail
+list=false
+if [ "${1:-}" = --list ]; then list=true; shift; fi
 profile=${1:-test}
 
 common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-common busybox-static
   linux-image-amd64 btrfs-progs e2fsprogs dosfstools mtools gdisk fdisk xorriso lbzip2 bzip2 gnupg
   util-linux curl ca-certificates)
-test=(packer dropbear-bin openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
-  gcc libc6-dev squashfs-tools docker-registry) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks;
-  # docker-registry: the real registry of the image-preload tests
+test=(packer dropbear-bin openssh-client keystone python3-keystone glance glance-api glance-common python3-openstackclient
+  uwsgi-core uwsgi-plugin-python3 cpio mmdebstrap gcc libc6-dev squashfs-tools docker-registry runc mount)
+  # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks; docker-registry: the real
+  # registry of the image-preload tests; runc: the runtime of their containerd (no other package brings it).
+  # The packages that provide a required tool are named even when a meta package pulls them in.
 bench=(libguestfs-tools hyperfine time skopeo linux-perf) # skopeo: scripts/bench/preload.sh's baseline; linux-perf: profiles (perf record/stat) of the benches
 # make test-image: podman runs the container image (rootful podman, a non-root user inside).
 image=(podman crun uidmap fuse-overlayfs slirp4netns)
@@ -25,6 +31,7 @@ case "$profile" in
   image) want=("${common[@]}" "${test[@]}" "${image[@]}") ;;
   *) echo "usage: $0 [test|demo|bench|image]" >&2; exit 2 ;;
 esac
+if $list; then printf '%s\n' "${want[@]}"; exit 0; fi
 
 missing=()
 for p in "${want[@]}"; do
