@@ -20,8 +20,9 @@ test=(packer dropbear-bin openssh-client keystone python3-keystone glance glance
 bench=(libguestfs-tools hyperfine time skopeo linux-perf) # skopeo: scripts/bench/preload.sh's baseline; linux-perf: profiles (perf record/stat) of the benches
 # make test-image: podman runs the container image (rootful podman, a non-root user inside).
 image=(podman crun uidmap fuse-overlayfs slirp4netns)
-# make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq.
-demo=(packer openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
+# make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq,
+# docker-registry (the image registry kubeadm's images are preloaded from).
+demo=(packer openssh-client keystone glance python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap docker-registry
   squashfs-tools jq)
 
 case "$profile" in
