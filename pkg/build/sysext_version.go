@@ -29,6 +29,7 @@ import (
 // extension-release SYSEXT_VERSION_ID, else what its kubeadm says), with where it was read; "" when no
 // --sysext holds Kubernetes.
 func sysextKubernetes(ctx context.Context, o *Options, srcs map[string]sysextSource) (version, from string, err error) {
+	var unreadable error
 	for _, s := range o.Sysext {
 		src, ok := srcs[s]
 		if !ok { // a --dry-run URL, not downloaded: its name is all there is
@@ -38,10 +39,12 @@ func sysextKubernetes(ctx context.Context, o *Options, srcs map[string]sysextSou
 			continue
 		}
 		info, err := sysext.Open(src.Path)
-		if err != nil && src.Path == s {
-			return "", "", fmt.Errorf("--sysext: %w", err) // the error names the file
-		} else if err != nil {
-			return "", "", fmt.Errorf("--sysext %s: %w", redact.URL(s), err)
+		if err != nil { // with an exact --kubernetes-version the sysext step reports the damage
+			if src.Path != s {
+				err = fmt.Errorf("--sysext %s: %w", redact.URL(s), err)
+			}
+			unreadable = fmt.Errorf("%w: %w", errVersionUnknown, err)
+			continue
 		}
 		rel, hasRelease := info.Releases[sysext.KubernetesName]
 		_, hasKubeadm := info.Entry("usr/bin/kubeadm")
@@ -61,7 +64,7 @@ func sysextKubernetes(ctx context.Context, o *Options, srcs map[string]sysextSou
 			return v, "usr/bin/kubeadm version of --sysext " + redact.URL(s), nil
 		}
 	}
-	return "", "", nil
+	return "", "", unreadable
 }
 
 // errVersionUnknown: the sysext holds Kubernetes but says not which (an exact --kubernetes-version then decides).
