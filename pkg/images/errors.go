@@ -44,5 +44,8 @@ func explain(r Ref, src source, err error) error {
 	if errors.As(err, &he) {
 		return fmt.Errorf("%s: the TLS certificate of %s does not name it (%v): use the name the certificate is for in the ref or --registry-mirror", r.Given, src.host, he)
 	}
+	if u := asUnreachable(r, src, err); u != nil {
+		return u
+	}
 	return fmt.Errorf("%s: %s: %w", r.Given, src.host, err)
 }
