@@ -1,6 +1,7 @@
 package build_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -99,5 +100,28 @@ func TestBuildSysextVersionFromInside(t *testing.T) {
 	testutil.RunCmd(t, testutil.Cmd{Args: []string{"release", "--channel", "stable"}, Env: egress.env()})
 	if len(egress.requests()) == 0 {
 		t.Fatal("the egress recorder saw nothing of a release lookup on the default server: it proves nothing")
+	}
+}
+
+// Preloading from a registry nobody can reach fails once, naming the fix, not once per image.
+func TestBuildPreloadUnreachableRegistry(t *testing.T) {
+	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs", "e2fsck", "debugfs")
+	mirror := kubetest.New(t, kubernetes.Options{})
+	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
+	dir := t.TempDir()
+	port, err := testutil.FreePort() // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("127.0.0.1:%d", port)
+	out := filepath.Join(dir, "out")
+	args := append([]string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0",
+		"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out, "--registry-mirror", "registry.k8s.io=http://" + dead}, mirror.Args()...)
+	r := testutil.Run(t, args...).MustFail(t, 1, "cannot reach mirror "+dead, "for 7 image(s)", "--no-preload-images")
+	if n := strings.Count(r.Stderr, "connection refused"); n != 1 {
+		t.Errorf("the dial error is said %d times, want once:\n%s", n, r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "flatcar-stable-4459.2.0-kube-"+kubetest.Version+"-sysext.qcow2")); err == nil {
+		t.Error("an image was written although preloading failed")
 	}
 }
