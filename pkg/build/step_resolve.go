@@ -113,6 +113,7 @@ func resolveKubernetes(ctx context.Context, c *httpx.Client, o *Options, srcs ma
 	if err := agreeWithSysext(k.Kubernetes, v, from); err != nil {
 		return err
 	}
+	o.KubernetesRequested, o.KubernetesFrom = "", from
 	k.Kubernetes = v
 	return k.Validate()
 }

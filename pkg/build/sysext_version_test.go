@@ -90,8 +90,11 @@ func TestBuildSysextVersionFromInside(t *testing.T) {
 			t.Errorf("--kubernetes-version %s: refused, but %s was written (%v)", c.flag, o, err)
 		}
 	}
-	// Agreeing versions are fine: the exact one and its minor.
+	// Agreeing versions are fine: the exact one and its minor; the plan says where the version came from.
 	build(filepath.Join(dir, "minor"), "--kubernetes-version", "1.32", "--dry-run").MustSucceed(t)
+	if plan := build(filepath.Join(dir, "plan"), "--dry-run").MustSucceed(t); !strings.Contains(plan.Stdout, "v1.32.3 (SYSEXT_VERSION_ID in extension-release.kubernetes of --sysext "+raw+")") {
+		t.Errorf("the plan does not say the version came from inside the sysext:\n%s", plan.Stdout)
+	}
 
 	if seen := egress.requests(); len(seen) != 0 {
 		t.Errorf("requests left 127.0.0.1: %v", seen)
