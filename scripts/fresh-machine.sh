@@ -105,7 +105,10 @@ main() {
   run() { # NAME COMMAND: one README command in the root, its output indented, its result and time
     local name=$1 cmd=$2 s=$SECONDS rc=0
     stamp "start: $cmd"
-    chroot "$root" /usr/bin/env -i "${env_in[@]}" bash -c "cd /src/flatcar-capo && $cmd" 2>&1 | sed -u 's/^/    /' || rc=$?
+    # In the background and waited for: bash runs the INT/TERM trap (and so the cleanup) at once
+    # during a wait, not only after a foreground command ends.
+    chroot "$root" /usr/bin/env -i "${env_in[@]}" bash -c "cd /src/flatcar-capo && $cmd" > >(sed -u 's/^/    /') 2>&1 &
+    wait $! || rc=$?
     results+=("$(printf '%-14s exit %-3s %5d s (%d min %02d s)' "$name" "$rc" $((SECONDS - s)) $(((SECONDS - s) / 60)) $(((SECONDS - s) % 60)))")
     stamp "done: $cmd: exit $rc in $((SECONDS - s)) s"
     ((rc == 0)) || status=1
