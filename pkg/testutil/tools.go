@@ -15,6 +15,8 @@ var Tools = map[string]string{
 	"resize2fs": "test", "runc": "test", "setpriv": "test", "sgdisk": "test", "sha256sum": "test",
 	"ssh-keygen": "test", "timeout": "test", "umount": "test", "unsquashfs": "test", "uwsgi": "test",
 	"xorriso": "test",
+	// Required by tests on other branches (sbom, signed sysupdate, fleet examples) that merge next.
+	"curl": "test", "gpg": "test", "gpgconf": "test", "python3": "test",
 	// make test-image and make bench install these; make test does not run their tests.
 	"podman": "image", "skopeo": "bench",
 	// TestStrictModeFailsSkips' tool that no machine has.

@@ -28,6 +28,16 @@ func TestInstallDepsInstallsEveryTool(t *testing.T) {
 			lists[profile] = strings.Fields(string(out))
 		}
 		path, err := exec.LookPath(tool)
+		if err == nil && !debianDir(filepath.Dir(path)) {
+			// Another copy first on PATH (a pyenv python3 here): a fresh machine has Debian's.
+			for _, d := range []string{"/usr/bin", "/usr/sbin", "/bin", "/sbin"} {
+				if p, e := exec.LookPath(filepath.Join(d, tool)); e == nil {
+					t.Logf("%s: %s is first on PATH; checking Debian's %s", tool, path, p)
+					path = p
+					break
+				}
+			}
+		}
 		switch {
 		case err == nil:
 			found[tool] = path
@@ -100,6 +110,10 @@ func providers(paths []string) map[string][]string {
 		}
 	}
 	return result
+}
+
+func debianDir(d string) bool {
+	return slices.Contains([]string{"/usr/bin", "/usr/sbin", "/bin", "/sbin"}, d)
 }
 
 // essentials are the installed packages marked Essential (present in every Debian root).
