@@ -93,8 +93,10 @@ test-image: image image-packer
 deps:
 	scripts/install-deps.sh test
 
-demo: build
+# install-deps first: on a fresh machine the build's Go module downloads need its ca-certificates.
+demo:
 	scripts/install-deps.sh demo
+	$(MAKE) --no-print-directory build
 	scripts/demo.sh
 
 # pkg/capo's mirror of the CAPI/CAPO/ORC/Kubernetes API types, from the versions go.mod pins:

@@ -3,6 +3,9 @@
 #   - a release server on 127.0.0.1 with a Flatcar-layout release of the stand-in guest (a small
 #     Debian systemd guest on Flatcar's disk layout), signed by a demo key passed with --keyring,
 #     and a Kubernetes mirror with stand-in binaries and their .sha256 (scripts/demo/standins);
+#   - a real registry (Debian's docker-registry, TLS from a demo CA, a login) holding small images
+#     under the names the stand-in kubeadm lists: the air-gap story, both builds preload from it
+#     through --registry-mirror (the same standins program);
 #   - a real Keystone + Glance on 127.0.0.1 (scripts/openstack.sh), cloud "demo";
 #   - flatcar-capo build (Packer + QEMU), then build --method sysext of the same release,
 #     inspect, the Glance image IDs and the CAPO manifests.
@@ -36,8 +39,10 @@ cat <<EOF
   flatcar-capo demo: THIS IS A DEMO ON STAND-INS, not on Flatcar and not on a real cloud.
   The "Flatcar release" is a small Debian systemd guest laid out like Flatcar's disk, served
   from 127.0.0.1 and signed by a demo key; kubeadm/kubelet/kubectl/crictl/CNI are stand-in
-  scripts from a local mirror; Keystone + Glance are real, on 127.0.0.1. Packer and QEMU are
-  real (TCG: no KVM needed). Nothing here touches the internet. Artifacts: $out
+  scripts from a local mirror; kubeadm's images are small busybox images in a real registry
+  (docker-registry) on 127.0.0.1, preloaded as an air-gapped node needs them; Keystone + Glance
+  are real, on 127.0.0.1. Packer and QEMU are real (TCG: no KVM needed). Nothing here touches the
+  internet. Artifacts: $out
 
 EOF
 
@@ -47,7 +52,7 @@ os_start=$SECONDS
 scripts/openstack.sh up "$osdir" --owner $$ >"$out/openstack.log" 2>&1 &
 os_pid=$!
 
-step "Stand-in release server and Kubernetes mirror on 127.0.0.1 (the first run builds the stand-in guest: root + mmdebstrap, a few minutes; then cached)"
+step "Stand-in release server, Kubernetes mirror and image registry on 127.0.0.1 (the first run builds the stand-in guest: root + mmdebstrap, a few minutes; then cached)"
 go build -o bin/demo-standins ./scripts/demo/standins
 rm -f "$out/standins/standins.env"
 bin/demo-standins -dir "$out/standins" -owner $$ > >(tee "$out/standins.log" | sed -u 's/^/    /') 2>&1 &
@@ -61,7 +66,9 @@ done
 # shellcheck disable=SC1091
 . "$out/standins/standins.env"
 mirrors=(--release-server "$RELEASE_SERVER" --keyring "$KEYRING"
-  --kubernetes-mirror "$KUBERNETES_MIRROR" --github-mirror "$GITHUB_MIRROR")
+  --kubernetes-mirror "$KUBERNETES_MIRROR" --github-mirror "$GITHUB_MIRROR"
+  --registry-mirror "registry.k8s.io=https://$REGISTRY" --registry-ca "$REGISTRY_CA")
+export DOCKER_CONFIG # the registry's login, as `docker login` writes it
 
 step "Keystone + Glance: cloud 'demo' in a clouds.yaml"
 wait "$os_pid" || { cat "$out/openstack.log" >&2; exit 1; }
@@ -87,7 +94,7 @@ build() { # NAME ARGS...: one build, its progress indented, its record in $out/N
 field() { jq -r "$1" "$out/$2.json"; }
 
 build packer --packer "$packer"
-build sysext --method sysext --no-preload-images # no registry in the demo (yet): see README, air-gapped nodes
+build sysext --method sysext
 
 step "Both builds, side by side"
 printf '    %-8s %-10s %-9s %-8s %-46s %s\n' method built-in this-run reused "Glance image (cloud demo)" artifact
@@ -105,7 +112,12 @@ for m in packer sysext; do
   [[ $img = /* ]] || img=$out/$m/$img
   step "flatcar-capo inspect $img --for openstack"
   "$bin" inspect "$img" --for openstack | sed -u 's/^/    /'
-  say "verdict: $("$bin" inspect "$img" --for openstack -o json | jq -r .verdict) (exit 0)"
+  "$bin" inspect "$img" --for openstack -o json >"$out/$m.inspect.json"
+  say "verdict: $(jq -r .verdict "$out/$m.inspect.json") (exit 0)"
+  say "preloaded: $(jq -r '.containerd.images | length' "$out/$m.inspect.json") images, pulled from the demo registry through --registry-mirror;" \
+    "registry hosts: $(jq -r '[.containerd.registries[] | "\(.registry) -> \(.mirrors | join(","))"] | join("; ")' "$out/$m.inspect.json")"
+  n=$(jq '.containerd.images | length' "$out/$m.inspect.json")
+  ((n > 0)) || { echo "demo: $m: inspect lists no preloaded images" >&2; exit 1; }
 done
 
 step "What Glance holds (openstack --os-cloud demo image list)"
@@ -139,5 +151,6 @@ cat <<'EOF'
     kubectl apply -f mycluster.yaml
 
     build prints the image name and the exact manifests command for the image it made.
-    Air-gapped: add --release-server, --kubernetes-mirror, --github-mirror (or --sysext FILE).
+    Air-gapped: add --release-server, --kubernetes-mirror, --github-mirror (or --sysext FILE),
+    and --registry-mirror registry.k8s.io=https://YOUR-REGISTRY (--registry-ca) for the images.
 EOF

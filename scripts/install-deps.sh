@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
 # Installs the real parts the tests and the demo drive (QEMU, Packer, GRUB, btrfs/ext4 tools,
 # Keystone + Glance, ...). Idempotent: packages already present are not asked for again.
-# Usage: scripts/install-deps.sh [test|demo|bench|image]   (default: test)
+# Usage: scripts/install-deps.sh [--list] [test|demo|bench|image]   (default: test)
+#   --list prints the profile's Debian packages, one a line, and installs nothing (pkg/testutil's
+#   TestInstallDepsInstallsEveryTool checks every tool the tests require against it).
 set -euo pipefail
+list=false
+if [ "${1:-}" = --list ]; then list=true; shift; fi
 profile=${1:-test}
 
 common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-common busybox-static
   linux-image-amd64 btrfs-progs e2fsprogs dosfstools mtools gdisk fdisk xorriso lbzip2 bzip2 gnupg
   util-linux curl ca-certificates)
-test=(packer dropbear-bin openssh-client keystone glance barbican-api python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
-  gcc libc6-dev squashfs-tools docker-registry python3-jsonschema runc iptables) # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks;
+test=(packer dropbear-bin openssh-client keystone python3-keystone glance glance-api glance-common python3-openstackclient
+  uwsgi-core uwsgi-plugin-python3 cpio mmdebstrap gcc libc6-dev squashfs-tools docker-registry runc mount
+  gpg gpgconf python3-minimal barbican-api barbican-common python3-jsonschema iptables)
+  # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks; docker-registry: the real
+  # registry of the image-preload tests; runc: the runtime of their containerd (no other package brings it);
   # barbican-api: the key manager Glance reads image-signing certificates from (signature tests);
-  # docker-registry: the real registry of the image-preload tests; python3-jsonschema: the SBOM against CycloneDX's schema;
-  # runc: the containerd-flatcar sysext of the guests; iptables: the node proof's kube-proxy image carries it, as upstream's distroless-iptables does
+  # python3-jsonschema: the SBOM against CycloneDX's schema; iptables: the node proof's kube-proxy image
+  # carries it, as upstream's distroless-iptables does.
+  # The packages that provide a required tool are named even when a meta package pulls them in.
 bench=(libguestfs-tools hyperfine time skopeo linux-perf) # skopeo: scripts/bench/preload.sh's baseline; linux-perf: profiles (perf record/stat) of the benches
 # make test-image: podman runs the container image (rootful podman, a non-root user inside).
 image=(podman crun uidmap fuse-overlayfs slirp4netns)
-# make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq.
-demo=(packer openssh-client keystone glance barbican-api python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap
+# make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq,
+# docker-registry (the image registry kubeadm's images are preloaded from).
+demo=(packer openssh-client keystone glance barbican-api python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap docker-registry
   squashfs-tools jq)
 
 case "$profile" in
@@ -27,6 +36,7 @@ case "$profile" in
   image) want=("${common[@]}" "${test[@]}" "${image[@]}") ;;
   *) echo "usage: $0 [test|demo|bench|image]" >&2; exit 2 ;;
 esac
+if $list; then printf '%s\n' "${want[@]}"; exit 0; fi
 
 missing=()
 for p in "${want[@]}"; do

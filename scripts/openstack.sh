@@ -162,11 +162,17 @@ start_barbican() { # DIR PORT
 
 start_keystone() { # DIR PORT
   local d=$1
-  # Two single-threaded workers and "Connection: close": keystone under uwsgi otherwise stalls on
-  # keep-alive connections from keystonemiddleware and clients.
+  # One single-threaded worker: keystone writes its sqlite database on every wrong password
+  # (local_user.failed_auth_count) and on the next right one (the reset), in a read-then-write
+  # transaction that oslo.db opens with a deferred BEGIN; with a second process writing too, that
+  # transaction fails at once with "database is locked" (no busy timeout applies to it), keystone
+  # raises, and uwsgi closes the connection without a response: the client's EOF under load
+  # (40 parallel wrong-password logins: 3-8 EOFs with two workers, none in 120 with one, at the same
+  # speed on 2 cores). "Connection: close": keystone under uwsgi otherwise stalls on keep-alive
+  # connections from keystonemiddleware and clients.
   OS_KEYSTONE_CONFIG_FILES="$d/keystone.conf" setsid uwsgi --plugin python3 \
     --http-socket "127.0.0.1:$2" --wsgi-file /usr/bin/keystone-wsgi-public \
-    --master --processes 2 --threads 1 --lazy-apps --die-on-term --no-orphans \
+    --master --processes 1 --threads 1 --lazy-apps --die-on-term --no-orphans \
     --add-header "Connection: close" --buffer-size 65535 \
     --pidfile "$d/pid" --logto "$d/uwsgi.log" </dev/null >/dev/null 2>&1 &
   for _ in $(seq 50); do [ -s "$d/pid" ] && return; sleep 0.1; done

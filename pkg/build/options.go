@@ -48,9 +48,11 @@ type Options struct {
 	Kubernetes kubernetes.Options // versions, mirrors, arch (filled from Release.Arch); exact after stepResolve
 	// KubernetesRequested is --kubernetes-version as given when it was stable or a minor.
 	KubernetesRequested string
-	Provision           []string     // user scripts run after ours (absolute paths)
-	Sysext              []string     // --sysext FILE|URL for the sysext method
-	Images              ImageOptions // container images preloaded, containerd settings
+	// KubernetesFrom says where a --sysext build read the Kubernetes version ("" otherwise).
+	KubernetesFrom string
+	Provision      []string     // user scripts run after ours (absolute paths)
+	Sysext         []string     // --sysext FILE|URL for the sysext method
+	Images         ImageOptions // container images preloaded, containerd settings
 
 	// Packer method.
 	Packer, QEMUBinary, Accelerator string

@@ -24,6 +24,7 @@ type Plan struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 	// KubernetesRequested is the --kubernetes-version given (stable, 1.36) when it was resolved.
 	KubernetesRequested string            `json:"kubernetesRequested,omitempty"`
+	KubernetesFrom      string            `json:"kubernetesFrom,omitempty"` // --sysext: where the version was read
 	CrictlVersion       string            `json:"crictlVersion"`
 	CNIVersion          string            `json:"cniVersion"`
 	Downloads           []kubernetes.File `json:"downloads"`
@@ -49,7 +50,7 @@ func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	rel := state.Get(KeyRelease).(release.Release)
 	p := &Plan{Method: o.Method, Channel: rel.Channel, FlatcarVersion: rel.Version, Arch: rel.Arch, Base: o.Base,
 		OEM: o.OEM, KubernetesVersion: o.Kubernetes.Kubernetes, Downloads: o.Kubernetes.Files(),
-		KubernetesRequested: o.KubernetesRequested, CrictlVersion: o.Kubernetes.Crictl, CNIVersion: o.Kubernetes.CNI, ImageName: o.ImageName,
+		KubernetesRequested: o.KubernetesRequested, KubernetesFrom: o.KubernetesFrom, CrictlVersion: o.Kubernetes.Crictl, CNIVersion: o.Kubernetes.CNI, ImageName: o.ImageName,
 		Artifact: ArtifactPath(o), Clouds: o.Clouds, Flavor: flavors[o.Method]}
 	if !needsKubernetesDownloads(o) {
 		p.Downloads = []kubernetes.File{}

@@ -3,21 +3,22 @@ package build
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
 // stepResolve turns the channel/version into a release number (version.txt for aliases), then
@@ -36,7 +37,12 @@ func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multist
 			return halt(state, fmt.Errorf("--base-image: %w", err))
 		}
 	}
-	if err := resolveKubernetes(ctx, o.client(), o); err != nil {
+	// --sysext files first (a URL is downloaded): the Kubernetes version is read from inside them.
+	sx, srcs, err := sysextInputs(ctx, o, s.sysextDownloadDir)
+	if err != nil {
+		return halt(state, err)
+	}
+	if err := resolveKubernetes(ctx, o.client(), o, srcs); err != nil {
 		return halt(state, err)
 	}
 	rec.KubernetesVersion = o.Kubernetes.Kubernetes
@@ -66,10 +72,6 @@ func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multist
 	if err != nil {
 		return halt(state, err)
 	}
-	sx, srcs, err := sysextInputs(ctx, o, s.sysextDownloadDir)
-	if err != nil {
-		return halt(state, err)
-	}
 	in.Sysext = sx
 	state.Put(KeySysextFiles, srcs)
 	rec.Inputs, rec.InputsKey = in, in.Key()
@@ -87,27 +89,33 @@ func (s *stepResolve) Cleanup(multistep.StateBag) {
 }
 
 // resolveKubernetes makes --kubernetes-version exact. With --sysext (nothing downloaded, maybe
-// air-gapped) a stable or minor version is taken from the Kubernetes sysext's versioned file
-// name when it fits; otherwise the mirror's stable.txt / stable-1.NN.txt decides.
-func resolveKubernetes(ctx context.Context, c *httpx.Client, o *Options) error {
+// air-gapped) the version is the one inside the Kubernetes sysext, and a --kubernetes-version that
+// disagrees is refused; with no Kubernetes sysext an exact --kubernetes-version is required (no
+// marker file is read). Otherwise the mirror's stable.txt / stable-1.NN.txt decides.
+func resolveKubernetes(ctx context.Context, c *httpx.Client, o *Options, srcs map[string]sysextSource) error {
 	k := &o.Kubernetes
 	if !kubernetes.IsExact(k.Kubernetes) {
 		o.KubernetesRequested = k.Kubernetes
 	}
-	if !kubernetes.IsExact(k.Kubernetes) && !needsKubernetesDownloads(o) {
-		spec, err := kubernetes.ParseSpec(k.Kubernetes)
-		if err != nil {
-			return err
-		}
-		for _, s := range o.Sysext {
-			v := versionInName(path.Base(filepath.ToSlash(s)))
-			if v != "" && (spec.Minor == "" || strings.HasPrefix(v, "v"+spec.Minor+".")) {
-				k.Kubernetes = v
-				return k.Validate()
-			}
-		}
+	if needsKubernetesDownloads(o) {
+		return k.Resolve(ctx, c)
 	}
-	return k.Resolve(ctx, c)
+	v, from, err := sysextKubernetes(ctx, o, srcs)
+	if err != nil && !(errors.Is(err, errVersionUnknown) && kubernetes.IsExact(k.Kubernetes)) {
+		return err
+	}
+	if v == "" {
+		if kubernetes.IsExact(k.Kubernetes) {
+			return k.Validate()
+		}
+		return errs.Invalidf("no --sysext holds Kubernetes (an extension-release.%s or usr/bin/kubeadm), so its version is unknown: pass --kubernetes-version vX.Y.Z", sysext.KubernetesName)
+	}
+	if err := agreeWithSysext(k.Kubernetes, v, from); err != nil {
+		return err
+	}
+	o.KubernetesRequested, o.KubernetesFrom = "", from
+	k.Kubernetes = v
+	return k.Validate()
 }
 
 // ArtifactPath is <output dir>/<image name>.qcow2.

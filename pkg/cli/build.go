@@ -176,6 +176,9 @@ func printPlan(w io.Writer, r *build.Record) error {
 	if p.KubernetesRequested != "" {
 		k8s += " (--kubernetes-version " + p.KubernetesRequested + ")"
 	}
+	if p.KubernetesFrom != "" {
+		k8s += " (" + p.KubernetesFrom + ")"
+	}
 	fmt.Fprintf(w, "  kubernetes:  %s, crictl %s, CNI %s\n", k8s, p.CrictlVersion, p.CNIVersion)
 	for _, d := range p.Downloads {
 		fmt.Fprintf(w, "    %-16s %s (+ .sha256)\n", d.Name, d.URL)

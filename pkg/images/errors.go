@@ -46,6 +46,9 @@ func explain(r Ref, src source, err error) error {
 	if errors.As(err, &he) {
 		return fmt.Errorf("%s: the TLS certificate of %s does not name it (%v): use the name the certificate is for in the ref or --registry-mirror", r.Given, src.host, he)
 	}
+	if u := asUnreachable(r, src, err); u != nil {
+		return u
+	}
 	if te != nil {
 		// go-containerregistry's message carries the whole body, which an echoing proxy fills
 		// with the request: a short, redacted excerpt.

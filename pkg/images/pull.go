@@ -104,7 +104,7 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := joinResolveErrors(errs); err != nil {
 		return nil, err
 	}
 	// The layers of every image, each once, in parallel.

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -205,6 +206,38 @@ func TestPullRefuses(t *testing.T) {
 		if len(left) > 0 {
 			t.Errorf("temp files left: %v", left)
 		}
+	})
+	// A registry nobody can reach fails every image alike: one error naming the host, each image
+	// once, and the ways out (a mirror, an images file, no preloading), not one dial error per image.
+	t.Run("unreachable registry", func(t *testing.T) {
+		port, err := testutil.FreePort() // free, so nothing listens there
+		if err != nil {
+			t.Fatal(err)
+		}
+		host := fmt.Sprintf("127.0.0.1:%d", port)
+		given := []string{host + "/kube-apiserver:v1.33.4", host + "/pause:3.10", host + "/etcd:3.5.21-0"}
+		_, err = images.Pull(context.Background(), refs(t, given...), opts(reg, t.TempDir()))
+		check(t, err, append(given, "cannot reach registry "+host, "--registry-mirror "+host+"=https://", "--images-file", "--no-preload-images")...)
+		if n := strings.Count(err.Error(), "cannot reach"); n != 1 {
+			t.Errorf("%d 'cannot reach' in the error, want 1:\n%v", n, err)
+		}
+		if n := strings.Count(err.Error(), "connection refused"); n != 1 {
+			t.Errorf("the dial error is repeated %d times, want once:\n%v", n, err)
+		}
+	})
+	t.Run("unreachable mirror", func(t *testing.T) {
+		port, err := testutil.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := images.ParseMirror(fmt.Sprintf("registry.k8s.io=https://127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := opts(reg, t.TempDir())
+		o.Mirrors = images.Mirrors{m}
+		_, err = images.Pull(context.Background(), refs(t, pushed.Refs...), o)
+		check(t, err, fmt.Sprintf("cannot reach mirror 127.0.0.1:%d", port), fmt.Sprintf("for %d image(s)", len(pushed.Refs)), "--no-preload-images")
 	})
 	t.Run("bad refs", func(t *testing.T) {
 		for _, s := range []string{"", "UPPER/case:v1", "registry.k8s.io/pause@sha256:abc", "a b"} {

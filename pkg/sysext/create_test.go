@@ -29,7 +29,8 @@ func TestCreateKubernetesLayout(t *testing.T) {
 	testutil.RequireTools(t, "unsquashfs")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "kubernetes-v1.33.4-x86-64.raw")
-	info, err := CreateKubernetes(context.Background(), kubernetesInput(t, dir), out)
+	in := kubernetesInput(t, dir)
+	info, err := CreateKubernetes(context.Background(), in, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,8 @@ func TestCreateKubernetesLayout(t *testing.T) {
 		t.Errorf("unsquashfs lists %d entries, Open %d (+ root)", len(ls), len(info.Files))
 	}
 	rel := unsquashfsCat(t, out, "usr/lib/extension-release.d/extension-release.kubernetes")
-	if rel != "ID=_any\nARCHITECTURE=x86-64\nEXTENSION_RELOAD_MANAGER=1\n" {
+	// SYSEXT_VERSION_ID: a build with --sysext reads the Kubernetes version from it.
+	if rel != "ID=_any\nARCHITECTURE=x86-64\nEXTENSION_RELOAD_MANAGER=1\nSYSEXT_VERSION_ID="+in.Version+"\n" {
 		t.Errorf("extension-release:\n%s", rel)
 	}
 	unit := unsquashfsCat(t, out, "usr/lib/systemd/system/kubelet.service")
@@ -117,7 +119,7 @@ func TestCreateKubernetesVariants(t *testing.T) {
 	if info.Compression != "zstd" {
 		t.Errorf("compression %s", info.Compression)
 	}
-	if rel := unsquashfsCat(t, out, ReleasePath("kubernetes")); rel != "ID=flatcar\nSYSEXT_LEVEL=1.0\nARCHITECTURE=arm64\nEXTENSION_RELOAD_MANAGER=1\n" {
+	if rel := unsquashfsCat(t, out, ReleasePath("kubernetes")); rel != "ID=flatcar\nSYSEXT_LEVEL=1.0\nARCHITECTURE=arm64\nEXTENSION_RELOAD_MANAGER=1\nSYSEXT_VERSION_ID="+in.Version+"\n" {
 		t.Errorf("extension-release:\n%s", rel)
 	}
 	if unit := unsquashfsCat(t, out, "usr/lib/systemd/system/kubelet.service"); strings.Contains(unit, "cni/.") {

@@ -107,6 +107,9 @@ func KubernetesFileName(version, arch string) (string, error) {
 	return fmt.Sprintf("%s-%s-%s.raw", KubernetesName, version, a), nil
 }
 
+// KubernetesVersionKey is the extension-release key holding the Kubernetes version.
+const KubernetesVersionKey = "SYSEXT_VERSION_ID"
+
 // KubernetesSpec is the bakery's layout for in: the three binaries in /usr/bin, CNI plugins in
 // /usr/local/bin/cni (copied to /opt/cni/bin by kubelet.service), crictl, kubelet.service with
 // kubeadm's drop-in, and multi-user.target upholding kubelet.
@@ -118,7 +121,9 @@ func KubernetesSpec(in KubernetesInput) (Spec, error) {
 	if err != nil {
 		return Spec{}, err
 	}
-	rel := Release{"ID": "_any", "ARCHITECTURE": arch, "EXTENSION_RELOAD_MANAGER": "1"}
+	// SYSEXT_VERSION_ID is the extension's own version (os-release(5)); VERSION_ID would name the
+	// host OS version to match. A build with --sysext reads the Kubernetes version from it.
+	rel := Release{"ID": "_any", "ARCHITECTURE": arch, "EXTENSION_RELOAD_MANAGER": "1", KubernetesVersionKey: in.Version}
 	switch in.ReleaseID {
 	case "", "_any":
 	case FlatcarID:
@@ -156,7 +161,7 @@ func KubernetesSpec(in KubernetesInput) (Spec, error) {
 		File{Path: inImage(node.SysextUpholds), Data: upholdsDropIn},
 	)
 	return Spec{
-		Name: KubernetesName, Release: rel, ReleaseOrder: []string{"ID", "SYSEXT_LEVEL", "ARCHITECTURE", "EXTENSION_RELOAD_MANAGER"},
+		Name: KubernetesName, Release: rel, ReleaseOrder: []string{"ID", "SYSEXT_LEVEL", "ARCHITECTURE", "EXTENSION_RELOAD_MANAGER", KubernetesVersionKey},
 		Files: files, Compression: in.Compression, CompressionLevel: in.CompressionLevel, ModTime: in.ModTime,
 	}, nil
 }

@@ -28,6 +28,9 @@ func Unit() bool { return os.Getenv(UnitEnv) == "1" }
 // RequireTool skips the test, or fails it in strict mode, when tool is not on PATH.
 func RequireTool(t testing.TB, tool string) {
 	t.Helper()
+	if _, known := Tools[tool]; !known {
+		t.Fatalf("testutil: %s is not in testutil.Tools: add it there with the scripts/install-deps.sh profile that installs it", tool)
+	}
 	if Unit() {
 		t.Skipf("SKIP (unit run): needs %s", tool)
 	}

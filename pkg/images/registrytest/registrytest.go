@@ -72,9 +72,29 @@ func Start(t testing.TB) *Registry {
 	return r
 }
 
-func start(dir string) (*Registry, error) {
+// Serve runs docker-registry for a program (the demo) until Stop: kept in dir, where a rerun finds
+// the same CA and certificate, on port when it is free (else on another one).
+func Serve(dir string, port int) (*Registry, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+		l.Close()
+	} else {
+		port = 0
+	}
+	return startOn(dir, port)
+}
+
+func start(dir string) (*Registry, error) { return startOn(dir, 0) }
+
+// startOn starts the registry on port (0: a free one).
+func startOn(dir string, port int) (*Registry, error) {
 	r := &Registry{Dir: dir, Storage: filepath.Join(dir, "storage"), CAFile: filepath.Join(dir, "ca.pem"), DockerConfig: filepath.Join(dir, "docker")}
-	crt, key, err := r.makeCerts()
+	crt, key, err := r.keptCerts()
+	if err != nil {
+		crt, key, err = r.makeCerts()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -86,9 +106,10 @@ func start(dir string) (*Registry, error) {
 	if err := os.WriteFile(htpasswd, []byte(User+":"+string(hash)+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	port, err := testutil.FreePort()
-	if err != nil {
-		return nil, err
+	if port == 0 {
+		if port, err = testutil.FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	r.Host = fmt.Sprintf("127.0.0.1:%d", port)
 	if err := writeDockerConfig(r.DockerConfig, r.Host, User, Password); err != nil {
@@ -183,6 +204,28 @@ func (r *Registry) DockerConfigWith(t testing.TB, user, pass string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// keptCerts loads the CA and server certificate an earlier run wrote in r.Dir.
+func (r *Registry) keptCerts() (crt, key string, err error) {
+	crt, key = filepath.Join(r.Dir, "server.pem"), filepath.Join(r.Dir, "server.key")
+	ca, err := os.ReadFile(r.CAFile)
+	if err != nil {
+		return "", "", err
+	}
+	pair, err := tls.LoadX509KeyPair(crt, key)
+	if err != nil {
+		return "", "", err
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil || time.Until(leaf.NotAfter) < time.Hour {
+		return "", "", fmt.Errorf("%s: unreadable or expiring: %v", crt, err)
+	}
+	r.pool = x509.NewCertPool()
+	if !r.pool.AppendCertsFromPEM(ca) {
+		return "", "", fmt.Errorf("%s: no certificate", r.CAFile)
+	}
+	return crt, key, nil
 }
 
 // makeCerts writes a CA and a server certificate for 127.0.0.1 and localhost.

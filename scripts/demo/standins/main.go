@@ -1,7 +1,9 @@
 // Command standins serves what `make demo` uses instead of the internet, on 127.0.0.1:
 // a Flatcar-layout release of the stand-in guest (pkg/testutil/standin: the qemu and openstack
 // images, DIGESTS signed by a demo key that --keyring passes) and a Kubernetes mirror with
-// stand-in binaries and their .sha256 files (pkg/kubernetes/kubetest).
+// stand-in binaries and their .sha256 files (pkg/kubernetes/kubetest), and a real registry
+// (Debian's docker-registry, pkg/images/registrytest: TLS from a demo CA, htpasswd login) holding
+// small images under the names the stand-in kubeadm lists, for both builds to preload.
 //
 //	standins -dir DIR   writes DIR/standins.env (the flags' values) once both servers answer,
 //	                    then serves until SIGINT/SIGTERM or until -owner PID goes away.
@@ -25,6 +27,7 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
@@ -78,6 +81,26 @@ func run(t *tb, dir string, owner int) error {
 	go http.Serve(relLn, srv.Config.Handler)
 	go http.Serve(mirLn, mirror.Config.Handler)
 
+	// Kept in DIR/registry on the port of the last run, so a rerun's build inputs (mirror, CA) match.
+	regPort := 0
+	if b, err := os.ReadFile(filepath.Join(dir, "registry-port")); err == nil {
+		fmt.Sscan(string(b), &regPort)
+	}
+	reg, err := registrytest.Serve(filepath.Join(dir, "registry"), regPort)
+	if err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
+	t.Cleanup(reg.Stop)
+	if err := os.WriteFile(filepath.Join(dir, "registry-port"), []byte(strings.TrimPrefix(reg.Host, "127.0.0.1:")+"\n"), 0o644); err != nil {
+		return err
+	}
+	pushed, err := reg.PushKubeadm(ctx, kubetest.KubeadmImages(mirror.Options.Kubernetes, ""))
+	if err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
+	logf("registry https://%s (docker-registry, demo CA %s) holds kubeadm's %d images: %s",
+		reg.Host, reg.CAFile, len(pushed.Refs), strings.Join(pushed.Refs, " "))
+
 	keyring := filepath.Join(dir, "demo-keyring.asc")
 	key, err := os.ReadFile(rel.Keyring)
 	if err == nil {
@@ -88,8 +111,9 @@ func run(t *tb, dir string, owner int) error {
 	}
 	o := mirror.Options
 	env := fmt.Sprintf("RELEASE_SERVER=%s/{channel}\nKEYRING=%s\nKUBERNETES_MIRROR=%s/release\nGITHUB_MIRROR=%s\n"+
-		"KUBERNETES_VERSION=%s\nCRICTL_VERSION=%s\nCNI_VERSION=%s\nFLATCAR_VERSION=%s\n",
-		relURL, keyring, mirURL, mirURL, o.Kubernetes, o.Crictl, o.CNI, rel.Version)
+		"KUBERNETES_VERSION=%s\nCRICTL_VERSION=%s\nCNI_VERSION=%s\nFLATCAR_VERSION=%s\n"+
+		"REGISTRY=%s\nREGISTRY_CA=%s\nDOCKER_CONFIG=%s\n",
+		relURL, keyring, mirURL, mirURL, o.Kubernetes, o.Crictl, o.CNI, rel.Version, reg.Host, reg.CAFile, reg.DockerConfig)
 	for _, u := range []string{relURL + "/stable/amd64-usr/current/version.txt", mirURL + "/release/" + o.Kubernetes + "/bin/linux/amd64/kubelet.sha256"} {
 		if err := get(u); err != nil {
 			return err

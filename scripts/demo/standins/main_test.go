@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -48,6 +51,12 @@ func TestStandinsServeWhatTheDemoUses(t *testing.T) {
 		t.Errorf("kubelet.sha256 %q does not match the served kubelet (%x)", sum, got)
 	}
 
+	// The registry holds the stand-in kubeadm's images behind its login, over TLS from the demo CA.
+	manifest := registryGet(t, env, "/v2/kube-apiserver/manifests/"+env["KUBERNETES_VERSION"])
+	if !strings.Contains(manifest, "layers") {
+		t.Errorf("the registry has no kube-apiserver:%s manifest: %s", env["KUBERNETES_VERSION"], manifest)
+	}
+
 	ports, err := os.ReadFile(filepath.Join(dir, "ports"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +64,8 @@ func TestStandinsServeWhatTheDemoUses(t *testing.T) {
 	stop(t, env)
 	// A rerun in the same directory serves the same URLs (what lets build reuse its artifact).
 	env2 := start(t, prog, dir)
-	if env2["RELEASE_SERVER"] != env["RELEASE_SERVER"] || env2["KUBERNETES_MIRROR"] != env["KUBERNETES_MIRROR"] {
+	if env2["RELEASE_SERVER"] != env["RELEASE_SERVER"] || env2["KUBERNETES_MIRROR"] != env["KUBERNETES_MIRROR"] ||
+		env2["REGISTRY"] != env["REGISTRY"] || testutil.SHA256File(t, env2["REGISTRY_CA"]) != testutil.SHA256File(t, env["REGISTRY_CA"]) {
 		t.Errorf("rerun moved the servers (ports were %q): %v then %v", ports, env, env2)
 	}
 	stop(t, env2)
@@ -117,10 +127,47 @@ func stop(t *testing.T, env map[string]string) {
 		t.Errorf("standins.env left behind after stop (%v)", err)
 	}
 	addr := strings.TrimSuffix(strings.TrimPrefix(env["RELEASE_SERVER"], "http://"), "/{channel}")
-	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-		c.Close()
-		t.Errorf("release server %s still answers after stop", addr)
+	for what, a := range map[string]string{"release server": addr, "registry": env["REGISTRY"]} {
+		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s %s still answers after stop", what, a)
+		}
 	}
+}
+
+// registryGet reads path from the registry with the login of the env's docker config.
+func registryGet(t *testing.T, env map[string]string, path string) string {
+	t.Helper()
+	ca, err := os.ReadFile(env["REGISTRY_CA"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	cfg, err := os.ReadFile(filepath.Join(env["DOCKER_CONFIG"], "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dc struct {
+		Auths map[string]struct{ Auth string } `json:"auths"`
+	}
+	if err := json.Unmarshal(cfg, &dc); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", "https://"+env["REGISTRY"]+path, nil)
+	req.Header.Set("Authorization", "Basic "+dc.Auths[env["REGISTRY"]].Auth)
+	req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json")
+	c := http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %s", path, resp.Status, b)
+	}
+	return string(b)
 }
 
 func httpGet(t *testing.T, url string) []byte {
