@@ -2,12 +2,10 @@ package registrytest
 
 import (
 	"encoding/base64"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -17,8 +15,7 @@ import (
 type ForwardProxy struct {
 	Host       string // 127.0.0.1:PORT
 	User, Pass string
-	mu         sync.Mutex
-	seen       []string
+	requestLog
 }
 
 // StartForwardProxy runs a ForwardProxy to the plain-HTTP server at to until the test ends.
@@ -34,13 +31,11 @@ func StartForwardProxy(t testing.TB, to, user, pass string) *ForwardProxy {
 	}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ok := req.Header.Get("Proxy-Authorization") == want
-		p.mu.Lock()
 		entry := req.Method + " " + req.URL.String()
 		if !ok {
 			entry += " (no proxy login)"
 		}
-		p.seen = append(p.seen, entry)
-		p.mu.Unlock()
+		p.add(entry)
 		if !ok || req.URL.Host == "" || !strings.HasPrefix(req.URL.String(), "http://") {
 			w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
 			http.Error(w, "proxy login required", http.StatusProxyAuthRequired)
@@ -48,20 +43,6 @@ func StartForwardProxy(t testing.TB, to, user, pass string) *ForwardProxy {
 		}
 		rp.ServeHTTP(w, req)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	p.Host = ln.Addr().String()
+	p.Host = serveLoopback(t, h)
 	return p
-}
-
-// Seen is every request the proxy was asked, in order.
-func (p *ForwardProxy) Seen() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.seen...)
 }

@@ -4,14 +4,12 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -21,8 +19,7 @@ import (
 type PrefixProxy struct {
 	Host    string // 127.0.0.1:PORT
 	Project string
-	mu      sync.Mutex
-	seen    []string
+	requestLog
 }
 
 // StartPrefixProxy runs a PrefixProxy in front of r until the test ends.
@@ -34,9 +31,7 @@ func StartPrefixProxy(t testing.TB, r *Registry, project string) *PrefixProxy {
 	p := &PrefixProxy{Project: project}
 	prefix := "/v2/" + project + "/"
 	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		p.mu.Lock()
-		p.seen = append(p.seen, req.Method+" "+req.URL.Path)
-		p.mu.Unlock()
+		p.add(req.Method + " " + req.URL.Path)
 		switch {
 		case req.URL.Path == "/v2/" || req.URL.Path == "/v2":
 		case strings.HasPrefix(req.URL.Path, prefix):
@@ -49,22 +44,8 @@ func StartPrefixProxy(t testing.TB, r *Registry, project string) *PrefixProxy {
 		req.Host = target.Host
 		rp.ServeHTTP(w, req)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	p.Host = ln.Addr().String()
+	p.Host = serveLoopback(t, h)
 	return p
-}
-
-// Seen is every "METHOD path" the proxy was asked, in order.
-func (p *PrefixProxy) Seen() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.seen...)
 }
 
 // DockerConfigFor writes a docker config dir with the registry's login for each host (a proxy
