@@ -57,7 +57,7 @@ func TestManifestsNodeTrust(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "m.yaml")
 	args := []string{"manifests", "--flavor", "sysext", "--kubernetes-version", "v1.33.4", "--insecure-no-hash",
-		"--sysupdate-url", "https://mirror.example/ext", "--ca-file", ca,
+		"--sysext-url", "https://mirror.example/ext", "--sysupdate-url", "https://mirror.example/ext", "--ca-file", ca,
 		"--https-proxy", "http://proxyuser:pr0xy-pass@proxy.example:3128", "--no-proxy", "10.0.0.0/8,.cluster.local", "--output-file", out}
 	r := testutil.Run(t, args...).MustSucceed(t)
 	for _, w := range []string{"Ignition spec 2.3", "has no proxy setting", "the proxy URL carries a password"} {
