@@ -20,7 +20,7 @@ var (
 	files = []string{KubeletUnit, KubeletDropIn, ContainerdConfig, ContainerdDropIn, KubeadmDropIn,
 		KubeadmContainerdDropIn, SysextKubeletUnit, SysextKubeletDropIn, SysextUpholds, UnitDir,
 		"/" + images.ArchiveFile, "/" + images.ListFile, "/" + images.ImportScript, "/" + images.ImportUnit,
-		"/" + images.ImportWants, "/" + images.ConfDropIn}
+		"/" + images.ImportWants, "/" + images.ConfDropIn, "/" + images.AuthDropIn}
 	dirs = []string{BinDir, CNIBinDir, ExtensionsStore, ExtensionsDir, SysextBinDir, SysextCNIDir,
 		VolumePluginDir, "/" + images.PreloadDir, "/" + path.Dir(path.Dir(images.ImportScript)),
 		"/" + images.CertsDir}
@@ -185,7 +185,7 @@ func TestTemplatesCarryTheDefinedUnits(t *testing.T) {
 			t.Fatal(err)
 		}
 		configs := []string{string(b)}
-		if strings.HasPrefix(filepath.Base(f), "cluster-template") {
+		if strings.HasPrefix(filepath.Base(f), "cluster-template") || strings.HasPrefix(filepath.Base(f), "clusterclass") {
 			configs = nil
 			dec := yaml.NewDecoder(strings.NewReader(string(b)))
 			for {
