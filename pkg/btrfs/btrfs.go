@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 var (
@@ -40,6 +41,9 @@ type FS struct {
 	rootDir uint64
 	// subvolumes are roots other than the FS tree (snapshots may share our leaves).
 	subvolumes bool
+	// Now is the time WriteFile stamps on what it changes (zero: epoch.Now): a build passes its
+	// epoch, so the same inputs give the same bytes.
+	Now time.Time
 }
 
 // Open reads the superblock, the chunk tree and the root tree of the filesystem on dev.

@@ -64,7 +64,10 @@ func (fs *FS) writeFile(dev io.WriterAt, p string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	w := &writePlan{fs: fs, now: epoch.Now()} // SOURCE_DATE_EPOCH: a build gives the same bytes
+	w := &writePlan{fs: fs, now: fs.Now}
+	if w.now.IsZero() {
+		w.now = epoch.Now() // SOURCE_DATE_EPOCH: the same inputs give the same bytes
+	}
 	if ok {
 		err = w.rewrite(e.location.objectID, content)
 	} else {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/epoch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 )
 
@@ -21,9 +23,15 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 		return nil, err
 	}
 	state := new(multistep.BasicStateBag)
-	state.Put(KeyOptions, o)
+	// SOURCE_DATE_EPOCH, read once: the time of everything the build writes (buildTime).
+	if t, set, err := epoch.Get(); err != nil {
+		return nil, errs.Invalidf("%v; unset it or give seconds since 1970", err)
+	} else if set {
+		keyEpoch.put(state, t)
+	}
+	keyOptions.put(state, o)
 	rec := newRecord(o)
-	state.Put(KeyRecord, rec)
+	keyRecord.put(state, rec)
 	var steps []multistep.Step
 	if o.DryRun {
 		steps = []multistep.Step{&stepResolve{}, &stepPlan{}}
@@ -32,14 +40,14 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	}
 	runner := &multistep.BasicRunner{Steps: timeSteps(o, rec, steps)}
 	start := time.Now()
-	state.Put(KeyStart, start)
+	keyStart.put(state, start)
 	runner.Run(ctx, state)
 	rec.Seconds = time.Since(start).Seconds()
 	if _, cancelled := state.GetOk(multistep.StateCancelled); cancelled || ctx.Err() != nil {
 		return nil, interrupted(state, o, cmp.Or(ctx.Err(), context.Canceled))
 	}
-	if err, ok := state.GetOk(KeyError); ok && err != nil {
-		return nil, withLog(state, err.(error))
+	if err := keyError.get(state); err != nil {
+		return nil, withLog(state, err)
 	}
 	return rec, nil
 }
@@ -49,18 +57,18 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 // build directory that could not be removed; or that nothing was.
 func interrupted(state multistep.StateBag, o *Options, err error) error {
 	var left []string
-	if stepErr, ok := state.GetOk(KeyError); ok && stepErr != nil {
-		l, _, typed := interrupt.Report(stepErr.(error))
+	if stepErr := keyError.get(state); stepErr != nil {
+		l, _, typed := interrupt.Report(stepErr)
 		if typed {
 			left = append(left, l...)
 		}
 	}
-	if log := getString(state, KeyLogFile); log != "" {
+	if log := keyLogFile.get(state); log != "" {
 		if _, serr := os.Stat(log); serr == nil {
 			left = append(left, "the build's log "+log+" (kept to show how far it got)")
 		}
 	}
-	if d := getString(state, KeyWorkDir); d != "" {
+	if d := keyWorkDir.get(state); d != "" {
 		if _, serr := os.Stat(d); serr == nil {
 			left = append(left, "the build directory "+d+" (the next build in "+o.OutputDir+" removes it)")
 		}
@@ -73,13 +81,13 @@ func interrupted(state multistep.StateBag, o *Options, err error) error {
 }
 
 // withLog makes the error name the method's full log where it is now: the build directory is
-// gone, so a log a step named there was moved next to the artifact (KeyLogMoved).
+// gone, so a log a step named there was moved next to the artifact (keyLogMoved).
 func withLog(state multistep.StateBag, err error) error {
-	log := getString(state, KeyLogFile)
+	log := keyLogFile.get(state)
 	if log == "" {
 		return err
 	}
-	return &logError{err: err, log: log, moved: getString(state, KeyLogMoved)}
+	return &logError{err: err, log: log, moved: keyLogMoved.get(state)}
 }
 
 type logError struct {
@@ -135,21 +143,21 @@ func (t *timed) Run(ctx context.Context, state multistep.StateBag) multistep.Ste
 			return multistep.ActionContinue
 		}
 	}
-	state.Remove(KeyNote)
+	keyNote.remove(state)
 	start := time.Now()
 	action := t.step.Run(ctx, state)
 	d := time.Since(start)
 	status := "done"
 	if action == multistep.ActionHalt {
 		status = "FAILED"
-		if _, ok := state.GetOk(KeyError); !ok {
+		if keyError.get(state) == nil {
 			status = "stopped"
 		}
 	}
 	if ctx.Err() != nil {
 		status = "interrupted"
 	}
-	note := getString(state, KeyNote)
+	note := keyNote.get(state)
 	if note != "" {
 		note = ": " + note
 	}
@@ -161,5 +169,5 @@ func (t *timed) Run(ctx context.Context, state multistep.StateBag) multistep.Ste
 func (t *timed) Cleanup(state multistep.StateBag) { t.step.Cleanup(state) }
 
 func note(state multistep.StateBag, format string, a ...any) {
-	state.Put(KeyNote, fmt.Sprintf(format, a...))
+	keyNote.put(state, fmt.Sprintf(format, a...))
 }

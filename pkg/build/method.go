@@ -6,9 +6,9 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
-// A Method is how Kubernetes gets into the image: its steps turn the work copy (KeyWork) into
-// a raw image with Kubernetes installed (KeyRaw), or edit the overlay (KeyOverlay) of an
-// overlayMethods entry, between the common steps:
+// A Method is how Kubernetes gets into the image: its steps turn the work image (workimage.go:
+// the raw work copy, or the overlay of an overlayMethods entry) into one with Kubernetes
+// installed, between the common steps:
 //
 //	resolve, reuse, tools, workdir, kubernetes, fetch, work copy | method steps | OEM, inspect, qcow2, record, upload
 type Method interface {

@@ -21,13 +21,13 @@ func (packerMethod) Steps() []multistep.Step {
 }
 
 // Preflight probes packer, its QEMU plugin, QEMU and the accelerator once; the packer step
-// builds with what it found (KeyPackerTools).
+// builds with what it found (keyTools).
 func (packerMethod) Preflight(ctx context.Context, o *Options, state multistep.StateBag) (string, error) {
 	t, err := packer.Probe(ctx, packer.Config{Packer: o.Packer, QEMUBinary: o.QEMUBinary, Accelerator: o.Accelerator, Driver: o.driver})
 	if err != nil {
 		return "", err
 	}
-	state.Put(KeyPackerTools, t)
+	keyTools.put(state, t)
 	s := fmt.Sprintf("packer %s (%s), %s, accelerator %s", t.PackerVersion, t.Packer, t.QEMUBinary, t.Accelerator)
 	if t.AcceleratorNote != "" {
 		s += "; " + t.AcceleratorNote
@@ -70,41 +70,33 @@ func (packerMethod) Plan(ctx context.Context, o *Options, p *Plan) error {
 }
 
 // packerPlan asks pkg/packer for the plan (packer, QEMU, accelerator, rendered template) with
-// placeholder inputs in a throwaway directory: nothing boots and nothing of the build exists yet.
+// empty placeholder inputs in a throwaway directory (pkg/packer checks that its inputs exist):
+// nothing boots and nothing of the build exists yet.
 func packerPlan(ctx context.Context, o *Options) (packer.PlanInfo, error) {
 	dir, err := os.MkdirTemp("", "flatcar-capo-plan-")
 	if err != nil {
 		return packer.PlanInfo{}, err
 	}
 	defer os.RemoveAll(dir)
-	state := new(multistep.BasicStateBag)
-	state.Put(KeyWorkDir, dir)
-	state.Put(KeySSHUser, ignition.DefaultUser)
-	vmKey := KeyIgnition
+	in := packerInputs{workDir: dir, kubernetes: &o.Kubernetes, vm: vmFiles{user: ignition.DefaultUser},
+		base: filepath.Join(dir, "work.raw"), payload: filepath.Join(dir, "payload")}
+	in.vm.key = filepath.Join(dir, "build_ed25519")
+	vmConfig := &in.vm.ignition
 	if o.Base == "openstack" {
-		vmKey = KeyDrive
+		vmConfig = &in.vm.drive
 	}
-	for key, name := range map[string]string{KeyWork: "work.raw", KeySSHKey: "build_ed25519", vmKey: "vm-config"} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, nil, 0o600); err != nil {
-			return packer.PlanInfo{}, err
-		}
-		state.Put(key, p)
-	}
-	payload := filepath.Join(dir, "payload")
+	*vmConfig = filepath.Join(dir, "vm-config")
+	files := []string{in.base, in.vm.key, *vmConfig}
 	for _, f := range packer.PayloadFiles {
-		p := filepath.Join(payload, f)
+		files = append(files, filepath.Join(in.payload, f))
+	}
+	for _, p := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return packer.PlanInfo{}, err
 		}
-		if err := os.WriteFile(p, nil, 0o644); err != nil {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			return packer.PlanInfo{}, err
 		}
 	}
-	state.Put(KeyPayload, payload)
-	cfg := packerConfig(o, state)
-	cfg.Vars["KUBERNETES_VERSION"] = o.Kubernetes.Kubernetes
-	cfg.Vars["CRICTL_VERSION"] = o.Kubernetes.Crictl
-	cfg.Vars["CNI_PLUGINS_VERSION"] = o.Kubernetes.CNI
-	return packer.Plan(ctx, cfg)
+	return packer.Plan(ctx, packerConfig(o, in))
 }

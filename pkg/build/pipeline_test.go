@@ -25,7 +25,7 @@ import (
 // The common steps around a VM-free stand-in method: fetch of a local base, Kubernetes
 // downloads, OEM, inspect, qcow2, record, reuse, and the cleanup after failures.
 
-// fakeMethod is a method whose "VM" only passes the work copy on (or fails, or is cancelled).
+// fakeMethod is a method whose "VM" only leaves the work copy as it is (or fails, or is cancelled).
 type fakeStep struct {
 	runs   *int
 	fail   error
@@ -43,10 +43,9 @@ func (s *fakeStep) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if s.fail != nil {
 		return halt(state, s.fail)
 	}
-	if _, ok := state.Get(KeyK8s).(*kubernetes.Set); !ok {
+	if keyK8s.get(state) == nil {
 		return halt(state, errors.New("no Kubernetes downloads before the method"))
 	}
-	state.Put(KeyRaw, getString(state, KeyWork))
 	return multistep.ActionContinue
 }
 func (s *fakeStep) Cleanup(multistep.StateBag) {}

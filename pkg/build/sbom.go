@@ -5,8 +5,8 @@ import (
 	"encoding/hex"
 	"path/filepath"
 	"strings"
+	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/epoch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
@@ -26,15 +26,15 @@ func (r *Record) sbomSHA256() string {
 	return r.SBOM.SHA256
 }
 
-// Inventory is what the record says the image holds, for its SBOM.
-func (r *Record) Inventory() sbom.Inventory {
+// inventory is what the record says the image holds, for its SBOM; at is its time (the build's
+// epoch: the sysext method takes it from the base image, so the same inputs give the same SBOM;
+// zero: none).
+func (r *Record) inventory(at time.Time) sbom.Inventory {
 	inv := sbom.Inventory{Tool: r.Tools.FlatcarCapo,
 		Subject: sbom.Subject{Name: r.ImageName, Method: r.Method},
 		Flatcar: sbom.Flatcar{Channel: r.Channel, Version: r.FlatcarVersion, Arch: r.Arch, File: r.Base.File, URL: r.Base.URL,
 			SHA512: r.Base.SHA512, Verified: r.Base.Verified}}
-	if t, ok, err := epoch.Get(); ok && err == nil {
-		inv.Time = t // the sysext method sets it from the base image: same inputs, same SBOM
-	}
+	inv.Time = at
 	if len(r.Artifacts) > 0 {
 		inv.Subject.File, inv.Subject.SHA512 = r.Artifacts[0].File, r.Artifacts[0].SHA512
 	}
@@ -60,8 +60,8 @@ func (r *Record) Inventory() sbom.Inventory {
 }
 
 // writeSBOM writes <artifact>.cdx.json from the record and names it there.
-func (r *Record) writeSBOM(artifact string) error {
-	b, err := r.Inventory().Write(sbom.Path(artifact))
+func (r *Record) writeSBOM(artifact string, at time.Time) error {
+	b, err := r.inventory(at).Write(sbom.Path(artifact))
 	if err != nil {
 		return err
 	}

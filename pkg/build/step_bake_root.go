@@ -9,21 +9,20 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/epoch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 )
 
 // stepBakeRoot writes the sysexts, their /etc/extensions links, the kubeadm.service drop-in and
 // (unless --keep-updates) the update-engine/locksmithd masks into a fresh ROOT filesystem that
-// carries the work copy's ROOT (pkg/rootfs: no mount, no root, verified by reading it back).
+// carries the work image's ROOT (pkg/rootfs: no mount, no root, verified by reading it back).
 type stepBakeRoot struct{ noCleanup }
 
 func (*stepBakeRoot) Name() string { return "bake ROOT" }
 
 func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
-	exts, _ := state.Get(KeySysexts).([]Sysext)
+	exts := keySysexts.get(state)
 	layout := rootfs.Layout{KeepUpdates: o.KeepUpdates}
 	var extra []Artifact
 	for _, x := range exts {
@@ -40,25 +39,22 @@ func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 	}
 	entries = append(entries, imgEntries...)
 	// The files made in this run have this run's mtimes: give them the build's epoch (set by
-	// StepSysext), so the same inputs make the same ROOT.
+	// stepSysext), so the same inputs make the same ROOT.
+	t := buildTime(state)
 	for i := range entries {
-		entries[i].ModTime = epoch.Now()
+		entries[i].ModTime = t
 	}
-	// The work copy is this build's own: bake in place (no second copy of the image); a failure
-	// fails the build, whose directory is removed. The overlay's old ROOT is the base's.
-	var res *rootfs.Result
-	if w := overlay(state); w != nil {
-		res, err = rootfs.BakeOverlay(ctx, w.name, w.Overlay, entries)
-	} else {
-		work := getString(state, KeyWork)
-		res, err = rootfs.BakeInPlace(ctx, work, entries)
-		state.Put(KeyRaw, work)
+	// The work image is this build's own: bake in place (no second copy of the image); a failure
+	// fails the build, whose directory is removed.
+	img, err := openWork(state)
+	if err != nil {
+		return halt(state, err)
 	}
+	res, err := rootfs.Bake(ctx, img, entries, t)
 	if err != nil {
 		return halt(state, fmt.Errorf("baking into ROOT: %w", err))
 	}
-	prev, _ := state.Get(KeyExtraArtifacts).([]Artifact)
-	state.Put(KeyExtraArtifacts, append(prev, extra...))
+	keyExtra.put(state, append(keyExtra.get(state), extra...))
 	note(state, "ROOT rebuilt and verified: %d entries carried, %d added (%d MiB of files)", res.Carried, res.Added, res.WrittenData>>20)
 	return multistep.ActionContinue
 }
@@ -66,8 +62,8 @@ func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 // imageEntries are the preloaded images' archive and the node's containerd settings and
 // import unit (stepImages planned them).
 func imageEntries(ctx context.Context, state multistep.StateBag) ([]rootfs.Entry, error) {
-	plan, ok := state.Get(KeyImages).(*ImagesPlan)
-	if !ok {
+	plan := keyImages.get(state)
+	if plan == nil {
 		return nil, nil
 	}
 	var size int64

@@ -23,7 +23,7 @@ type stepConvert struct{ wrote string }
 func (*stepConvert) Name() string { return "qcow2" }
 
 func (s *stepConvert) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	artifact := getString(state, KeyArtifact)
+	artifact := keyArtifact.get(state)
 	os.Remove(artifact + ".build.json") // the old record no longer describes what is built now
 	compress := options(state).Compress
 	h := sha512.New()
@@ -34,24 +34,20 @@ func (s *stepConvert) Run(ctx context.Context, state multistep.StateBag) multist
 	if !compress {
 		opts.Hash = h // the record's sha512, computed while writing (compressed: read again)
 	}
-	var res convert.Result
-	var err error
-	if w := overlay(state); w != nil { // the overlay streamed into the artifact: each byte read once
-		res.OutputBytes, res.DataBytes, err = convert.Write(ctx, w.Overlay, artifact, disk.FormatQcow2, opts)
-		if err != nil {
-			err = fmt.Errorf("writing %s: %w", artifact, err)
-		}
-	} else {
-		res, err = convert.File(ctx, getString(state, KeyRaw), artifact, opts)
-	}
+	img, err := openWork(state)
 	if err != nil {
 		return halt(state, err)
 	}
+	// The work image streamed into the artifact: each byte read once.
+	outBytes, dataBytes, err := convert.Write(ctx, img, artifact, disk.FormatQcow2, opts)
+	if err != nil {
+		return halt(state, fmt.Errorf("writing %s: %w", artifact, err))
+	}
 	if !compress {
-		state.Put(KeyArtifactSHA512, Artifact{File: filepath.Base(artifact), Bytes: res.OutputBytes, SHA512: hex.EncodeToString(h.Sum(nil))})
+		keySHA512.put(state, Artifact{File: filepath.Base(artifact), Bytes: outBytes, SHA512: hex.EncodeToString(h.Sum(nil))})
 	}
 	s.wrote = artifact
-	note(state, "%s (%s from %s of data)", artifact, progress.Bytes(res.OutputBytes), progress.Bytes(res.DataBytes))
+	note(state, "%s (%s from %s of data)", artifact, progress.Bytes(outBytes), progress.Bytes(dataBytes))
 	return multistep.ActionContinue
 }
 
@@ -59,7 +55,7 @@ func (s *stepConvert) Cleanup(state multistep.StateBag) {
 	if s.wrote == "" {
 		return
 	}
-	if done, _ := state.Get(KeyRecorded).(bool); !done {
+	if !keyRecorded.get(state) {
 		os.Remove(s.wrote)
 	}
 }

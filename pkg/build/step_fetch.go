@@ -11,7 +11,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
-	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
 // stepFetch gets the base image exactly as `flatcar-capo fetch` does (verified, cached; the
@@ -33,13 +32,13 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 			return halt(state, fmt.Errorf("--base-image %s: not a readable image file (%v)", o.BaseImage, err))
 		}
 		rec.Base = BaseImage{File: abs}
-		state.Put(KeyBase, abs)
+		keyBase.put(state, abs)
 		note(state, "local base image %s (not verified: your file)", abs)
 		return multistep.ActionContinue
 	}
-	rel := state.Get(KeyRelease).(release.Release)
+	rel := keyRelease.get(state)
 	c := o.client()
-	out := filepath.Join(getString(state, KeyWorkDir), "base.img")
+	out := filepath.Join(keyWorkDir.get(state), "base.img")
 	res, err := fetch.Fetch(ctx, c, fetch.Options{Release: rel, Image: o.Base, Compression: fetch.CompressionAuto,
 		OutputFile: out, CacheDir: o.CacheDir, Keyring: o.Keyring, InsecureSkipVerify: o.InsecureSkipVerify,
 		Progress: progress.Lines, Log: o.Log, FromCache: true})
@@ -47,7 +46,7 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 		return halt(state, err)
 	}
 	rec.Base = BaseImage{File: res.File, URL: redact.URL(res.URL), SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
-	state.Put(KeyBase, res.File)
+	keyBase.put(state, res.File)
 	how := "downloaded"
 	if res.Cached {
 		how = "from the cache"

@@ -15,7 +15,6 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
@@ -38,7 +37,7 @@ func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 	o, rec := options(state), record(state)
 	io := &o.Images
 	plan := &ImagesPlan{Node: images.Node{Mirrors: io.mirrors, MirrorOnly: io.MirrorOnly, CAFile: io.CAFile, HTTPProxy: io.HTTPProxy, HTTPSProxy: io.HTTPSProxy, NoProxy: io.NoProxy}}
-	state.Put(KeyImages, plan)
+	keyImages.put(state, plan)
 	if io.NodeAuth && len(io.mirrors) > 0 { // the mirrors' logins; without mirrors, the registries' below
 		var err error
 		if plan.Node.Auth, err = images.NodeAuth(images.NodeAuthHosts(io.mirrors, nil)); err != nil {
@@ -61,7 +60,7 @@ func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if err != nil {
 		return halt(state, err)
 	}
-	cache := cmp.Or(o.CacheDir, filepath.Join(getString(state, KeyWorkDir), "cache"))
+	cache := cmp.Or(o.CacheDir, filepath.Join(keyWorkDir.get(state), "cache"))
 	res, err := images.Pull(ctx, refs, images.Options{Arch: o.Release.Arch, CacheDir: cache, Mirrors: io.mirrors, CAFile: io.CAFile,
 		Transport: func(cfg *tls.Config) http.RoundTripper { return httpx.NewTransportTLS(o.client().Options(), cfg) }, Logf: func(f string, a ...any) { fmt.Fprintf(o.Log, "  "+f+"\n", a...) }})
 	if err != nil {
@@ -94,12 +93,12 @@ func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 // kubeadmBinary is the verified kubeadm: the download, or the one in the --sysext Kubernetes
 // sysext (copied out into the build directory).
 func kubeadmBinary(state multistep.StateBag, o *Options) (string, error) {
-	if set, ok := state.Get(KeyK8s).(*kubernetes.Set); ok {
+	if set := keyK8s.get(state); set != nil {
 		if f, ok := set.ByName("bin/kubeadm"); ok {
 			return f.Path, nil
 		}
 	}
-	exts, _ := state.Get(KeySysexts).([]Sysext)
+	exts := keySysexts.get(state)
 	for _, x := range exts {
 		if x.Name != sysext.KubernetesName {
 			continue
@@ -108,7 +107,7 @@ func kubeadmBinary(state multistep.StateBag, o *Options) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("listing kubeadm's images: %w (pass --no-preload-images to build without preloaded images)", err)
 		}
-		p := filepath.Join(getString(state, KeyWorkDir), "kubeadm")
+		p := filepath.Join(keyWorkDir.get(state), "kubeadm")
 		if err := os.WriteFile(p, data, 0o700); err != nil {
 			return "", err
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/inspect"
 )
 
@@ -19,15 +18,9 @@ func (*stepInspect) Name() string { return "inspect" }
 
 func (*stepInspect) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
-	var img *disk.Image
-	if w := overlay(state); w != nil {
-		img = w.image(false)
-	} else {
-		var err error
-		if img, err = disk.Open(getString(state, KeyRaw), false); err != nil {
-			return halt(state, err)
-		}
-		defer img.Close()
+	img, err := openWork(state)
+	if err != nil {
+		return halt(state, err)
 	}
 	rep, err := inspect.Inspect(img, o.OEM)
 	if err != nil {

@@ -25,12 +25,12 @@ func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 		return multistep.ActionContinue
 	}
 	ko := o.Kubernetes
-	ko.CacheDir = cmp.Or(ko.CacheDir, o.CacheDir, filepath.Join(getString(state, KeyWorkDir), "cache"))
+	ko.CacheDir = cmp.Or(ko.CacheDir, o.CacheDir, filepath.Join(keyWorkDir.get(state), "cache"))
 	set, err := kubernetes.Download(ctx, o.client(), ko, func(f string, a ...any) { fmt.Fprintf(o.Log, "  "+f+"\n", a...) })
 	if err != nil {
 		return halt(state, err)
 	}
-	state.Put(KeyK8s, set)
+	keyK8s.put(state, set)
 	cached := 0
 	rec.Downloads = rec.Downloads[:0]
 	for _, f := range set.Files {

@@ -9,27 +9,23 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
 )
 
-// stepOEM sets --oem (flatcar.oem.id) in the output image's OEM grub.cfg and removes
-// flatcar.autologin, in place, with oem.SetFile: the call `oem set IMAGE --id` makes.
+// stepOEM sets --oem (flatcar.oem.id) in the work image's OEM grub.cfg and removes
+// flatcar.autologin, in place, with oem.Set: the edit `oem set IMAGE --id` makes. The edit is a
+// few KiB written at once: a cancellation is honoured only before it starts.
 type stepOEM struct{ noCleanup }
 
 func (*stepOEM) Name() string { return "oem" }
 
 func (*stepOEM) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
-	var res oem.SetResult
-	var err error
-	if w := overlay(state); w != nil {
-		if err = ctx.Err(); err == nil {
-			res, err = oem.Set(w.image(true), oem.SetOptions{ID: o.OEM})
-		}
-	} else {
-		raw := getString(state, KeyRaw)
-		if raw == "" {
-			return halt(state, fmt.Errorf("the %s method produced no image", o.Method))
-		}
-		res, err = oem.SetFile(ctx, raw, oem.Output{}, oem.SetOptions{ID: o.OEM})
+	img, err := openWork(state)
+	if err != nil {
+		return halt(state, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return halt(state, fmt.Errorf("setting the OEM id: %w", err))
+	}
+	res, err := oem.Set(img, oem.SetOptions{ID: o.OEM, Time: keyEpoch.get(state)})
 	if err != nil {
 		return halt(state, fmt.Errorf("setting the OEM id: %w", err))
 	}

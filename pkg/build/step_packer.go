@@ -17,7 +17,7 @@ import (
 )
 
 // stepPacker boots the work copy under Packer + QEMU, provisions it with the payload and
-// sysprep, and leaves the raw result as KeyRaw. Packer's ui lines are passed on condensed; its
+// sysprep, and makes packer's raw disk the work file. Packer's ui lines are passed on condensed; its
 // full log stays in the build directory and is named in every failure. Cancelling ctx sends
 // packer SIGTERM and pkg/packer kills any QEMU left.
 type stepPacker struct{ noCleanup }
@@ -26,7 +26,12 @@ func (*stepPacker) Name() string { return "packer" }
 
 func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
-	cfg := packerConfig(o, state)
+	in := packerInputs{workDir: keyWorkDir.get(state), base: workFile(state), vm: keyVM.get(state),
+		payload: keyPayload.get(state), tools: keyTools.get(state)}
+	if set := keyK8s.get(state); set != nil {
+		in.kubernetes = &set.Options
+	}
+	cfg := packerConfig(o, in)
 	if o.driver != nil {
 		cfg.Driver = o.driver
 	} else if cfg.Tools != nil { // the packer the preflight checked
@@ -34,10 +39,10 @@ func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.
 		// slower than stopGrace, SIGKILL of its group; pkg/packer then kills any QEMU left.
 		cfg.Driver = &packer.ExecDriver{Packer: cfg.Tools.Packer, Grace: stopGrace}
 	}
-	state.Put(KeyLogFile, filepath.Join(cfg.WorkDir, "packer.log"))
+	keyLogFile.put(state, filepath.Join(cfg.WorkDir, "packer.log"))
 	res, err := packer.Build(ctx, cfg)
 	if res.LogFile != "" {
-		state.Put(KeyLogFile, res.LogFile)
+		keyLogFile.put(state, res.LogFile)
 	}
 	rec.Tools.Packer, rec.Tools.Accelerator = res.PackerVersion, res.Accelerator
 	rec.Tools.PackerPath = o.Packer
@@ -53,7 +58,7 @@ func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if err != nil {
 		return halt(state, err)
 	}
-	state.Put(KeyRaw, res.Image)
+	setWorkFile(state, res.Image)
 	note(state, "packer %s, accelerator %s; %s of zeros in its disk made holes again", res.PackerVersion, res.Accelerator, progress.Bytes(freed))
 	return multistep.ActionContinue
 }
@@ -70,29 +75,38 @@ func sparsify(ctx context.Context, image string) (int64, error) {
 // stopGrace is how long packer may take to stop after SIGTERM before its group is killed.
 const stopGrace = 6 * time.Second
 
+// packerInputs are what the packer build boots and hands the guest, made by the earlier steps
+// (or, for a dry run's plan, placeholders).
+type packerInputs struct {
+	workDir    string
+	base       string // the raw work copy QEMU boots
+	vm         vmFiles
+	payload    string
+	kubernetes *kubernetes.Options // the versions the guest scripts get (nil: none)
+	tools      *packer.Tools       // what the preflight probed (nil: probe again)
+}
+
 // packerConfig is the pkg/packer configuration of this build.
-func packerConfig(o *Options, state multistep.StateBag) packer.Config {
-	dir := getString(state, KeyWorkDir)
+func packerConfig(o *Options, in packerInputs) packer.Config {
 	vars := map[string]string{}
-	if set, ok := state.Get(KeyK8s).(*kubernetes.Set); ok {
-		vars["KUBERNETES_VERSION"] = set.Options.Kubernetes
-		vars["CRICTL_VERSION"] = set.Options.Crictl
-		vars["CNI_PLUGINS_VERSION"] = set.Options.CNI
+	if k := in.kubernetes; k != nil {
+		vars["KUBERNETES_VERSION"] = k.Kubernetes
+		vars["CRICTL_VERSION"] = k.Crictl
+		vars["CNI_PLUGINS_VERSION"] = k.CNI
 	}
 	if o.KeepUpdates {
 		vars["KEEP_UPDATES"] = "1"
 	}
-	tools, _ := state.Get(KeyPackerTools).(*packer.Tools)
 	return packer.Config{
-		Tools:  tools,
+		Tools:  in.tools,
 		Packer: o.Packer, QEMUBinary: o.QEMUBinary, Accelerator: o.Accelerator,
 		CPUs: o.CPUs, MemoryMiB: o.MemoryMiB, DiskSize: o.DiskSize,
-		BaseImage: getString(state, KeyWork),
-		OutputDir: filepath.Join(dir, "packer-output"), OutputName: "image.raw",
-		WorkDir: filepath.Join(dir, "packer"),
-		SSHUser: getString(state, KeySSHUser), SSHPrivateKeyFile: getString(state, KeySSHKey),
-		IgnitionFile: getString(state, KeyIgnition), ConfigDriveFile: getString(state, KeyDrive),
-		Payload: getString(state, KeyPayload), Vars: vars, UserScripts: o.Provision,
+		BaseImage: in.base,
+		OutputDir: filepath.Join(in.workDir, "packer-output"), OutputName: "image.raw",
+		WorkDir: filepath.Join(in.workDir, "packer"),
+		SSHUser: in.vm.user, SSHPrivateKeyFile: in.vm.key,
+		IgnitionFile: in.vm.ignition, ConfigDriveFile: in.vm.drive,
+		Payload: in.payload, Vars: vars, UserScripts: o.Provision,
 		Log: func(line string) { fmt.Fprintf(o.Log, "  packer: %s\n", strings.TrimSpace(line)) },
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
-
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 )
 
 // stepPayload lays the verified downloads out for the guest (bin/kubeadm bin/kubelet
@@ -18,8 +16,8 @@ type stepPayload struct{ noCleanup }
 func (*stepPayload) Name() string { return "payload" }
 
 func (*stepPayload) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	set := state.Get(KeyK8s).(*kubernetes.Set)
-	dir := filepath.Join(getString(state, KeyWorkDir), "payload")
+	set := keyK8s.get(state)
+	dir := filepath.Join(keyWorkDir.get(state), "payload")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return halt(state, err)
 	}
@@ -29,7 +27,7 @@ func (*stepPayload) Run(ctx context.Context, state multistep.StateBag) multistep
 	if err := writeImagesPayload(ctx, state, dir); err != nil {
 		return halt(state, fmt.Errorf("payload: %w", err))
 	}
-	state.Put(KeyPayload, dir)
+	keyPayload.put(state, dir)
 	note(state, "%d files in %s", len(set.Files)+1, dir)
 	return multistep.ActionContinue
 }

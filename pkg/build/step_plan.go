@@ -7,7 +7,6 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
@@ -47,7 +46,7 @@ func (*stepPlan) Name() string { return "plan" }
 
 func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
-	rel := state.Get(KeyRelease).(release.Release)
+	rel := keyRelease.get(state)
 	p := &Plan{Method: o.Method, Channel: rel.Channel, FlatcarVersion: rel.Version, Arch: rel.Arch, Base: o.Base,
 		OEM: o.OEM, KubernetesVersion: o.Kubernetes.Kubernetes, Downloads: o.Kubernetes.Files(),
 		KubernetesRequested: o.KubernetesRequested, KubernetesFrom: o.KubernetesFrom, CrictlVersion: o.Kubernetes.Crictl, CNIVersion: o.Kubernetes.CNI, ImageName: o.ImageName,

@@ -36,13 +36,13 @@ func (*stepRecord) RunsOnReuse() bool { return true }
 
 func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
-	artifact := getString(state, KeyArtifact)
+	artifact := keyArtifact.get(state)
 	rec.setManifests(o)
-	if start, ok := state.Get(KeyStart).(time.Time); ok {
+	if start := keyStart.get(state); !start.IsZero() {
 		rec.Seconds = time.Since(start).Seconds() // this run's wall time so far; the record is written now
 	}
 	if !Reused(state) {
-		a, ok := state.Get(KeyArtifactSHA512).(Artifact)
+		a, ok := keySHA512.lookup(state)
 		if !ok { // the qcow2 step hashes what it writes, except compressed output
 			sum, n, err := digest.SHA512(artifact)
 			if err != nil {
@@ -51,17 +51,17 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 			a = Artifact{File: filepath.Base(artifact), Bytes: n, SHA512: sum}
 		}
 		rec.Artifacts = append(rec.Artifacts[:0], a)
-		extra, _ := state.Get(KeyExtraArtifacts).([]Artifact) // hashed when they were made
+		extra := keyExtra.get(state) // hashed when they were made
 		rec.Artifacts = append(rec.Artifacts, extra...)
 	}
-	if err := rec.writeSBOM(artifact); err != nil {
+	if err := rec.writeSBOM(artifact, keyEpoch.get(state)); err != nil {
 		return halt(state, err)
 	}
 	if err := rec.write(artifact); err != nil {
 		os.Remove(sbom.Path(artifact)) // the artifact stays half-built and is removed: so is its SBOM
 		return halt(state, err)
 	}
-	state.Put(KeyRecorded, true)
+	keyRecorded.put(state, true)
 	note(state, "%s", artifact+".build.json")
 	return multistep.ActionContinue
 }

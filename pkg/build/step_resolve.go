@@ -57,7 +57,7 @@ func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multist
 		}
 		rel = r
 	}
-	state.Put(KeyRelease, rel)
+	keyRelease.put(state, rel)
 	rec.FlatcarVersion, rec.Channel, rec.Arch = rel.Version, rel.Channel, rel.Arch
 	o.ImageName = cmp.Or(o.ImageName, DefaultImageName(o.Method, rel.Channel, rel.Version, o.Kubernetes.Kubernetes))
 	o.OutputDir = cmp.Or(o.OutputDir, filepath.Join("output", o.ImageName))
@@ -67,13 +67,13 @@ func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multist
 	}
 	o.OutputDir = abs
 	rec.ImageName = o.ImageName
-	state.Put(KeyArtifact, ArtifactPath(o))
+	keyArtifact.put(state, ArtifactPath(o))
 	in, err := inputs(o, rel)
 	if err != nil {
 		return halt(state, err)
 	}
 	in.Sysext = sx
-	state.Put(KeySysextFiles, srcs)
+	keySysextFiles.put(state, srcs)
 	rec.Inputs, rec.InputsKey = in, in.Key()
 	if o.BaseImage == "" {
 		rec.Base.URL = redact.URL(rel.URL(release.ImageFile(o.Base, release.CompressionNone)))

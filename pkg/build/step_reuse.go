@@ -24,7 +24,7 @@ func (*stepReuse) Name() string { return "reuse" }
 
 func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
-	artifact := getString(state, KeyArtifact)
+	artifact := keyArtifact.get(state)
 	if _, err := os.Stat(o.OutputDir); os.IsNotExist(err) {
 		s.createdOut = o.OutputDir
 	}
@@ -62,7 +62,7 @@ func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep
 	// Keep what described the artifact; timings and uploads are this run's.
 	rec.Base, rec.Downloads, rec.Artifacts, rec.Tools = old.Base, old.Downloads, old.Artifacts, old.Tools
 	rec.Reused = true
-	state.Put(KeyReused, true)
+	keyReused.put(state, true)
 	note(state, "reusing %s: its record matches these inputs and its sha512 verifies (--force rebuilds)", artifact)
 	return multistep.ActionContinue
 }

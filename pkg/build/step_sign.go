@@ -25,7 +25,7 @@ func (*stepSign) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	if o.SignKey == nil {
 		return multistep.ActionContinue
 	}
-	artifact := getString(state, KeyArtifact)
+	artifact := keyArtifact.get(state)
 	files, err := SignedFiles(artifact)
 	if err != nil {
 		return halt(state, err)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/epoch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
@@ -54,31 +52,27 @@ func (*stepSysext) Name() string { return "sysext" }
 
 func (*stepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
-	work := getString(state, KeyWorkDir)
+	work := keyWorkDir.get(state)
 	// The same inputs give the same image (a second runner's upload reuses the first's): the
 	// sysext, the OEM edit and the ROOT bake all write the base image's own time, unless
-	// SOURCE_DATE_EPOCH says another.
-	if _, set, _ := epoch.Get(); !set {
-		var t time.Time
-		var err error
-		if w := overlay(state); w != nil {
-			t, err = rootfs.EpochOf(w.image(false))
-		} else {
-			t, err = rootfs.Epoch(getString(state, KeyWork))
-		}
+	// SOURCE_DATE_EPOCH says another (Run read it).
+	if keyEpoch.get(state).IsZero() {
+		img, err := openWork(state)
 		if err != nil {
 			return halt(state, err)
 		}
-		os.Setenv(epoch.Var, strconv.FormatInt(t.Unix(), 10))
-		state.Put(keyEpochSet, true)
+		t, err := rootfs.Epoch(img)
+		if err != nil {
+			return halt(state, err)
+		}
+		keyEpoch.put(state, t)
 	}
 	var exts []Sysext
 	var err error
 	if len(o.Sysext) == 0 {
 		exts, err = makeKubernetesSysext(ctx, state, o, work)
 	} else {
-		srcs, _ := state.Get(KeySysextFiles).(map[string]sysextSource)
-		exts, err = takeSysexts(o, srcs)
+		exts, err = takeSysexts(o, keySysextFiles.get(state))
 	}
 	if err != nil {
 		return halt(state, err)
@@ -90,25 +84,19 @@ func (*stepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.
 		}
 		notes = append(notes, fmt.Sprintf("%s (%d MiB, sha512 %.12s…)", exts[i].FileName, exts[i].Bytes>>20, exts[i].SHA512))
 	}
-	state.Put(KeySysexts, exts)
+	keySysexts.put(state, exts)
 	note(state, "%s", strings.Join(notes, ", "))
 	return multistep.ActionContinue
 }
 
-// keyEpochSet says stepSysext set SOURCE_DATE_EPOCH for this run (bool); its Cleanup unsets it.
-const keyEpochSet = "epochSet"
-
 // Cleanup removes the copies next to the artifact when the build did not finish.
 func (*stepSysext) Cleanup(state multistep.StateBag) {
-	if _, ok := state.GetOk(keyEpochSet); ok {
-		os.Unsetenv(epoch.Var)
-	}
 	_, halted := state.GetOk(multistep.StateHalted)
 	_, cancelled := state.GetOk(multistep.StateCancelled)
 	if !halted && !cancelled {
 		return
 	}
-	exts, _ := state.Get(KeySysexts).([]Sysext)
+	exts := keySysexts.get(state)
 	o := options(state)
 	for _, x := range exts {
 		if filepath.Dir(x.Path) == filepath.Clean(o.OutputDir) {
@@ -119,8 +107,8 @@ func (*stepSysext) Cleanup(state multistep.StateBag) {
 
 // makeKubernetesSysext builds the bakery-layout Kubernetes sysext from the verified downloads.
 func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Options, work string) ([]Sysext, error) {
-	set, ok := state.Get(KeyK8s).(*kubernetes.Set)
-	if !ok {
+	set := keyK8s.get(state)
+	if set == nil {
 		return nil, fmt.Errorf("no verified Kubernetes downloads to make the sysext from")
 	}
 	name, err := sysext.KubernetesFileName(o.Kubernetes.Kubernetes, o.Release.Arch)
@@ -129,7 +117,7 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 	}
 	out := filepath.Join(work, name)
 	in := KubernetesSysextInput(set)
-	in.ModTime = epoch.Now()
+	in.ModTime = buildTime(state)
 	if _, err := sysext.CreateKubernetes(ctx, in, out); err != nil {
 		return nil, fmt.Errorf("making the Kubernetes sysext: %w", err)
 	}

@@ -25,7 +25,7 @@ func (*stepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 		note(state, "no --cloud: not uploaded")
 		return multistep.ActionContinue
 	}
-	artifact := getString(state, KeyArtifact)
+	artifact := keyArtifact.get(state)
 	mode, err := glance.ParseOnExists(o.OnExists)
 	if err != nil {
 		return halt(state, fmt.Errorf("--on-exists: %w", err))

@@ -17,11 +17,15 @@ import (
 // fw_cfg; an openstack base from a config-2 drive this step writes.
 type stepVMConfig struct{ noCleanup }
 
+// vmFiles are the build VM's user, its private key, and its config: an Ignition file for fw_cfg
+// (--base qemu) or a config-2 ISO (--base openstack).
+type vmFiles struct{ user, key, ignition, drive string }
+
 func (*stepVMConfig) Name() string { return "vm config" }
 
 func (*stepVMConfig) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
-	dir := filepath.Join(getString(state, KeyWorkDir), "vm")
+	dir := filepath.Join(keyWorkDir.get(state), "vm")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return halt(state, err)
 	}
@@ -29,8 +33,7 @@ func (*stepVMConfig) Run(ctx context.Context, state multistep.StateBag) multiste
 	if err != nil {
 		return halt(state, err)
 	}
-	state.Put(KeySSHKey, key.PrivateKeyFile)
-	state.Put(KeySSHUser, ignition.DefaultUser)
+	vm := vmFiles{user: ignition.DefaultUser, key: key.PrivateKeyFile}
 	rec.Tools.Ignition = ignition.SpecVersion
 	if o.Base == "openstack" {
 		raw, err := os.ReadFile(ign)
@@ -42,12 +45,14 @@ func (*stepVMConfig) Run(ctx context.Context, state multistep.StateBag) multiste
 			Name: "flatcar-capo-build", Hostname: "flatcar-capo-build"}); err != nil {
 			return halt(state, fmt.Errorf("config drive: %w", err))
 		}
-		state.Put(KeyDrive, drive)
+		vm.drive = drive
+		keyVM.put(state, vm)
 		rec.Tools.BuildVMConfig = "config-2"
 		note(state, "Ignition %s for user %s on a config-2 drive", ignition.SpecVersion, ignition.DefaultUser)
 		return multistep.ActionContinue
 	}
-	state.Put(KeyIgnition, ign)
+	vm.ignition = ign
+	keyVM.put(state, vm)
 	rec.Tools.BuildVMConfig = "fw_cfg"
 	note(state, "Ignition %s for user %s through fw_cfg", ignition.SpecVersion, ignition.DefaultUser)
 	return multistep.ActionContinue

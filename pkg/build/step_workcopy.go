@@ -14,17 +14,17 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
-// stepWorkCopy makes the sparse raw work copy the method changes; the base image is only read.
-// A qcow2 base goes through convert.File (as `flatcar-capo convert` does), a raw one through
-// disk.CopySparse (reflink where the filesystem can).
-// Overlay methods get a copy-on-write overlay over the base instead (workdisk.go).
-type stepWorkCopy struct{ ov *workOverlay }
+// stepWorkCopy makes the work image the method changes; the base image is only read. Overlay
+// methods get a copy-on-write overlay over the base; the others a sparse raw copy (a qcow2 base
+// through convert.File, as `flatcar-capo convert` does, a raw one through disk.CopySparse,
+// reflink where the filesystem can). Its Cleanup closes whatever work image the build ended with.
+type stepWorkCopy struct{}
 
 func (*stepWorkCopy) Name() string { return "work copy" }
 
 func (s *stepWorkCopy) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	base := getString(state, KeyBase)
-	dir := getString(state, KeyWorkDir)
+	base := keyBase.get(state)
+	dir := keyWorkDir.get(state)
 	work := filepath.Join(dir, "work.raw")
 	img, err := disk.Open(base, false)
 	if err != nil {
@@ -37,8 +37,10 @@ func (s *stepWorkCopy) Run(ctx context.Context, state multistep.StateBag) multis
 			img.Close()
 			return halt(state, fmt.Errorf("making the work copy's overlay in %s: %w", dir, err))
 		}
-		s.ov = &workOverlay{name: base, base: img, Overlay: ov}
-		state.Put(KeyOverlay, s.ov)
+		setWorkImage(state, disk.FromDisk(base, ov, true), func() {
+			ov.Close()
+			img.Close()
+		})
 		// A fetched base in the build directory goes on being read: unlinked, it lives until closed.
 		if filepath.Dir(base) == dir {
 			os.Remove(base)
@@ -62,7 +64,7 @@ func (s *stepWorkCopy) Run(ctx context.Context, state multistep.StateBag) multis
 	if filepath.Dir(base) == dir {
 		os.Remove(base)
 	}
-	state.Put(KeyWork, work)
+	setWorkFile(state, work)
 	fi, _ := os.Stat(work)
 	note(state, "%s from %s (%s virtual)", filepath.Base(work), format, progress.Bytes(fi.Size()))
 	return multistep.ActionContinue
@@ -80,9 +82,4 @@ func copyRaw(ctx context.Context, src *os.File, dst string) error {
 	return out.Close()
 }
 
-func (s *stepWorkCopy) Cleanup(multistep.StateBag) {
-	if s.ov != nil {
-		s.ov.close()
-		s.ov = nil
-	}
-}
+func (s *stepWorkCopy) Cleanup(state multistep.StateBag) { closeWork(state) }

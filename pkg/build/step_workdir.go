@@ -38,7 +38,7 @@ func (s *stepWorkDir) Run(ctx context.Context, state multistep.StateBag) multist
 	if s.lock, err = lockBuildDir(dir); err != nil {
 		return halt(state, err)
 	}
-	state.Put(KeyWorkDir, dir)
+	keyWorkDir.put(state, dir)
 	note(state, "%s", dir)
 	return multistep.ActionContinue
 }
@@ -48,17 +48,17 @@ func (s *stepWorkDir) Cleanup(state multistep.StateBag) {
 		return
 	}
 	o := options(state)
-	_, failed := state.GetOk(KeyError)
+	failed := keyError.get(state) != nil
 	_, cancelled := state.GetOk(multistep.StateCancelled)
-	if log := getString(state, KeyLogFile); log != "" && isUnder(log, s.dir) {
+	if log := keyLogFile.get(state); log != "" && isUnder(log, s.dir) {
 		if failed || cancelled {
 			kept := filepath.Join(o.OutputDir, o.ImageName+".log")
 			if os.Rename(log, kept) == nil {
-				state.Put(KeyLogFile, kept)
-				state.Put(KeyLogMoved, log)
+				keyLogFile.put(state, kept)
+				keyLogMoved.put(state, log)
 			}
 		} else {
-			state.Remove(KeyLogFile)
+			keyLogFile.remove(state)
 		}
 	}
 	os.RemoveAll(s.dir)

@@ -31,9 +31,9 @@ func stepState(t *testing.T, o *Options) (multistep.StateBag, string) {
 	}
 	dir := t.TempDir()
 	state := new(multistep.BasicStateBag)
-	state.Put(KeyOptions, o)
-	state.Put(KeyRecord, newRecord(o))
-	state.Put(KeyWorkDir, dir)
+	keyOptions.put(state, o)
+	keyRecord.put(state, newRecord(o))
+	keyWorkDir.put(state, dir)
 	write := func(name string, size int64) string {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -49,14 +49,12 @@ func stepState(t *testing.T, o *Options) (multistep.StateBag, string) {
 		}
 		return p
 	}
-	state.Put(KeyWork, write("work.raw", 64<<20))
-	state.Put(KeySSHKey, write("build_ed25519", 0))
-	state.Put(KeySSHUser, ignition.DefaultUser)
-	state.Put(KeyIgnition, write("config.ign", 0))
+	setWorkFile(state, write("work.raw", 64<<20))
+	keyVM.put(state, vmFiles{user: ignition.DefaultUser, key: write("build_ed25519", 0), ignition: write("config.ign", 0)})
 	for _, f := range packer.PayloadFiles {
 		write(filepath.Join("payload", f), 0)
 	}
-	state.Put(KeyPayload, filepath.Join(dir, "payload"))
+	keyPayload.put(state, filepath.Join(dir, "payload"))
 	return state, dir
 }
 
@@ -84,7 +82,7 @@ func writesImage(ctx context.Context, inv packer.Invocation) error {
 
 func stepError(t *testing.T, state multistep.StateBag) error {
 	t.Helper()
-	err, _ := state.Get(KeyError).(error)
+	err := keyError.get(state)
 	if err == nil {
 		t.Fatal("the step halted without an error")
 	}
@@ -103,7 +101,7 @@ func TestPackerProbedOncePerBuild(t *testing.T) {
 		t.Fatalf("preflight: %q, %v", line, err)
 	}
 	if a := (&stepPacker{}).Run(context.Background(), state); a != multistep.ActionContinue {
-		t.Fatalf("packer step halted: %v", state.Get(KeyError))
+		t.Fatalf("packer step halted: %v", keyError.get(state))
 	}
 	if n := d.Count("version"); n != 1 {
 		t.Fatalf("`packer version` ran %d times in one build, want 1", n)
@@ -111,7 +109,7 @@ func TestPackerProbedOncePerBuild(t *testing.T) {
 	if d.Count("validate") != 1 || d.Count("build") != 1 {
 		t.Fatalf("validate %d, build %d", d.Count("validate"), d.Count("build"))
 	}
-	if raw := getString(state, KeyRaw); raw == "" || record(state).Tools.Packer != "1.6.6" {
+	if raw := workFile(state); filepath.Base(filepath.Dir(raw)) != "packer-output" || record(state).Tools.Packer != "1.6.6" {
 		t.Fatalf("raw %q, tools %+v", raw, record(state).Tools)
 	}
 }
@@ -152,7 +150,7 @@ func TestPackerStepFailures(t *testing.T) {
 					t.Errorf("error %q lacks %q", err, w)
 				}
 			}
-			if getString(state, KeyLogFile) == "" {
+			if keyLogFile.get(state) == "" {
 				t.Error("no log file named for the failure")
 			}
 			if _, err := os.Stat(filepath.Join(dir, "packer-output")); !os.IsNotExist(err) {
@@ -169,7 +167,7 @@ func TestPackerStepFailures(t *testing.T) {
 		o := &Options{Method: MethodPacker, Accelerator: "tcg", driver: d, Release: testRelease}
 		state, _ := stepState(t, o)
 		if a := (&stepPacker{}).Run(ctx, state); a != multistep.ActionHalt || !errors.Is(stepError(t, state), context.Canceled) {
-			t.Fatalf("cancelled build: %v", state.Get(KeyError))
+			t.Fatalf("cancelled build: %v", keyError.get(state))
 		}
 	})
 	t.Run("no packer", func(t *testing.T) {
@@ -195,14 +193,14 @@ func TestReuseStepRebuildsUnlessEverythingMatches(t *testing.T) {
 	run := func(t *testing.T, key string) (multistep.StateBag, string) {
 		t.Helper()
 		state, _ := stepState(t, o)
-		state.Put(KeyArtifact, artifact)
+		keyArtifact.put(state, artifact)
 		record(state).InputsKey = key
 		step := &stepReuse{}
 		defer step.Cleanup(state) // releases the artifact lock the step takes
 		if a := step.Run(context.Background(), state); a != multistep.ActionContinue {
-			t.Fatalf("the reuse step halted: %v", state.Get(KeyError))
+			t.Fatalf("the reuse step halted: %v", keyError.get(state))
 		}
-		return state, getString(state, KeyNote)
+		return state, keyNote.get(state)
 	}
 	if _, n := run(t, "k1"); n != "no finished artifact; building" {
 		t.Fatalf("no artifact: %q", n)
@@ -252,11 +250,11 @@ func TestUploadStepFailures(t *testing.T) {
 		t.Helper()
 		o := &Options{Method: MethodPacker, Release: testRelease, Clouds: clouds, ImageName: "flatcar-test"}
 		state, _ := stepState(t, o)
-		state.Put(KeyArtifact, artifact)
+		keyArtifact.put(state, artifact)
 		return state, (&stepUpload{}).Run(context.Background(), state)
 	}
-	if state, a := run(t); a != multistep.ActionContinue || getString(state, KeyNote) != "no --cloud: not uploaded" {
-		t.Fatalf("no cloud: %v %q", a, getString(state, KeyNote))
+	if state, a := run(t); a != multistep.ActionContinue || keyNote.get(state) != "no --cloud: not uploaded" {
+		t.Fatalf("no cloud: %v %q", a, keyNote.get(state))
 	}
 	state, a := run(t, "nosuchcloud")
 	if err := stepError(t, state); a != multistep.ActionHalt || !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), `cloud "nosuchcloud" is not defined`) {
@@ -271,7 +269,7 @@ func TestUploadStepFailures(t *testing.T) {
 	}
 	state, a = run(t, "fake0")
 	if a != multistep.ActionContinue || len(record(state).Glance) != 1 || record(state).Glance[0].Action != "uploaded" {
-		t.Fatalf("good upload: %v, %+v", state.Get(KeyError), record(state).Glance)
+		t.Fatalf("good upload: %v, %+v", keyError.get(state), record(state).Glance)
 	}
 	if rec, err := ReadRecord(artifact); err != nil || len(rec.Glance) != 1 || rec.Glance[0].ID != record(state).Glance[0].ID {
 		t.Fatalf("record after the upload: %+v, %v", rec, err)

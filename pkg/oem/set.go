@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
@@ -18,6 +19,9 @@ type SetOptions struct {
 	KeepAutologin  bool
 	AllowUnknownID bool
 	ProtectiveMBR  bool // replace a hybrid MBR with a protective one
+	// Time is what the edit stamps where the filesystem records one (btrfs inode times); zero:
+	// SOURCE_DATE_EPOCH, else now. A build passes its epoch.
+	Time time.Time
 }
 
 // Validate checks every value; a failure wraps errs.ErrInvalid (usage error, exit 2).
@@ -82,6 +86,7 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 		return res, err
 	}
 	res.Partition, res.Filesystem = p.Number, fsys.Type()
+	stampWith(fsys, opts.Time)
 	current, err := fsys.ReadFile(GrubCfgPath)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {

@@ -19,7 +19,7 @@ import (
 // PartitionName is the GPT name of Flatcar's ROOT partition (number 9).
 const PartitionName = "ROOT"
 
-// Result reports what BakeInPlace did.
+// Result reports what Bake did.
 type Result struct {
 	Output      string        `json:"output"`
 	Partition   int           `json:"partition"`
@@ -34,80 +34,70 @@ type Result struct {
 	SkippedZero int64         `json:"skippedZeroBytes"` // zero metadata not written over ROOT's zeros
 }
 
-// BakeInPlace replaces the ROOT of the raw image with a fresh ext4 holding the original ROOT's
+// Bake replaces the ROOT of the writable image img with a fresh ext4 holding the original ROOT's
 // entries plus added (an added entry replaces an original one of the same path and type;
-// missing parent directories are created 0755 root:root). Added entries without a ModTime get
-// the bake's epoch (SOURCE_DATE_EPOCH, else the original ROOT's time): the same inputs give the
-// same bytes (reproducible.go). It is meant for a build's own scratch copy: the original ROOT's
-// data is copied aside (a temporary sparse file next to image, a few MiB for a release
-// image), then image's ROOT is replaced in place. Everything that can be refused is refused
-// before image is written; a failure while writing leaves its ROOT unusable, so image must be a
-// copy the caller discards on error.
-func BakeInPlace(ctx context.Context, image string, added []Entry) (*Result, error) {
+// missing parent directories are created 0755 root:root). Everything the bake makes, and added
+// entries without a ModTime, get epoch (zero: the original ROOT's own time), so the same inputs
+// give the same bytes (reproducible.go). The original ROOT is read from where it stays intact
+// while the new one is written: the base of a copy-on-write overlay (a build's work copy, which
+// must not have been written within ROOT), else a sparse copy set aside next to the raw image
+// file (a few MiB for a release image). Everything that can be refused is refused before img is
+// written; a failure while writing leaves its ROOT unusable, so img must be a copy the caller
+// discards on error.
+func Bake(ctx context.Context, img *disk.Image, added []Entry, epoch time.Time) (*Result, error) {
 	start := time.Now()
-	f, err := os.OpenFile(image, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	img, err := disk.FromFile(image, f, true)
-	if err != nil {
-		return nil, err
-	}
 	part, err := findRoot(img)
 	if err != nil {
 		return nil, err
 	}
-	aside, err := os.CreateTemp(filepath.Dir(image), ".rootfs-old-ROOT-*")
+	old, clear, done, err := oldRoot(ctx, img, part)
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(aside.Name())
-	defer aside.Close()
-	// Only ROOT's data ranges are read, and its all-zero blocks stay holes.
-	if err := qcow2.CopyToRaw(ctx, img.Section(part), aside, 0, nil); err != nil {
-		return nil, fmt.Errorf("copying the original ROOT aside: %w", err)
-	}
-	old, err := vdisk.NewFile(aside, false)
+	defer done()
+	pl, err := newPlan(img.Path, old, disk.PartitionName(part), added, epoch)
 	if err != nil {
 		return nil, err
 	}
-	pl, err := newPlan(image, old, disk.PartitionName(part), added, start)
-	if err != nil {
-		return nil, err
-	}
-	res, err := pl.write(ctx, img, func(off, n int64) error { return vdisk.ZeroRange(f, off, n) })
-	if err != nil {
-		return nil, err
-	}
-	res.Duration = time.Since(start)
-	return res, f.Close()
-}
-
-// BakeOverlay is BakeInPlace on a copy-on-write overlay over a read-only base (a build's work
-// copy that was never written out as a raw file): the original ROOT is read from the base
-// itself, so nothing is copied aside, and the overlay's ROOT is discarded and rebuilt. The
-// overlay must not have been written within ROOT before. name is what errors call the image.
-func BakeOverlay(ctx context.Context, name string, work *vdisk.Overlay, added []Entry) (*Result, error) {
-	start := time.Now()
-	img := disk.FromDisk(name, work, true)
-	part, err := findRoot(img)
-	if err != nil {
-		return nil, err
-	}
-	if work.Touched(part.Start, part.Size) {
-		return nil, fmt.Errorf("%s: ROOT was already changed in this work copy; bake before other edits", name)
-	}
-	pl, err := newPlan(name, vdisk.NewSection(work.Base(), part.Start, part.Size), disk.PartitionName(part), added, start)
-	if err != nil {
-		return nil, err
-	}
-	res, err := pl.write(ctx, img, work.Discard)
+	res, err := pl.write(ctx, img, clear)
 	if err != nil {
 		return nil, err
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// oldRoot is img's ROOT as it was, to read while img's own is rewritten, and clear, which makes
+// img's ROOT read as zeros; done removes what was set aside.
+func oldRoot(ctx context.Context, img *disk.Image, part disk.Partition) (old vdisk.Disk, clear func(off, n int64) error, done func(), err error) {
+	if ov, ok := img.Disk.(*vdisk.Overlay); ok {
+		if ov.Touched(part.Start, part.Size) {
+			return nil, nil, nil, fmt.Errorf("%s: ROOT was already changed in this work copy; bake before other edits", img.Path)
+		}
+		return vdisk.NewSection(ov.Base(), part.Start, part.Size), ov.Discard, func() {}, nil
+	}
+	f := img.File()
+	if f == nil || !img.Writable {
+		return nil, nil, nil, fmt.Errorf("%s: the ROOT bake writes a raw image opened for writing (this is a %s image)", img.Path, img.Format)
+	}
+	aside, err := os.CreateTemp(filepath.Dir(img.Path), ".rootfs-old-ROOT-*")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	done = func() {
+		aside.Close()
+		os.Remove(aside.Name())
+	}
+	// Only ROOT's data ranges are read, and its all-zero blocks stay holes.
+	if err := qcow2.CopyToRaw(ctx, img.Section(part), aside, 0, nil); err != nil {
+		done()
+		return nil, nil, nil, fmt.Errorf("copying the original ROOT aside: %w", err)
+	}
+	if old, err = vdisk.NewFile(aside, false); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return old, func(off, n int64) error { return vdisk.ZeroRange(f, off, n) }, done, nil
 }
 
 func findRoot(img *disk.Image) (disk.Partition, error) {
@@ -131,8 +121,8 @@ type plan struct {
 }
 
 // newPlan reads the original ROOT (the partition's bytes, dev, which part names in errors) and
-// merges added into it.
-func newPlan(name string, dev vdisk.Disk, part string, added []Entry, now time.Time) (*plan, error) {
+// merges added into it; epoch is the time of what the bake makes (zero: the original ROOT's).
+func newPlan(name string, dev vdisk.Disk, part string, added []Entry, epoch time.Time) (*plan, error) {
 	old, err := disk.OpenExt4(dev, part)
 	if err != nil {
 		return nil, fmt.Errorf("%s: partition 9 (ROOT) is not a readable ext4 filesystem (%v); is this a Flatcar image?", name, err)
@@ -141,9 +131,9 @@ func newPlan(name string, dev vdisk.Disk, part string, added []Entry, now time.T
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	ep, err := buildEpoch(root)
-	if err != nil {
-		return nil, err
+	ep := epoch
+	if ep.IsZero() {
+		ep = rootTime(root)
 	}
 	entries, replaced, err := merge(carried, added, ep)
 	if err != nil {
@@ -184,24 +174,21 @@ func (pl *plan) write(ctx context.Context, img *disk.Image, zero func(off, n int
 	section := img.Section(part)
 	// ROOT reads as zeros now: Create's zero inode tables need not be written (zeroskip.go).
 	zs := &zeroSkip{Disk: section, on: true}
-	since := time.Now().Truncate(time.Second)
-	restore := deterministicUUIDs(append(pl.uuid[:], fmt.Sprint(part.Size)...))
+	st := stamps{since: time.Now().Truncate(time.Second), epoch: pl.epoch, keep: map[int64]bool{pl.root.ModTime.Unix(): true},
+		hashSeed: hashSeed(append(pl.uuid[:], fmt.Sprint(part.Size)...))}
 	nfs, err := disk.CreateExt4(zs, disk.PartitionName(part), mkfsParams(pl.uuid))
 	if err != nil {
-		restore()
 		return nil, fmt.Errorf("making the new ROOT filesystem: %w", err)
 	}
 	zs.on, zs.written = false, nil
 	sums, err := populate(ctx, nfs, pl.root, pl.entries)
-	restore()
 	if err != nil {
 		return nil, fmt.Errorf("writing the new ROOT: %w", err)
 	}
-	keep := map[int64]bool{pl.root.ModTime.Unix(): true}
 	for _, e := range pl.entries {
-		keep[e.ModTime.Unix()] = true
+		st.keep[e.ModTime.Unix()] = true
 	}
-	if err := fixTimes(section, since, pl.epoch, keep); err != nil {
+	if err := st.apply(section); err != nil {
 		return nil, fmt.Errorf("setting the new ROOT's times: %w", err)
 	}
 	// Read back through a fresh reader, not the writer's state.

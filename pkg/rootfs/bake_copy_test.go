@@ -9,13 +9,24 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 )
 
-// The tests' bake: BakeInPlace's rules on a copy, the way the build used to call it.
+// The tests' bakes: Bake of a raw image file in place, and Bake's rules on a copy, the way the
+// build used to call it.
+
+// bakeInPlace is Bake of the raw image file at path, as the build bakes its raw work copy.
+func bakeInPlace(path string, added []Entry) (*Result, error) {
+	img, err := disk.Open(path, true)
+	if err != nil {
+		return nil, err
+	}
+	defer img.Close()
+	return Bake(context.Background(), img, added, time.Time{})
+}
 
 // bake writes dst: a copy of the raw image src whose ROOT is a fresh ext4 holding the original
 // ROOT's entries plus added (an added entry replaces an original one of the same path and type;
 // missing parent directories are created 0755 root:root). src is only read. dst appears only
 // when complete and verified; on any failure nothing is left behind. Added entries without a
-// ModTime get the bake's epoch (SOURCE_DATE_EPOCH, else the original ROOT's time): the same
+// ModTime get the bake's epoch (the original ROOT's time): the same
 // inputs give the same bytes (reproducible.go).
 func bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) {
 	start := time.Now()
@@ -31,7 +42,7 @@ func bake(ctx context.Context, src, dst string, added []Entry) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	pl, err := newPlan(src, in.Section(part), disk.PartitionName(part), added, start)
+	pl, err := newPlan(src, in.Section(part), disk.PartitionName(part), added, time.Time{})
 	if err != nil {
 		return nil, err
 	}

@@ -174,8 +174,8 @@ func checkBaked(t *testing.T, srcRoot, root, sysext string) {
 	}
 }
 
-// TestBakeInPlace: the build's variant (no image copy) gives the same ROOT, and a refusal
-// leaves the image byte for byte as it was.
+// TestBakeInPlace: the build's bake of its raw work copy (no image copy) gives the same ROOT, and
+// a refusal leaves the image byte for byte as it was.
 func TestBakeInPlace(t *testing.T) {
 	dir, cmds := staging(t)
 	img := image(t, 0, dir, cmds...)
@@ -189,7 +189,7 @@ func TestBakeInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := BakeInPlace(context.Background(), img, added); err != nil {
+	if _, err := bakeInPlace(img, added); err != nil {
 		t.Fatal(err)
 	}
 	root := extractRoot(t, img)
@@ -204,8 +204,8 @@ func TestBakeInPlace(t *testing.T) {
 	os.Link(filepath.Join(hard, "a"), filepath.Join(hard, "b"))
 	bad := image(t, 0, hard)
 	before := fileSum(t, bad)
-	if _, err := BakeInPlace(context.Background(), bad, added); err == nil || !strings.Contains(err.Error(), "/a: hard link") {
-		t.Fatalf("BakeInPlace with a hard link: %v", err)
+	if _, err := bakeInPlace(bad, added); err == nil || !strings.Contains(err.Error(), "/a: hard link") {
+		t.Fatalf("Bake in place with a hard link: %v", err)
 	}
 	if fileSum(t, bad) != before {
 		t.Error("a refused in-place bake changed the image")

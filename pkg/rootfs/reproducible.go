@@ -5,37 +5,37 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4/crc"
 	"github.com/google/uuid"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/epoch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // The same inputs must give the same ROOT, byte for byte (a second CI runner's upload must find
-// the first's Glance image identical). go-diskfs v1.9.4 takes its randomness (hash seed, journal
-// UUID) from google/uuid and its times (superblock times, the times of the inodes it makes
-// itself: lost+found, the journal, reserved inodes) from time.Now, with no parameter for either.
-// So the bake feeds uuid a stream derived from the filesystem UUID while it runs, and afterwards
-// rewrites every time at or after the bake's start to the build's epoch (epoch.Now:
-// SOURCE_DATE_EPOCH, else the original ROOT's own time). Without metadata_csum no checksum
-// covers these fields.
+// the first's Glance image identical). go-diskfs v1.9.4 takes the htree hash seed from
+// google/uuid's random source and its times (superblock times, the times of the inodes it makes
+// itself: lost+found, the journal, reserved inodes) from time.Now, with no parameter for either
+// (docs/architecture.md says what upstream needs). So after it has written, the bake stamps the
+// values it chose (stamps.apply): the hash seed derived from the filesystem UUID, and the epoch
+// for every time at or after the bake's start. Without metadata_csum no checksum covers these
+// fields but the superblock's own and each inode's.
 
-var uuidMu sync.Mutex
+// stamps are the values the bake gives what go-diskfs chose by itself.
+type stamps struct {
+	since    time.Time      // the bake's start: go-diskfs' time.Now stamps are at or after it
+	epoch    time.Time      // what they become
+	keep     map[int64]bool // the seconds the entries were given (kept as they are)
+	hashSeed uuid.UUID      // the superblock's s_hash_seed
+}
 
-// deterministicUUIDs makes uuid.NewRandom read a stream seeded by seed until restore is called.
-func deterministicUUIDs(seed []byte) (restore func()) {
-	uuidMu.Lock()
-	uuid.SetRand(&hashStream{seed: sha256.Sum256(append([]byte("flatcar-capo rootfs "), seed...))})
-	return func() {
-		uuid.SetRand(nil)
-		uuidMu.Unlock()
-	}
+// hashSeed is the UUID google/uuid's NewRandom gives when it reads sha256(seed || counter) blocks
+// (what go-diskfs' Create asked it for when the bake fed it that stream, so the bytes stay those).
+func hashSeed(seed []byte) uuid.UUID {
+	u, _ := uuid.NewRandomFromReader(&hashStream{seed: sha256.Sum256(append([]byte("flatcar-capo rootfs "), seed...))})
+	return u
 }
 
 // hashStream is sha256(seed || counter) blocks.
@@ -60,26 +60,20 @@ func (h *hashStream) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// buildEpoch is the time a bake writes: SOURCE_DATE_EPOCH, else the original ROOT's root
-// directory time (a function of the input image), else now.
-func buildEpoch(root Entry) (time.Time, error) {
-	t, ok, err := epoch.Get()
-	if err != nil {
-		return time.Time{}, err
-	}
-	if ok {
-		return t, nil
-	}
+// rootTime is the time a bake writes when it is given none: the original ROOT's root directory
+// time (a function of the input image), else now.
+func rootTime(root Entry) time.Time {
 	if !root.ModTime.IsZero() {
-		return root.ModTime.UTC().Truncate(time.Second), nil
+		return root.ModTime.UTC().Truncate(time.Second)
 	}
-	return epoch.Now(), nil
+	return time.Now().Truncate(time.Second)
 }
 
-// fixTimes rewrites every superblock time and inode creation time of the ext4 on dev to t, and
-// every other inode time at or after since (what go-diskfs stamped with time.Now) unless it is
-// an entry's own mtime (keep: the seconds the entries were given).
-func fixTimes(dev vdisk.Disk, since, t time.Time, keep map[int64]bool) error {
+// apply writes the hash seed into every superblock and rewrites every superblock time and inode
+// creation time of the ext4 on dev to the epoch, and every other inode time at or after since
+// (what go-diskfs stamped with time.Now) unless it is an entry's own mtime (keep).
+func (st stamps) apply(dev vdisk.Disk) error {
+	since, t, keep := st.since, st.epoch, st.keep
 	sb := make([]byte, 1024)
 	if _, err := dev.ReadAt(sb, 1024); err != nil {
 		return fmt.Errorf("reading the new ROOT's superblock: %w", err)
@@ -121,6 +115,7 @@ func fixTimes(dev vdisk.Disk, since, t time.Time, keep map[int64]bool) error {
 		for f := 0x274; f <= 0x277; f++ {
 			b[f] = hi
 		}
+		copy(b[0xEC:0xFC], st.hashSeed[:])
 		if summed {
 			le.PutUint32(b[0x3FC:], crc.CRC32c(0xffffffff, b[:0x3FC]))
 		}
@@ -236,36 +231,20 @@ func fixTimes(dev vdisk.Disk, since, t time.Time, keep map[int64]bool) error {
 	return nil
 }
 
-// Epoch is the time a bake of the raw image at path writes (SOURCE_DATE_EPOCH, else its ROOT's
-// own time), for what a build makes around the bake (the sysext, the OEM edit) to share it.
-func Epoch(path string) (time.Time, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return time.Time{}, err
-	}
-	defer f.Close()
-	img, err := disk.FromFile(path, f, false)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return EpochOf(img)
-}
-
-// EpochOf is Epoch of an opened image (a build's overlay work copy).
-func EpochOf(img *disk.Image) (time.Time, error) {
-	path := img.Path
+// Epoch is the time a bake of img writes when it is given none (its ROOT's own time), for what a
+// build makes around the bake (the sysext, the OEM edit) to share it.
+func Epoch(img *disk.Image) (time.Time, error) {
 	part, err := findRoot(img)
 	if err != nil {
 		return time.Time{}, err
 	}
-	dev := img.Section(part)
-	old, err := disk.OpenExt4(dev, disk.PartitionName(part))
+	old, err := disk.OpenExt4(img.Section(part), disk.PartitionName(part))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%s: partition 9 (ROOT) is not a readable ext4 filesystem (%v)", path, err)
+		return time.Time{}, fmt.Errorf("%s: partition 9 (ROOT) is not a readable ext4 filesystem (%v)", img.Path, err)
 	}
 	root, _, err := statEntry(old, ".")
 	if err != nil {
 		return time.Time{}, err
 	}
-	return buildEpoch(root)
+	return rootTime(root), nil
 }
