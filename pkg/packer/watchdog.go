@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,7 +33,6 @@ var watchdogGrace = 20 * time.Second
 
 func init() {
 	if p := os.Getenv(watchdogEnv); p != "" {
-		os.Unsetenv(watchdogEnv)
 		os.Exit(runWatchdog(p, os.Args[1:]))
 	}
 }
@@ -56,6 +56,7 @@ func runWatchdog(packer string, args []string) int {
 	const prSetChildSubreaper = 36
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	cmd := exec.Command(packer, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, watchdogEnv+"=") }) // packer is no watchdog
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	signal.Ignore(syscall.SIGPIPE) // our reader may be dead: that must not end the watchdog
