@@ -44,7 +44,7 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	runner.Run(ctx, state)
 	rec.Seconds = time.Since(start).Seconds()
 	if _, cancelled := state.GetOk(multistep.StateCancelled); cancelled || ctx.Err() != nil {
-		return nil, interrupted(state, o, cmp.Or(ctx.Err(), context.Canceled))
+		return nil, interrupted(state, options(state), cmp.Or(ctx.Err(), context.Canceled))
 	}
 	if err := keyError.get(state); err != nil {
 		return nil, withLog(state, err)

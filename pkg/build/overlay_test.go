@@ -34,13 +34,14 @@ func TestSysextOverlayMatchesRawWorkCopy(t *testing.T) {
 		// The Kubernetes downloads report from their goroutines.
 		var log lockedBuffer
 		o.Log = &log
-		if _, err := Run(context.Background(), o); err != nil {
+		rec, err := Run(context.Background(), o)
+		if err != nil {
 			t.Fatalf("build (overlay %v): %v\n%s", viaOverlay, err, log.String())
 		}
 		if viaOverlay == strings.Contains(log.String(), "work.raw") {
 			t.Fatalf("overlay %v, but the work copy step said:\n%s", viaOverlay, log.String())
 		}
-		b, err := os.ReadFile(ArtifactPath(o))
+		b, err := os.ReadFile(filepath.Join(o.OutputDir, rec.Artifacts[0].File))
 		if err != nil {
 			t.Fatal(err)
 		}

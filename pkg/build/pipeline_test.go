@@ -67,6 +67,11 @@ func testOptions(t testing.TB, base string) *Options {
 		Kubernetes: ko, CacheDir: filepath.Join(t.TempDir(), "cache"), OutputDir: filepath.Join(t.TempDir(), "out"), ToolVersion: "test"}
 }
 
+// testArtifact is where a build of testOptions writes its artifact (Run leaves o as it is).
+func testArtifact(o *Options) string {
+	return filepath.Join(o.OutputDir, "flatcar-stable-4459.2.0-kube-"+kubetest.Version+".qcow2")
+}
+
 func TestPipelineRecordsReusesAndForces(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.btrfs", "mkfs.ext4", "mkfs.vfat")
 	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
@@ -77,8 +82,8 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	artifact := ArtifactPath(o)
-	if filepath.Base(artifact) != "flatcar-stable-4459.2.0-kube-"+kubetest.Version+".qcow2" {
+	artifact := filepath.Join(o.OutputDir, rec.Artifacts[0].File)
+	if artifact != testArtifact(o) {
 		t.Fatalf("artifact %s", artifact)
 	}
 	// upload's reader sees the three keys.
@@ -180,7 +185,7 @@ func TestPipelineNotReadyFailsWithoutArtifact(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "NOT READY") {
 		t.Fatalf("err = %v, want NOT READY", err)
 	}
-	if _, err := os.Stat(ArtifactPath(o)); err == nil {
+	if _, err := os.Stat(testArtifact(o)); err == nil {
 		t.Fatal("an artifact was left after NOT READY")
 	}
 }

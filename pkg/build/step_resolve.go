@@ -22,7 +22,8 @@ import (
 )
 
 // stepResolve turns the channel/version into a release number (version.txt for aliases), then
-// fixes the image name, the output directory, the artifact path and the inputs key.
+// fixes the image name, the output directory, the artifact path and the inputs key. The steps
+// after it read the resolved options; the caller's stay as given.
 type stepResolve struct {
 	sysextDir string // --sysext downloads, removed by Cleanup
 }
@@ -30,56 +31,70 @@ type stepResolve struct {
 func (*stepResolve) Name() string { return "resolve" }
 
 func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	o, rec := options(state), record(state)
-	rel := o.Release
-	if o.BaseImage != "" { // refused before anything is downloaded or read
-		if err := disk.CheckFile(o.BaseImage); err != nil {
-			return halt(state, fmt.Errorf("--base-image: %w", err))
-		}
-	}
-	// --sysext files first (a URL is downloaded): the Kubernetes version is read from inside them.
-	sx, srcs, err := sysextInputs(ctx, o, s.sysextDownloadDir)
+	r, err := resolve(ctx, options(state), s.sysextDownloadDir)
 	if err != nil {
 		return halt(state, err)
 	}
-	if err := resolveKubernetes(ctx, o.client(), o, srcs); err != nil {
-		return halt(state, err)
-	}
-	rec.KubernetesVersion = o.Kubernetes.Kubernetes
-	switch {
-	case o.BaseImage != "" && release.IsAlias(rel.Version):
-		// A local image names no release; the user's --version does, else it is "local".
-		rel.Version = "local"
-	case o.BaseImage == "":
-		r, err := fetch.Resolve(ctx, o.client(), rel)
-		if err != nil {
-			return halt(state, err)
-		}
-		rel = r
-	}
+	o, rel, rec := r.options, r.release, record(state)
+	keyOptions.put(state, o)
 	keyRelease.put(state, rel)
-	rec.FlatcarVersion, rec.Channel, rec.Arch = rel.Version, rel.Channel, rel.Arch
-	o.ImageName = cmp.Or(o.ImageName, DefaultImageName(o.Method, rel.Channel, rel.Version, o.Kubernetes.Kubernetes))
-	o.OutputDir = cmp.Or(o.OutputDir, filepath.Join("output", o.ImageName))
-	abs, err := filepath.Abs(o.OutputDir)
-	if err != nil {
-		return halt(state, err)
-	}
-	o.OutputDir = abs
-	rec.ImageName = o.ImageName
+	keySysextFiles.put(state, r.sysext)
 	keyArtifact.put(state, ArtifactPath(o))
-	in, err := inputs(o, rel)
-	if err != nil {
-		return halt(state, err)
-	}
-	in.Sysext = sx
-	keySysextFiles.put(state, srcs)
-	rec.Inputs, rec.InputsKey = in, in.Key()
+	rec.KubernetesVersion, rec.ImageName = o.Kubernetes.Kubernetes, o.ImageName
+	rec.FlatcarVersion, rec.Channel, rec.Arch = rel.Version, rel.Channel, rel.Arch
+	rec.Inputs, rec.InputsKey = r.inputs, r.inputs.Key()
 	if o.BaseImage == "" {
 		rec.Base.URL = redact.URL(rel.URL(release.ImageFile(o.Base, release.CompressionNone)))
 	}
 	note(state, "Flatcar %s %s (%s), Kubernetes %s -> %s", rel.Channel, rel.Version, rel.Arch, o.Kubernetes.Kubernetes, ArtifactPath(o))
 	return multistep.ActionContinue
+}
+
+// resolution is what resolve found.
+type resolution struct {
+	options *Options // a copy of the given options with every value exact
+	release release.Release
+	sysext  map[string]sysextSource // each --sysext's file and sha512
+	inputs  Inputs
+}
+
+// resolve makes the given options exact: the release (a local image names none: the user's
+// --version, else "local"), the Kubernetes versions, the image name and the absolute output
+// directory; --sysext URLs are downloaded into dir. given is not changed.
+func resolve(ctx context.Context, given *Options, dir func() (string, error)) (resolution, error) {
+	o := *given
+	r := resolution{options: &o, release: o.Release}
+	if o.BaseImage != "" { // refused before anything is downloaded or read
+		if err := disk.CheckFile(o.BaseImage); err != nil {
+			return r, fmt.Errorf("--base-image: %w", err)
+		}
+	}
+	// --sysext files first (a URL is downloaded): the Kubernetes version is read from inside them.
+	sx, srcs, err := sysextInputs(ctx, &o, dir)
+	if err != nil {
+		return r, err
+	}
+	r.sysext = srcs
+	if err := resolveKubernetes(ctx, o.client(), &o, srcs); err != nil {
+		return r, err
+	}
+	switch {
+	case o.BaseImage != "" && release.IsAlias(r.release.Version):
+		r.release.Version = "local"
+	case o.BaseImage == "":
+		if r.release, err = fetch.Resolve(ctx, o.client(), r.release); err != nil {
+			return r, err
+		}
+	}
+	o.ImageName = cmp.Or(o.ImageName, DefaultImageName(o.Method, r.release.Channel, r.release.Version, o.Kubernetes.Kubernetes))
+	if o.OutputDir, err = filepath.Abs(cmp.Or(o.OutputDir, filepath.Join("output", o.ImageName))); err != nil {
+		return r, err
+	}
+	if r.inputs, err = inputs(&o, r.release); err != nil {
+		return r, err
+	}
+	r.inputs.Sysext = sx
+	return r, nil
 }
 
 func (s *stepResolve) Cleanup(multistep.StateBag) {
