@@ -14,17 +14,7 @@ import (
 // adds its own, and an absent value reads as T's zero.
 type key[T any] string
 
-func (k key[T]) get(state multistep.StateBag) T {
-	v, _ := state.Get(string(k)).(T)
-	return v
-}
-
-// lookup also says whether the value is there.
-func (k key[T]) lookup(state multistep.StateBag) (T, bool) {
-	v, ok := state.Get(string(k)).(T)
-	return v, ok
-}
-
+func (k key[T]) get(state multistep.StateBag) T    { v, _ := state.Get(string(k)).(T); return v }
 func (k key[T]) put(state multistep.StateBag, v T) { state.Put(string(k), v) }
 func (k key[T]) remove(state multistep.StateBag)   { state.Remove(string(k)) }
 

@@ -42,8 +42,8 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 		rec.Seconds = time.Since(start).Seconds() // this run's wall time so far; the record is written now
 	}
 	if !Reused(state) {
-		a, ok := keySHA512.lookup(state)
-		if !ok { // the qcow2 step hashes what it writes, except compressed output
+		a := keySHA512.get(state)
+		if a.File == "" { // the qcow2 step hashes what it writes, except compressed output
 			sum, n, err := digest.SHA512(artifact)
 			if err != nil {
 				return halt(state, err)

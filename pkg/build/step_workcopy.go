@@ -37,10 +37,7 @@ func (s *stepWorkCopy) Run(ctx context.Context, state multistep.StateBag) multis
 			img.Close()
 			return halt(state, fmt.Errorf("making the work copy's overlay in %s: %w", dir, err))
 		}
-		setWorkImage(state, disk.FromDisk(base, ov, true), func() {
-			ov.Close()
-			img.Close()
-		})
+		keyWorkImage.put(state, &workImage{disk.FromDisk(base, ov, true), func() error { ov.Close(); return img.Close() }})
 		// A fetched base in the build directory goes on being read: unlinked, it lives until closed.
 		if filepath.Dir(base) == dir {
 			os.Remove(base)

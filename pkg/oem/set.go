@@ -86,7 +86,9 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 		return res, err
 	}
 	res.Partition, res.Filesystem = p.Number, fsys.Type()
-	stampWith(fsys, opts.Time)
+	if b, ok := fsys.(*btrfsFS); ok && !opts.Time.IsZero() { // go-diskfs' ext4 stamps time.Now
+		b.fs.Now = opts.Time
+	}
 	current, err := fsys.ReadFile(GrubCfgPath)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
