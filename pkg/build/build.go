@@ -138,7 +138,7 @@ func (t *timed) name() string {
 }
 
 func (t *timed) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	if Reused(state) {
+	if keyReused.get(state) {
 		if r, ok := t.step.(reuseAware); !ok || !r.RunsOnReuse() {
 			return multistep.ActionContinue
 		}

@@ -65,9 +65,6 @@ func halt(state multistep.StateBag, err error) multistep.StepAction {
 func options(state multistep.StateBag) *Options { return keyOptions.get(state) }
 func record(state multistep.StateBag) *Record   { return keyRecord.get(state) }
 
-// Reused reports whether the build found a matching finished artifact.
-func Reused(state multistep.StateBag) bool { return keyReused.get(state) }
-
 // buildTime is the time of what the build makes: its epoch, else the wall clock (whole seconds).
 func buildTime(state multistep.StateBag) time.Time {
 	if t := keyEpoch.get(state); !t.IsZero() {

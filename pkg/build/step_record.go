@@ -41,7 +41,7 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if start := keyStart.get(state); !start.IsZero() {
 		rec.Seconds = time.Since(start).Seconds() // this run's wall time so far; the record is written now
 	}
-	if !Reused(state) {
+	if !keyReused.get(state) {
 		a := keySHA512.get(state)
 		if a.File == "" { // the qcow2 step hashes what it writes, except compressed output
 			sum, n, err := digest.SHA512(artifact)

@@ -220,18 +220,18 @@ func TestReuseStepRebuildsUnlessEverythingMatches(t *testing.T) {
 		t.Fatalf("other inputs: %q", n)
 	}
 	state, n := run(t, "k1")
-	if !Reused(state) || !strings.Contains(n, "reusing") || record(state).Tools.Packer != "1.6.6" {
-		t.Fatalf("matching artifact: reused %v, %q, %+v", Reused(state), n, record(state).Tools)
+	if !keyReused.get(state) || !strings.Contains(n, "reusing") || record(state).Tools.Packer != "1.6.6" {
+		t.Fatalf("matching artifact: reused %v, %q, %+v", keyReused.get(state), n, record(state).Tools)
 	}
 	o.Force = true
-	if state, n := run(t, "k1"); Reused(state) || n != "--force: rebuilding" {
+	if state, n := run(t, "k1"); keyReused.get(state) || n != "--force: rebuilding" {
 		t.Fatalf("--force: %q", n)
 	}
 	o.Force = false
 	if err := os.WriteFile(artifact, []byte("qcow2 bytez"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if state, n := run(t, "k1"); Reused(state) || !strings.Contains(n, "does not match its record (sha512)") {
+	if state, n := run(t, "k1"); keyReused.get(state) || !strings.Contains(n, "does not match its record (sha512)") {
 		t.Fatalf("changed artifact: %q", n)
 	}
 }
