@@ -95,7 +95,7 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 	next := Plan(current, opts, extra)
 	res.After = ParseGrubConfig(next).Settings()
 	if res.Created || string(next) != string(current) {
-		if err := fsys.WriteFile(GrubCfgPath, next); err != nil {
+		if err := writeFile(fsys, GrubCfgPath, next); err != nil {
 			return res, fmt.Errorf("%s: writing OEM grub.cfg (%s): %w", img.Path, fsys.Type(), err)
 		}
 		res.Changed = true
