@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
@@ -48,7 +49,7 @@ type StoredExtension struct {
 }
 
 // searchPaths are systemd-sysext's search paths that live on ROOT (/run is a tmpfs).
-var searchPaths = []string{"/etc/extensions", "/var/lib/extensions"}
+var searchPaths = []string{node.ExtensionsDir, node.ExtensionsVarDir}
 
 func newExtensions() Extensions {
 	return Extensions{Links: []ExtensionLink{}, Stored: []StoredExtension{}}
@@ -194,7 +195,7 @@ func storedExtensions(fsys *disk.FS, links []ExtensionLink) []StoredExtension {
 			}
 		}
 	}
-	walk("/opt/extensions", 0)
+	walk(node.ExtensionsStore, 0)
 	return out
 }
 
