@@ -54,6 +54,10 @@ func TestWriteFileReadOnlyDevice(t *testing.T) {
 	}
 }
 
-type readerOnly struct{ r interface{ ReadAt([]byte, int64) (int, error) } }
+type readerOnly struct {
+	r interface {
+		ReadAt([]byte, int64) (int, error)
+	}
+}
 
 func (r readerOnly) ReadAt(p []byte, off int64) (int, error) { return r.r.ReadAt(p, off) }
