@@ -86,7 +86,7 @@ func TestWriteRepairsBadCopy(t *testing.T) {
 	fs, dev := openImage(t, img)
 	sameFiles(t, "ReadFile with one bad copy", readAllFS(t, fs, want), want)
 	rec := &recorder{File: dev}
-	if err := fs.WriteFile(rec, "/grub.cfg", []byte(openstackGrub)); err != nil {
+	if err := fs.write(rec, "/grub.cfg", []byte(openstackGrub)); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.writes) != 2 || rec.writes[0] != p[0] || rec.writes[1] != p[1] {
@@ -105,7 +105,7 @@ func TestWriteFailureRollsBack(t *testing.T) {
 		p, _ := fs.physical(fs.fsTree.logical, int(fs.sb.nodeSize))
 		before := readAt(t, dev, p[0], p[1])
 		rec := &recorder{File: dev, failAt: failAt}
-		err := fs.WriteFile(rec, "/grub.cfg", []byte(openstackGrub))
+		err := fs.write(rec, "/grub.cfg", []byte(openstackGrub))
 		if !errors.Is(err, errInjected) {
 			t.Fatalf("failAt %d: WriteFile error = %v, want the injected failure", failAt, err)
 		}
@@ -132,7 +132,7 @@ func TestRefusedWriteTouchesNothing(t *testing.T) {
 		{"/" + strings.Repeat("n", 256), nil},
 	} {
 		rec := &recorder{File: dev}
-		if err := fs.WriteFile(rec, c.path, c.data); err == nil || len(rec.writes) != 0 {
+		if err := fs.write(rec, c.path, c.data); err == nil || len(rec.writes) != 0 {
 			t.Errorf("WriteFile(%.20s) = %v with %d writes; want an error and none", c.path, err, len(rec.writes))
 		}
 	}
@@ -175,11 +175,11 @@ func TestCorruptLeaf(t *testing.T) {
 	testutil.FlipByte(t, img, p[0]+2000)
 
 	fs, dev := openImage(t, img)
-	if _, err := fs.ReadFile("/grub.cfg"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "checksum mismatch") {
+	if _, err := fs.read("/grub.cfg"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Errorf("ReadFile over a corrupt leaf: %v, want ErrCorrupt (checksum mismatch)", err)
 	}
 	rec := &recorder{File: dev}
-	if err := fs.WriteFile(rec, "/grub.cfg", []byte(openstackGrub)); !errors.Is(err, ErrCorrupt) || len(rec.writes) != 0 {
+	if err := fs.write(rec, "/grub.cfg", []byte(openstackGrub)); !errors.Is(err, ErrCorrupt) || len(rec.writes) != 0 {
 		t.Errorf("WriteFile over a corrupt leaf: %v with %d writes, want ErrCorrupt and none", err, len(rec.writes))
 	}
 }

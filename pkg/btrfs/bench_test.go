@@ -20,10 +20,10 @@ func BenchmarkOEMSet(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := fs.ReadFile("/grub.cfg"); err != nil {
+		if _, err := fs.read("/grub.cfg"); err != nil {
 			b.Fatal(err)
 		}
-		if err := fs.WriteFile(f, "/grub.cfg", contents[i%2]); err != nil {
+		if err := fs.write(f, "/grub.cfg", contents[i%2]); err != nil {
 			b.Fatal(err)
 		}
 	}

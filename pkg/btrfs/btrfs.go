@@ -23,17 +23,11 @@ var (
 	ErrCorrupt = errors.New("btrfs corrupt")
 )
 
-// DirEntry describes one file or directory.
-type DirEntry struct {
-	Name  string
-	IsDir bool
-	Size  int64
-}
-
 // FS is an opened filesystem. Tree blocks are read from the device on every call, so a
 // WriteFile is visible to later reads without any cache to invalidate.
 type FS struct {
 	dev     io.ReaderAt
+	w       io.WriterAt // dev, when it takes writes (WriteFile)
 	size    int64
 	sb      superblock
 	chunks  chunkMap
@@ -47,12 +41,14 @@ type FS struct {
 }
 
 // Open reads the superblock, the chunk tree and the root tree of the filesystem on dev.
+// WriteFile writes to dev when it is also an io.WriterAt.
 func Open(dev io.ReaderAt, size int64) (*FS, error) {
 	sb, err := readSuperblock(dev, size)
 	if err != nil {
 		return nil, err
 	}
 	fs := &FS{dev: dev, size: size, sb: sb}
+	fs.w, _ = dev.(io.WriterAt)
 	if fs.chunks, err = parseSysChunkArray(sb.sysChunkArray); err != nil {
 		return nil, fmt.Errorf("btrfs superblock sys_chunk_array: %w", err)
 	}

@@ -175,8 +175,8 @@ func FuzzOpen(f *testing.F) {
 		}
 		fs.Label()
 		readTree(fs, "/", 3)
-		fs.WriteFile(dev, "/grub.cfg", []byte("set oem_id=\"openstack\"\n"))
-		fs.WriteFile(dev, "/sysext/new", []byte("x"))
+		fs.write(dev, "/grub.cfg", []byte("set oem_id=\"openstack\"\n"))
+		fs.write(dev, "/sysext/new", []byte("x"))
 		if fs, err := Open(dev, fuzzDevSize); err == nil {
 			readTree(fs, "/", 3)
 		}
@@ -185,19 +185,19 @@ func FuzzOpen(f *testing.F) {
 
 // readTree reads every small file under dir, depth levels deep.
 func readTree(fs *FS, dir string, depth int) {
-	es, err := fs.ReadDir(dir)
+	es, err := fs.list(dir)
 	if err != nil || depth == 0 {
 		return
 	}
 	for _, e := range es {
 		p := dir + "/" + e.Name
-		st, err := fs.Stat(p)
+		st, err := fs.entry(p)
 		switch {
 		case err != nil:
 		case st.IsDir:
 			readTree(fs, p, depth-1)
 		case st.Size <= 1<<20:
-			fs.ReadFile(p)
+			fs.read(p)
 		}
 	}
 }

@@ -156,7 +156,7 @@ func readAllFS(t testing.TB, fs *FS, want oemFiles) oemFiles {
 	t.Helper()
 	got := oemFiles{}
 	for p := range want {
-		data, err := fs.ReadFile(p)
+		data, err := fs.read(p)
 		if err != nil {
 			t.Errorf("ReadFile(%s): %v", p, err)
 			continue

@@ -27,13 +27,13 @@ func (fs *FS) MaxInline() int {
 	return min(defaultMaxInline, int(fs.sb.sectorSize)-1, int(fs.sb.nodeSize)-headerSize-itemHdrSize-extentInlineHdr)
 }
 
-// WriteFile replaces the contents of the file at path with data, stored as one inline extent,
+// writeTo replaces the contents of the file at p with data, stored as one inline extent,
 // or creates the file (mode 0644, root-owned) when its directory exists but it does not. The
 // extent is zlib-compressed when the file's old extent was and compression pays, or when only
 // the compressed form fits; otherwise it is stored uncompressed. Every change is computed and
 // checked in memory first; anything that would need a new tree block, a leaf split or extent
 // tree changes returns an ErrUnsupported error before anything is written.
-func (fs *FS) WriteFile(dev io.WriterAt, p string, data []byte) error {
+func (fs *FS) writeTo(dev io.WriterAt, p string, data []byte) error {
 	if err := fs.writeFile(dev, p, data); err != nil {
 		return &os.PathError{Op: "write", Path: p, Err: err}
 	}

@@ -84,38 +84,3 @@ func (fs *FS) resolve(op, p string) (inode, error) {
 	}
 	return cur, nil
 }
-
-// ReadDir lists a directory in creation order (its DIR_INDEX items).
-func (fs *FS) ReadDir(p string) ([]DirEntry, error) {
-	dir, err := fs.resolve("readdir", p)
-	if err != nil {
-		return nil, err
-	}
-	if !dir.item.isDir() {
-		return nil, &os.PathError{Op: "readdir", Path: p, Err: errors.New("not a directory")}
-	}
-	var entries []dirEntry
-	err = fs.walk(fs.fsTree, key{dir.ino, typeDirIndex, 0}, key{dir.ino, typeDirIndex, maxU64}, func(b *block, slot int) (bool, error) {
-		es, err := parseDirItems(b.data(slot))
-		entries = append(entries, es...)
-		return true, err
-	})
-	if err != nil {
-		return nil, &os.PathError{Op: "readdir", Path: p, Err: err}
-	}
-	out := make([]DirEntry, 0, len(entries))
-	for _, e := range entries {
-		d := DirEntry{Name: e.name, IsDir: e.ftype == ftDir || e.location.typ == typeRootItem}
-		if e.location.typ == typeInodeItem {
-			in, err := fs.readInode(e.location.objectID)
-			if err != nil {
-				return nil, &os.PathError{Op: "readdir", Path: p, Err: err}
-			}
-			if d.IsDir = in.item.isDir(); !d.IsDir {
-				d.Size = int64(min(in.item.size(), 1<<62))
-			}
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}

@@ -18,8 +18,8 @@ const (
 	maxCompressed = 128 << 10
 )
 
-// ReadFile returns the contents of the regular file at path.
-func (fs *FS) ReadFile(p string) ([]byte, error) {
+// readFile returns the contents of the regular file at p.
+func (fs *FS) readFile(p string) ([]byte, error) {
 	in, err := fs.resolve("read", p)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ func TestReadFS(t *testing.T) {
 			}
 			sameFiles(t, "ReadFile", readAllFS(t, fs, want), want)
 
-			root, err := fs.ReadDir("/")
+			root, err := fs.list("/")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -32,7 +32,7 @@ func TestReadFS(t *testing.T) {
 			if got := byName(root); !reflect.DeepEqual(got, wantRoot) {
 				t.Errorf("ReadDir(/) = %v, want %v", got, wantRoot)
 			}
-			sys, err := fs.ReadDir("sysext/")
+			sys, err := fs.list("sysext/")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestReadFS(t *testing.T) {
 				{sysextPath, DirEntry{"oem-qemu-4459.2.1.raw", false, 12 << 10}},
 				{"/oem-release", DirEntry{"oem-release", false, int64(len(qemuOEMRelease))}},
 			} {
-				if got, err := fs.Stat(c.path); err != nil || got != c.want {
+				if got, err := fs.entry(c.path); err != nil || got != c.want {
 					t.Errorf("Stat(%s) = %v, %v; want %v", c.path, got, err, c.want)
 				}
 			}
@@ -64,20 +64,20 @@ func TestReadFS(t *testing.T) {
 func TestReadMissing(t *testing.T) {
 	fs, _ := openImage(t, mkImage(t, mixedNoGrub, qemuOEM(false)))
 	for _, p := range []string{"/grub.cfg", "/sysext/nope", "/nodir/x"} {
-		if _, err := fs.ReadFile(p); !errors.Is(err, os.ErrNotExist) {
+		if _, err := fs.read(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("ReadFile(%s) error = %v, want os.ErrNotExist", p, err)
 		}
-		if _, err := fs.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		if _, err := fs.entry(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("Stat(%s) error = %v, want os.ErrNotExist", p, err)
 		}
 	}
-	if _, err := fs.ReadFile("/oem-release/x"); err == nil || errors.Is(err, os.ErrNotExist) {
+	if _, err := fs.read("/oem-release/x"); err == nil || errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ReadFile through a file: %v, want a not-a-directory error", err)
 	}
-	if _, err := fs.ReadFile("/sysext"); err == nil {
+	if _, err := fs.read("/sysext"); err == nil {
 		t.Error("ReadFile of a directory succeeded")
 	}
-	if _, err := fs.ReadDir("/oem-release"); err == nil {
+	if _, err := fs.list("/oem-release"); err == nil {
 		t.Error("ReadDir of a file succeeded")
 	}
 }

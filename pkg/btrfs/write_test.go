@@ -79,7 +79,7 @@ func TestWriteFile(t *testing.T) {
 				img := mkImage(t, v, want)
 				fs, dev := openImage(t, img)
 				for _, w := range c.writes {
-					if err := fs.WriteFile(dev, w.path, w.data); err != nil {
+					if err := fs.write(dev, w.path, w.data); err != nil {
 						t.Fatalf("WriteFile(%s, %d bytes): %v", w.path, len(w.data), err)
 					}
 					want[w.path] = w.data
@@ -89,7 +89,7 @@ func TestWriteFile(t *testing.T) {
 						}
 					}
 					// The same FS sees its own write.
-					if got, err := fs.ReadFile(w.path); err != nil || !bytes.Equal(got, w.data) {
+					if got, err := fs.read(w.path); err != nil || !bytes.Equal(got, w.data) {
 						t.Fatalf("ReadFile(%s) after WriteFile = %q, %v", w.path, got, err)
 					}
 				}
@@ -205,7 +205,7 @@ func TestWriteKernelCompressed(t *testing.T) {
 			img, want := kernelZlibImage(t)
 			fs, dev := openImage(t, img)
 			for p, data := range c.writes {
-				if err := fs.WriteFile(dev, p, data); err != nil {
+				if err := fs.write(dev, p, data); err != nil {
 					t.Fatal(err)
 				}
 				want[p] = data
@@ -259,7 +259,7 @@ func TestWriteCompressesWhenLeafIsFull(t *testing.T) {
 	if e := firstExtent(t, fs, "/grub.cfg"); e.compression != compressNone {
 		t.Fatalf("mkfs stored grub.cfg with compression %d", e.compression)
 	}
-	if err := fs.WriteFile(dev, "/grub.cfg", data); err != nil {
+	if err := fs.write(dev, "/grub.cfg", data); err != nil {
 		t.Fatal(err)
 	}
 	want["/grub.cfg"] = data
@@ -287,7 +287,7 @@ func TestWriteNoCompressInode(t *testing.T) {
 		{flatcarGrub(24, openstackSettings), "splitting a leaf is out of reach"},
 	} {
 		rec := &recorder{File: dev}
-		if err := fs.WriteFile(rec, "/grub.cfg", c.data); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.msg) || len(rec.writes) != 0 {
+		if err := fs.write(rec, "/grub.cfg", c.data); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.msg) || len(rec.writes) != 0 {
 			t.Errorf("WriteFile(%d bytes) = %v with %d writes, want ErrUnsupported saying %q and none", len(c.data), err, len(rec.writes), c.msg)
 		}
 	}
@@ -330,7 +330,7 @@ func TestWriteUnsupported(t *testing.T) {
 			img := mkImage(t, v, qemuOEM(true))
 			fs, dev := openImage(t, img)
 			rec := &recorder{File: dev}
-			err := fs.WriteFile(rec, c.path, c.data)
+			err := fs.write(rec, c.path, c.data)
 			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("WriteFile error = %v, want ErrUnsupported saying %q", err, c.msg)
 			}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // Flatcar's /usr may be zstd-compressed btrfs: files the kernel wrote with compress-force=zstd
@@ -23,7 +22,7 @@ func TestReadKernelZstd(t *testing.T) {
 	for i := 0; big.Len() < 300<<10; i++ {
 		fmt.Fprintf(&big, "line %d of a compressible library file in /usr\n", i)
 	}
-	flatcardisk.KernelZstdBtrfs(t, img, 128<<20, "USR-A", map[string][]byte{"lib/os-release": osRelease, "lib/big": big.Bytes()})
+	testutil.KernelZstdBtrfs(t, img, 128<<20, "USR-A", map[string][]byte{"lib/os-release": osRelease, "lib/big": big.Bytes()})
 	f, err := os.Open(img)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +36,7 @@ func TestReadKernelZstd(t *testing.T) {
 		if e := firstExtent(t, fs, p); e.compression != compressZstd {
 			t.Fatalf("%s: the kernel wrote compression %d, not zstd; the test proves nothing", p, e.compression)
 		}
-		got, err := fs.ReadFile(p)
+		got, err := fs.read(p)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}

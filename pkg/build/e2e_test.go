@@ -23,6 +23,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
 )
@@ -527,8 +528,8 @@ func checkImage(t *testing.T, fx *fixture, image string) {
 	}
 	// The preloaded images.
 	var list images.List
-	if err := json.Unmarshal(root.read("/"+images.ListFile), &list); err != nil || len(list.Images) != 7 {
-		t.Errorf("%s: %v, %d images", images.ListFile, err, len(list.Images))
+	if err := json.Unmarshal(root.read(node.ImagesList), &list); err != nil || len(list.Images) != 7 {
+		t.Errorf("%s: %v, %d images", node.ImagesList, err, len(list.Images))
 	}
 	for _, im := range list.Images {
 		if im.Digest != fx.pushed.Digest[im.Name] {
@@ -536,8 +537,8 @@ func checkImage(t *testing.T, fx *fixture, image string) {
 		}
 	}
 	// Imported in the build VM: the blobs are in containerd's content store, the archive is gone.
-	if !root.absent("/" + images.ArchiveFile) {
-		t.Errorf("%s is still in the image after the build VM's import: images stored twice", images.ArchiveFile)
+	if !root.absent(node.ImagesArchive) {
+		t.Errorf("%s is still in the image after the build VM's import: images stored twice", node.ImagesArchive)
 	}
 	for _, ref := range fx.pushed.Refs {
 		d := strings.TrimPrefix(fx.pushed.Manifest[ref], "sha256:")
@@ -545,10 +546,10 @@ func checkImage(t *testing.T, fx *fixture, image string) {
 			t.Errorf("%s: manifest %s is not in containerd's content store in ROOT", ref, d)
 		}
 	}
-	if root.entry("/"+images.ImportWants) == nil || !strings.Contains(string(root.read("/"+images.ConfDropIn)), "SystemdCgroup = true") {
+	if root.entry(node.ImportWants) == nil || !strings.Contains(string(root.read(node.ContainerdConfDropIn)), "SystemdCgroup = true") {
 		t.Errorf("import unit not enabled or containerd drop-in missing")
 	}
-	if !strings.Contains(string(root.read("/"+images.CertsDir+"/registry.k8s.io/hosts.toml")), fx.reg.Host) {
+	if !strings.Contains(string(root.read(node.ContainerdCertsDir+"/registry.k8s.io/hosts.toml")), fx.reg.Host) {
 		t.Errorf("hosts.toml does not name the mirror")
 	}
 	if unit := string(root.read("/etc/systemd/system/kubelet.service")); !strings.Contains(unit, "/opt/bin/kubelet") {

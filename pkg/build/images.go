@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
@@ -116,10 +117,10 @@ func (io *ImageOptions) CarriesSecret() bool {
 func (io *ImageOptions) Warnings() []string {
 	var w []string
 	if io.NodeAuth {
-		w = append(w, "--node-registry-auth: the image will hold registry logins (in /"+images.AuthDropIn+", root-only) and is written 0600; anyone who can boot or read it can pull with them: do not make it public in Glance or share it, and prefer a read-only robot account")
+		w = append(w, "--node-registry-auth: the image will hold registry logins (in "+node.ContainerdAuthDropIn+", root-only) and is written 0600; anyone who can boot or read it can pull with them: do not make it public in Glance or share it, and prefer a read-only robot account")
 	}
 	if images.ProxyHasPassword(io.HTTPProxy) || images.ProxyHasPassword(io.HTTPSProxy) {
-		w = append(w, "the proxy URL carries a password: the image will hold it (in /"+images.ProxyEnvFile+", root-only) and is written 0600; do not make the image public in Glance or share it")
+		w = append(w, "the proxy URL carries a password: the image will hold it (in "+node.ProxyEnvFile+", root-only) and is written 0600; do not make the image public in Glance or share it")
 	}
 	if (io.HTTPProxy != "" || io.HTTPSProxy != "") && io.NoProxy == "" {
 		w = append(w, "NO_PROXY holds only "+images.NoProxyList("")+": add the API server and its load balancer, the service and pod CIDRs and .svc,.cluster.local with --no-proxy, or kubelet and containerd send cluster traffic to the proxy")

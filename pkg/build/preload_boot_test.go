@@ -11,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
 )
 
@@ -37,7 +38,7 @@ func (p preloadProof) check(t *testing.T, g *standin.Guest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unit := images.ImportUnitName
+	unit := node.ImportUnitName
 	ssh := func(cmd string) string {
 		t.Helper()
 		got, err := g.SSH(cmd)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 )
 
@@ -71,7 +71,7 @@ func imageEntries(ctx context.Context, state multistep.StateBag) ([]rootfs.Entry
 	if plan.Archive != nil {
 		a := plan.Archive
 		size = a.Size
-		out = append(out, rootfs.Entry{Path: images.ArchiveFile, Mode: 0o600, Size: a.Size,
+		out = append(out, rootfs.Entry{Path: node.InRoot(node.ImagesArchive), Mode: 0o600, Size: a.Size,
 			Open: func() (io.ReadCloser, error) { return a.Reader(ctx), nil }})
 	}
 	files, err := plan.Node.Files(size)

@@ -19,6 +19,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs/rootfstest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
@@ -108,25 +109,25 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 	}
 	// The archive: kubeadm's names, the digests pushed, every blob once.
 	archive := filepath.Join(t.TempDir(), "images.tar")
-	testutil.MustRun(t, "debugfs", "-R", "dump /"+images.ArchiveFile+" "+archive, root)
+	testutil.MustRun(t, "debugfs", "-R", "dump "+node.ImagesArchive+" "+archive, root)
 	names := archiveNames(t, archive)
 	for n, d := range want {
 		if names[n] != d {
 			t.Errorf("archive names %s -> %q, want %s", n, names[n], d)
 		}
 	}
-	unit := dump(images.ImportUnit)
-	for _, w := range []string{"Before=kubelet.service kubeadm.service", "After=containerd.service", "ExecStart=/" + images.ImportScript} {
+	unit := dump(node.InRoot(node.ImportUnit))
+	for _, w := range []string{"Before=kubelet.service kubeadm.service", "After=containerd.service", "ExecStart=" + node.ImportScript} {
 		if !strings.Contains(unit, w) {
 			t.Errorf("import unit lacks %q:\n%s", w, unit)
 		}
 	}
-	if got := rootfstest.Stat(t, root, "/"+images.ImportWants); got.Type != "symlink" || got.LinkTarget != "/"+images.ImportUnit {
-		t.Errorf("%s: %+v", images.ImportWants, got)
+	if got := rootfstest.Stat(t, root, node.ImportWants); got.Type != "symlink" || got.LinkTarget != node.ImportUnit {
+		t.Errorf("%s: %+v", node.ImportWants, got)
 	}
 	for _, u := range []string{"kubelet", "kubeadm"} {
 		d := dump("etc/systemd/system/" + u + ".service.d/05-flatcar-capo-images.conf")
-		if !strings.Contains(d, "After="+images.ImportUnitName) || !strings.Contains(d, "Wants="+images.ImportUnitName) {
+		if !strings.Contains(d, "After="+node.ImportUnitName) || !strings.Contains(d, "Wants="+node.ImportUnitName) {
 			t.Errorf("%s drop-in: %s", u, d)
 		}
 	}
@@ -134,49 +135,49 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 	// NO_PROXY starts with the node-local entries.
 	for _, u := range []string{"containerd", "kubelet"} {
 		p := "etc/systemd/system/" + u + ".service.d/10-flatcar-capo-proxy.conf"
-		if d := dump(p); !strings.Contains(d, "EnvironmentFile=/"+images.ProxyEnvFile+"\n") || strings.Contains(d, proxyPassword) {
+		if d := dump(p); !strings.Contains(d, "EnvironmentFile="+node.ProxyEnvFile+"\n") || strings.Contains(d, proxyPassword) {
 			t.Errorf("%s proxy drop-in: %s", u, d)
 		}
 		if st := rootfstest.Stat(t, root, "/"+p); st.Mode != 0o644 {
 			t.Errorf("%s: mode %o", p, st.Mode)
 		}
 	}
-	penv := dump(images.ProxyEnvFile)
+	penv := dump(node.InRoot(node.ProxyEnvFile))
 	for _, w := range []string{`HTTPS_PROXY="http://proxyuser:` + proxyPassword + `@proxy.example:3128"`, `https_proxy="http://proxyuser:`, `NO_PROXY="localhost,127.0.0.1,169.254.169.254,10.0.0.0/8,.cluster.local"`} {
 		if !strings.Contains(penv, w) {
-			t.Errorf("%s lacks %q:\n%s", images.ProxyEnvFile, w, penv)
+			t.Errorf("%s lacks %q:\n%s", node.ProxyEnvFile, w, penv)
 		}
 	}
 	// --node-registry-auth: the mirror's login from the docker config, root-only, for the CRI.
-	if a := dump(images.AuthDropIn); !strings.Contains(a, `[plugins."io.containerd.grpc.v1.cri".registry.configs."`+reg.Host+`".auth]`) || !strings.Contains(a, `password = "`+registrytest.Password+`"`) {
-		t.Errorf("%s:\n%s", images.AuthDropIn, a)
+	if a := dump(node.InRoot(node.ContainerdAuthDropIn)); !strings.Contains(a, `[plugins."io.containerd.grpc.v1.cri".registry.configs."`+reg.Host+`".auth]`) || !strings.Contains(a, `password = "`+registrytest.Password+`"`) {
+		t.Errorf("%s:\n%s", node.ContainerdAuthDropIn, a)
 	}
-	if st := rootfstest.Stat(t, root, "/"+images.AuthDropIn); st.Mode != 0o600 {
-		t.Errorf("%s: mode %o, want 0600", images.AuthDropIn, st.Mode)
+	if st := rootfstest.Stat(t, root, node.ContainerdAuthDropIn); st.Mode != 0o600 {
+		t.Errorf("%s: mode %o, want 0600", node.ContainerdAuthDropIn, st.Mode)
 	}
-	if st := rootfstest.Stat(t, root, "/"+images.ProxyEnvFile); st.Mode != 0o600 || st.UID != 0 {
-		t.Errorf("%s: mode %o uid %d, want 0600 root", images.ProxyEnvFile, st.Mode, st.UID)
+	if st := rootfstest.Stat(t, root, node.ProxyEnvFile); st.Mode != 0o600 || st.UID != 0 {
+		t.Errorf("%s: mode %o uid %d, want 0600 root", node.ProxyEnvFile, st.Mode, st.UID)
 	}
-	script := dump(images.ImportScript)
+	script := dump(node.InRoot(node.ImportScript))
 	for _, w := range []string{"ctr -n k8s.io images import", images.PinnedLabel, `rm -f "$archive"`} {
 		if !strings.Contains(script, w) {
 			t.Errorf("import script lacks %q", w)
 		}
 	}
-	if st := rootfstest.Stat(t, root, "/"+images.ImportScript); st.Mode != 0o755 {
+	if st := rootfstest.Stat(t, root, node.ImportScript); st.Mode != 0o755 {
 		t.Errorf("import script mode %o", st.Mode)
 	}
-	hosts := dump(images.CertsDir + "/registry.k8s.io/hosts.toml")
+	hosts := dump(node.InRoot(node.ContainerdCertsDir) + "/registry.k8s.io/hosts.toml")
 	for _, w := range []string{`server = "https://registry.k8s.io"`, `[host."https://` + reg.Host + `"]`, `capabilities = ["pull", "resolve"]`, `ca = "/etc/containerd/certs.d/registry.k8s.io/ca.crt"`} {
 		if !strings.Contains(hosts, w) {
 			t.Errorf("hosts.toml lacks %q:\n%s", w, hosts)
 		}
 	}
 	ca, _ := os.ReadFile(reg.CAFile)
-	if dump(images.CertsDir+"/registry.k8s.io/ca.crt") != string(ca) || dump(images.TrustStoreCA) != string(ca) {
+	if dump(node.InRoot(node.ContainerdCertsDir)+"/registry.k8s.io/ca.crt") != string(ca) || dump(node.InRoot(node.RegistryCA)) != string(ca) {
 		t.Error("the CA is not in certs.d and the trust store")
 	}
-	conf := dump(images.ConfDropIn)
+	conf := dump(node.InRoot(node.ContainerdConfDropIn))
 	for _, w := range []string{`sandbox_image = "registry.k8s.io/pause:` + kubetest.PauseTag + `"`, `config_path = "/etc/containerd/certs.d"`, "SystemdCgroup = true", "version = 2"} {
 		if !strings.Contains(conf, w) {
 			t.Errorf("containerd drop-in lacks %q:\n%s", w, conf)
@@ -262,14 +263,14 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 			t.Errorf("dry-run images: %+v", p)
 		}
 		text := testutil.RunCmd(t, testutil.Cmd{Args: args(o, "--dry-run"), Env: env}).MustSucceed(t)
-		if h := p.Hosts["/"+images.CertsDir+"/registry.k8s.io/hosts.toml"]; !strings.Contains(h, `[host."https://`+reg.Host+`"]`) || p.HTTPSProxy != "http://REDACTED@proxy.example:3128" || len(p.NodeAuth) != 1 {
+		if h := p.Hosts[node.ContainerdCertsDir+"/registry.k8s.io/hosts.toml"]; !strings.Contains(h, `[host."https://`+reg.Host+`"]`) || p.HTTPSProxy != "http://REDACTED@proxy.example:3128" || len(p.NodeAuth) != 1 {
 			t.Errorf("dry-run settings: %+v", p)
 		}
 		if strings.Contains(r.Stdout, proxyPassword) {
 			t.Error("the dry run shows the proxy password")
 		}
 		if !strings.Contains(text.Stdout, "total: ") || !strings.Contains(text.Stdout, "registry.k8s.io/etcd:"+kubetest.EtcdTag) ||
-			!strings.Contains(text.Stdout, "node /"+images.CertsDir+"/registry.k8s.io/hosts.toml:") || !strings.Contains(text.Stdout, "node proxy:   HTTP_PROXY= HTTPS_PROXY=http://REDACTED@proxy.example:3128") {
+			!strings.Contains(text.Stdout, "node "+node.ContainerdCertsDir+"/registry.k8s.io/hosts.toml:") || !strings.Contains(text.Stdout, "node proxy:   HTTP_PROXY= HTTPS_PROXY=http://REDACTED@proxy.example:3128") {
 			t.Errorf("dry-run text:\n%s", text.Stdout)
 		}
 		noArtifactIn(t, o)
@@ -314,7 +315,7 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 		testutil.RunCmd(t, testutil.Cmd{Args: a, Env: env}).MustSucceed(t)
 		img := filepath.Join(t.TempDir(), "cafile.raw")
 		testutil.Run(t, "convert", filepath.Join(o, name+".qcow2"), img).MustSucceed(t)
-		if ls := testutil.MustRun(t, "debugfs", "-R", "ls -l /"+images.CertsDir+"/registry.k8s.io", rootfstest.ExtractRoot(t, img)); strings.Contains(ls, "ca.crt") {
+		if ls := testutil.MustRun(t, "debugfs", "-R", "ls -l "+node.ContainerdCertsDir+"/registry.k8s.io", rootfstest.ExtractRoot(t, img)); strings.Contains(ls, "ca.crt") {
 			t.Errorf("--ca-file went into the node:\n%s", ls)
 		}
 		testutil.RunCmd(t, testutil.Cmd{Args: args(filepath.Join(dir, "bad4"), "--registry-mirror", "registry.k8s.io"), Env: env}).MustFail(t, 2, "REGISTRY=URL")

@@ -4,11 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/diskfs/go-diskfs/filesystem"
@@ -24,8 +22,9 @@ import (
 // metadata (index out of range, division by zero) and allocate whatever a crafted superblock
 // asks for, and an image is untrusted input: every method here runs behind recover, and
 // OpenExt4 checks the superblock's sizes first, so a crafted image is an error naming Name
-// ("partition 6 (OEM)", a file's path), never a crash. Paths are absolute or relative
-// ("/grub.cfg", "etc/x", "." or ""), as the callers write them; go-diskfs gets its io/fs form.
+// ("partition 6 (OEM)", a file's path), never a crash. It is an io/fs filesystem (iofs.go:
+// Open, ReadDir, ReadFile, Stat, Lstat, ReadLink take io/fs names, "etc/x" or "."); the
+// writing methods below, which only the ROOT bake uses, also take "/etc/x" and "".
 type FS struct {
 	Name string
 	kind string // "ext4", "FAT", "squashfs"
@@ -47,8 +46,13 @@ func (f *FS) corrupt(v any) error {
 	if f.Name != "" {
 		err = fmt.Errorf("%s: %w", f.Name, err)
 	}
-	return err
+	return corruptError{err}
 }
+
+// corruptError is a go-diskfs panic, as an error (its message names the filesystem already).
+type corruptError struct{ error }
+
+func (e corruptError) Unwrap() error { return e.error }
 
 // open runs a go-diskfs Read or Create behind recover.
 func open(name, kind string, read func() (filesystem.FileSystem, error)) (f *FS, err error) {
@@ -182,16 +186,6 @@ func (f *FS) ext4() (*ext4.FileSystem, error) {
 	return e, nil
 }
 
-func (f *FS) ReadDir(name string) (ents []fs.DirEntry, err error) {
-	defer f.guard(&err)
-	return f.fs.ReadDir(fsPath(name))
-}
-
-func (f *FS) Stat(name string) (fi fs.FileInfo, err error) {
-	defer f.guard(&err)
-	return f.fs.Stat(fsPath(name))
-}
-
 // OpenFile opens a file; its reads and writes are guarded too.
 func (f *FS) OpenFile(name string, flag int) (file io.ReadWriteCloser, err error) {
 	defer f.guard(&err)
@@ -200,16 +194,6 @@ func (f *FS) OpenFile(name string, flag int) (file io.ReadWriteCloser, err error
 		return nil, err
 	}
 	return &guardedFile{f: h, fs: f}, nil
-}
-
-// ReadFile reads a whole file.
-func (f *FS) ReadFile(name string) (data []byte, err error) {
-	h, err := f.OpenFile(name, os.O_RDONLY)
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	return io.ReadAll(h)
 }
 
 func (f *FS) Mkdir(name string) (err error) {
@@ -235,16 +219,6 @@ func (f *FS) Chown(name string, uid, gid int) (err error) {
 func (f *FS) Chtimes(name string, ctime, atime, mtime time.Time) (err error) {
 	defer f.guard(&err)
 	return f.fs.Chtimes(fsPath(name), ctime, atime, mtime)
-}
-
-// ReadLink returns a symlink's target (ext4).
-func (f *FS) ReadLink(name string) (target string, err error) {
-	defer f.guard(&err)
-	e, err := f.ext4()
-	if err != nil {
-		return "", err
-	}
-	return e.ReadLink(fsPath(name))
 }
 
 // GetXattr returns a file's extended attributes (ext4).
@@ -290,57 +264,4 @@ func (g *guardedFile) Seek(off int64, whence int) (n int64, err error) {
 func (g *guardedFile) Close() (err error) {
 	defer g.fs.guard(&err)
 	return g.f.Close()
-}
-
-// ReaderAt opens a regular file for random access. go-diskfs v1.9.4's ext4 File.Read panics
-// (negative makeslice) when a read starts inside the first block after the end of an extent,
-// other than at that block's start: it skips only extents ending before that block. Reads
-// through this ReaderAt always start on a 4 KiB boundary (the block is read whole and trimmed),
-// which that code handles, so a squashfs inside ROOT can be read in place.
-func (f *FS) ReaderAt(name string) (io.ReaderAt, int64, error) {
-	fi, err := f.Stat(name)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("/%s is not a regular file", fsPath(name))
-	}
-	h, err := f.OpenFile(name, os.O_RDONLY)
-	if err != nil {
-		return nil, 0, err
-	}
-	return &alignedReader{rs: h.(io.ReadSeeker), size: fi.Size()}, fi.Size(), nil
-}
-
-const alignBlock = 4096
-
-type alignedReader struct {
-	mu   sync.Mutex
-	rs   io.ReadSeeker
-	size int64
-}
-
-func (a *alignedReader) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, fmt.Errorf("negative offset %d", off)
-	}
-	if off >= a.size {
-		return 0, io.EOF
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	start := off / alignBlock * alignBlock
-	end := min(off+int64(len(p)), a.size)
-	if _, err := a.rs.Seek(start, io.SeekStart); err != nil {
-		return 0, err
-	}
-	buf := make([]byte, end-start)
-	if _, err := io.ReadFull(a.rs, buf); err != nil {
-		return 0, err
-	}
-	n := copy(p, buf[off-start:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
 }

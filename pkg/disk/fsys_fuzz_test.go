@@ -152,6 +152,6 @@ func FuzzFilesystems(f *testing.F) {
 				}
 			}
 		}
-		walk("/", 0)
+		walk(".", 0)
 	})
 }

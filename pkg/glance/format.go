@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 )
 
 // DetectFileFormat checks that path is an image Glance can take as qcow2 or raw and returns its
@@ -46,33 +45,20 @@ func DetectFileFormat(path string) (disk.Format, int64, error) {
 	return format, st.Size(), nil
 }
 
-// RawAsQcow2 streams a raw image as qcow2 on the fly (no temporary file): Glance gets a smaller
+// RawAsQcow2 streams a raw image as qcow2 on the fly (convert.Qcow2Reader): Glance gets a smaller
 // qcow2 with the holes of the raw file left out. It returns the opener and the qcow2's length.
 func RawAsQcow2(path string) (Opener, int64, error) {
-	open := func() (*qcow2.Stream, *os.File, error) {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		s, err := qcow2.NewStreamWriter(f)
-		if err != nil {
-			f.Close()
-			return nil, nil, fmt.Errorf("streaming %s as qcow2: %w", path, err)
-		}
-		return s, f, nil
-	}
-	s, f, err := open()
+	_, size, f, err := convert.Qcow2Reader(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	size := s.Size()
 	f.Close()
 	return func() (io.ReaderAt, io.Closer, error) {
-		s, f, err := open()
+		s, n, f, err := convert.Qcow2Reader(path)
 		if err != nil {
 			return nil, nil, err
 		}
-		if s.Size() != size {
+		if n != size {
 			f.Close()
 			return nil, nil, fmt.Errorf("%s changed while it was being uploaded", path)
 		}
@@ -89,23 +75,9 @@ func VirtualSize(path string) (int64, error) {
 	return qcow2VirtualSize(path)
 }
 
-// openQcow2 opens the qcow2 image at path; the caller closes the file.
-func openQcow2(path string) (*qcow2.Reader, *os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	r, err := qcow2.OpenFile(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, f, nil
-}
-
 // qcow2VirtualSize reads the virtual size from a qcow2's header.
 func qcow2VirtualSize(path string) (int64, error) {
-	r, f, err := openQcow2(path)
+	r, f, err := convert.RawReader(path)
 	if err != nil {
 		return 0, err
 	}
@@ -116,7 +88,7 @@ func qcow2VirtualSize(path string) (int64, error) {
 // Qcow2AsRaw opens the virtual disk of a qcow2 image: the bytes of the raw image it holds.
 func Qcow2AsRaw(path string) Opener {
 	return func() (io.ReaderAt, io.Closer, error) {
-		r, f, err := openQcow2(path)
+		r, f, err := convert.RawReader(path)
 		if err != nil {
 			return nil, nil, err
 		}

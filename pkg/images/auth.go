@@ -6,10 +6,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-)
 
-// AuthDropIn holds the node's registry logins (--node-registry-auth): root-only.
-const AuthDropIn = "etc/containerd/conf.d/20-flatcar-capo-auth.toml"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
+)
 
 // HostAuth is one registry host's login for the node's containerd.
 type HostAuth struct {
@@ -94,5 +93,5 @@ func authDropIn(auths []HostAuth) (File, error) {
 			fmt.Fprintf(&b, "  %s = %s\n", kv.k, v)
 		}
 	}
-	return File{Path: AuthDropIn, Mode: 0o600, Content: []byte(b.String())}, nil
+	return File{Path: node.InRoot(node.ContainerdAuthDropIn), Mode: 0o600, Content: []byte(b.String())}, nil
 }

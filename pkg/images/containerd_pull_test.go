@@ -11,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
@@ -64,7 +65,7 @@ func TestContainerdPullsAsTheNodeFilesSay(t *testing.T) {
 		if out, err := c.Pull(one); err == nil || !strings.Contains(out, "no basic auth credentials") {
 			t.Errorf("pull without the node's login: %v\n%s", err, out)
 		}
-		if _, err := os.Stat(filepath.Join(c.Dir, images.CertsDir, "registry.k8s.io")); err == nil {
+		if _, err := os.Stat(filepath.Join(c.Dir, node.InRoot(node.ContainerdCertsDir), "registry.k8s.io")); err == nil {
 			t.Error("a certs.d/registry.k8s.io directory exists: it would bypass the catch-all")
 		}
 		n.Auth = regAuth
@@ -75,8 +76,8 @@ func TestContainerdPullsAsTheNodeFilesSay(t *testing.T) {
 		if log := c.Log(); !strings.Contains(log, "https://"+reg.Host+"/v2/app/one") || strings.Contains(log, "https://registry.k8s.io/v2/") {
 			t.Errorf("containerd's requests (want the mirror only):\n%s", log)
 		}
-		if st, _ := os.Stat(filepath.Join(c.Dir, images.AuthDropIn)); st == nil || st.Mode().Perm() != 0o600 {
-			t.Errorf("%s: %v, want 0600", images.AuthDropIn, st)
+		if st, _ := os.Stat(filepath.Join(c.Dir, node.InRoot(node.ContainerdAuthDropIn))); st == nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, want 0600", node.ContainerdAuthDropIn, st)
 		}
 	})
 
@@ -127,7 +128,7 @@ func TestContainerdPullsAsTheNodeFilesSay(t *testing.T) {
 		files, _ := n.Files(0)
 		var env []string
 		for _, f := range files {
-			if f.Path == images.ProxyEnvFile {
+			if f.Path == node.InRoot(node.ProxyEnvFile) {
 				env = envFile(t, string(f.Content))
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
@@ -34,7 +35,7 @@ func TestContainerdMergesDropIn(t *testing.T) {
 	}
 	var ours string
 	for _, f := range files {
-		if f.Path == images.ConfDropIn {
+		if f.Path == node.InRoot(node.ContainerdConfDropIn) {
 			ours = string(f.Content)
 		}
 	}

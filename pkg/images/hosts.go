@@ -6,6 +6,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
 // hostsDir is the certs.d directory containerd reads for registry: containerd 2.x tries
@@ -40,14 +42,15 @@ func (n Node) hostsFiles(ca []byte) ([]File, error) {
 				return nil, fmt.Errorf("registry %q: %v", r, err)
 			}
 		}
-		dir := path.Join(CertsDir, hostsDir(r))
-		if path.Dir(dir) != CertsDir {
-			return nil, fmt.Errorf("registry %q: not a directory name under /%s", r, CertsDir)
+		dir := hostsDir(r)
+		hosts := node.RegistryHosts(dir)
+		if path.Dir(path.Dir(hosts)) != node.ContainerdCertsDir {
+			return nil, fmt.Errorf("registry %q: not a directory name under %s", r, node.ContainerdCertsDir)
 		}
 		caPath := ""
 		if ca != nil {
-			caPath = "/" + path.Join(dir, "ca.crt")
-			out = append(out, File{Path: path.Join(dir, "ca.crt"), Mode: 0o644, Content: ca})
+			caPath = node.RegistryHostsCA(dir)
+			out = append(out, File{Path: node.InRoot(caPath), Mode: 0o644, Content: ca})
 		}
 		var own Mirrors
 		for _, m := range n.Mirrors {
@@ -59,7 +62,7 @@ func (n Node) hostsFiles(ca []byte) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, File{Path: path.Join(dir, "hosts.toml"), Mode: 0o644, Content: []byte(body)})
+		out = append(out, File{Path: node.InRoot(hosts), Mode: 0o644, Content: []byte(body)})
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
 // The hostile and wrong --registry-mirror values of issue 27 (and issue 29's a/b=URL): each is
@@ -76,8 +77,8 @@ func hostsFiles(t *testing.T, n images.Node) map[string]string {
 	}
 	out := map[string]string{}
 	for _, f := range files {
-		if strings.HasPrefix(f.Path, images.CertsDir+"/") {
-			out[strings.TrimPrefix(f.Path, images.CertsDir+"/")] = string(f.Content)
+		if strings.HasPrefix(f.Path, node.InRoot(node.ContainerdCertsDir)+"/") {
+			out[strings.TrimPrefix(f.Path, node.InRoot(node.ContainerdCertsDir)+"/")] = string(f.Content)
 		}
 	}
 	return out

@@ -6,27 +6,17 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
-// Where the node's files go (paths in ROOT, no leading slash). /var and /etc are on ROOT on
-// Flatcar (/etc is the upper layer of its overlay).
-const (
-	PreloadDir     = "var/lib/flatcar-capo/images"                                  // the archive until first boot, and the list
-	ArchiveFile    = PreloadDir + "/images.tar"                                     // removed once imported
-	ListFile       = PreloadDir + "/images.json"                                    // what inspect reads
-	ImportScript   = "opt/flatcar-capo/bin/import-images"                           // the unit's ExecStart
-	ImportUnitName = "flatcar-capo-import-images.service"                           //
-	ImportUnit     = "etc/systemd/system/" + ImportUnitName                         //
-	ImportWants    = "etc/systemd/system/multi-user.target.wants/" + ImportUnitName //
-	CertsDir       = "etc/containerd/certs.d"                                       // containerd's registry config_path
-	ConfDropIn     = "etc/containerd/conf.d/10-flatcar-capo.toml"                   // Flatcar's config imports conf.d/*.toml
-	TrustStoreCA   = "etc/ssl/certs/flatcar-capo-registry-ca.pem"                   // Flatcar rehashes /etc/ssl/certs at boot
-	PinnedLabel    = "io.cri-containerd.pinned=pinned"                              // kubelet's image GC keeps these
-)
+// PinnedLabel marks the preloaded images: kubelet's image GC keeps these. Where the node's files
+// go is pkg/node's.
+const PinnedLabel = "io.cri-containerd.pinned=pinned"
 
 // File is one file of the node's settings.
 type File struct {
-	Path    string
+	Path    string // in ROOT, without the leading slash (node.InRoot)
 	Mode    fs.FileMode
 	Content []byte
 }
@@ -68,8 +58,8 @@ type List struct {
 // Files returns the node's files (archiveSize is the archive's bytes, 0 without images).
 func (n Node) Files(archiveSize int64) ([]File, error) {
 	var out []File
-	add := func(p string, mode fs.FileMode, content string) {
-		out = append(out, File{Path: p, Mode: mode, Content: []byte(content)})
+	add := func(p string, mode fs.FileMode, content string) { // p: a node path
+		out = append(out, File{Path: node.InRoot(p), Mode: mode, Content: []byte(content)})
 	}
 	var ca []byte
 	if n.CAFile != "" {
@@ -77,7 +67,7 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 		if ca, err = os.ReadFile(n.CAFile); err != nil {
 			return nil, fmt.Errorf("--registry-ca: %w", err)
 		}
-		out = append(out, File{Path: TrustStoreCA, Mode: 0o644, Content: ca})
+		out = append(out, File{Path: node.InRoot(node.RegistryCA), Mode: 0o644, Content: ca})
 	}
 	hosts, err := n.hostsFiles(ca)
 	if err != nil {
@@ -96,10 +86,10 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 		}
 		fmt.Fprintf(&c, "  sandbox_image = %s\n", v)
 	}
-	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/" + CertsDir + "\"\n")
+	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"" + node.ContainerdCertsDir + "\"\n")
 	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n")
 	c.WriteString("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n")
-	add(ConfDropIn, 0o644, c.String())
+	add(node.ContainerdConfDropIn, 0o644, c.String())
 	if len(n.Auth) > 0 {
 		f, err := authDropIn(n.Auth)
 		if err != nil {
@@ -115,7 +105,7 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 	if len(n.Images) == 0 {
 		return out, nil
 	}
-	list := List{Kubernetes: n.Kubernetes, Kubeadm: n.Kubeadm, Archive: "/" + ArchiveFile, Size: archiveSize}
+	list := List{Kubernetes: n.Kubernetes, Kubeadm: n.Kubeadm, Archive: node.ImagesArchive, Size: archiveSize}
 	if list.Kubeadm == nil {
 		list.Kubeadm = []string{}
 	}
@@ -126,7 +116,7 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, File{Path: ListFile, Mode: 0o644, Content: append(lj, '\n')})
+	out = append(out, File{Path: node.InRoot(node.ImagesList), Mode: 0o644, Content: append(lj, '\n')})
 	// Each line: the name, then the repo@digest reference CRI reports as the image's repo digest
 	// (a pull through CRI records both; ctr import only the name).
 	var names2 []string
@@ -137,13 +127,13 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 		}
 		names2 = append(names2, line)
 	}
-	add(PreloadDir+"/names", 0o644, strings.Join(names2, "\n")+"\n")
-	add(ImportScript, 0o755, importScript)
-	add(ImportUnit, 0o644, importUnit)
-	out = append(out, File{Path: ImportWants, Mode: fs.ModeSymlink | 0o777, Content: []byte("/" + ImportUnit)})
-	for _, u := range []string{"kubelet.service", "kubeadm.service"} {
-		add("etc/systemd/system/"+u+".d/05-flatcar-capo-images.conf", 0o644,
-			"# the preloaded images are in containerd before this starts\n[Unit]\nWants="+ImportUnitName+"\nAfter="+ImportUnitName+"\n")
+	add(node.ImagesNames, 0o644, strings.Join(names2, "\n")+"\n")
+	add(node.ImportScript, 0o755, importScript)
+	add(node.ImportUnit, 0o644, importUnit)
+	out = append(out, File{Path: node.InRoot(node.ImportWants), Mode: fs.ModeSymlink | 0o777, Content: []byte(node.ImportUnit)})
+	for _, u := range []string{node.Kubelet, node.Kubeadm} {
+		add(node.ImagesDropIn(u), 0o644,
+			"# the preloaded images are in containerd before this starts\n[Unit]\nWants="+node.ImportUnitName+"\nAfter="+node.ImportUnitName+"\n")
 	}
 	return out, nil
 }
@@ -155,12 +145,12 @@ Description=Import the preloaded container images into containerd (flatcar-capo)
 Requires=containerd.service
 After=containerd.service
 Before=kubelet.service kubeadm.service
-ConditionPathExists=/` + ArchiveFile + `
+ConditionPathExists=` + node.ImagesArchive + `
 
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=/` + ImportScript + `
+ExecStart=` + node.ImportScript + `
 
 [Install]
 WantedBy=multi-user.target
@@ -171,9 +161,9 @@ WantedBy=multi-user.target
 const importScript = `#!/bin/sh
 # flatcar-capo: import the preloaded images, pin them, remove the archive (first boot only).
 set -eu
-dir=/` + PreloadDir + `
-archive=/` + ArchiveFile + `
-PATH=/usr/bin:/usr/sbin:/bin:/sbin:/opt/bin
+dir=` + node.PreloadDir + `
+archive=` + node.ImagesArchive + `
+PATH=/usr/bin:/usr/sbin:/bin:/sbin:` + node.BinDir + `
 # containerd may still be starting (or come from a sysext merged a moment ago).
 i=0
 until ctr version >/dev/null 2>&1; do

@@ -7,12 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
-
-// ProxyEnvFile holds the node's proxy settings (root-only: a proxy URL may carry a password);
-// the containerd and kubelet drop-ins read it with EnvironmentFile=.
-const ProxyEnvFile = "etc/flatcar-capo/proxy.env"
 
 // NodeNoProxy is what NO_PROXY always holds on the node: itself and the metadata service. The
 // API server (and its load balancer), the service and pod CIDRs and the node subnet are the
@@ -57,10 +54,11 @@ func (n Node) proxyFiles() ([]File, error) {
 		}
 		fmt.Fprintf(&b, "%s=%s\n%s=%s\n", kv.k, v, strings.ToLower(kv.k), v)
 	}
-	out := []File{{Path: ProxyEnvFile, Mode: 0o600, Content: []byte(b.String())}}
-	for _, u := range []string{"containerd.service", "kubelet.service"} {
-		out = append(out, File{Path: "etc/systemd/system/" + u + ".d/10-flatcar-capo-proxy.conf", Mode: 0o644,
-			Content: []byte("# the proxy settings are in a root-only file: they may carry a password\n[Service]\nEnvironmentFile=/" + ProxyEnvFile + "\n")})
+	// node.ProxyEnvFile is root-only; the containerd and kubelet drop-ins read it with EnvironmentFile=.
+	out := []File{{Path: node.InRoot(node.ProxyEnvFile), Mode: 0o600, Content: []byte(b.String())}}
+	for _, u := range []string{node.Containerd, node.Kubelet} {
+		out = append(out, File{Path: node.InRoot(node.ProxyDropIn(u)), Mode: 0o644,
+			Content: []byte("# the proxy settings are in a root-only file: they may carry a password\n[Service]\nEnvironmentFile=" + node.ProxyEnvFile + "\n")})
 	}
 	return out, nil
 }

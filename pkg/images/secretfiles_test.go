@@ -6,6 +6,7 @@ import (
 
 	packerfiles "github.com/flatcar-capo/flatcar-capo/packer"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
 // The packer method's install-images.sh makes the secret-holding files root-only after its copy:
@@ -15,7 +16,7 @@ func TestInstallImagesKeepsSecretFilesRootOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{images.ProxyEnvFile, images.AuthDropIn} {
+	for _, p := range []string{node.InRoot(node.ProxyEnvFile), node.InRoot(node.ContainerdAuthDropIn)} {
 		if !strings.Contains(string(script), "/"+p+" ") && !strings.Contains(string(script), "/"+p+";") {
 			t.Errorf("install-images.sh does not make /%s root-only", p)
 		}
@@ -25,7 +26,7 @@ func TestInstallImagesKeepsSecretFilesRootOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if (f.Path == images.ProxyEnvFile || f.Path == images.AuthDropIn) && f.Mode != 0o600 {
+		if (f.Path == node.InRoot(node.ProxyEnvFile) || f.Path == node.InRoot(node.ContainerdAuthDropIn)) && f.Mode != 0o600 {
 			t.Errorf("%s: mode %o, want 0600", f.Path, f.Mode)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
@@ -81,12 +82,12 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 	if fsys == nil {
 		return
 	}
-	if ents, err := readDir(fsys, "/etc/containerd/conf.d"); err == nil {
+	if ents, err := readDir(fsys, node.ContainerdConfDir); err == nil {
 		for _, e := range ents {
 			if e.kind != "file" || !strings.HasSuffix(e.name, ".toml") {
 				continue
 			}
-			p := "/etc/containerd/conf.d/" + e.name
+			p := path.Join(node.ContainerdConfDir, e.name)
 			c.DropIns = append(c.DropIns, p)
 			data := readSmall(fsys, p)
 			if m := reSandbox.FindAllStringSubmatch(data, -1); m != nil {
@@ -100,13 +101,12 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 			}
 		}
 	}
-	certs := "/" + images.CertsDir
-	if ents, err := readDir(fsys, certs); err == nil {
+	if ents, err := readDir(fsys, node.ContainerdCertsDir); err == nil {
 		for _, e := range ents {
 			if e.kind != "directory" {
 				continue
 			}
-			data := readSmall(fsys, path.Join(certs, e.name, "hosts.toml"))
+			data := readSmall(fsys, node.RegistryHosts(e.name))
 			if data == "" {
 				continue
 			}
@@ -120,7 +120,7 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 			c.Registries = append(c.Registries, h)
 		}
 	}
-	if data := readSmall(fsys, "/"+images.ProxyEnvFile); data != "" {
+	if data := readSmall(fsys, node.ProxyEnvFile); data != "" {
 		p := &c.Proxy
 		for _, m := range reEnv.FindAllStringSubmatch(data, -1) {
 			v := strings.NewReplacer(`\\`, `\`, `\"`, `"`, "\\`", "`", `\$`, `$`).Replace(m[2])
@@ -137,11 +137,11 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 			}
 		}
 	}
-	if k, err := entryKind(fsys, "/"+images.ImportWants); err == nil && k == "symlink" {
+	if k, err := entryKind(fsys, node.ImportWants); err == nil && k == "symlink" {
 		c.ImportUnit = true
 	}
 	var list images.List
-	if data := readSmall(fsys, "/"+images.ListFile); data == "" || json.Unmarshal([]byte(data), &list) != nil {
+	if data := readSmall(fsys, node.ImagesList); data == "" || json.Unmarshal([]byte(data), &list) != nil {
 		return
 	}
 	c.Kubernetes = list.Kubernetes
@@ -149,8 +149,8 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 		c.Kubeadm = list.Kubeadm
 	}
 	inArchive := map[string]string{}
-	if k, err := entryKind(fsys, "/"+images.ArchiveFile); err == nil && k == "file" {
-		c.Archive = "/" + images.ArchiveFile
+	if k, err := entryKind(fsys, node.ImagesArchive); err == nil && k == "file" {
+		c.Archive = node.ImagesArchive
 		inArchive, c.ArchiveBytes = archiveIndex(fsys, c.Archive)
 	}
 	for _, im := range list.Images {
@@ -170,7 +170,7 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 // archiveIndex reads the OCI archive's index.json (among its first entries): name -> digest.
 func archiveIndex(fsys *disk.FS, p string) (map[string]string, int64) {
 	out := map[string]string{}
-	ra, size, err := fsys.ReaderAt(p)
+	ra, size, err := fsys.ReaderAt(fsName(p))
 	if err != nil {
 		return out, 0
 	}
@@ -206,7 +206,7 @@ func readSmall(fsys *disk.FS, p string) string {
 	if k, err := entryKind(fsys, p); err != nil || k != "file" {
 		return ""
 	}
-	ra, size, err := fsys.ReaderAt(p)
+	ra, size, err := fsys.ReaderAt(fsName(p))
 	if err != nil || size > 1<<20 {
 		return ""
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
@@ -36,7 +35,7 @@ type Report struct {
 	Partitions []PartitionInfo `json:"partitions"`
 	MBR        disk.MBRInfo    `json:"mbr"`
 	OEM        oem.State       `json:"oem"`
-	Sysext     []oem.Entry     `json:"sysext"`
+	Sysext     []SysextEntry   `json:"sysext"`
 	Markers    []string        `json:"markers"`
 	SysextDir  bool            `json:"-"`         // the OEM partition has /sysext (Flatcar with OEM sysexts)
 	GPTPrimary string          `json:"-"`         // why the primary GPT header is unusable ("" = fine; the table came from the backup)
@@ -67,7 +66,7 @@ type Finding struct {
 // list, never null (docs/inspect-json.md).
 func newReport(path string) *Report {
 	return &Report{Image: path, Partitions: []PartitionInfo{}, MBR: disk.MBRInfo{Types: []string{}},
-		Sysext: []oem.Entry{}, Markers: []string{}, Findings: []Finding{}, Extensions: newExtensions(), Containerd: newContainerd()}
+		Sysext: []SysextEntry{}, Markers: []string{}, Findings: []Finding{}, Extensions: newExtensions(), Containerd: newContainerd()}
 }
 
 // Inspect reads img and judges it for target ("" = the image's own effective oem_id).
@@ -100,7 +99,7 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	if err := r.readSysext(fsys); err != nil {
 		return nil, fmt.Errorf("%s: OEM partition: %w", img.Path, err)
 	}
-	if _, err := fsys.ReadFile("/config.ign"); err == nil {
+	if _, err := fsys.ReadFile("config.ign"); err == nil {
 		r.ConfigIgn = true
 	}
 	esp := r.openESP(img, parts)
@@ -114,9 +113,16 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	return r, nil
 }
 
+// SysextEntry is one entry of the OEM partition's /sysext.
+type SysextEntry struct {
+	Name  string `json:"name"`
+	IsDir bool   `json:"isDir,omitempty"`
+	Size  int64  `json:"size"`
+}
+
 // readSysext lists /sysext: the OEM sysext images and the active-oem-<id> markers.
-func (r *Report) readSysext(fsys oem.Filesystem) error {
-	ents, err := fsys.ReadDir("/sysext")
+func (r *Report) readSysext(fsys fs.ReadDirFS) error {
+	ents, err := fsys.ReadDir("sysext")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -124,12 +130,18 @@ func (r *Report) readSysext(fsys oem.Filesystem) error {
 		return err
 	}
 	r.SysextDir = true
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name, markerPrefix) {
-			r.Markers = append(r.Markers, e.Name)
-		} else {
-			r.Sysext = append(r.Sysext, e)
+	for _, e := range ents { // sorted by name
+		switch {
+		case strings.HasPrefix(e.Name(), markerPrefix):
+			r.Markers = append(r.Markers, e.Name())
+		case e.IsDir():
+			r.Sysext = append(r.Sysext, SysextEntry{Name: e.Name(), IsDir: true})
+		default:
+			fi, err := e.Info()
+			if err != nil {
+				return err
+			}
+			r.Sysext = append(r.Sysext, SysextEntry{Name: e.Name(), Size: fi.Size()})
 		}
 	}
 	return nil

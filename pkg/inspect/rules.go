@@ -99,7 +99,7 @@ func ruleOEMSysextMissing(r *Report) {
 
 // hasOEMSysext reports whether /oem/sysext holds oem-<id>-<version>.raw.
 func (r *Report) hasOEMSysext(id string) bool {
-	return slices.ContainsFunc(r.Sysext, func(e oem.Entry) bool {
+	return slices.ContainsFunc(r.Sysext, func(e SysextEntry) bool {
 		return !e.IsDir && strings.HasPrefix(e.Name, "oem-"+id+"-") && strings.HasSuffix(e.Name, ".raw")
 	})
 }

@@ -17,7 +17,7 @@ func readyReport() *Report {
 	r.OEM = oem.State{Partition: 6, Filesystem: "btrfs", GrubCfg: true,
 		Settings: oem.Settings{OEMID: "openstack"}, OEMReleaseID: "qemu"}
 	r.SysextDir = true
-	r.Sysext = []oem.Entry{{Name: "oem-qemu-4459.2.0.raw", Size: 65536}}
+	r.Sysext = []SysextEntry{{Name: "oem-qemu-4459.2.0.raw", Size: 65536}}
 	r.Markers = []string{"active-oem-qemu"}
 	r.MBR = disk.MBRInfo{Kind: disk.MBRProtective, Types: []string{"ee"}}
 	r.FirstBoot = &yes
@@ -59,14 +59,14 @@ func TestVerdictRules(t *testing.T) {
 			r.Markers = append(r.Markers, "active-oem-openstack")
 		}, NotReady, []finding{{LevelError, "oem-sysext-missing"}, {LevelInfo, "oem-release-differs"}},
 			[]string{"active-oem-openstack exists", "oem-openstack-<version>.raw is missing"}},
-		{"oem-sysext-missing: sysext deleted", func(r *Report) { r.Sysext = []oem.Entry{} }, NotReady,
+		{"oem-sysext-missing: sysext deleted", func(r *Report) { r.Sysext = []SysextEntry{} }, NotReady,
 			[]finding{{LevelError, "oem-sysext-missing"}, {LevelInfo, "oem-release-differs"}},
 			[]string{"ID=qemu", "oem-qemu-<version>.raw is missing"}},
 		{"oem-sysext-missing: a directory is not the sysext", func(r *Report) {
-			r.Sysext = []oem.Entry{{Name: "oem-qemu-1.raw", IsDir: true}}
+			r.Sysext = []SysextEntry{{Name: "oem-qemu-1.raw", IsDir: true}}
 		}, NotReady, []finding{{LevelError, "oem-sysext-missing"}, {LevelInfo, "oem-release-differs"}}, nil},
 		{"before OEM sysexts: no /oem/sysext", func(r *Report) {
-			r.SysextDir, r.Sysext, r.Markers = false, []oem.Entry{}, []string{}
+			r.SysextDir, r.Sysext, r.Markers = false, []SysextEntry{}, []string{}
 		}, Ready, []finding{{LevelInfo, "oem-release-differs"}}, nil},
 		{"first-boot-missing", func(r *Report) { r.FirstBoot = &no }, Warning,
 			[]finding{{LevelWarning, "first-boot-missing"}, {LevelInfo, "oem-release-differs"}}, []string{"/flatcar/first_boot", "Ignition will not run"}},
@@ -82,11 +82,11 @@ func TestVerdictRules(t *testing.T) {
 			[]finding{{LevelWarning, "gpt-primary-damaged"}, {LevelInfo, "oem-release-differs"}}, []string{"backup header", "EFI PART", "gdisk"}},
 		{"oem-release-differs: another platform's sysext", func(r *Report) {
 			r.OEM.OEMReleaseID, r.Markers = "azure", []string{"active-oem-azure"}
-			r.Sysext = []oem.Entry{{Name: "oem-azure-4459.2.0.raw"}}
+			r.Sysext = []SysextEntry{{Name: "oem-azure-4459.2.0.raw"}}
 		}, Warning, []finding{{LevelWarning, "oem-release-differs"}}, []string{"azure's agents"}},
 		{"sysext-differs", func(r *Report) {
 			r.Markers = append(r.Markers, "active-oem-azure")
-			r.Sysext = append(r.Sysext, oem.Entry{Name: "oem-azure-4459.2.0.raw"})
+			r.Sysext = append(r.Sysext, SysextEntry{Name: "oem-azure-4459.2.0.raw"})
 		}, Warning, []finding{{LevelInfo, "oem-release-differs"}, {LevelWarning, "sysext-differs"}}, []string{"active-oem-azure"}},
 		{"sysext-link-dangling", func(r *Report) {
 			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/kubernetes.raw", Checked: true, problem: "sysext-link-dangling",

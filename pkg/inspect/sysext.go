@@ -2,13 +2,12 @@ package inspect
 
 import (
 	"fmt"
-	"os"
+	"io/fs"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
@@ -50,7 +49,7 @@ type StoredExtension struct {
 }
 
 // searchPaths are systemd-sysext's search paths that live on ROOT (/run is a tmpfs).
-var searchPaths = []string{"/etc/extensions", "/var/lib/extensions"}
+var searchPaths = []string{node.ExtensionsDir, node.ExtensionsVarDir}
 
 func newExtensions() Extensions {
 	return Extensions{Links: []ExtensionLink{}, Stored: []StoredExtension{}}
@@ -118,7 +117,7 @@ func judgeLink(fsys *disk.FS, p, name, kind string, host sysext.Host) ExtensionL
 		l.problem, l.Reason = "sysext-link-dangling", resolved+" is not a regular file in ROOT"
 		return l
 	}
-	ra, size, err := fsys.ReaderAt(resolved)
+	ra, size, err := fsys.ReaderAt(fsName(resolved))
 	if err != nil {
 		l.problem, l.Reason = "sysext-link-dangling", fmt.Sprintf("%s cannot be opened: %v", resolved, err)
 		return l
@@ -147,7 +146,7 @@ func judgeLink(fsys *disk.FS, p, name, kind string, host sysext.Host) ExtensionL
 func resolveLink(fsys *disk.FS, p string) (first, final string, err error) {
 	cur := p
 	for hop := 0; hop < 8; hop++ {
-		target, err := fsys.ReadLink(cur)
+		target, err := fsys.ReadLink(fsName(cur))
 		if err != nil {
 			return first, "", fmt.Errorf("%s: cannot read the link: %v", cur, err)
 		}
@@ -196,7 +195,7 @@ func storedExtensions(fsys *disk.FS, links []ExtensionLink) []StoredExtension {
 			}
 		}
 	}
-	walk("/opt/extensions", 0)
+	walk(node.ExtensionsStore, 0)
 	return out
 }
 
@@ -205,54 +204,57 @@ type dirEntry struct {
 	size       int64
 }
 
+// fsName is the io/fs name of the absolute path p the report shows ("/etc/x" is "etc/x").
+func fsName(p string) string {
+	if p = strings.TrimPrefix(path.Clean(p), "/"); p == "" {
+		return "."
+	}
+	return p
+}
+
+// readDir lists the directory dir (an absolute path), sorted by name.
 func readDir(fsys *disk.FS, dir string) ([]dirEntry, error) {
-	ents, err := fsys.ReadDir(dir)
+	ents, err := fsys.ReadDir(fsName(dir))
 	if err != nil {
 		return nil, err
 	}
 	var out []dirEntry
 	for _, e := range ents {
-		if e.Name() == "." || e.Name() == ".." {
-			continue
-		}
-		kind := "file"
-		switch t := e.Type(); {
-		case t&os.ModeSymlink != 0:
-			kind = "symlink"
-		case t.IsDir():
-			kind = "directory"
-		case !t.IsRegular():
-			kind = "other"
-		}
 		var size int64
 		if fi, err := e.Info(); err == nil {
 			size = fi.Size()
 		}
-		out = append(out, dirEntry{name: e.Name(), kind: kind, size: size})
+		out = append(out, dirEntry{name: e.Name(), kind: kindOf(e.Type()), size: size})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
 }
 
-// entryKind looks p up in its parent directory (go-diskfs' Stat of a missing path is not a
-// reliable fs.ErrNotExist).
+// kindOf names a file type as the report does.
+func kindOf(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeSymlink != 0:
+		return "symlink"
+	case t.IsDir():
+		return "directory"
+	case !t.IsRegular():
+		return "other"
+	}
+	return "file"
+}
+
+// entryKind is the kind of the entry p itself (a symlink is not followed).
 func entryKind(fsys *disk.FS, p string) (string, error) {
-	ents, err := readDir(fsys, path.Dir(p))
+	fi, err := fsys.Lstat(fsName(p))
 	if err != nil {
 		return "", err
 	}
-	for _, e := range ents {
-		if e.name == path.Base(p) {
-			return e.kind, nil
-		}
-	}
-	return "", os.ErrNotExist
+	return kindOf(fi.Mode().Type()), nil
 }
 
 // openExt4 opens a partition's ext4 read-only.
 func openExt4(img *disk.Image, p disk.Partition) (*disk.FS, error) {
 	sec := vdisk.Protect(img.Section(p))
-	if kind, _ := oem.DetectFilesystem(sec); kind != "ext4" {
+	if kind, _ := disk.DetectFS(sec); kind != "ext4" {
 		return nil, fmt.Errorf("not ext4 (no ext4 superblock on partition %d)", p.Number)
 	}
 	return disk.OpenExt4(sec, disk.PartitionName(p))
@@ -272,11 +274,11 @@ func imageHost(img *disk.Image, parts []disk.Partition, esp *disk.FS) sysext.Hos
 	if !ok {
 		return constants("no USR-A partition")
 	}
-	fsys, err := oem.OpenFilesystem(vdisk.Protect(img.Section(usr)), disk.PartitionName(usr))
+	fsys, err := disk.OpenFS(vdisk.Protect(img.Section(usr)), disk.PartitionName(usr))
 	if err != nil {
 		return constants("USR-A is not readable (" + err.Error() + ")")
 	}
-	data, err := fsys.ReadFile("/lib/os-release")
+	data, err := fsys.ReadFile("lib/os-release")
 	if err != nil {
 		return constants("USR-A's /lib/os-release is not readable (" + err.Error() + ")")
 	}

@@ -161,7 +161,7 @@ func TestInspectReadsZstdBtrfsUSR(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.btrfs", "mkfs.ext4", "mount", "umount")
 	dir := t.TempDir()
 	usr := filepath.Join(dir, "usr.btrfs")
-	flatcardisk.KernelZstdBtrfs(t, usr, 120<<20, "USR-A", map[string][]byte{"lib/os-release": []byte("NAME=\"Flatcar Container Linux by Kinvolk\"\nID=flatcar\nID_LIKE=coreos\nVERSION=4459.2.0\nVERSION_ID=4459.2.0\nSYSEXT_LEVEL=1.0\nPRETTY_NAME=\"Flatcar Container Linux by Kinvolk 4459.2.0 (Oklo)\"\nHOME_URL=\"https://flatcar.org/\"\n")})
+	testutil.KernelZstdBtrfs(t, usr, 120<<20, "USR-A", map[string][]byte{"lib/os-release": []byte("NAME=\"Flatcar Container Linux by Kinvolk\"\nID=flatcar\nID_LIKE=coreos\nVERSION=4459.2.0\nVERSION_ID=4459.2.0\nSYSEXT_LEVEL=1.0\nPRETTY_NAME=\"Flatcar Container Linux by Kinvolk 4459.2.0 (Oklo)\"\nHOME_URL=\"https://flatcar.org/\"\n")})
 	tree := t.TempDir()
 	makeSysext(t, tree, "opt/extensions/kubernetes/kubernetes-v1.33.4-x86-64.raw", "kubernetes", sysext.Release{"ID": "flatcar", "VERSION_ID": "4459.2.0"})
 	os.MkdirAll(filepath.Join(tree, "etc", "extensions"), 0o755)

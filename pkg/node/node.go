@@ -19,6 +19,8 @@ const (
 	// ExtensionsDir is where systemd-sysext looks (Flatcar's sysext-bakery, CAPO).
 	ExtensionsStore = "/opt/extensions"
 	ExtensionsDir   = "/etc/extensions"
+	// ExtensionsVarDir is systemd-sysext's other search path on ROOT (flatcar-capo puts nothing there).
+	ExtensionsVarDir = "/var/lib/extensions"
 
 	// The packer method's kubelet (kubernetes/release's unit with /opt/bin) and kubeadm's drop-in.
 	KubeletUnit   = UnitDir + "/" + Kubelet
@@ -38,6 +40,39 @@ const (
 	// VolumePluginDir is the kubelet's flex-volume directory (its default is under /usr).
 	VolumePluginDir = "/opt/libexec/kubernetes/kubelet-plugins/volume/exec/"
 )
+
+// The preloaded container images and containerd's registry, trust and proxy settings
+// (pkg/images writes them; /etc and /var are on ROOT on Flatcar, /etc the upper layer of its overlay).
+const (
+	PreloadDir     = "/var/lib/flatcar-capo/images" // the archive until first boot, and its lists
+	ImagesArchive  = PreloadDir + "/images.tar"     // removed once imported
+	ImagesList     = PreloadDir + "/images.json"    // what inspect reads
+	ImagesNames    = PreloadDir + "/names"          // what the import script pins
+	ImportScript   = "/opt/flatcar-capo/bin/import-images"
+	ImportUnitName = "flatcar-capo-import-images.service"
+	ImportUnit     = UnitDir + "/" + ImportUnitName
+	ImportWants    = UnitDir + "/multi-user.target.wants/" + ImportUnitName
+
+	ContainerdConfDir    = "/etc/containerd/conf.d" // Flatcar's config.toml imports conf.d/*.toml
+	ContainerdConfDropIn = ContainerdConfDir + "/10-flatcar-capo.toml"
+	ContainerdAuthDropIn = ContainerdConfDir + "/20-flatcar-capo-auth.toml" // --node-registry-auth: root-only
+	ContainerdCertsDir   = "/etc/containerd/certs.d"                        // the CRI's registry config_path
+	RegistryCA           = "/etc/ssl/certs/flatcar-capo-registry-ca.pem"    // Flatcar rehashes /etc/ssl/certs at boot
+	ProxyEnvFile         = "/etc/flatcar-capo/proxy.env"                    // root-only: a proxy URL may carry a password
+)
+
+// ImagesDropIn orders unit after the import unit; ProxyDropIn gives unit the proxy environment.
+func ImagesDropIn(unit string) string { return UnitDir + "/" + unit + ".d/05-flatcar-capo-images.conf" }
+func ProxyDropIn(unit string) string  { return UnitDir + "/" + unit + ".d/10-flatcar-capo-proxy.conf" }
+
+// RegistryHosts and RegistryHostsCA are the hosts.toml and ca.crt of dir, a registry's
+// directory under ContainerdCertsDir (host[:port], or _default for every registry).
+func RegistryHosts(dir string) string   { return path.Join(ContainerdCertsDir, dir, "hosts.toml") }
+func RegistryHostsCA(dir string) string { return path.Join(ContainerdCertsDir, dir, "ca.crt") }
+
+// InRoot is the node path p as a path in the ROOT filesystem, without the leading slash (what
+// pkg/images' files and the sysext bake's entries carry).
+func InRoot(p string) string { return strings.TrimPrefix(p, "/") }
 
 // The Kubernetes sysext's layout (Flatcar's sysext-bakery): merged into /usr on the node.
 const (

@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 )
 
 // files are the node files this package defines; dirs the directories whose entries are free
@@ -19,17 +17,19 @@ import (
 var (
 	files = []string{KubeletUnit, KubeletDropIn, ContainerdConfig, ContainerdDropIn, KubeadmDropIn,
 		KubeadmContainerdDropIn, SysextKubeletUnit, SysextKubeletDropIn, SysextUpholds, UnitDir,
-		"/" + images.ArchiveFile, "/" + images.ListFile, "/" + images.ImportScript, "/" + images.ImportUnit,
-		"/" + images.ImportWants, "/" + images.ConfDropIn, "/" + images.AuthDropIn}
+		ImagesArchive, ImagesList, ImportScript, ImportUnit,
+		ImportWants, ContainerdConfDropIn, ContainerdAuthDropIn}
 	dirs = []string{BinDir, CNIBinDir, ExtensionsStore, ExtensionsDir, SysextBinDir, SysextCNIDir,
-		VolumePluginDir, "/" + images.PreloadDir, "/" + path.Dir(path.Dir(images.ImportScript)),
-		"/" + images.CertsDir}
+		VolumePluginDir, PreloadDir, path.Dir(path.Dir(ImportScript)),
+		ContainerdCertsDir}
 )
 
 func init() {
 	for _, u := range UpdateUnits {
 		files = append(files, path.Join(UnitDir, u))
 	}
+	files = append(files, ImagesNames, ProxyEnvFile, RegistryCA, ImagesDropIn(Kubelet), ImagesDropIn(Kubeadm),
+		ProxyDropIn(Containerd), ProxyDropIn(Kubelet))
 }
 
 // ours are the places flatcar-capo decides (not kubeadm's /etc/kubernetes, not the OS's own).

@@ -5,32 +5,15 @@ import (
 	"fmt"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/btrfs"
-	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 )
 
-// btrfsFS is Flatcar's OEM filesystem since 2983.x, read and edited by pkg/btrfs in place.
-type btrfsFS struct {
-	dev vdisk.Disk
-	fs  *btrfs.FS
-}
-
-func openBtrfs(dev vdisk.Disk) (Filesystem, error) {
-	f, err := btrfs.Open(dev, dev.Size())
-	if err != nil {
-		return nil, err
-	}
-	return &btrfsFS{dev: dev, fs: f}, nil
-}
-
-func (b *btrfsFS) Type() string                         { return "btrfs" }
-func (b *btrfsFS) ReadFile(name string) ([]byte, error) { return b.fs.ReadFile(name) }
-
-// WriteFile rewrites name in place. Content too big for that gets a message saying so and
-// what to do, not the btrfs package's "unsupported layout".
-func (b *btrfsFS) WriteFile(name string, data []byte) error {
-	err := b.fs.WriteFile(b.dev, name, data)
-	if errors.Is(err, btrfs.ErrNoRoom) {
-		return &NoRoomError{File: name, Size: len(data), MaxStored: b.fs.MaxInline(), detail: err}
+// writeFile rewrites name in place. Content too big for a btrfs OEM's in-place rewrite gets a
+// message saying so and what to do, not the btrfs package's "unsupported layout".
+func writeFile(fsys disk.WritableFS, name string, data []byte) error {
+	err := fsys.WriteFile(name, data)
+	if b, ok := fsys.(*btrfs.FS); ok && errors.Is(err, btrfs.ErrNoRoom) {
+		return &NoRoomError{File: "/" + name, Size: len(data), MaxStored: b.MaxInline(), detail: err}
 	}
 	return err
 }
@@ -53,15 +36,3 @@ func (e *NoRoomError) Error() string {
 }
 
 func (e *NoRoomError) Unwrap() error { return e.detail }
-
-func (b *btrfsFS) ReadDir(name string) ([]Entry, error) {
-	ents, err := b.fs.ReadDir(name)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Entry, 0, len(ents))
-	for _, e := range ents {
-		out = append(out, Entry{Name: e.Name, IsDir: e.IsDir, Size: e.Size})
-	}
-	return out, nil
-}

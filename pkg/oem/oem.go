@@ -17,19 +17,19 @@ import (
 // PartitionName is the GPT name of Flatcar's OEM partition.
 const PartitionName = "OEM"
 
-// GrubCfgPath is the OEM grub.cfg, relative to the OEM filesystem root (/oem/grub.cfg when mounted).
-const GrubCfgPath = "/grub.cfg"
+// GrubCfgPath is the OEM grub.cfg, an io/fs name in the OEM filesystem (/oem/grub.cfg when mounted).
+const GrubCfgPath = "grub.cfg"
 
 // Autologin is the kernel argument that gives a root shell on the console; production images drop it.
 const Autologin = "flatcar.autologin"
 
 // Partition opens the OEM partition's filesystem of img.
-func Partition(img *disk.Image) (disk.Partition, Filesystem, error) {
+func Partition(img *disk.Image) (disk.Partition, disk.WritableFS, error) {
 	p, err := img.FindPartition(PartitionName)
 	if err != nil {
 		return p, nil, err
 	}
-	fsys, err := OpenFilesystem(img.Section(p), disk.PartitionName(p))
+	fsys, err := openFS(img.Section(p), disk.PartitionName(p))
 	if err != nil {
 		return p, nil, fmt.Errorf("%s: %w", img.Path, err) // err names the partition
 	}
@@ -46,7 +46,7 @@ type State struct {
 }
 
 // ReadState reads grub.cfg and oem-release.
-func ReadState(img *disk.Image) (State, Filesystem, error) {
+func ReadState(img *disk.Image) (State, disk.WritableFS, error) {
 	p, fsys, err := Partition(img)
 	if err != nil {
 		return State{}, nil, err
@@ -63,7 +63,7 @@ func ReadState(img *disk.Image) (State, Filesystem, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return st, fsys, fmt.Errorf("%s: reading OEM grub.cfg: %w", img.Path, err)
 	}
-	if rel, err := fsys.ReadFile("/oem-release"); err == nil {
+	if rel, err := fsys.ReadFile("oem-release"); err == nil {
 		st.OEMReleaseID = osReleaseValue(rel, "ID")
 	}
 	return st, fsys, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/btrfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
@@ -86,8 +87,8 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 		return res, err
 	}
 	res.Partition, res.Filesystem = p.Number, fsys.Type()
-	if b, ok := fsys.(*btrfsFS); ok && !opts.Time.IsZero() { // go-diskfs' ext4 stamps time.Now
-		b.fs.Now = opts.Time
+	if b, ok := fsys.(*btrfs.FS); ok && !opts.Time.IsZero() { // go-diskfs' ext4 stamps time.Now
+		b.Now = opts.Time
 	}
 	current, err := fsys.ReadFile(GrubCfgPath)
 	if err != nil {
@@ -102,7 +103,7 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 	next := Plan(current, opts, extra)
 	res.After = ParseGrubConfig(next).Settings()
 	if res.Created || string(next) != string(current) {
-		if err := fsys.WriteFile(GrubCfgPath, next); err != nil {
+		if err := writeFile(fsys, GrubCfgPath, next); err != nil {
 			return res, fmt.Errorf("%s: writing OEM grub.cfg (%s): %w", img.Path, fsys.Type(), err)
 		}
 		res.Changed = true

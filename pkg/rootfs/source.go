@@ -90,11 +90,14 @@ func readTree(old *disk.FS) (root Entry, entries []Entry, err error) {
 
 // statEntry reads one entry's metadata and says why it cannot be carried, if it cannot.
 func statEntry(old *disk.FS, p string) (Entry, []string, error) {
+	if p == "" { // the root Entry's Path
+		p = "."
+	}
 	shown := "/" + p
 	if p == "." {
 		shown = "/"
 	}
-	fi, err := old.Stat(p)
+	fi, err := old.Lstat(p) // the entry itself, a symlink too
 	if err != nil {
 		return Entry{}, nil, fmt.Errorf("reading %s in the original ROOT: %w", shown, err)
 	}

@@ -168,7 +168,7 @@ func verify(nfs *disk.FS, root Entry, entries []Entry, sums map[string][sha256.S
 		}
 		for _, de := range des {
 			p := de.Name()
-			if dir != "" {
+			if dir != "." {
 				p = dir + "/" + p
 			}
 			e, ok := want[p]
@@ -190,13 +190,13 @@ func verify(nfs *disk.FS, root Entry, entries []Entry, sums map[string][sha256.S
 	if err := verifyEntry(nfs, root, sums); err != nil {
 		return err
 	}
-	if err := walk(""); err != nil {
+	if err := walk("."); err != nil {
 		return fmt.Errorf("verifying the new ROOT: %w", err)
 	}
 	if seen != len(entries) {
 		missing := []string{}
 		for p := range want {
-			if _, err := nfs.Stat(p); err != nil {
+			if _, err := nfs.Lstat(p); err != nil {
 				missing = append(missing, "/"+p)
 			}
 		}

@@ -1,12 +1,10 @@
-package flatcardisk
+package testutil
 
 import (
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // KernelZstdBtrfs makes at path a btrfs of size bytes labelled label, whose files (path relative
@@ -20,9 +18,9 @@ func KernelZstdBtrfs(t testing.TB, path string, size int64, label string, files 
 	if err := os.Truncate(path, size); err != nil {
 		t.Fatal(err)
 	}
-	testutil.MustRun(t, "mkfs.btrfs", "-q", "-L", label, path)
+	MustRun(t, "mkfs.btrfs", "-q", "-L", label, path)
 	mnt := t.TempDir()
-	testutil.MustRun(t, "mount", "-o", "loop,compress-force=zstd", path, mnt)
+	MustRun(t, "mount", "-o", "loop,compress-force=zstd", path, mnt)
 	var werr error
 	for p, b := range files {
 		if werr = os.MkdirAll(filepath.Dir(filepath.Join(mnt, p)), 0o755); werr == nil {
@@ -33,7 +31,7 @@ func KernelZstdBtrfs(t testing.TB, path string, size int64, label string, files 
 		}
 	}
 	exec.Command("sync").Run()
-	testutil.MustRun(t, "umount", mnt) // before a write error fails the test, so nothing stays mounted
+	MustRun(t, "umount", mnt) // before a write error fails the test, so nothing stays mounted
 	if werr != nil {
 		t.Fatal(werr)
 	}

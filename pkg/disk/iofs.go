@@ -1,0 +1,371 @@
+package disk
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/diskfs/go-diskfs/filesystem/ext4"
+	"github.com/diskfs/go-diskfs/filesystem/squashfs"
+)
+
+// FS as io/fs: fs.FS, fs.ReadDirFS, fs.ReadFileFS, fs.StatFS and fs.ReadLinkFS, with io/fs
+// names. go-diskfs' own answers are mended here: its Stat does not follow symbolic links (Lstat
+// is that; Stat and Open follow them, as os.DirFS does), a missing path is not always
+// fs.ErrNotExist, and its ext4 File.Read panics on some offsets (regular files are read through
+// alignedReader).
+
+// Type names the filesystem: "ext4", "FAT" or "squashfs".
+func (f *FS) Type() string { return f.kind }
+
+// maxLinks bounds a symlink chain, as the kernel's 40.
+const maxLinks = 40
+
+// checkName refuses what io/fs does not call a name ("/etc/x", "a//b", "..", ""), and on FAT a
+// backslash, which its drivers take as a separator.
+func (f *FS) checkName(op, name string) error {
+	if !fs.ValidPath(name) || f.kind == "FAT" && strings.Contains(name, `\`) {
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	return nil
+}
+
+// Lstat describes name itself (a symbolic link is not followed).
+func (f *FS) Lstat(name string) (fs.FileInfo, error) {
+	if err := f.checkName("lstat", name); err != nil {
+		return nil, err
+	}
+	return f.lstat(name)
+}
+
+func (f *FS) lstat(name string) (fi fs.FileInfo, err error) {
+	fi, err = func() (fi fs.FileInfo, err error) {
+		defer f.guard(&err)
+		return f.fs.Stat(name)
+	}()
+	if err != nil {
+		return nil, f.pathError("stat", name, err)
+	}
+	if fi.IsDir() && !fi.Mode().IsDir() { // go-diskfs' FAT
+		fi = dirInfo{fi}
+	}
+	return fi, nil
+}
+
+// dirInfo adds fs.ModeDir to a directory's mode.
+type dirInfo struct{ fs.FileInfo }
+
+func (d dirInfo) Mode() fs.FileMode { return d.FileInfo.Mode() | fs.ModeDir }
+
+// Stat describes name, following symbolic links.
+func (f *FS) Stat(name string) (fs.FileInfo, error) {
+	if err := f.checkName("stat", name); err != nil {
+		return nil, err
+	}
+	_, fi, err := f.follow("stat", name)
+	return fi, err
+}
+
+// follow resolves name's symbolic links (inside this filesystem: an absolute target is taken
+// from its root) and returns the final name and its metadata under name's own base name.
+func (f *FS) follow(op, name string) (string, fs.FileInfo, error) {
+	p := name
+	for range maxLinks {
+		fi, err := f.lstat(p)
+		if err != nil {
+			return "", nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return p, named{fi, path.Base(name)}, nil
+		}
+		target, err := f.readLink(p)
+		if err != nil {
+			return "", nil, err
+		}
+		if !path.IsAbs(target) {
+			target = path.Join("/", path.Dir(p), target)
+		}
+		if p = strings.TrimPrefix(path.Clean(target), "/"); p == "" {
+			p = "."
+		}
+	}
+	return "", nil, &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("more than %d levels of symbolic links", maxLinks)}
+}
+
+// named is a FileInfo under another name (a symbolic link's, for its target).
+type named struct {
+	fs.FileInfo
+	name string
+}
+
+func (n named) Name() string { return n.name }
+
+// ReadLink returns a symbolic link's target.
+func (f *FS) ReadLink(name string) (string, error) {
+	if err := f.checkName("readlink", name); err != nil {
+		return "", err
+	}
+	return f.readLink(name)
+}
+
+func (f *FS) readLink(name string) (target string, err error) {
+	defer f.guard(&err)
+	if e, ok := f.fs.(*ext4.FileSystem); ok {
+		if target, err = e.ReadLink(name); err != nil {
+			return "", f.pathError("readlink", name, err)
+		}
+		return target, nil
+	}
+	fi, err := f.lstat(name)
+	if err != nil {
+		return "", err
+	}
+	if st, ok := fi.Sys().(*squashfs.StatT); ok && fi.Mode()&fs.ModeSymlink != 0 {
+		return st.LinkTarget, nil
+	}
+	return "", &fs.PathError{Op: "readlink", Path: name, Err: errors.New("not a symbolic link")}
+}
+
+// ReadDir lists a directory (following a symbolic link to it), sorted by name.
+func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := f.checkName("readdir", name); err != nil {
+		return nil, err
+	}
+	p, _, err := f.follow("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	return f.readDir(p)
+}
+
+func (f *FS) readDir(name string) (ents []fs.DirEntry, err error) {
+	ents, err = func() (ents []fs.DirEntry, err error) {
+		defer f.guard(&err)
+		return f.fs.ReadDir(name)
+	}()
+	if err != nil {
+		return nil, f.pathError("readdir", name, err)
+	}
+	ents = slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return e.Name() == "." || e.Name() == ".." })
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	for i, e := range ents {
+		ents[i] = dirEntry{e, f, path.Join(name, e.Name())}
+	}
+	return ents, nil
+}
+
+// dirEntry takes its Info from Lstat: go-diskfs' ext4 entries leave the permission bits out.
+type dirEntry struct {
+	fs.DirEntry
+	fs   *FS
+	path string
+}
+
+func (e dirEntry) Info() (fs.FileInfo, error) { return e.fs.lstat(e.path) }
+
+// pathError is err as an *fs.PathError, wrapping fs.ErrNotExist when name is not there (which
+// go-diskfs says in words of its own): name's parent is listed to tell.
+func (f *FS) pathError(op, name string, err error) error {
+	var pe *fs.PathError
+	var ce corruptError
+	if errors.As(err, &pe) || errors.As(err, &ce) {
+		return err
+	}
+	if !errors.Is(err, fs.ErrNotExist) && f.missing(name) {
+		err = fmt.Errorf("%w (%v)", fs.ErrNotExist, err)
+	}
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+// missing says whether name, or a directory on its way, is absent from its parent's listing.
+func (f *FS) missing(name string) bool {
+	if name == "." {
+		return false
+	}
+	parent := path.Dir(name)
+	ents, err := func() (ents []fs.DirEntry, err error) {
+		defer f.guard(&err)
+		return f.fs.ReadDir(parent)
+	}()
+	if err != nil {
+		return f.missing(parent)
+	}
+	return !slices.ContainsFunc(ents, func(e fs.DirEntry) bool { return e.Name() == path.Base(name) })
+}
+
+// ReadFile reads a whole file.
+func (f *FS) ReadFile(name string) ([]byte, error) {
+	h, err := f.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	return io.ReadAll(h)
+}
+
+// Open opens a directory (an fs.ReadDirFile) or a regular file (Read, Seek, ReadAt), read-only.
+func (f *FS) Open(name string) (fs.File, error) {
+	if err := f.checkName("open", name); err != nil {
+		return nil, err
+	}
+	p, fi, err := f.follow("open", name)
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return &dirFile{fs: f, name: p, info: fi}, nil
+	}
+	ra, err := f.readerAt(p, fi)
+	if err != nil {
+		return nil, err
+	}
+	return &file{SectionReader: io.NewSectionReader(ra, 0, fi.Size()), info: fi}, nil
+}
+
+// ReaderAt opens a regular file for random access (following symbolic links).
+func (f *FS) ReaderAt(name string) (io.ReaderAt, int64, error) {
+	if err := f.checkName("open", name); err != nil {
+		return nil, 0, err
+	}
+	p, fi, err := f.follow("open", name)
+	if err != nil {
+		return nil, 0, err
+	}
+	ra, err := f.readerAt(p, fi)
+	if err != nil {
+		return nil, 0, err
+	}
+	return ra, fi.Size(), nil
+}
+
+func (f *FS) readerAt(p string, fi fs.FileInfo) (io.ReaderAt, error) {
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: errors.New("not a regular file or a directory")}
+	}
+	h, err := f.OpenFile(p, os.O_RDONLY)
+	if err != nil {
+		return nil, f.pathError("open", p, err)
+	}
+	return &alignedReader{rs: h.(io.ReadSeeker), size: fi.Size()}, nil
+}
+
+// file is an open regular file.
+type file struct {
+	*io.SectionReader
+	info fs.FileInfo
+}
+
+func (h *file) Stat() (fs.FileInfo, error) { return h.info, nil }
+func (h *file) Close() error               { return nil }
+
+// dirFile is an open directory; its entries are listed on the first ReadDir.
+type dirFile struct {
+	fs      *FS
+	name    string
+	info    fs.FileInfo
+	entries []fs.DirEntry
+	read    bool
+}
+
+func (d *dirFile) Stat() (fs.FileInfo, error) { return d.info, nil }
+func (d *dirFile) Close() error               { return nil }
+func (d *dirFile) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: d.name, Err: errors.New("is a directory")}
+}
+
+// ReadDir returns the next n entries (all with n <= 0), as fs.ReadDirFile says.
+func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	if !d.read {
+		es, err := d.fs.readDir(d.name)
+		if err != nil {
+			return nil, err
+		}
+		d.entries, d.read = es, true
+	}
+	if n <= 0 {
+		out := d.entries
+		d.entries = nil
+		return out, nil
+	}
+	if len(d.entries) == 0 {
+		return nil, io.EOF
+	}
+	n = min(n, len(d.entries))
+	out := d.entries[:n:n]
+	d.entries = d.entries[n:]
+	return out, nil
+}
+
+// WriteFile replaces (or creates) a small file in place: the OEM edit (ext4). go-diskfs'
+// OpenFile ignores O_TRUNC and a Remove then re-create corrupts the filesystem, so a shorter
+// file is written over and then truncated.
+func (f *FS) WriteFile(name string, data []byte) error {
+	if err := f.checkName("write", name); err != nil {
+		return err
+	}
+	if _, err := f.ext4(); err != nil {
+		return err
+	}
+	flag := os.O_RDWR
+	if _, err := f.lstat(name); errors.Is(err, fs.ErrNotExist) {
+		flag |= os.O_CREATE
+	} else if err != nil {
+		return err
+	}
+	h, err := f.OpenFile(name, flag)
+	if err != nil {
+		return fmt.Errorf("ext4: cannot open %s for writing: %v", name, err)
+	}
+	if _, err := h.Write(data); err != nil {
+		h.Close()
+		return fmt.Errorf("ext4: writing %s: %v", name, err)
+	}
+	if err := h.Close(); err != nil {
+		return fmt.Errorf("ext4: closing %s: %v", name, err)
+	}
+	return f.Truncate(name, int64(len(data)))
+}
+
+// alignedReader reads a go-diskfs file at random offsets. go-diskfs v1.9.4's ext4 File.Read
+// panics (negative makeslice) when a read starts inside the first block after the end of an
+// extent, other than at that block's start: it skips only extents ending before that block.
+// Reads here always start on a 4 KiB boundary (the block is read whole and trimmed), which
+// that code handles, so a squashfs inside ROOT can be read in place.
+type alignedReader struct {
+	mu   sync.Mutex
+	rs   io.ReadSeeker
+	size int64
+}
+
+const alignBlock = 4096
+
+func (a *alignedReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("negative offset %d", off)
+	}
+	if off >= a.size {
+		return 0, io.EOF
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	start := off / alignBlock * alignBlock
+	end := min(off+int64(len(p)), a.size)
+	if _, err := a.rs.Seek(start, io.SeekStart); err != nil {
+		return 0, err
+	}
+	buf := make([]byte, end-start)
+	if _, err := io.ReadFull(a.rs, buf); err != nil {
+		return 0, err
+	}
+	n := copy(p, buf[off-start:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
