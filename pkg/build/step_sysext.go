@@ -128,7 +128,7 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 		return nil, err
 	}
 	out := filepath.Join(work, name)
-	in := KubernetesSysextInput(set)
+	in := sysext.KubernetesInputFromSet(set)
 	in.ModTime = epoch.Now()
 	if _, err := sysext.CreateKubernetes(ctx, in, out); err != nil {
 		return nil, fmt.Errorf("making the Kubernetes sysext: %w", err)
@@ -138,18 +138,6 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 		return nil, fmt.Errorf("the Kubernetes sysext made here fails its own check: %w", err)
 	}
 	return []Sysext{x}, nil
-}
-
-// KubernetesSysextInput maps the verified downloads to the Kubernetes sysext's inputs, for the
-// sysext method and `sysext create` alike.
-func KubernetesSysextInput(set *kubernetes.Set) sysext.KubernetesInput {
-	path := func(name string) string {
-		d, _ := set.ByName(name)
-		return d.Path
-	}
-	return sysext.KubernetesInput{Version: set.Options.Kubernetes, Arch: set.Options.Arch,
-		Kubelet: path("bin/kubelet"), Kubeadm: path("bin/kubeadm"), Kubectl: path("bin/kubectl"),
-		CNIPlugins: path("cni-plugins.tgz"), Crictl: path("crictl.tar.gz")}
 }
 
 // takeSysexts fetches and checks each --sysext; one of them must be the Kubernetes sysext of

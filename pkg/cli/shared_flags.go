@@ -63,12 +63,17 @@ func newClient(cmd *cobra.Command, o httpx.Options, quiet bool) (*httpx.Client, 
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	o.Logf = func(f string, a ...any) {
+	o.Logf = stderrf(cmd, quiet)
+	return httpx.New(o), nil
+}
+
+// stderrf prints one line per call on the command's stderr; nothing when quiet.
+func stderrf(cmd *cobra.Command, quiet bool) func(string, ...any) {
+	return func(f string, a ...any) {
 		if !quiet {
 			fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...)
 		}
 	}
-	return httpx.New(o), nil
 }
 
 // verifyFlags are --keyring and --insecure-skip-verify.
