@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"cmp"
 	"fmt"
-	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"io"
 	"strings"
 
@@ -143,25 +141,7 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
   flatcar-capo sysext inspect kubernetes.raw --os-release ./usr/lib/os-release --arch arm64`,
 		Args: ExactArgs(1, "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if name != "" {
-				if err := sysext.ValidName(name); err != nil {
-					return err
-				}
-			}
-			if _, err := sysext.Arch(arch); err != nil {
-				return err
-			}
-			host := sysext.FlatcarHost(arch)
-			if osRelease != "" {
-				data, err := infile.ReadFile("--os-release", osRelease, infile.OSRelease)
-				if err != nil {
-					return err
-				}
-				if host, err = sysext.HostFromOSRelease(data, arch, osRelease); err != nil {
-					return err
-				}
-			}
-			r, err := inspectSysext(args[0], name, host, !noVerify)
+			r, err := sysext.Inspect(args[0], sysext.InspectOptions{Name: name, OSRelease: osRelease, Arch: arch, Verify: !noVerify})
 			if err != nil {
 				return err
 			}
@@ -183,41 +163,7 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
 	return cmd
 }
 
-// sysextReport is `sysext inspect`'s report; its JSON is part of the CLI's interface.
-type sysextReport struct {
-	*sysext.Info
-	Name       string         `json:"name"`
-	Release    sysext.Release `json:"extensionRelease"`
-	Problems   []string       `json:"problems"`
-	Ignored    []string       `json:"ignored"`
-	NotRoot    []string       `json:"notRootOwned"`
-	Host       sysext.Host    `json:"host"`
-	WouldMerge bool           `json:"wouldMerge"`
-	Reason     string         `json:"reason"`
-	Verified   bool           `json:"dataVerified"`
-}
-
-func inspectSysext(path, name string, host sysext.Host, verify bool) (*sysextReport, error) {
-	info, err := sysext.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	name = cmp.Or(name, info.DefaultName())
-	if verify {
-		if err := info.Verify(); err != nil {
-			return nil, err
-		}
-	}
-	r := &sysextReport{Info: info, Name: name, Release: info.Releases[name], Problems: nonNil(info.Problems(name)),
-		Ignored: nonNil(info.Ignored()), NotRoot: nonNil(info.NotRootOwned()), Host: host, Verified: verify}
-	if r.Release == nil {
-		r.Release = sysext.Release{}
-	}
-	r.WouldMerge, r.Reason = info.WouldMerge(name, host)
-	return r, nil
-}
-
-func printSysextReport(w io.Writer, r *sysextReport) error {
+func printSysextReport(w io.Writer, r *sysext.Report) error {
 	fmt.Fprintf(w, "File:        %s (%s, squashfs %s, %d KiB blocks, created %s)\n", r.Path, progress.Bytes(r.Size), r.Compression, r.BlockSize>>10, r.Created.Format("2006-01-02 15:04:05 UTC"))
 	fmt.Fprintf(w, "Name:        %s (linked as /etc/extensions/%s.raw)\n", r.Name, r.Name)
 	if len(r.ReleaseNames) == 0 {

@@ -90,3 +90,34 @@ func TestKubernetesInputFromSet(t *testing.T) {
 		t.Errorf("input %+v, want %+v", in, want)
 	}
 }
+
+// Inspect is `sysext inspect` in one call: the verdict for a name and host, and bad values
+// refused as the caller's.
+func TestInspectVerdicts(t *testing.T) {
+	bin := t.TempDir()
+	out := filepath.Join(t.TempDir(), "kubernetes-v1.33.4-x86-64.raw")
+	if _, err := CreateKubernetes(context.Background(), kubernetesInput(t, bin), out); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Inspect(out, InspectOptions{Arch: "amd64", Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.WouldMerge || r.Name != KubernetesName || !r.Verified || r.Release["ARCHITECTURE"] != "x86-64" || r.Problems == nil {
+		t.Errorf("report %+v: want a verified kubernetes sysext that merges (and [] problems, not null)", r)
+	}
+	if r, err = Inspect(out, InspectOptions{Name: "other", Arch: "amd64"}); err != nil || r.WouldMerge || r.Reason == "" {
+		t.Errorf("as other.raw: %+v, %v; want a reasoned no", r, err)
+	}
+	if r, err = Inspect(out, InspectOptions{Arch: "arm64"}); err != nil || r.WouldMerge {
+		t.Errorf("on arm64: %+v, %v; want no (an x86-64 sysext)", r, err)
+	}
+	for _, o := range []InspectOptions{{Name: "../x", Arch: "amd64"}, {Arch: "mips"}} {
+		if _, err := Inspect(out, o); !errors.Is(err, errs.ErrInvalid) {
+			t.Errorf("%+v: err %v, want invalid", o, err)
+		}
+	}
+	if _, err := Inspect(out, InspectOptions{Arch: "amd64", OSRelease: filepath.Join(bin, "missing")}); err == nil || !strings.Contains(err.Error(), "--os-release") {
+		t.Errorf("a missing --os-release: err %v, want one naming it", err)
+	}
+}
