@@ -34,21 +34,10 @@ func addFleetFlags(f *pflag.FlagSet, ff *fleetFlags) {
 	f.StringVar(&ff.c.Arch, "arch", "", "architecture: "+strings.Join(release.Arches, ", ")+" (default amd64)")
 }
 
-// merged is the config file (if any) with the flags laid over it, not yet validated.
-func (ff *fleetFlags) merged() (fleet.Config, error) {
-	var c fleet.Config
-	if ff.config != "" {
-		var err error
-		if c, err = fleet.LoadConfig(ff.config); err != nil {
-			return c, err
-		}
-	}
-	return c.Merge(ff.c), nil
-}
-
-// load is merged, validated (exit 2 on a bad value), with at least one cloud.
+// load is the config file (if any) with the flags laid over it, validated (exit 2 on a bad
+// value), with at least one cloud.
 func (ff *fleetFlags) load() (fleet.Config, error) {
-	c, err := ff.merged()
+	c, err := fleet.LoadMerged(ff.config, ff.c)
 	if err != nil {
 		return c, err
 	}
