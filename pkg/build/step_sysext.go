@@ -18,7 +18,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
@@ -116,7 +115,7 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 		return nil, err
 	}
 	out := filepath.Join(work, name)
-	in := KubernetesSysextInput(set)
+	in := sysext.KubernetesInputFromSet(set)
 	in.ModTime = buildTime(state)
 	if _, err := sysext.CreateKubernetes(ctx, in, out); err != nil {
 		return nil, fmt.Errorf("making the Kubernetes sysext: %w", err)
@@ -126,18 +125,6 @@ func makeKubernetesSysext(ctx context.Context, state multistep.StateBag, o *Opti
 		return nil, fmt.Errorf("the Kubernetes sysext made here fails its own check: %w", err)
 	}
 	return []Sysext{x}, nil
-}
-
-// KubernetesSysextInput maps the verified downloads to the Kubernetes sysext's inputs, for the
-// sysext method and `sysext create` alike.
-func KubernetesSysextInput(set *kubernetes.Set) sysext.KubernetesInput {
-	path := func(name string) string {
-		d, _ := set.ByName(name)
-		return d.Path
-	}
-	return sysext.KubernetesInput{Version: set.Options.Kubernetes, Arch: set.Options.Arch,
-		Kubelet: path("bin/kubelet"), Kubeadm: path("bin/kubeadm"), Kubectl: path("bin/kubectl"),
-		CNIPlugins: path("cni-plugins.tgz"), Crictl: path("crictl.tar.gz")}
 }
 
 // takeSysexts fetches and checks each --sysext; one of them must be the Kubernetes sysext of

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
@@ -41,59 +40,18 @@ re-verified (signature and SHA512) on every use.`,
   flatcar-capo fetch --release-server http://mirror.example/flatcar/{channel} -o json`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rel, err := rf.validate(cmd)
-			if err != nil {
-				return err
-			}
-			opts := fetch.Options{Release: rel, Image: rf.image, Compression: compression, OutputFile: outputFile,
-				CacheDir: cacheDir, InsecureSkipVerify: vf.insecure, Progress: progress.Auto, Log: cmd.ErrOrStderr()}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if outputFile != "" { // the default name needs the resolved version: fetch checks it then
-				if err := atomicfile.CheckPath(outputFile); err != nil {
-					return err
-				}
-			}
+			pmode := progress.Auto
 			if quiet {
-				opts.Progress = progress.Quiet
+				pmode = progress.Quiet
 			}
-			if opts.Keyring, err = vf.load(); err != nil {
-				return err
-			}
-			if !vf.insecure {
-				if err := fillCacheDir(&opts.CacheDir); err != nil {
-					return err
-				}
-			}
-			c, err := newClient(cmd, rf.net, quiet)
+			rf.net.Logf = stderrf(cmd, quiet)
+			res, err := fetch.FetchRelease(cmd.Context(), fetch.Request{Network: rf.net, KeyringFile: vf.keyring,
+				Options: fetch.Options{Release: rf.rel, Image: rf.image, Compression: compression, OutputFile: outputFile,
+					CacheDir: cacheDir, InsecureSkipVerify: vf.insecure, Progress: pmode, Log: cmd.ErrOrStderr()}})
 			if err != nil {
 				return err
 			}
-			res, err := fetch.Fetch(cmd.Context(), c, opts)
-			if err != nil {
-				return err
-			}
-			return Report(cmd, res, func(w io.Writer) error {
-				how := "NOT verified (--insecure-skip-verify)"
-				if res.Verified {
-					how = "verified: OpenPGP key " + res.Signature.KeyID + " + SHA512"
-				}
-				var from []string
-				if res.Cached {
-					from = append(from, "from cache")
-				}
-				if res.Compression == "bz2" {
-					from = append(from, "decompressed from .bz2")
-				}
-				extra := ""
-				if len(from) > 0 {
-					extra = ", " + strings.Join(from, ", ")
-				}
-				_, err := fmt.Fprintf(w, "%s: Flatcar %s %s (%s, %s image, %s; %s%s)\n", res.File, res.Channel, res.Version,
-					res.Arch, res.Image, progress.Bytes(res.Bytes), how, extra)
-				return err
-			})
+			return Report(cmd, res, func(w io.Writer) error { return printFetched(w, res) })
 		},
 	}
 	f := cmd.Flags()
@@ -105,4 +63,25 @@ re-verified (signature and SHA512) on every use.`,
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	AddOutputFlag(f)
 	return cmd
+}
+
+func printFetched(w io.Writer, res *fetch.Result) error {
+	how := "NOT verified (--insecure-skip-verify)"
+	if res.Verified {
+		how = "verified: OpenPGP key " + res.Signature.KeyID + " + SHA512"
+	}
+	var from []string
+	if res.Cached {
+		from = append(from, "from cache")
+	}
+	if res.Compression == "bz2" {
+		from = append(from, "decompressed from .bz2")
+	}
+	extra := ""
+	if len(from) > 0 {
+		extra = ", " + strings.Join(from, ", ")
+	}
+	_, err := fmt.Fprintf(w, "%s: Flatcar %s %s (%s, %s image, %s; %s%s)\n", res.File, res.Channel, res.Version,
+		res.Arch, res.Image, progress.Bytes(res.Bytes), how, extra)
+	return err
 }

@@ -3,15 +3,11 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
-	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/inspect"
-	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
@@ -48,38 +44,11 @@ gives the same bytes (a timestamp only from SOURCE_DATE_EPOCH). build writes a f
   flatcar-capo inspect image-builder-flatcar.qcow2 --sbom-file image-builder-flatcar.cdx.json`,
 		Args: ExactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if target != "" {
-				if err := oem.ValidateID(target, true); err != nil {
-					return err
-				}
-			}
-			if sbomFile != "" {
-				if err := atomicfile.CheckPath(sbomFile); err != nil {
-					return err
-				}
-				if a, err := os.Stat(args[0]); err == nil {
-					if b, err := os.Stat(sbomFile); err == nil && os.SameFile(a, b) {
-						return Usagef("--sbom-file %s is the image itself; give another path, e.g. %s.cdx.json", sbomFile, args[0])
-					}
-				}
-			}
-			img, err := disk.Open(args[0], false)
-			if err != nil {
-				return err
-			}
-			defer img.Close()
-			r, err := inspect.Inspect(img, target)
+			r, err := inspect.File(args[0], inspect.FileOptions{Target: target, SBOMFile: sbomFile, Tool: Version})
 			if err != nil {
 				return err
 			}
 			if sbomFile != "" {
-				inv, err := inspect.SBOM(img, r, Version)
-				if err != nil {
-					return err
-				}
-				if _, err := inv.Write(sbomFile); err != nil {
-					return err
-				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "Wrote the SBOM of %s to %s\n", r.Image, sbomFile)
 			}
 			if err := Report(cmd, r, func(w io.Writer) error { return printInspect(w, r) }); err != nil {

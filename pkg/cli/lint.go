@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 )
 
 func newLintCommand() *cobra.Command {
@@ -48,49 +45,8 @@ in docs/lint-rules.md.`,
   flatcar-capo lint cluster.yaml --cloud mycloud   # image filters must match exactly one image`,
 		Args: MinimumArgs(1, "FILE..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := capo.LintOptions{CAPIVersion: capiVersion}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			inputs := make([]capo.Input, 0, len(args))
-			for _, name := range args {
-				var data []byte
-				var err error
-				if name == "-" {
-					data, err = readStdin(cmd.Context(), cmd.InOrStdin(), infile.Manifest)
-					name = "<stdin>"
-				} else {
-					data, err = infile.ReadFile("lint argument", name, infile.Manifest)
-				}
-				if err != nil {
-					return fmt.Errorf("reading %s: %w", name, err)
-				}
-				inputs = append(inputs, capo.Input{Name: name, Data: data})
-			}
-			if cloud != "" {
-				c, err := glance.Connect(cmd.Context(), cloud)
-				if err != nil {
-					return err
-				}
-				opts.Images = func(ctx context.Context, name string, tags []string) (int, error) {
-					return glance.CountActiveImages(ctx, c, name, tags)
-				}
-				if record == "" { // the record's min_disk wins over the cloud's
-					opts.ImageMinDisk = func(ctx context.Context, name string, tags []string) (int, error) {
-						return glance.MinDiskOfImages(ctx, c, name, tags)
-					}
-				}
-			}
-			if record != "" {
-				// min_disk as upload sets it: the virtual size of the artifact next to the record.
-				artifact := strings.TrimSuffix(record, ".build.json")
-				v, err := glance.VirtualSize(artifact)
-				if err != nil {
-					return Usagef("--from-record %s: the image next to it gives min_disk: %v", record, err)
-				}
-				opts.MinDiskGiB = glance.MinDiskGiB(v)
-			}
-			rep, err := capo.Lint(cmd.Context(), inputs, opts)
+			rep, err := capo.LintFiles(cmd.Context(), capo.LintRequest{Files: args, CAPIVersion: capiVersion, Cloud: cloud, Record: record,
+				Stdin: func() ([]byte, error) { return readStdin(cmd.Context(), cmd.InOrStdin(), infile.Manifest) }})
 			if err != nil {
 				return err
 			}

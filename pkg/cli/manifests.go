@@ -6,10 +6,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
-	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 )
 
@@ -21,17 +20,11 @@ type manifestsReport struct {
 
 func newManifestsCommand() *cobra.Command {
 	var (
-		sets                               []string
-		imageRepo                          string
+		o                                  capo.ManifestsOptions
 		imageName, k8sVersion, clusterName string
-		capiAPI, outputFile                string
-		flavor, sysextURL, k8sMirror       string
-		apiLoadBalancer, clusterClass      bool
-		im                                 imageRefFlags
-		sh                                 sysextHashFlags
+		record                             string
+		apiLoadBalancer                    bool
 	)
-	var netOpts httpx.Options
-	var nt nodeTrustFlags
 	cmd := &cobra.Command{
 		Use:   "manifests",
 		Short: "Render a CAPO cluster template for Flatcar nodes (clusterctl-compatible)",
@@ -90,112 +83,62 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
   flatcar-capo manifests --flavor sysext --sysext-url http://10.0.0.5/extensions --kubernetes-version v1.33.4`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			values, err := capo.ParseSets(sets)
+			f := cmd.Flags()
+			o.ImageName, o.ClusterName = given(f, "image-name", imageName), given(f, "cluster-name", clusterName)
+			o.KubernetesVersion = given(f, "kubernetes-version", k8sVersion)
+			o.Record, o.FlavorGiven, o.Image.RefGiven = recordReader(record), f.Changed("flavor"), f.Changed("image-ref")
+			o.WithoutAPILoadBalancer, o.Network.Logf = !apiLoadBalancer, stderrf(cmd, false)
+			o.Warn = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", s) }
+			r, err := capo.Manifests(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			if err := im.readRecord(); err != nil {
-				return err
-			}
-			for flag, v := range map[string]struct{ name, value string }{
-				"image-name": {capo.VarImageName, imageName}, "cluster-name": {capo.VarClusterName, clusterName},
-				"kubernetes-version": {capo.VarKubernetesVersion, k8sVersion},
-			} {
-				if cmd.Flags().Changed(flag) || v.value != "" {
-					if v.value == "" {
-						return Usagef("--%s must not be empty", flag)
-					}
-					values[v.name] = v.value
-				}
-			}
-			imageRef, imageSource, err := im.apply(cmd, values, &flavor)
-			if err != nil {
-				return err
-			}
-			if sysextURL != "" {
-				if values[capo.VarSysextURL], err = capo.SysextURL(flavor, sysextURL); err != nil {
-					return err
-				}
-			}
-			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.HasPrefix(v, "v") && kubernetes.IsExact("v"+v) {
-				values[capo.VarKubernetesVersion] = "v" + v // CAPI wants the v prefix
-			}
-			if outputFile != "" {
-				if err := atomicfile.CheckPath(outputFile); err != nil {
-					return err
-				}
-			}
-			if v := values[capo.VarKubernetesVersion]; v != "" && !strings.Contains(v, "${") {
-				c, err := newClient(cmd, netOpts, false)
-				if err != nil {
-					return err
-				}
-				exact, err := kubernetes.ResolveVersion(cmd.Context(), c, k8sMirror, v)
-				if err != nil {
-					return err
-				}
-				values[capo.VarKubernetesVersion] = exact
-			}
-			sysextArch, err := sh.fill(cmd.Context(), flavor, values, im.rec)
-			if err != nil {
-				return err
-			}
-			trust, err := nt.trust(netOpts)
-			if err != nil {
-				return err
-			}
-			r, err := capo.Render(capo.RenderOptions{CAPIAPI: capiAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
-				InsecureNoHash: sh.insecure, SysupdateURL: strings.TrimRight(sh.sysupdateURL, "/"), SysupdateKeyring: sh.keyring,
-				SysextArch: sysextArch, WithoutAPILoadBalancer: !apiLoadBalancer, ClusterClass: clusterClass, Trust: trust})
-			if err != nil {
-				return err
-			}
-			printWarnings(cmd.ErrOrStderr(), trust.Warnings(r.Flavor))
-			if imageRepo != "" {
-				if r.Manifest, err = capo.WithImageRepository(r.Manifest, imageRepo); err != nil {
-					return err
-				}
-			}
-			rep := manifestsReport{Rendered: r}
-			if outputFile != "" {
-				// 0600: the manifest may carry clouds.yaml credentials (OPENSTACK_CLOUD_YAML_B64).
-				if err := atomicfile.WriteFile(outputFile, r.Manifest, 0o600); err != nil {
-					return err
-				}
-				rep.OutputFile = outputFile
-			} else if wantsJSON(cmd) {
-				rep.Manifest = string(r.Manifest)
-			}
-			if !wantsJSON(cmd) {
-				if outputFile == "" {
-					if _, err := cmd.OutOrStdout().Write(r.Manifest); err != nil {
-						return err
-					}
-				}
-				return printManifestsSummary(cmd.ErrOrStderr(), rep)
-			}
-			return Report(cmd, rep, nil)
+			return printManifests(cmd, manifestsReport{Rendered: r, OutputFile: o.OutputFile})
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&imageRepo, "image-repository", "", "kubeadm's imageRepository (what build --image-repository preloaded the images under)")
-	f.StringArrayVar(&sets, "set", nil, "fill a template variable, VAR=value (repeatable), e.g. --set WORKER_MACHINE_COUNT=3")
+	f.StringVar(&o.ImageRepository, "image-repository", "", "kubeadm's imageRepository (what build --image-repository preloaded the images under)")
+	f.StringArrayVar(&o.Sets, "set", nil, "fill a template variable, VAR=value (repeatable), e.g. --set WORKER_MACHINE_COUNT=3")
 	f.StringVar(&imageName, "image-name", "", "Glance image name (sets "+capo.VarImageName+")")
 	f.StringVar(&k8sVersion, "kubernetes-version", "", "sets "+capo.VarKubernetesVersion+": an exact "+kubernetes.ExampleVersion+", or stable or a minor such as 1.36 resolved through --kubernetes-mirror")
-	f.StringVar(&k8sMirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where stable.txt and stable-1.NN.txt are read for --kubernetes-version stable or a minor")
-	addNetworkFlags(f, &netOpts) // for the marker files of stable or a minor
+	f.StringVar(&o.KubernetesMirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where stable.txt and stable-1.NN.txt are read for --kubernetes-version stable or a minor")
+	addNetworkFlags(f, &o.Network) // for the marker files of stable or a minor
 	f.StringVar(&clusterName, "cluster-name", "", "cluster name (sets "+capo.VarClusterName+")")
-	f.StringVar(&capiAPI, "capi-api", capo.CAPIv1beta2, "CAPI API version of the documents: v1beta2 (CAPI 1.11+; CAPO v0.14 needs CAPI 1.12+), or v1beta1 for older CAPI (CAPI stops serving it in 1.16)")
-	f.StringVar(&flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
-	f.StringVar(&sysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-<arch>.raw (sets "+capo.VarSysextURL+")")
+	f.StringVar(&o.CAPIAPI, "capi-api", capo.CAPIv1beta2, "CAPI API version of the documents: v1beta2 (CAPI 1.11+; CAPO v0.14 needs CAPI 1.12+), or v1beta1 for older CAPI (CAPI stops serving it in 1.16)")
+	f.StringVar(&o.Flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
+	f.StringVar(&o.SysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-<arch>.raw (sets "+capo.VarSysextURL+")")
 	f.BoolVar(&apiLoadBalancer, "api-server-load-balancer", true, "an Octavia load balancer in front of the API server; =false for clouds without Octavia renders CAPO's without-lb variant: the API server's floating IP on one control plane machine (CONTROL_PLANE_MACHINE_COUNT is 1)")
-	f.BoolVar(&clusterClass, "clusterclass", false, "a Flatcar ClusterClass with its templates, and a Cluster using it through topology: image, Kubernetes version (topology.version) and machine flavors are the Cluster's; CAPI v1beta2, --flavor baked or sysext-baked")
-	addImageRefFlags(f, &im)
-	addSysextHashFlags(f, &sh)
-	addNodeTrustFlags(f, &nt)
-	f.StringVar(&outputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
+	f.BoolVar(&o.ClusterClass, "clusterclass", false, "a Flatcar ClusterClass with its templates, and a Cluster using it through topology: image, Kubernetes version (topology.version) and machine flavors are the Cluster's; CAPI v1beta2, --flavor baked or sysext-baked")
+	addImageRefFlags(f, &o.Image, &record)
+	addSysextHashFlags(f, &o.Sysext)
+	addNodeTrustFlags(f, &o)
+	f.StringVar(&o.OutputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
 	AddOutputFlag(f)
 	return cmd
+}
+
+// given is a flag's value when it was given (or has one), else nil.
+func given(f *pflag.FlagSet, name, value string) *string {
+	if f.Changed(name) || value != "" {
+		return &value
+	}
+	return nil
+}
+
+// printManifests writes the manifest to stdout (text, no --output-file) or into the report.
+func printManifests(cmd *cobra.Command, rep manifestsReport) error {
+	if wantsJSON(cmd) {
+		if rep.OutputFile == "" {
+			rep.Manifest = string(rep.Rendered.Manifest)
+		}
+		return Report(cmd, rep, nil)
+	}
+	if rep.OutputFile == "" {
+		if _, err := cmd.OutOrStdout().Write(rep.Rendered.Manifest); err != nil {
+			return err
+		}
+	}
+	return printManifestsSummary(cmd.ErrOrStderr(), rep)
 }
 
 func printManifestsSummary(w io.Writer, r manifestsReport) error {

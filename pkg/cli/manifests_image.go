@@ -1,91 +1,39 @@
 package cli
 
 import (
-	"path/filepath"
-	"strings"
-
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 )
 
-// imageRefFlags are how manifests names the image: --image-ref, --image-id, --image-source and
-// --image-sha512, or all of it (with name, Kubernetes version and flavor) from --from-record.
-type imageRefFlags struct {
-	ref, id, source, sha512, record string
-	rec                             *build.Record
+// addImageRefFlags are how manifests names the image: --image-ref, --image-id, --image-source
+// and --image-sha512, or all of it (with name, Kubernetes version and flavor) from --from-record.
+func addImageRefFlags(f *pflag.FlagSet, im *capo.ImageFlags, record *string) {
+	f.StringVar(&im.Ref, "image-ref", capo.ImageRefFilter, "how machine templates name the image: filter (image.filter.name), id (image.id, the Glance ID), orc (imageRef to an ORC Image, CAPO >= v0.11)")
+	f.StringVar(&im.ID, "image-id", "", "the Glance image ID for --image-ref id or orc (sets "+capo.VarImageID+"; default: from --from-record)")
+	f.StringVar(&im.Source, "image-source", "", "URL of the image's qcow2 on your HTTP server: a managed ORC Image downloads it (sha512-checked, onDelete: detach); implies --image-ref orc")
+	f.StringVar(&im.SHA512, "image-sha512", "", "sha512 of the --image-source file (default: from --from-record)")
+	f.StringVar(record, "from-record", "", "a build record (IMAGE.qcow2.build.json): image name, Kubernetes version, flavor, Glance ID and sha512 from it")
 }
 
-func addImageRefFlags(f *pflag.FlagSet, im *imageRefFlags) {
-	f.StringVar(&im.ref, "image-ref", capo.ImageRefFilter, "how machine templates name the image: filter (image.filter.name), id (image.id, the Glance ID), orc (imageRef to an ORC Image, CAPO >= v0.11)")
-	f.StringVar(&im.id, "image-id", "", "the Glance image ID for --image-ref id or orc (sets "+capo.VarImageID+"; default: from --from-record)")
-	f.StringVar(&im.source, "image-source", "", "URL of the image's qcow2 on your HTTP server: a managed ORC Image downloads it (sha512-checked, onDelete: detach); implies --image-ref orc")
-	f.StringVar(&im.sha512, "image-sha512", "", "sha512 of the --image-source file (default: from --from-record)")
-	f.StringVar(&im.record, "from-record", "", "a build record (IMAGE.qcow2.build.json): image name, Kubernetes version, flavor, Glance ID and sha512 from it")
-}
-
-// readRecord loads --from-record.
-func (im *imageRefFlags) readRecord() error {
-	if im.record == "" {
+// recordReader reads --from-record as manifests takes it (nil without one).
+func recordReader(path string) func() (*capo.Record, error) {
+	if path == "" {
 		return nil
 	}
-	var err error
-	im.rec, err = build.RecordFile(im.record)
-	return err
-}
-
-// apply fills values and the flavor from the record (flags win) and returns the render options'
-// image part.
-func (im *imageRefFlags) apply(cmd *cobra.Command, values map[string]string, flavor *string) (string, *capo.ImageSource, error) {
-	r := im.rec
-	if r != nil {
-		setDefault := func(k, v string) {
-			if _, ok := values[k]; !ok && v != "" {
-				values[k] = v
-			}
+	return func() (*capo.Record, error) {
+		r, err := build.RecordFile(path)
+		if err != nil {
+			return nil, err
 		}
-		setDefault(capo.VarImageName, r.ImageName)
-		setDefault(capo.VarKubernetesVersion, r.KubernetesVersion)
-		if !cmd.Flags().Changed("flavor") && r.Flavor != "" {
-			*flavor = r.Flavor
+		c := &capo.Record{Path: path, ImageName: r.ImageName, KubernetesVersion: r.KubernetesVersion, Flavor: r.Flavor, Arch: r.Arch}
+		for _, g := range r.Glance {
+			c.GlanceIDs = append(c.GlanceIDs, g.ID)
 		}
-	}
-	ref := im.ref
-	if im.source != "" && !cmd.Flags().Changed("image-ref") {
-		ref = capo.ImageRefORC
-	}
-	id := im.id
-	if id == "" && r != nil && len(r.Glance) > 0 && (ref == capo.ImageRefID || ref == capo.ImageRefORC) && im.source == "" {
-		id = r.Glance[0].ID
-	}
-	setID := values[capo.VarImageID] // from --set
-	if id != "" && ref != capo.ImageRefFilter {
-		values[capo.VarImageID] = id
-	}
-	var src *capo.ImageSource
-	if im.source != "" {
-		src = &capo.ImageSource{URL: im.source, SHA512: strings.ToLower(im.sha512), MinRAMMiB: glance.DefaultMinRAMMiB}
-	}
-	if src != nil && r != nil {
-		src.Arch = r.Arch
 		for _, a := range r.Artifacts {
-			if a.File == r.ImageName+".qcow2" && src.SHA512 == "" {
-				src.SHA512 = a.SHA512
-			}
+			c.Artifacts = append(c.Artifacts, capo.RecordArtifact{File: a.File, SHA512: a.SHA512})
 		}
-		// min_disk as upload sets it, when the artifact is still next to its record.
-		artifact := strings.TrimSuffix(im.record, ".build.json")
-		if filepath.Ext(artifact) == ".qcow2" {
-			if v, err := glance.VirtualSize(artifact); err == nil {
-				src.MinDiskGiB = glance.MinDiskGiB(v)
-			}
-		}
+		return c, nil
 	}
-	if err := (capo.ImageRefOptions{Ref: ref, ID: id, SetID: setID, Source: src, SHA512Given: im.sha512 != ""}).Validate(); err != nil {
-		return "", nil, err
-	}
-	return ref, src, nil
 }

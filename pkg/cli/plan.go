@@ -2,18 +2,14 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fleet"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
@@ -32,42 +28,6 @@ func addFleetFlags(f *pflag.FlagSet, ff *fleetFlags) {
 	f.StringArrayVar(&ff.c.Methods, "method", nil, "build methods: packer, sysext (default sysext)")
 	f.StringArrayVar(&ff.c.Clouds, "cloud", nil, "clouds.yaml names, repeatable or comma-separated")
 	f.StringVar(&ff.c.Arch, "arch", "", "architecture: "+strings.Join(release.Arches, ", ")+" (default amd64)")
-}
-
-// merged is the config file (if any) with the flags laid over it, not yet validated.
-func (ff *fleetFlags) merged() (fleet.Config, error) {
-	var c fleet.Config
-	if ff.config != "" {
-		var err error
-		if c, err = fleet.LoadConfig(ff.config); err != nil {
-			return c, err
-		}
-	}
-	return c.Merge(ff.c), nil
-}
-
-// load is merged, validated (exit 2 on a bad value), with at least one cloud.
-func (ff *fleetFlags) load() (fleet.Config, error) {
-	c, err := ff.merged()
-	if err != nil {
-		return c, err
-	}
-	return c, c.ValidateClouds()
-}
-
-type planReport struct {
-	Rows   []fleet.Row              `json:"rows"`
-	Todo   int                      `json:"todo"`
-	Matrix fleet.GitHubMatrix       `json:"matrix"`
-	Errors []string                 `json:"errors"`
-	Builds []planBuildResult        `json:"builds,omitempty"`
-	Unsure map[string][]fleet.Image `json:"unknownImages,omitempty"`
-}
-
-type planBuildResult struct {
-	ImageName string   `json:"imageName"`
-	Clouds    []string `json:"clouds"`
-	ExitCode  int      `json:"exitCode"`
 }
 
 func newPlanCommand() *cobra.Command {
@@ -104,49 +64,16 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
   flatcar-capo plan --config fleet.yaml --build`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch format {
-			case "", "github":
-			case "gitlab":
-				if err := fleet.ValidGitLabImage(gitlabImage); err != nil {
-					return Usagef("--gitlab-image: %v", err)
-				}
-			default:
-				return Usagef("invalid --format %q: github (a strategy.matrix) or gitlab (a child pipeline)", format)
-			}
-			c, err := ff.load()
-			if err != nil {
+			net.Logf = stderrf(cmd, false)
+			rep, err := fleet.PlanFleet(cmd.Context(), fleet.PlanRequest{ConfigFile: ff.config, Flags: ff.c, Format: format,
+				GitLabImage: gitlabImage, Network: net, Build: runBuilds, Log: cmd.ErrOrStderr()})
+			if rep == nil {
 				return err
 			}
-			client, err := newClient(cmd, net, false)
-			if err != nil {
+			if err := printFleetPlan(cmd, format, gitlabImage, rep); err != nil {
 				return err
 			}
-			cat := &fleet.GlanceCatalog{}
-			res := fleet.Plan(cmd.Context(), c, fleet.ReleaseResolver{Client: client, Server: c.ReleaseServer, Arch: c.Arch, Mirror: c.KubernetesMirror}, cat)
-			rep := planReport{Rows: nonNil(res.Rows), Matrix: res.Matrix(), Errors: []string{}, Unsure: cat.Unsure}
-			rep.Todo = len(rep.Matrix.Include)
-			for _, e := range res.Errors {
-				rep.Errors = append(rep.Errors, e.Error())
-			}
-			if runBuilds {
-				rep.Builds = runPlannedBuilds(cmd, c, res.Todo())
-			}
-			if err := printFleetPlan(cmd, format, gitlabImage, res, rep); err != nil {
-				return err
-			}
-			var failures []error
-			if perr := res.Err(); perr != nil {
-				if errors.Is(perr, errs.ErrInvalid) && len(res.Rows) == 0 {
-					return perr // nothing could be planned: the input is what is wrong (exit 2)
-				}
-				failures = append(failures, errors.New(perr.Error())) // some rows were planned: a failure (exit 1)
-			}
-			for _, b := range rep.Builds {
-				if b.ExitCode != 0 {
-					failures = append(failures, fmt.Errorf("build of %s failed (exit %d)", b.ImageName, b.ExitCode))
-				}
-			}
-			return errors.Join(failures...)
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -165,8 +92,8 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
 	return cmd
 }
 
-func printFleetPlan(cmd *cobra.Command, format, gitlabImage string, res *fleet.Result, rep planReport) error {
-	w := cmd.OutOrStdout()
+func printFleetPlan(cmd *cobra.Command, format, gitlabImage string, rep *fleet.PlanReport) error {
+	w, res := cmd.OutOrStdout(), rep.Result
 	switch format {
 	case "github":
 		return json.NewEncoder(w).Encode(rep.Matrix)
@@ -212,52 +139,4 @@ func printFleetPlan(cmd *cobra.Command, format, gitlabImage string, res *fleet.R
 		}
 		return nil
 	})
-}
-
-// runPlannedBuilds runs `flatcar-capo build` for each row, as a CI job of the matrix would: the
-// same binary, the row's flags, its output on stderr. A failure is reported and the next goes on.
-func runPlannedBuilds(cmd *cobra.Command, c fleet.Config, todo []fleet.Row) []planBuildResult {
-	self, err := os.Executable()
-	stderr := cmd.ErrOrStderr()
-	var results []planBuildResult
-	for i, row := range todo {
-		clouds := (fleet.Row{Clouds: row.Clouds}).Needed()
-		r := planBuildResult{ImageName: row.ImageName, Clouds: clouds}
-		args := []string{"build", "--channel", row.Channel, "--version", row.FlatcarVersion, "--arch", c.Arch,
-			"--kubernetes-version", row.KubernetesVersion, "--method", row.Method, "--release-server", c.ReleaseServer}
-		if c.KubernetesMirror != "" {
-			args = append(args, "--kubernetes-mirror", c.KubernetesMirror)
-		}
-		if c.OutputDir != "" {
-			args = append(args, "--output-dir", c.OutputDir)
-		}
-		for _, cl := range clouds {
-			args = append(args, "--cloud", cl)
-		}
-		for _, p := range c.Properties {
-			args = append(args, "--property", p)
-		}
-		args = append(args, c.BuildArgs...)
-		fmt.Fprintf(stderr, "plan: build %d/%d: %s for %s\n", i+1, len(todo), row.ImageName, strings.Join(clouds, ", "))
-		if err != nil {
-			r.ExitCode = 1
-			fmt.Fprintf(stderr, "plan: cannot find this program to run build: %v\n", err)
-			results = append(results, r)
-			continue
-		}
-		b := exec.CommandContext(cmd.Context(), self, args...)
-		b.Stdout, b.Stderr = stderr, stderr
-		if err := b.Run(); err != nil {
-			r.ExitCode = 1
-			var ee *exec.ExitError
-			if errors.As(err, &ee) && ee.ExitCode() > 0 {
-				r.ExitCode = ee.ExitCode()
-			}
-		}
-		results = append(results, r)
-		if cmd.Context().Err() != nil {
-			break
-		}
-	}
-	return results
 }

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"text/tabwriter"
 
@@ -12,12 +10,6 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fleet"
 )
-
-type pruneReport struct {
-	DryRun    bool             `json:"dryRun"`
-	Decisions []fleet.Decision `json:"images"`
-	Errors    []string         `json:"errors"`
-}
 
 func newPruneCommand() *cobra.Command {
 	var (
@@ -46,48 +38,14 @@ touched, nor are images still uploading or whose slot cannot be told. --channel,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ff.c.Keep = keep
-			c, err := ff.merged()
-			if err != nil {
+			rep, err := fleet.Prune(cmd.Context(), fleet.PruneRequest{ConfigFile: ff.config, Flags: ff.c, Yes: yes, Hide: hide, Protect: protect})
+			if rep == nil {
 				return err
-			}
-			opts := fleet.PruneOptions{Config: c, Yes: yes, Hide: hide}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			c = opts.Config
-			prot, err := fleet.LoadProtect(protect)
-			if err != nil {
-				return err
-			}
-			cat := &fleet.GlanceCatalog{}
-			var imgs []fleet.Image
-			var errs []error
-			for _, cl := range c.Clouds {
-				some, err := cat.Images(cmd.Context(), cl)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("cloud %s: %w", cl, err))
-					continue
-				}
-				imgs = append(imgs, filterImages(some, c, opts.Versions)...)
-			}
-			var unsure []fleet.Image
-			for _, cl := range c.Clouds {
-				unsure = append(unsure, cat.Unsure[cl]...)
-			}
-			ds := fleet.Decide(imgs, unsure, c.Keep, hide, prot)
-			if !opts.DryRun() {
-				if err := fleet.Apply(cmd.Context(), ds, cat); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			rep := pruneReport{DryRun: opts.DryRun(), Decisions: nonNil(ds), Errors: []string{}}
-			for _, e := range errs {
-				rep.Errors = append(rep.Errors, e.Error())
 			}
 			if err := Report(cmd, rep, func(w io.Writer) error { return printPrune(w, rep) }); err != nil {
 				return err
 			}
-			return errors.Join(errs...)
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -100,25 +58,7 @@ touched, nor are images still uploading or whose slot cannot be told. --channel,
 	return cmd
 }
 
-// filterImages keeps the images of the channels and methods asked for (every one when the
-// user named none) and, when versions were named, of their Kubernetes minors.
-func filterImages(imgs []fleet.Image, c fleet.Config, versions []string) []fleet.Image {
-	minors := map[string]bool{}
-	for _, v := range versions {
-		if m := fleet.Minor(v); m != "" {
-			minors[m] = true
-		}
-	}
-	var out []fleet.Image
-	for _, im := range imgs {
-		if slices.Contains(c.Channels, im.Slot.Channel) && slices.Contains(c.Methods, im.Slot.Method) && (len(minors) == 0 || minors[im.Slot.Minor]) {
-			out = append(out, im)
-		}
-	}
-	return out
-}
-
-func printPrune(w io.Writer, rep pruneReport) error {
+func printPrune(w io.Writer, rep *fleet.PruneReport) error {
 	if len(rep.Decisions) == 0 {
 		fmt.Fprintln(w, "no flatcar-capo images found")
 		return nil

@@ -27,25 +27,8 @@ func addReleaseFlags(fs *pflag.FlagSet, r *release.Release) {
 	AlsoFromEnv(fs, "version", "FLATCAR_VERSION")
 }
 
-// validateRelease normalises --arch and checks the release flags (a usage error, exit 2).
-func validateRelease(r *release.Release) error {
-	if err := validateArch(&r.Arch); err != nil {
-		return err
-	}
-	return r.Validate()
-}
-
 func addArchFlag(fs *pflag.FlagSet, arch *string) {
 	fs.StringVar(arch, "arch", "amd64", "architecture: "+strings.Join(release.Arches, ", ")+" (x86-64, x86_64 and aarch64 are understood)")
-}
-
-func validateArch(arch *string) error {
-	a, err := release.ParseArch(*arch)
-	if err != nil {
-		return err
-	}
-	*arch = a
-	return nil
 }
 
 // addNetworkFlags registers --retries, --stall-timeout, --download-timeout and --ca-file, the
@@ -63,12 +46,17 @@ func newClient(cmd *cobra.Command, o httpx.Options, quiet bool) (*httpx.Client, 
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	o.Logf = func(f string, a ...any) {
+	o.Logf = stderrf(cmd, quiet)
+	return httpx.New(o), nil
+}
+
+// stderrf prints one line per call on the command's stderr; nothing when quiet.
+func stderrf(cmd *cobra.Command, quiet bool) func(string, ...any) {
+	return func(f string, a ...any) {
 		if !quiet {
 			fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...)
 		}
 	}
-	return httpx.New(o), nil
 }
 
 // verifyFlags are --keyring and --insecure-skip-verify.
@@ -85,20 +73,7 @@ func addVerifyFlags(fs *pflag.FlagSet, v *verifyFlags) {
 // load reads the keyring (the embedded Flatcar key without --keyring); nil with
 // --insecure-skip-verify. A bad keyring is a usage error.
 func (v *verifyFlags) load() (*verify.Keyring, error) {
-	if v.insecure {
-		return nil, nil
-	}
-	var k *verify.Keyring
-	var err error
-	if v.keyring != "" {
-		k, err = verify.LoadKeyring(v.keyring)
-	} else {
-		k, err = verify.EmbeddedKeyring()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("--keyring: %w", err)
-	}
-	return k, nil
+	return verify.KeyringInForce(v.keyring, v.insecure)
 }
 
 func addCacheFlag(fs *pflag.FlagSet, dir *string) {

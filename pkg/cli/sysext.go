@@ -1,19 +1,13 @@
 package cli
 
 import (
-	"cmp"
-	"crypto/sha256"
-	"crypto/sha512"
 	"fmt"
-	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
-	"github.com/flatcar-capo/flatcar-capo/pkg/build"
-	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
@@ -88,65 +82,15 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
   flatcar-capo sysext create --kubernetes-version v1.33.4 --binaries ./k8s-v1.33.4 --output-file kubernetes.raw`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			image := sysext.CreateOptions{Kubernetes: dl.Kubernetes, ReleaseID: releaseID, Compression: compression, Level: level, LevelGiven: cmd.Flags().Changed("compression-level")}
-			if err := image.Validate(); err != nil {
-				return err
-			}
-			if err := validateArch(&dl.Arch); err != nil {
-				return err
-			}
-			if err := dl.Validate(); err != nil { // the version's form and the mirrors, before any lookup
-				return err
-			}
-			arch, err := sysext.Arch(dl.Arch)
+			net.Logf = stderrf(cmd, false)
+			made, err := sysext.MakeKubernetes(cmd.Context(), sysext.MakeOptions{
+				Image:    sysext.CreateOptions{ReleaseID: releaseID, Compression: compression, Level: level, LevelGiven: cmd.Flags().Changed("compression-level")},
+				Download: dl, Network: net, Binaries: binaries, OutputFile: outFile,
+				DefaultCacheDir: fetch.DefaultCacheDir, Logf: stderrf(cmd, false)})
 			if err != nil {
 				return err
 			}
-			c, err := newClient(cmd, net, false)
-			if err != nil {
-				return err
-			}
-			v, err := kubernetes.ResolveVersion(cmd.Context(), c, dl.Mirror, dl.Kubernetes)
-			if err != nil {
-				return err
-			}
-			dl.Kubernetes = v
-			if err := sysext.ValidVersion(dl.Kubernetes); err != nil {
-				return err
-			}
-			if outFile == "" {
-				outFile, _ = sysext.KubernetesFileName(dl.Kubernetes, arch)
-			}
-			if err := atomicfile.CheckPath(outFile); err != nil { // before the downloads
-				return err
-			}
-			var in sysext.KubernetesInput
-			if binaries != "" {
-				if in, err = sysext.KubernetesInputFromDir(binaries, dl.Kubernetes, arch); err != nil {
-					return err
-				}
-			} else {
-				if err := fillCacheDir(&dl.CacheDir); err != nil {
-					return err
-				}
-				set, err := kubernetes.Download(cmd.Context(), c, dl, func(f string, a ...any) {
-					fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...)
-				})
-				if err != nil {
-					return err
-				}
-				in = build.KubernetesSysextInput(set)
-			}
-			image.Apply(&in)
-			info, err := sysext.CreateKubernetes(cmd.Context(), in, outFile)
-			if err != nil {
-				return err
-			}
-			res, err := newCreateResult(info)
-			if err != nil {
-				return err
-			}
-			return Report(cmd, res, func(w io.Writer) error { return printCreateResult(w, res, dl.Kubernetes, arch) })
+			return Report(cmd, made, func(w io.Writer) error { return printMade(w, made) })
 		},
 	}
 	f := cmd.Flags()
@@ -163,22 +107,8 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 	return cmd
 }
 
-type createResult struct {
-	*sysext.Info
-	SHA256 string `json:"sha256"`
-	SHA512 string `json:"sha512"`
-}
-
-func newCreateResult(info *sysext.Info) (*createResult, error) {
-	sums, _, err := digest.Files(info.Path, sha256.New(), sha512.New())
-	if err != nil {
-		return nil, err
-	}
-	return &createResult{Info: info, SHA256: sums[0], SHA512: sums[1]}, nil
-}
-
-func printCreateResult(w io.Writer, r *createResult, version, arch string) error {
-	name, _ := sysext.KubernetesFileName(version, arch)
+func printMade(w io.Writer, r *sysext.Made) error {
+	name, _ := sysext.KubernetesFileName(r.Version, r.Arch)
 	fmt.Fprintf(w, "Wrote %s: %s (%s of files, %s), %d entries\n", r.Path, progress.Bytes(r.Size), progress.Bytes(r.Bytes), r.Compression, len(r.Files))
 	fmt.Fprintf(w, "  sha256 %s\n  sha512 %s\n", r.SHA256, r.SHA512)
 	fmt.Fprintf(w, "On a node: %s/%s, linked as %s\n", sysext.KubernetesDir, name, sysext.KubernetesLink)
@@ -211,25 +141,7 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
   flatcar-capo sysext inspect kubernetes.raw --os-release ./usr/lib/os-release --arch arm64`,
 		Args: ExactArgs(1, "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if name != "" {
-				if err := sysext.ValidName(name); err != nil {
-					return err
-				}
-			}
-			if _, err := sysext.Arch(arch); err != nil {
-				return err
-			}
-			host := sysext.FlatcarHost(arch)
-			if osRelease != "" {
-				data, err := infile.ReadFile("--os-release", osRelease, infile.OSRelease)
-				if err != nil {
-					return err
-				}
-				if host, err = sysext.HostFromOSRelease(data, arch, osRelease); err != nil {
-					return err
-				}
-			}
-			r, err := inspectSysext(args[0], name, host, !noVerify)
+			r, err := sysext.Inspect(args[0], sysext.InspectOptions{Name: name, OSRelease: osRelease, Arch: arch, Verify: !noVerify})
 			if err != nil {
 				return err
 			}
@@ -251,41 +163,7 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
 	return cmd
 }
 
-// sysextReport is `sysext inspect`'s report; its JSON is part of the CLI's interface.
-type sysextReport struct {
-	*sysext.Info
-	Name       string         `json:"name"`
-	Release    sysext.Release `json:"extensionRelease"`
-	Problems   []string       `json:"problems"`
-	Ignored    []string       `json:"ignored"`
-	NotRoot    []string       `json:"notRootOwned"`
-	Host       sysext.Host    `json:"host"`
-	WouldMerge bool           `json:"wouldMerge"`
-	Reason     string         `json:"reason"`
-	Verified   bool           `json:"dataVerified"`
-}
-
-func inspectSysext(path, name string, host sysext.Host, verify bool) (*sysextReport, error) {
-	info, err := sysext.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	name = cmp.Or(name, info.DefaultName())
-	if verify {
-		if err := info.Verify(); err != nil {
-			return nil, err
-		}
-	}
-	r := &sysextReport{Info: info, Name: name, Release: info.Releases[name], Problems: nonNil(info.Problems(name)),
-		Ignored: nonNil(info.Ignored()), NotRoot: nonNil(info.NotRootOwned()), Host: host, Verified: verify}
-	if r.Release == nil {
-		r.Release = sysext.Release{}
-	}
-	r.WouldMerge, r.Reason = info.WouldMerge(name, host)
-	return r, nil
-}
-
-func printSysextReport(w io.Writer, r *sysextReport) error {
+func printSysextReport(w io.Writer, r *sysext.Report) error {
 	fmt.Fprintf(w, "File:        %s (%s, squashfs %s, %d KiB blocks, created %s)\n", r.Path, progress.Bytes(r.Size), r.Compression, r.BlockSize>>10, r.Created.Format("2006-01-02 15:04:05 UTC"))
 	fmt.Fprintf(w, "Name:        %s (linked as /etc/extensions/%s.raw)\n", r.Name, r.Name)
 	if len(r.ReleaseNames) == 0 {

@@ -62,50 +62,20 @@ Prints the image ID, one line per cloud.`,
   flatcar-capo upload flatcar.raw --name flatcar-k8s --cloud east --cloud west --on-exists replace -o json`,
 		Args: ExactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := &glance.Request{Name: name, Visibility: visibility, Wait: wait}
-			if err := req.Validate(); err != nil {
-				return err
-			}
-			mode, err := glance.ParseOnExists(onExists)
-			if err != nil {
-				return err
-			}
-			req.OnExists = mode
-			if _, req.Signing, err = sign.signing(true); err != nil {
-				return err
-			}
-			file := args[0]
-			if err := req.SetFile(file, disk.Format(diskFormat)); err != nil {
-				return err // a compressed or foreign image is a failure (exit 1), like in every command
-			}
-			record, err := build.LoadRecord(file)
-			if err != nil {
-				return err
-			}
-			meta, err := glance.BuildMetadata(glance.MetadataInput{FlatcarVersion: flatcarV, KubernetesVersion: kubeV,
-				Properties: props, Tags: tag, Record: record.GlanceValues(), VirtualSize: req.VirtualSize, MinDiskGiB: minDisk, MinRAMMiB: minRAM, Firmware: firmware})
-			if err != nil {
-				return err
-			}
 			stderr := cmd.ErrOrStderr()
 			pmode := progress.Auto
 			if len(cloudNames) > 1 {
 				pmode = progress.Lines // one bar per cloud would overwrite each other
 			}
-			req.Metadata, req.Log = meta, &lockedWriter{w: stderr}
-			req.Progress = func(label string, total int64) glance.ProgressSink {
-				return progress.New(stderr, pmode, label, total)
-			}
-			results, uerr := glance.UploadAll(cmd.Context(), cloudNames, req)
+			results, uerr := glance.UploadFile(cmd.Context(), glance.FileUpload{File: args[0], DiskFormat: disk.Format(diskFormat),
+				Clouds: cloudNames, Name: name, Visibility: visibility, OnExists: onExists, Wait: wait,
+				Metadata: glance.MetadataInput{FlatcarVersion: flatcarV, KubernetesVersion: kubeV, Properties: props, Tags: tag,
+					MinDiskGiB: minDisk, MinRAMMiB: minRAM, Firmware: firmware},
+				Signing: func() (*glance.Signing, error) { _, g, err := sign.signing(true); return g, err },
+				Record:  recordGlanceValues, Log: &lockedWriter{w: stderr},
+				Progress: func(label string, total int64) glance.ProgressSink { return progress.New(stderr, pmode, label, total) }})
 			if len(results) > 0 {
-				if err := Report(cmd, results, func(w io.Writer) error {
-					for _, r := range results {
-						fmt.Fprintf(stderr, "%s: %s %s (%s, %s, %s %s)\n", cloudLabel(r), r.Action, r.ID, r.DiskFormat,
-							progress.Bytes(r.Size), r.HashAlgo, r.Checksum)
-						fmt.Fprintln(w, r.ID)
-					}
-					return nil
-				}); err != nil {
+				if err := Report(cmd, results, func(w io.Writer) error { return printUploads(stderr, w, results) }); err != nil {
 					return err
 				}
 			}
@@ -129,6 +99,25 @@ Prints the image ID, one line per cloud.`,
 	sign.register(f)
 	AddOutputFlag(f)
 	return cmd
+}
+
+// recordGlanceValues are the Glance values of the build record beside file (none: empty).
+func recordGlanceValues(file string) (glance.RecordValues, error) {
+	r, err := build.LoadRecord(file)
+	if err != nil {
+		return glance.RecordValues{}, err
+	}
+	return r.GlanceValues(), nil
+}
+
+// printUploads says what each cloud got on stderr and prints its image ID on w.
+func printUploads(stderr, w io.Writer, results []*glance.Result) error {
+	for _, r := range results {
+		fmt.Fprintf(stderr, "%s: %s %s (%s, %s, %s %s)\n", cloudLabel(r), r.Action, r.ID, r.DiskFormat,
+			progress.Bytes(r.Size), r.HashAlgo, r.Checksum)
+		fmt.Fprintln(w, r.ID)
+	}
+	return nil
 }
 
 func cloudLabel(r *glance.Result) string {

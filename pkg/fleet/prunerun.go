@@ -1,0 +1,117 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// PruneRequest is `prune`'s: the fleet file and the flags laid over it (Flags.Keep included),
+// delete or hide, and the files naming images in use.
+type PruneRequest struct {
+	ConfigFile string
+	Flags      Config
+	Yes, Hide  bool
+	Protect    []string
+	// Images is where the images are listed and removed; nil: the clouds' Glance.
+	Images PruneCatalog
+}
+
+// PruneCatalog lists a cloud's images, those whose slot it could not tell, and removes them.
+type PruneCatalog interface {
+	Catalog
+	Remover
+	UnsureIn(cloud string) []Image
+}
+
+// UnsureIn is the tool-tagged images of cloud whose slot could not be told.
+func (g *GlanceCatalog) UnsureIn(cloud string) []Image { return g.Unsure[cloud] }
+
+// PruneReport is what prune decided and did; its JSON is `prune -o json`.
+type PruneReport struct {
+	DryRun    bool       `json:"dryRun"`
+	Decisions []Decision `json:"images"`
+	Errors    []string   `json:"errors"`
+}
+
+// Prune loads and checks the request, lists every cloud's images, decides and (unless a dry
+// run) applies. A cloud that fails is in the report and in the error, and the others go on:
+// the report is nil only when nothing was looked at.
+func Prune(ctx context.Context, r PruneRequest) (*PruneReport, error) {
+	c, err := LoadMerged(r.ConfigFile, r.Flags)
+	if err != nil {
+		return nil, err
+	}
+	opts := PruneOptions{Config: c, Yes: r.Yes, Hide: r.Hide}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	c = opts.Config
+	prot, err := LoadProtect(r.Protect)
+	if err != nil {
+		return nil, err
+	}
+	cat := r.Images
+	if cat == nil {
+		cat = &GlanceCatalog{}
+	}
+	var imgs []Image
+	var errs []error
+	for _, cl := range c.Clouds {
+		some, err := cat.Images(ctx, cl)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cloud %s: %w", cl, err))
+			continue
+		}
+		imgs = append(imgs, filterImages(some, c, opts.Versions)...)
+	}
+	var unsure []Image
+	for _, cl := range c.Clouds {
+		unsure = append(unsure, cat.UnsureIn(cl)...)
+	}
+	ds := Decide(imgs, unsure, c.Keep, r.Hide, prot)
+	if !opts.DryRun() {
+		if err := Apply(ctx, ds, cat); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	rep := &PruneReport{DryRun: opts.DryRun(), Decisions: ds, Errors: []string{}}
+	if rep.Decisions == nil {
+		rep.Decisions = []Decision{}
+	}
+	for _, e := range errs {
+		rep.Errors = append(rep.Errors, e.Error())
+	}
+	return rep, errors.Join(errs...)
+}
+
+// LoadMerged is the fleet file (if any) with the flags laid over it, not yet validated.
+func LoadMerged(file string, flags Config) (Config, error) {
+	var c Config
+	if file != "" {
+		var err error
+		if c, err = LoadConfig(file); err != nil {
+			return c, err
+		}
+	}
+	return c.Merge(flags), nil
+}
+
+// filterImages keeps the images of the channels and methods asked for (every one when the
+// user named none) and, when versions were named, of their Kubernetes minors.
+func filterImages(imgs []Image, c Config, versions []string) []Image {
+	minors := map[string]bool{}
+	for _, v := range versions {
+		if m := Minor(v); m != "" {
+			minors[m] = true
+		}
+	}
+	var out []Image
+	for _, im := range imgs {
+		if slices.Contains(c.Channels, im.Slot.Channel) && slices.Contains(c.Methods, im.Slot.Method) && (len(minors) == 0 || minors[im.Slot.Minor]) {
+			out = append(out, im)
+		}
+	}
+	return out
+}

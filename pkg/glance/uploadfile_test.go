@@ -1,0 +1,58 @@
+package glance_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
+)
+
+// UploadFile is `upload` in one call: the record's values and the flags become the image's
+// metadata, and the bad values are refused before any cloud is asked.
+func TestUploadFileMetadataFromRecordAndFlags(t *testing.T) {
+	f := glancetest.New(t)
+	glancetest.CloudsYAML(t, f)
+	path := rawImage(t, t.TempDir(), 7, 1<<20)
+	var recordOf string
+	u := glance.FileUpload{File: path, Clouds: []string{"fake0"}, Name: "flatcar-up", OnExists: "reuse", Wait: 30 * time.Second,
+		Metadata: glance.MetadataInput{KubernetesVersion: "v1.35.2", Properties: []string{"site=lab"}},
+		Record: func(file string) (glance.RecordValues, error) {
+			recordOf = file
+			return glance.RecordValues{FlatcarVersion: "4459.2.2", KubernetesVersion: "v1.34.1", Arch: "amd64"}, nil
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := glance.UploadFile(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res[0].Properties
+	if recordOf != path || p["os_version"] != "4459.2.2" || p["kubernetes_version"] != "v1.35.2" || p["site"] != "lab" || res[0].Action != "uploaded" {
+		t.Errorf("record read for %q, properties %v: want the record's os_version, the flag's kubernetes_version and site=lab", recordOf, p)
+	}
+
+	for name, mod := range map[string]func(*glance.FileUpload){
+		"no name":   func(u *glance.FileUpload) { u.Name = "" },
+		"on-exists": func(u *glance.FileUpload) { u.OnExists = "overwrite" },
+		"signing":   func(u *glance.FileUpload) { u.Signing = func() (*glance.Signing, error) { return nil, errs.Invalidf("--sign-key: bad") } },
+		"property":  func(u *glance.FileUpload) { u.Metadata.Properties = []string{"novalue"} },
+	} {
+		bad := u
+		bad.Name = "flatcar-bad"
+		mod(&bad)
+		if _, err := glance.UploadFile(ctx, bad); !errors.Is(err, errs.ErrInvalid) {
+			t.Errorf("%s: err %v, want invalid", name, err)
+		}
+	}
+	if got := f.Named("flatcar-bad"); len(got) != 0 {
+		t.Errorf("the refused uploads made images: %v", got)
+	}
+	if _, err := glance.UploadFile(ctx, glance.FileUpload{File: path + ".missing", Name: "x", OnExists: "reuse", Clouds: []string{"fake0"}}); err == nil || !strings.Contains(err.Error(), ".missing") {
+		t.Errorf("a missing file: err %v, want one naming it", err)
+	}
+}

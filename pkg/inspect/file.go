@@ -1,0 +1,55 @@
+package inspect
+
+import (
+	"os"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
+)
+
+// FileOptions are `inspect`'s: the platform to judge against ("": the image's own oem_id) and,
+// when SBOMFile is set, where the SBOM of what the image holds goes (Tool names the writer).
+type FileOptions struct {
+	Target, SBOMFile, Tool string
+}
+
+// File checks o, opens the image at path, reports on it and writes the SBOM. A NOT READY
+// image is a report, not an error.
+func File(path string, o FileOptions) (*Report, error) {
+	if o.Target != "" {
+		if err := oem.ValidateID(o.Target, true); err != nil {
+			return nil, err
+		}
+	}
+	if o.SBOMFile != "" {
+		if err := atomicfile.CheckPath(o.SBOMFile); err != nil {
+			return nil, err
+		}
+		if a, err := os.Stat(path); err == nil {
+			if b, err := os.Stat(o.SBOMFile); err == nil && os.SameFile(a, b) {
+				return nil, errs.Invalidf("--sbom-file %s is the image itself; give another path, e.g. %s.cdx.json", o.SBOMFile, path)
+			}
+		}
+	}
+	img, err := disk.Open(path, false)
+	if err != nil {
+		return nil, err
+	}
+	defer img.Close()
+	r, err := Inspect(img, o.Target)
+	if err != nil {
+		return nil, err
+	}
+	if o.SBOMFile != "" {
+		inv, err := SBOM(img, r, o.Tool)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inv.Write(o.SBOMFile); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
