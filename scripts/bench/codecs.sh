@@ -29,13 +29,14 @@ time1() {
   awk '{printf "%s %.2f %d\n", $1, $2 + $3, $4 / 1024}' "$work/t"
 }
 best() { sort -n | head -1; }
-# compare LABEL SETUP NAME... : runs "$SETUP NAME" for each name, interleaved, and prints a row each.
+# compare LABEL SETUP NAME...: for each name, "SETUP prepare NAME" readies a run and "SETUP cmd NAME"
+# sets the array cmd to the command to time; interleaved, one row per name.
 compare() {
   local label=$1 setup=$2; shift 2
   local n
   for n in "$@"; do : >"$work/$n.t"; done
   for _ in $(seq "$runs"); do
-    for n in "$@"; do "$setup" prepare "$n"; time1 "$setup" run "$n" >>"$work/$n.t"; done
+    for n in "$@"; do "$setup" prepare "$n"; "$setup" cmd "$n"; time1 "${cmd[@]}" >>"$work/$n.t"; done
   done
   local first
   first=$(best <"$work/$1.t")
@@ -63,7 +64,7 @@ inflater)
   inflater() {
     case $1 in
     prepare) rm -f "$work/out.raw"; cat "$in" >/dev/null ;;
-    run) "$work/bin-$2" convert -q "$in" "$work/out.raw" ;;
+    cmd) cmd=("$work/bin-$2" convert -q "$in" "$work/out.raw") ;;
     esac
   }
   compare "convert (compressed qcow2 $(du -m "$in" | cut -f1) MB -> raw, warm)" inflater ours flate
@@ -107,13 +108,13 @@ bzip2)
   bz() {
     case $1 in
     prepare) rm -rf "$work/cache" "$work/out.img" ;;
-    run) "$work/bin-$2" fetch --quiet --release-server "http://127.0.0.1:$port/{channel}" --keyring "$work/keyring.gpg" \
-      --compression bz2 --cache-dir "$work/cache" --output-file "$work/out.img" ;;
+    cmd) cmd=("$work/bin-$2" fetch --quiet --release-server "http://127.0.0.1:$port/{channel}" --keyring "$work/keyring.gpg"
+      --compression bz2 --cache-dir "$work/cache" --output-file "$work/out.img") ;;
     esac
   }
   want=$(sha256sum <"$rel/$img" | cut -d' ' -f1)
   for codec in ours dsnet std; do
-    bz prepare $codec; bz run $codec
+    bz prepare $codec; bz cmd $codec; "${cmd[@]}"
     [ "$(sha256sum <"$work/out.img" | cut -d' ' -f1)" = "$want" ] || { echo "codecs.sh: fetch with $codec gave a wrong image" >&2; exit 1; }
   done
   compare "fetch (.bz2 $(du -m "$rel/$img.bz2" | cut -f1) MB -> $(du -m --apparent-size "$rel/$img" | cut -f1) MB)" bz ours dsnet std
@@ -137,7 +138,7 @@ squashfs)
   sq() {
     case $1 in
     prepare) rm -f "$work/k.raw"; cat "$payload"/bin/* >/dev/null ;;
-    run) "$work/bin-$2" sysext create --kubernetes-version v1.33.4 --binaries "$payload" --output-file "$work/k.raw" ;;
+    cmd) cmd=("$work/bin-$2" sysext create --kubernetes-version v1.33.4 --binaries "$payload" --output-file "$work/k.raw") ;;
     esac
   }
   compare "sysext create (204 MiB of binaries, gzip 1)" sq sq-ours sq-diskfs
@@ -149,8 +150,8 @@ apimirror)
   docs=$work/lint.yaml
   [ -s "$docs" ] || { "$work/bin-mirror" manifests --image-name x --kubernetes-version v1.33.4 --output-file "$work/one.yaml" &&
     for _ in $(seq 100); do cat "$work/one.yaml"; echo "---"; done >"$docs"; }
-  ver() { case $1 in prepare) : ;; run) for _ in $(seq 20); do "$work/bin-$2" version; done ;; esac; }
-  lint() { case $1 in prepare) : ;; run) "$work/bin-$2" lint "$docs" ;; esac; }
+  ver() { case $1 in prepare) : ;; cmd) cmd=(bash -c 'for _ in $(seq 20); do "$0" version; done' "$work/bin-$2") ;; esac; }
+  lint() { case $1 in prepare) : ;; cmd) cmd=("$work/bin-$2" lint "$docs") ;; esac; }
   compare "20 x version" ver mirror upstream
   compare "lint ($(grep -c '^kind:' "$docs") documents)" lint mirror upstream
   ;;
