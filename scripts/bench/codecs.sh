@@ -124,16 +124,8 @@ bzip2)
 squashfs)
   tree sq-ours 96f44fe && build sq-ours
   tree sq-diskfs 96f44fe^ && build sq-diskfs
-  payload=$work/payload
-  if [ ! -f "$payload/bin/kubectl" ]; then # sysext-create.sh's payload: 204 MiB cut from Go binaries
-    mkdir -p "$payload/bin"
-    tools=$(go env GOTOOLDIR)
-    for _ in 1 2 3; do cat "$work/bin-sq-ours" "$tools/compile" "$(command -v go)" "$tools/vet" "$tools/link"; done >"$work/pool"
-    head -c $((77 << 20)) "$work/pool" >"$payload/bin/kubelet"
-    tail -c +$((20 << 20)) "$work/pool" | head -c $((70 << 20)) >"$payload/bin/kubeadm" || true
-    tail -c +$((40 << 20)) "$work/pool" | head -c $((57 << 20)) >"$payload/bin/kubectl" || true
-    rm "$work/pool" && chmod 755 "$payload"/bin/*
-  fi
+  PAYLOAD_ONLY=1 scripts/bench/sysext-create.sh # its 204 MiB cut from Go binaries
+  payload=${BENCH_DIR:-/var/tmp/flatcar-capo-bench}/sysext-create/payload
   export SOURCE_DATE_EPOCH=1764547200
   sq() {
     case $1 in
