@@ -88,7 +88,7 @@ bzip2)
   if [ ! -s "$rel/$img.bz2.DIGESTS.asc" ]; then
     mkdir -p "$rel" "$work/tree/stable/amd64-usr/current"
     truncate -s 2G "$work/disk.raw"
-    tar cf - /usr/lib/x86_64-linux-gnu /usr/bin /usr/share/doc 2>/dev/null | head -c 400M |
+    { tar cf - /usr/lib/x86_64-linux-gnu /usr/bin /usr/share/doc 2>/dev/null || true; } | head -c 400M |
       dd of="$work/disk.raw" bs=1M seek=1 conv=notrunc iflag=fullblock status=none
     qemu-img convert -c -O qcow2 "$work/disk.raw" "$rel/$img" && rm -f "$work/disk.raw"
     lbzip2 -9 -n2 <"$rel/$img" >"$rel/$img.bz2"
