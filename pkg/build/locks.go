@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/filelock"
 )
 
 // artifactLockWait bounds how long a build waits for another build of the same artifact.
@@ -32,36 +33,34 @@ func lockArtifact(ctx context.Context, artifact string, log io.Writer) (*os.File
 		if err != nil {
 			return nil, fmt.Errorf("locking %s against a concurrent build: %w", artifact, err)
 		}
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			if !sameFile(f, path) { // removed by the run that held it: take the new one
-				f.Close()
-				continue
+		busy := func() {
+			if said {
+				return
 			}
-			f.Truncate(0)
-			f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-			return f, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-		if !said {
 			b := make([]byte, 16)
 			n, _ := f.ReadAt(b, 0)
 			fmt.Fprintf(log, "another flatcar-capo (pid %s) is building %s; waiting for it (at most %s)\n",
 				strings.TrimSpace(string(b[:n])), artifact, artifactLockWait)
 			said = true
 		}
-		f.Close()
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("another flatcar-capo has been building %s for over %s (lock %s); stop it, or build into another --output-dir", artifact, artifactLockWait, path)
+		err = filelock.Wait(ctx, f, filelock.Exclusive, filelock.Options{Until: deadline, Busy: busy})
+		if err != nil {
+			f.Close()
+			if errors.Is(err, filelock.ErrTimeout) {
+				return nil, fmt.Errorf("another flatcar-capo has been building %s for over %s (lock %s); stop it, or build into another --output-dir", artifact, artifactLockWait, path)
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		if !sameFile(f, path) { // removed by the run that held it: take the new one
+			f.Close()
+			continue
 		}
+		f.Truncate(0)
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		return f, nil
 	}
 }
 
@@ -95,8 +94,11 @@ func lockBuildDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if ok, err := filelock.TryLock(f, filelock.Exclusive); !ok {
 		f.Close()
+		if err == nil {
+			err = errors.New("another process holds it")
+		}
 		return nil, fmt.Errorf("locking the build directory %s: %w", dir, err)
 	}
 	fmt.Fprintf(f, "%d\n", os.Getpid())
@@ -153,7 +155,7 @@ func deadBuildDir(d string) (dead bool, pid string) {
 		return false, ""
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if ok, _ := filelock.TryLock(f, filelock.Exclusive); !ok {
 		return false, ""
 	}
 	b := make([]byte, 32)

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
-	"sigs.k8s.io/yaml"
+	"gopkg.in/yaml.v3"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"

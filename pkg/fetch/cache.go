@@ -7,9 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/filelock"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -65,36 +65,29 @@ func openCache(root string, r release.Release, file string) (*cacheEntry, error)
 // lockPoll is how often a waiting run tries the lock again.
 const lockPoll = 200 * time.Millisecond
 
-// lock takes the entry's lock, shared (syscall.LOCK_SH) or exclusive (LOCK_EX). When another
-// run holds it in the way, it says so on log once and waits, at most wait (a download's
-// deadline: longer means the other run is stuck) or until ctx ends.
-func (e *cacheEntry) lock(ctx context.Context, how int, wait time.Duration, log io.Writer) error {
-	start := time.Now()
-	for said := false; ; {
-		err := syscall.Flock(int(e.lockFile.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			return fmt.Errorf("cannot lock %s.lock: %w", e.File, err)
-		}
-		if !said {
-			fmt.Fprintf(log, "another flatcar-capo is downloading or reading %s in %s; waiting for it (at most %s)\n", e.file, e.dir, wait)
-			said = true
-		}
-		if time.Since(start) >= wait {
-			return fmt.Errorf("another flatcar-capo has held %s.lock for %s (the --download-timeout) and is still downloading or reading it: "+
-				"it may be stuck; stop it, or use another --cache-dir", e.File, wait.Round(time.Second))
-		}
-		t := time.NewTimer(min(lockPoll, wait-time.Since(start)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
+// lock takes the entry's lock, shared or exclusive. When another run holds it in the way, it
+// says so on log once and waits, at most wait (a download's deadline: longer means the other
+// run is stuck) or until ctx ends.
+func (e *cacheEntry) lock(ctx context.Context, how filelock.Mode, wait time.Duration, log io.Writer) error {
+	busy := func() {
+		fmt.Fprintf(log, "another flatcar-capo is downloading or reading %s in %s; waiting for it (at most %s)\n", e.file, e.dir, wait)
+	}
+	err := filelock.Wait(ctx, e.lockFile, how, filelock.Options{Poll: lockPoll, Until: time.Now().Add(wait), Busy: busy})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, filelock.ErrTimeout):
+		return fmt.Errorf("another flatcar-capo has held %s.lock for %s (the --download-timeout) and is still downloading or reading it: "+
+			"it may be stuck; stop it, or use another --cache-dir", e.File, wait.Round(time.Second))
+	case ctx.Err() != nil:
+		return ctx.Err()
+	default:
+		return fmt.Errorf("cannot lock %s.lock: %w", e.File, err)
 	}
 }
+
+// unlock lets go of the entry's lock (Close does too).
+func (e *cacheEntry) unlock() { filelock.Unlock(e.lockFile) }
 
 func (e *cacheEntry) Close() { e.lockFile.Close() }
 

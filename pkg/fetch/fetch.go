@@ -18,6 +18,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/filelock"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
@@ -229,7 +230,7 @@ func (f *fetcher) artifact(ctx context.Context, comp string) (*Result, error) {
 	// the entry takes the exclusive lock and looks again, since the run it waited for may have
 	// stored the file meanwhile.
 	wait := f.c.Options().DownloadTimeout
-	if err := entry.lock(ctx, syscall.LOCK_SH, wait, f.o.Log); err != nil {
+	if err := entry.lock(ctx, filelock.Shared, wait, f.o.Log); err != nil {
 		return nil, err
 	}
 	for exclusive := false; ; exclusive = true {
@@ -254,8 +255,8 @@ func (f *fetcher) artifact(ctx context.Context, comp string) (*Result, error) {
 		}
 		// Drop the shared lock first: two runs that both hold it and both want to write must
 		// not wait for each other.
-		syscall.Flock(int(entry.lockFile.Fd()), syscall.LOCK_UN)
-		if err := entry.lock(ctx, syscall.LOCK_EX, wait, f.o.Log); err != nil {
+		entry.unlock()
+		if err := entry.lock(ctx, filelock.Exclusive, wait, f.o.Log); err != nil {
 			return nil, err
 		}
 	}

@@ -5,14 +5,17 @@
 package fleet
 
 import (
+	"bytes"
 	"cmp"
-	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
+	"errors"
+	"io"
 	"slices"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"gopkg.in/yaml.v3"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -21,19 +24,19 @@ var Methods = []string{"packer", "sysext"}
 
 // Config is what fleet.yaml holds, and what plan's and prune's flags set.
 type Config struct {
-	Channels           []string `json:"channels"`
-	KubernetesVersions []string `json:"kubernetesVersions"` // exact (v1.35.2), minor (1.35) or stable
-	Methods            []string `json:"methods"`
-	Clouds             []string `json:"clouds"` // clouds.yaml names
-	Arch               string   `json:"arch,omitempty"`
-	ReleaseServer      string   `json:"releaseServer,omitempty"`
-	KubernetesMirror   string   `json:"kubernetesMirror,omitempty"`
+	Channels           []string `json:"channels" yaml:"channels"`
+	KubernetesVersions []string `json:"kubernetesVersions" yaml:"kubernetesVersions"` // exact (v1.35.2), minor (1.35) or stable
+	Methods            []string `json:"methods" yaml:"methods"`
+	Clouds             []string `json:"clouds" yaml:"clouds"` // clouds.yaml names
+	Arch               string   `json:"arch,omitempty" yaml:"arch,omitempty"`
+	ReleaseServer      string   `json:"releaseServer,omitempty" yaml:"releaseServer,omitempty"`
+	KubernetesMirror   string   `json:"kubernetesMirror,omitempty" yaml:"kubernetesMirror,omitempty"`
 	// Properties (KEY=VALUE) and BuildArgs (extra `build` flags) are passed to every build that
 	// `plan --build` runs, so a CI job's build line stays the plan's row and nothing else.
-	Properties []string `json:"properties,omitempty"`
-	BuildArgs  []string `json:"buildArgs,omitempty"`
-	OutputDir  string   `json:"outputDir,omitempty"`
-	Keep       int      `json:"keep,omitempty"` // prune: images kept per slot and cloud
+	Properties []string `json:"properties,omitempty" yaml:"properties,omitempty"`
+	BuildArgs  []string `json:"buildArgs,omitempty" yaml:"buildArgs,omitempty"`
+	OutputDir  string   `json:"outputDir,omitempty" yaml:"outputDir,omitempty"`
+	Keep       int      `json:"keep,omitempty" yaml:"keep,omitempty"` // prune: images kept per slot and cloud
 }
 
 // LoadConfig reads a fleet file strictly: a misspelt key is an error, not a silent default.
@@ -43,10 +46,21 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return c, errs.Invalidf("%s: %w (keys: channels, kubernetesVersions, methods, clouds, arch, releaseServer, kubernetesMirror, properties, buildArgs, outputDir, keep)", path, err)
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // EOF: an empty file
+		return c, errs.Invalidf("%s: %s (keys: channels, kubernetesVersions, methods, clouds, arch, releaseServer, kubernetesMirror, properties, buildArgs, outputDir, keep)", path, oneLine(err))
 	}
 	return c, nil
+}
+
+// oneLine joins yaml.v3's "unmarshal errors:" list ("line N: field x not found in type ...").
+func oneLine(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return strings.Join(te.Errors, "; ")
+	}
+	return err.Error()
 }
 
 // Merge lays flag values over the file's: a flag the user gave wins, list by list.

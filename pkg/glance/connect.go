@@ -25,7 +25,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
-	"sigs.k8s.io/yaml"
+	"gopkg.in/yaml.v3"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
@@ -216,7 +216,7 @@ func findCloudsYAML(name string) (string, error) {
 			return "", err
 		}
 		var doc struct {
-			Clouds map[string]any `json:"clouds"`
+			Clouds map[string]any `yaml:"clouds"`
 		}
 		if err := yaml.Unmarshal(data, &doc); err != nil {
 			return "", fmt.Errorf("%s is not valid YAML: %w", p, err)

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
-	"sigs.k8s.io/yaml"
+	"gopkg.in/yaml.v3"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )

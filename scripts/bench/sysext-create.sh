@@ -3,7 +3,7 @@
 # v1.33 ships them, cut from real Go binaries so they compress like the real ones) against
 # mksquashfs -processors 2 on the same tree with the same compressor, level and block size, in
 # the same run (interleaved, best of ROUNDS). Prints wall time, peak RSS, size, ratio and load.
-# Usage: scripts/bench/sysext-create.sh
+# Usage: scripts/bench/sysext-create.sh (PAYLOAD_ONLY=1 makes the payload and stops)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin"
@@ -22,6 +22,7 @@ if [ ! -f "$payload/bin/kubectl" ]; then
   rm "$work/pool"
   chmod 755 "$payload"/bin/*
 fi
+[ -z "${PAYLOAD_ONLY:-}" ] || exit 0 # scripts/bench/codecs.sh only needs the payload
 export SOURCE_DATE_EPOCH=1764547200
 # best of $ROUNDS, ours and mksquashfs interleaved so both see the same load.
 ROUNDS=${ROUNDS:-3}

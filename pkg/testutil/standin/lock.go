@@ -4,8 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/filelock"
 )
 
 // lock takes an exclusive flock on path, waiting (and honouring ctx) while another process
@@ -15,22 +16,11 @@ func lock(ctx context.Context, path string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if err != syscall.EWOULDBLOCK {
-			f.Close()
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+	if err := filelock.Wait(ctx, f, filelock.Exclusive, filelock.Options{Poll: 500 * time.Millisecond}); err != nil {
+		f.Close()
+		return nil, err
 	}
+	return func() { f.Close() }, nil
 }
 
 // prune removes the cached builds of other inputs (older revisions of the guest) that no
@@ -53,7 +43,7 @@ func prune(root, keep string) {
 		if err != nil {
 			continue
 		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		if ok, _ := filelock.TryLock(f, filelock.Exclusive); ok {
 			os.RemoveAll(filepath.Join(root, name))
 			os.Remove(f.Name())
 		}
