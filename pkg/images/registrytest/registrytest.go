@@ -169,14 +169,31 @@ auth:
 // PullRequests counts the manifest and blob GETs and HEADs in the registry's access log so far
 // (a pull of any image makes at least one): a test reads it before and after a boot.
 func (r *Registry) PullRequests() int {
-	b, _ := os.ReadFile(filepath.Join(r.Dir, "registry.log"))
 	n := 0
-	for _, l := range strings.Split(string(b), "\n") {
-		if (strings.Contains(l, "\"GET /v2/") || strings.Contains(l, "\"HEAD /v2/")) && (strings.Contains(l, "/manifests/") || strings.Contains(l, "/blobs/")) {
+	for _, s := range r.Seen() {
+		if (strings.HasPrefix(s, "GET /v2/") || strings.HasPrefix(s, "HEAD /v2/")) && (strings.Contains(s, "/manifests/") || strings.Contains(s, "/blobs/")) {
 			n++
 		}
 	}
 	return n
+}
+
+// Seen is every request in the registry's access log so far, as "METHOD PATH" (its logging
+// proxies' Seen says the same of theirs).
+func (r *Registry) Seen() []string {
+	b, _ := os.ReadFile(filepath.Join(r.Dir, "registry.log"))
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		_, req, ok := strings.Cut(l, "] \"") // combined log format: ... [time] "GET /v2/... HTTP/1.1" 200 ...
+		if !ok {
+			continue
+		}
+		if method, rest, ok := strings.Cut(req, " "); ok {
+			path, _, _ := strings.Cut(rest, " ")
+			out = append(out, method+" "+path)
+		}
+	}
+	return out
 }
 
 // Stop ends the registry.
