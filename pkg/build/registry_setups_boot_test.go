@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +120,7 @@ func TestGuestPullsAsTheNodeFilesSay(t *testing.T) {
 		if bypass != "none" {
 			t.Error("certs.d/registry.k8s.io exists in the guest: it would bypass the catch-all")
 		}
-		if !slices.Contains(registry, "GET /v2/app/one/manifests/v1") {
+		if !servedBlobs(registry, "/v2/app/one") {
 			t.Errorf("the catch-all registry never served app/one: %q", registry)
 		}
 		notSeen(t, "app/one", harborSaw, proxySaw)
@@ -136,13 +135,13 @@ func TestGuestPullsAsTheNodeFilesSay(t *testing.T) {
 		if first < 0 || second < first {
 			t.Errorf("containerd did not try the first mirror (%s), then the second: %d, %d", down, first, second)
 		}
-		if !slices.Contains(registry, "GET /v2/app/two/manifests/v1") {
+		if !servedBlobs(registry, "/v2/app/two") {
 			t.Errorf("the second mirror never served app/two: %q", registry)
 		}
 		notSeen(t, "app/two", harborSaw, proxySaw)
 	})
 	t.Run("path-prefixed", func(t *testing.T) {
-		if !slices.Contains(harborSaw, "GET /v2/k8s-cache/app/three/manifests/v1") {
+		if !servedBlobs(harborSaw, "/v2/k8s-cache/app/three") {
 			t.Errorf("the Harbor-like mirror never served app/three: %q", harborSaw)
 		}
 		for _, s := range harborSaw {
@@ -153,7 +152,7 @@ func TestGuestPullsAsTheNodeFilesSay(t *testing.T) {
 		notSeen(t, "app/three", proxySaw)
 	})
 	t.Run("through an HTTP proxy with a login", func(t *testing.T) {
-		if !seenPath(proxySaw, "http://"+onlyProxy+"/v2/k8s-cache/app/four/manifests/v1") {
+		if !servedBlobs(proxySaw, "http://"+onlyProxy+"/v2/k8s-cache/app/four") {
 			t.Errorf("the proxy did not carry app/four: %q", proxySaw)
 		}
 		for _, s := range proxySaw {
@@ -187,14 +186,17 @@ func notSeen(t *testing.T, repo string, logs ...[]string) {
 	}
 }
 
-// seenPath says whether a logging proxy saw a request for url (containerd adds ?ns=<registry>).
-func seenPath(seen []string, url string) bool {
+// servedBlobs says whether a server's log ("METHOD URL") has the tag's manifest asked for and a
+// blob fetched under repo (a path or URL; containerd adds ?ns=<registry>): the pull came from there.
+func servedBlobs(seen []string, repo string) bool {
+	var tag, blob bool
 	for _, s := range seen {
-		if _, u, _ := strings.Cut(s, " "); strings.SplitN(u, "?", 2)[0] == url {
-			return true
-		}
+		method, u, _ := strings.Cut(s, " ")
+		u, _, _ = strings.Cut(u, "?")
+		tag = tag || u == repo+"/manifests/v1"
+		blob = blob || method == "GET" && strings.HasPrefix(u, repo+"/blobs/sha256:")
 	}
-	return false
+	return tag && blob
 }
 
 // writeNodeFiles writes the node's files into the guest's root as the build writes them into
