@@ -245,7 +245,11 @@ func (r *Registry) keptCerts() (crt, key string, err error) {
 	return crt, key, nil
 }
 
-// makeCerts writes a CA and a server certificate for 127.0.0.1 and localhost.
+// GuestHostIP is this host as a QEMU guest on user networking sees it: a connection there
+// reaches the host's 127.0.0.1.
+const GuestHostIP = "10.0.2.2"
+
+// makeCerts writes a CA and a server certificate for 127.0.0.1, localhost and GuestHostIP.
 func (r *Registry) makeCerts() (crt, key string, err error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -266,7 +270,7 @@ func (r *Registry) makeCerts() (crt, key string, err error) {
 	}
 	srvTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), DNSNames: []string{"localhost"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.2.100")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.2.100"), net.ParseIP(GuestHostIP)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		KeyUsage: x509.KeyUsageDigitalSignature}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
 	if err != nil {
