@@ -27,10 +27,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
 )
 
-// guestIP is the address QEMU's user network gives the guest: the API endpoint the management
-// cluster would put into every node's bootstrap data (CAPO: the load balancer's or the node's).
-const guestIP = "10.0.2.15"
-
 // bridgeCNI is a CNI configuration for the plugins the image carries (bridge, host-local,
 // portmap; loopback is kubelet's), as a KubeadmConfigSpec.files entry or a CNI add-on writes it.
 const bridgeCNI = `{
@@ -102,22 +98,8 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	flavor := map[string]string{"sysext": "sysext-baked", "packer": "baked"}[method]
 	manifest := testutil.Run(t, append([]string{"manifests", "--flavor", flavor, "--capi-api", "v1beta2", "--image-name",
 		strings.TrimSuffix(filepath.Base(image), ".qcow2")}, cabpktest.ManifestSets("proof", kubetest.RealVersion)...)...).MustSucceed(t).Stdout
-	cluster, err := cabpktest.NewCluster(guestIP + ":6443")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, key := standin.TestUser(t)
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := standin.TestUserName
-	ign, err := cluster.Ignition(cabpktest.Node{Manifest: manifest, ControlPlane: true,
-		Users: []cabpktest.User{{Name: user, SSHKey: strings.TrimSpace(string(pub)), Groups: []string{"sudo"}}},
+	ign, key := cabpkIgnition(t, cabpktest.Node{Manifest: manifest, ControlPlane: true,
 		Files: map[string]string{"/etc/cni/net.d/10-node-proof.conflist": bridgeCNI}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	drive := filepath.Join(dir, "config-2.iso")
 	if err := configdrive.Write(drive, ign, configdrive.MetaData{UUID: "6f1d2c3e-0000-4000-8000-000000000026", Name: "proof-control-plane-0", Hostname: "proof-control-plane-0"}); err != nil {
 		t.Fatal(err)

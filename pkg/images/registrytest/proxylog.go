@@ -1,6 +1,7 @@
 package registrytest
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -27,10 +28,16 @@ func (l *requestLog) Seen() []string {
 }
 
 // serveLoopback serves h on a free 127.0.0.1 port until the test ends and returns host:port.
-func serveLoopback(t testing.TB, h http.Handler) string {
+func serveLoopback(t testing.TB, h http.Handler) string { return serveLoopbackTLS(t, h, nil) }
+
+// serveLoopbackTLS is serveLoopback over TLS with cfg (plain HTTP when nil).
+func serveLoopbackTLS(t testing.TB, h http.Handler, cfg *tls.Config) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg != nil {
+		ln = tls.NewListener(ln, cfg)
 	}
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)

@@ -169,14 +169,31 @@ auth:
 // PullRequests counts the manifest and blob GETs and HEADs in the registry's access log so far
 // (a pull of any image makes at least one): a test reads it before and after a boot.
 func (r *Registry) PullRequests() int {
-	b, _ := os.ReadFile(filepath.Join(r.Dir, "registry.log"))
 	n := 0
-	for _, l := range strings.Split(string(b), "\n") {
-		if (strings.Contains(l, "\"GET /v2/") || strings.Contains(l, "\"HEAD /v2/")) && (strings.Contains(l, "/manifests/") || strings.Contains(l, "/blobs/")) {
+	for _, s := range r.Seen() {
+		if (strings.HasPrefix(s, "GET /v2/") || strings.HasPrefix(s, "HEAD /v2/")) && (strings.Contains(s, "/manifests/") || strings.Contains(s, "/blobs/")) {
 			n++
 		}
 	}
 	return n
+}
+
+// Seen is every request in the registry's access log so far, as "METHOD PATH" (its logging
+// proxies' Seen says the same of theirs).
+func (r *Registry) Seen() []string {
+	b, _ := os.ReadFile(filepath.Join(r.Dir, "registry.log"))
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		_, req, ok := strings.Cut(l, "] \"") // combined log format: ... [time] "GET /v2/... HTTP/1.1" 200 ...
+		if !ok {
+			continue
+		}
+		if method, rest, ok := strings.Cut(req, " "); ok {
+			path, _, _ := strings.Cut(rest, " ")
+			out = append(out, method+" "+path)
+		}
+	}
+	return out
 }
 
 // Stop ends the registry.
@@ -228,7 +245,11 @@ func (r *Registry) keptCerts() (crt, key string, err error) {
 	return crt, key, nil
 }
 
-// makeCerts writes a CA and a server certificate for 127.0.0.1 and localhost.
+// GuestHostIP is this host as a QEMU guest on user networking sees it: a connection there
+// reaches the host's 127.0.0.1.
+const GuestHostIP = "10.0.2.2"
+
+// makeCerts writes a CA and a server certificate for 127.0.0.1, localhost and GuestHostIP.
 func (r *Registry) makeCerts() (crt, key string, err error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -249,7 +270,7 @@ func (r *Registry) makeCerts() (crt, key string, err error) {
 	}
 	srvTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), DNSNames: []string{"localhost"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.2.100")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.2.100"), net.ParseIP(GuestHostIP)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		KeyUsage: x509.KeyUsageDigitalSignature}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
 	if err != nil {
