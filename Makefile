@@ -129,9 +129,9 @@ $(SUMMARY): scripts/testsummary/main.go
 	$(GO) build -o $@ ./scripts/testsummary
 
 # The longest test packages go first (go test starts them in the order named, two at a time on two
-# cores): with pkg/build alone in one slot, the others no longer end with the stand-in boots
+# cores): with pkg/imagebuild alone in one slot, the others no longer end with the stand-in boots
 # running by themselves.
-TEST_FIRST := ./pkg/build/ ./pkg/cli/ ./pkg/testutil/standin/ ./pkg/glance/ ./pkg/testutil/qemuboot/
+TEST_FIRST := ./pkg/imagebuild/ ./pkg/cli/ ./pkg/testutil/standin/ ./pkg/glance/ ./pkg/testutil/qemuboot/
 # flatcar-capo is linked once for every test package (testutil.BinaryEnv), in a world-readable
 # directory named after this shell's pid (the privilege-dropping tests run it as nobody;
 # testutil removes it if this run is killed).
@@ -152,7 +152,7 @@ fuzz: $(SUMMARY)
 	@mkdir -p $(TESTLOG)
 	scripts/fuzz.sh $(FUZZTIME)
 
-# The packer package's own full guest build + boot (pkg/build's end-to-end test covers the same
+# The packer package's own full guest build + boot (pkg/imagebuild's end-to-end test covers the same
 # path with both packers in `make test`): for work on packer/ or pkg/packer.
 test-packer-guest: deps
 	$(GO) test -tags guest -count=1 -timeout 30m -run TestBuildStandinAndBootResult -v ./pkg/packer/
@@ -168,7 +168,7 @@ node-proof: deps
 	scripts/install-kubernetes.sh >/dev/null
 	@mkdir -p bin/node-proof
 	set -o pipefail; NODE_PROOF_DIR=$(CURDIR)/bin/node-proof FLATCAR_CAPO_STRICT_TESTS=1 $(GO) test -tags nodeproof -count=1 \
-	  -timeout $(NODE_PROOF_TIMEOUT) -run '^TestNodeProof$$' -v ./pkg/build/ 2>&1 | tee bin/node-proof/node-proof.log
+	  -timeout $(NODE_PROOF_TIMEOUT) -run '^TestNodeProof$$' -v ./pkg/imagebuild/ 2>&1 | tee bin/node-proof/node-proof.log
 
 # Differential oracles that compare us with a reference reader known to misread some inputs:
 # run by hand when evaluating that reader again, not in `make test`.

@@ -7,14 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 )
 
 func newBuildCommand() *cobra.Command {
 	var (
-		o        build.Options
+		o        imagebuild.Options
 		vf       verifyFlags
 		diskSize string
 		sign     signFlags
@@ -77,7 +77,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 			if o.SignKey, o.GlanceSigning, err = sign.signing(len(o.Clouds) > 0); err != nil {
 				return err
 			}
-			rec, err := build.Run(cmd.Context(), &o)
+			rec, err := imagebuild.Run(cmd.Context(), &o)
 			if err != nil {
 				return err
 			}
@@ -85,14 +85,14 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Method, "method", build.MethodPacker, "packer (boot a VM, install Kubernetes) or sysext (bake a Kubernetes sysext, no VM)")
+	f.StringVar(&o.Method, "method", imagebuild.MethodPacker, "packer (boot a VM, install Kubernetes) or sysext (bake a Kubernetes sysext, no VM)")
 	addReleaseFlags(f, &o.Release)
 	addNetworkFlags(f, &o.Network)
 	addVerifyFlags(f, &vf)
 	addCacheFlag(f, &o.CacheDir)
 	f.StringVar(&o.Base, "base", "", "base image to start from (fetch --image): qemu (default for packer; Ignition via fw_cfg) or openstack (config-2 drive; default for sysext)")
 	f.StringVar(&o.BaseImage, "base-image", "", "use this local raw or qcow2 Flatcar image instead of downloading one")
-	f.StringVar(&o.OEM, "oem", build.DefaultOEM, "OEM id of the output (flatcar.oem.id)")
+	f.StringVar(&o.OEM, "oem", imagebuild.DefaultOEM, "OEM id of the output (flatcar.oem.id)")
 	addKubernetesFlags(f, &o.Kubernetes, kubernetes.DefaultVersion)
 	f.StringArrayVar(&o.Provision, "provision", nil, "your own shell script, run in the guest after ours (repeatable)")
 	f.StringArrayVar(&o.Sysext, "sysext", nil, "--method sysext: a prebuilt Kubernetes sysext FILE or URL instead of making one (repeatable)")
@@ -102,8 +102,8 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	f.StringVar(&o.Packer, "packer", "", "packer binary (default: packer on PATH)")
 	f.StringVar(&o.QEMUBinary, "qemu-binary", "", "qemu-system-* binary (default: qemu-system-<arch> on PATH)")
 	f.StringVar(&o.Accelerator, "accelerator", "", "kvm or tcg (default: kvm when usable, else tcg with a warning)")
-	f.IntVar(&o.CPUs, "cpus", build.DefaultCPUs, "build VM CPUs")
-	f.IntVar(&o.MemoryMiB, "memory", build.DefaultMemory, "build VM memory in MiB")
+	f.IntVar(&o.CPUs, "cpus", imagebuild.DefaultCPUs, "build VM CPUs")
+	f.IntVar(&o.MemoryMiB, "memory", imagebuild.DefaultMemory, "build VM memory in MiB")
 	f.StringVar(&diskSize, "disk-size", "", "grow the image to this size (e.g. 20G, 20GiB, bytes); default: the base image's size")
 	f.StringVar(&o.OutputDir, "output-dir", "", "where the image and its record go (default ./output/<image name>)")
 	f.StringVar(&o.ImageName, "image-name", "", "image and Glance name (default flatcar-<channel>-<version>-kube-<k8s>)")
@@ -122,9 +122,9 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 
 // checkBuildFlags maps the flags that need parsing to o, lets o.Validate check everything, and
 // fills the keyring and cache.
-func checkBuildFlags(o *build.Options, vf verifyFlags, diskSize string) error {
+func checkBuildFlags(o *imagebuild.Options, vf verifyFlags, diskSize string) error {
 	if diskSize != "" {
-		n, err := build.ParseDiskSize(diskSize)
+		n, err := imagebuild.ParseDiskSize(diskSize)
 		if err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func checkBuildFlags(o *build.Options, vf verifyFlags, diskSize string) error {
 	return fillCacheDir(&o.CacheDir)
 }
 
-func printBuild(w io.Writer, r *build.Record) error {
+func printBuild(w io.Writer, r *imagebuild.Record) error {
 	if r.DryRun != nil {
 		return printPlan(w, r)
 	}
@@ -161,7 +161,7 @@ func printBuild(w io.Writer, r *build.Record) error {
 	return nil
 }
 
-func printPlan(w io.Writer, r *build.Record) error {
+func printPlan(w io.Writer, r *imagebuild.Record) error {
 	p := r.DryRun
 	fmt.Fprintf(w, "Plan (--dry-run: nothing downloaded, booted or written)\n")
 	fmt.Fprintf(w, "  method:      %s\n", p.Method)

@@ -3,11 +3,11 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/build"
+	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 )
 
 // addImageFlags are build's container-image preload and containerd settings flags.
-func addImageFlags(f *pflag.FlagSet, io *build.ImageOptions) {
+func addImageFlags(f *pflag.FlagSet, io *imagebuild.ImageOptions) {
 	f.BoolVar(&io.NoPreload, "no-preload-images", false, "do not preload kubeadm's container images (containerd settings are still written)")
 	f.StringArrayVar(&io.Refs, "image", nil, "preload this image too, e.g. a CNI's or the cloud-controller-manager's (repeatable)")
 	f.StringVar(&io.File, "images-file", "", "preload the images listed in FILE (one ref per line, # comments)")

@@ -3,8 +3,8 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
+	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 )
 
 // addImageRefFlags are how manifests names the image: --image-ref, --image-id, --image-source
@@ -23,7 +23,7 @@ func recordReader(path string) func() (*capo.Record, error) {
 		return nil
 	}
 	return func() (*capo.Record, error) {
-		r, err := build.RecordFile(path)
+		r, err := imagebuild.RecordFile(path)
 		if err != nil {
 			return nil, err
 		}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
@@ -103,7 +103,7 @@ Prints the image ID, one line per cloud.`,
 
 // recordGlanceValues are the Glance values of the build record beside file (none: empty).
 func recordGlanceValues(file string) (glance.RecordValues, error) {
-	r, err := build.LoadRecord(file)
+	r, err := imagebuild.LoadRecord(file)
 	if err != nil {
 		return glance.RecordValues{}, err
 	}

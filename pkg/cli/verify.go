@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
@@ -43,7 +43,7 @@ Exit 0 when everything verifies, 1 when a signature, the image or its contents d
 			if err != nil {
 				return err
 			}
-			v, err := build.VerifyArtifact(args[0], pub)
+			v, err := imagebuild.VerifyArtifact(args[0], pub)
 			if err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ Exit 0 when everything verifies, 1 when a signature, the image or its contents d
 	return cmd
 }
 
-func printVerification(w io.Writer, v *build.Verification) error {
+func printVerification(w io.Writer, v *imagebuild.Verification) error {
 	for _, f := range v.Files {
 		verdict := "verified"
 		if !f.OK {

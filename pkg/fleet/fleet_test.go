@@ -12,14 +12,14 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/build"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
 func TestImageNameMatchesBuild(t *testing.T) {
 	for _, m := range Methods {
-		if got, want := ImageName(m, "beta", "4459.1.0", "v1.35.2"), build.DefaultImageName(m, "beta", "4459.1.0", "v1.35.2"); got != want {
+		if got, want := ImageName(m, "beta", "4459.1.0", "v1.35.2"), imagebuild.DefaultImageName(m, "beta", "4459.1.0", "v1.35.2"); got != want {
 			t.Errorf("%s: fleet names %q, build names %q", m, got, want)
 		}
 	}

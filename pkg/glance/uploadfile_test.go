@@ -39,8 +39,10 @@ func TestUploadFileMetadataFromRecordAndFlags(t *testing.T) {
 	for name, mod := range map[string]func(*glance.FileUpload){
 		"no name":   func(u *glance.FileUpload) { u.Name = "" },
 		"on-exists": func(u *glance.FileUpload) { u.OnExists = "overwrite" },
-		"signing":   func(u *glance.FileUpload) { u.Signing = func() (*glance.Signing, error) { return nil, errs.Invalidf("--sign-key: bad") } },
-		"property":  func(u *glance.FileUpload) { u.Metadata.Properties = []string{"novalue"} },
+		"signing": func(u *glance.FileUpload) {
+			u.Signing = func() (*glance.Signing, error) { return nil, errs.Invalidf("--sign-key: bad") }
+		},
+		"property": func(u *glance.FileUpload) { u.Metadata.Properties = []string{"novalue"} },
 	} {
 		bad := u
 		bad.Name = "flatcar-bad"

@@ -1,7 +1,7 @@
 //go:build guest
 
 // A full Packer build of the stand-in guest with pkg/packer alone, then a boot of the result.
-// `flatcar-capo build`'s end-to-end test (pkg/build) already builds and boots with both packers,
+// `flatcar-capo build`'s end-to-end test (pkg/imagebuild) already builds and boots with both packers,
 // so this one is a separate target, `make test-packer-guest`, for work on packer/ and pkg/packer.
 
 package packer

@@ -35,7 +35,7 @@ const exampleHost = "mirror.example"
 //   - the real Keystone + Glance on 127.0.0.1 (scripts/openstack.sh; OS_CLIENT_CONFIG_FILE names
 //     a clouds.yaml with the README's cloud names).
 //
-// `build` runs with --dry-run appended (the real builds are pkg/build's end-to-end tests). A line
+// `build` runs with --dry-run appended (the real builds are pkg/imagebuild's end-to-end tests). A line
 // must exit 0, or the code its "# exits N" comment names. A line the test cannot run must carry
 // readme.SkipMarker with a reason; any other line fails the test.
 func TestREADMECommands(t *testing.T) {

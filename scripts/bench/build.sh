@@ -6,5 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin"
-go test ./pkg/build/ -run '^$' -bench 'BenchmarkBuildStandin|BenchmarkNonVMStepsFlatcarSized' -benchtime 1x -timeout 60m |
+go test ./pkg/imagebuild/ -run '^$' -bench 'BenchmarkBuildStandin|BenchmarkNonVMStepsFlatcarSized' -benchtime 1x -timeout 60m |
   grep -v -e '^goos:' -e '^goarch:' -e '^pkg:' -e '^cpu:' -e '^PASS' -e '^ok ' -e 'ns/op'

@@ -9,5 +9,5 @@ cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
 img=${BENCH_DIR:-/var/tmp/flatcar-capo-bench}/sysext/flatcar-9g.raw
 [ -f "$img" ] || scripts/bench/sysext-build.sh >/dev/null
-FLATCAR_CAPO_BENCH_IMAGE=$img go test -run '^$' -bench BenchmarkSysextBuildPreload -benchtime 1x -timeout 30m ./pkg/build/ |
+FLATCAR_CAPO_BENCH_IMAGE=$img go test -run '^$' -bench BenchmarkSysextBuildPreload -benchtime 1x -timeout 30m ./pkg/imagebuild/ |
   grep -E '^(sysext build|same build|  \[)'

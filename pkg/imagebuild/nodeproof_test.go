@@ -1,0 +1,263 @@
+//go:build nodeproof
+
+package imagebuild_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/capo/cabpktest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
+)
+
+// bridgeCNI is a CNI configuration for the plugins the image carries (bridge, host-local,
+// portmap; loopback is kubelet's), as a KubeadmConfigSpec.files entry or a CNI add-on writes it.
+const bridgeCNI = `{
+  "cniVersion": "1.0.0",
+  "name": "node-proof",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "192.168.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`
+
+// TestNodeProof (make node-proof) is issue 26's proof: real Kubernetes on our image, offline.
+// Real kubeadm/kubelet/kubectl/CNI/crictl from a 127.0.0.1 mirror, kubeadm's real control-plane
+// images (built from source) preloaded through --registry-mirror, a `build`, then a boot with
+// no route to the registry or any mirror and, on a config drive as Nova gives it, the Ignition
+// CABPK makes of `flatcar-capo manifests`' KubeadmControlPlane. kubeadm init must run by itself
+// through the image's units, the node become Ready, every kube-system pod Running, and the
+// registry see no pull during the boot.
+func TestNodeProof(t *testing.T) {
+	testutil.RequireTools(t, "qemu-system-x86_64", "qemu-img", "mmdebstrap", "docker-registry")
+	bin := kubetest.RealDir(t)
+	ctrd := registrytest.ContainerdDir(t)
+	for _, method := range []string{"sysext"} {
+		t.Run(method, func(t *testing.T) { nodeProof(t, method, bin, ctrd) })
+	}
+}
+
+func nodeProof(t *testing.T, method, bin, ctrd string) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if keep := os.Getenv("NODE_PROOF_DIR"); keep != "" {
+		out = filepath.Join(keep, method)
+		os.RemoveAll(out)
+	}
+	ctx := context.Background()
+	phase := time.Now()
+	step := func(what string) {
+		t.Logf("node-proof %s: %s in %.0f s", method, what, time.Since(phase).Seconds())
+		phase = time.Now()
+	}
+	mirror := kubetest.NewReal(t, bin, ctrd)
+	reg := registrytest.Start(t)
+	refs, err := registrytest.KubeadmImageList(ctx, bin, kubetest.RealVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := reg.PushReal(ctx, bin, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step(fmt.Sprintf("real images pushed (%s)", strings.Join(refs, " ")))
+	srv := fetchtest.NewServer(t)
+	rel := standin.PublishRelease(t, srv, standin.ReleaseOptions{Sysexts: []string{registrytest.ContainerdSysext(t, dir)}})
+	step("stand-in release published")
+
+	args := []string{"build", "--method", method, "--base", "qemu", "--oem", "openstack", "--release-server", rel.ReleaseServer,
+		"--keyring", rel.Keyring, "--channel", rel.Channel, "--version", rel.Version, "--cache-dir", filepath.Join(dir, "cache"),
+		"--output-dir", out, "--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile}
+	res := testutil.RunCmd(t, testutil.Cmd{Args: append(args, mirror.Args()...), Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}}).MustSucceed(t)
+	step("build --method " + method)
+	qcows, _ := filepath.Glob(filepath.Join(out, "*.qcow2"))
+	if len(qcows) != 1 {
+		t.Fatalf("artifacts in %s: %v\n%s", out, qcows, res.Stderr)
+	}
+	image := qcows[0]
+
+	flavor := map[string]string{"sysext": "sysext-baked", "packer": "baked"}[method]
+	manifest := testutil.Run(t, append([]string{"manifests", "--flavor", flavor, "--capi-api", "v1beta2", "--image-name",
+		strings.TrimSuffix(filepath.Base(image), ".qcow2")}, cabpktest.ManifestSets("proof", kubetest.RealVersion)...)...).MustSucceed(t).Stdout
+	ign, key := cabpkIgnition(t, cabpktest.Node{Manifest: manifest, ControlPlane: true,
+		Files: map[string]string{"/etc/cni/net.d/10-node-proof.conflist": bridgeCNI}})
+	drive := filepath.Join(dir, "config-2.iso")
+	if err := configdrive.Write(drive, ign, configdrive.MetaData{UUID: "6f1d2c3e-0000-4000-8000-000000000026", Name: "proof-control-plane-0", Hostname: "proof-control-plane-0"}); err != nil {
+		t.Fatal(err)
+	}
+	raw := filepath.Join(dir, "node.raw")
+	testutil.Run(t, "convert", image, raw).MustSucceed(t)
+	fi, err := os.Stat(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(raw, fi.Size()+6<<30); err != nil { // room for etcd and the unpacked images
+		t.Fatal(err)
+	}
+
+	pullsBefore := reg.PullRequests()
+	g := standin.Boot(t, raw, standin.BootOptions{ConfigDrive: drive, Key: key, Timeout: 15 * time.Minute, Memory: 3072, CPUs: 2, Isolated: true})
+	step("boot to SSH")
+	ssh := func(cmd string) string {
+		got, _ := g.SSH(cmd)
+		return strings.TrimSpace(got)
+	}
+	kubectl := "sudo kubectl --kubeconfig /etc/kubernetes/admin.conf "
+	// kubeadm.service runs by itself (Ignition enabled it; its drop-ins order it after
+	// containerd and coreos-metadata): wait for CABPK's success marker or the unit's failure.
+	deadline := time.Now().Add(40 * time.Minute)
+	for {
+		state := ssh("test -e /run/cluster-api/bootstrap-success.complete && echo done || systemctl show -p ActiveState --value kubeadm.service")
+		if state == "done" {
+			break
+		}
+		if state == "failed" || time.Now().After(deadline) {
+			t.Fatalf("kubeadm.service %s:\n%s\n%s", state, ssh("sudo journalctl -b --no-pager -u kubeadm.service | tail -80"),
+				ssh("sudo journalctl -b --no-pager -u kubelet.service | tail -40"))
+		}
+		time.Sleep(20 * time.Second)
+	}
+	step("kubeadm init (by kubeadm.service)")
+	// The cloud controller manager (OCCM on OpenStack) clears the uninitialized taint that
+	// kubelet's --cloud-provider=external sets; there is no cloud here, so the proof does it.
+	ssh(kubectl + "taint nodes --all node.cloudprovider.kubernetes.io/uninitialized- 2>&1")
+	want := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kube-proxy", "coredns"}
+	var nodes, pods string
+	for deadline := time.Now().Add(20 * time.Minute); ; {
+		nodes = ssh(kubectl + "get nodes --no-headers")
+		pods = ssh(kubectl + "get pods -n kube-system --no-headers")
+		if strings.Contains(nodes, " Ready ") && allRunning(pods, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not become Ready with every kube-system pod Running:\n%s\n%s\n%s", nodes, pods,
+				ssh(kubectl+"describe pods -n kube-system | tail -60; sudo journalctl -b --no-pager -u kubelet.service | tail -40"))
+		}
+		time.Sleep(20 * time.Second)
+	}
+	step("node Ready, kube-system Running")
+	pulls := reg.PullRequests() - pullsBefore
+
+	fmt.Printf("NODE-PROOF-BEGIN %s\n", method)
+	fmt.Println(ssh(kubectl + "get nodes -o wide"))
+	fmt.Println(ssh(kubectl + "get pods -A -o wide"))
+	fmt.Println(ssh("kubelet --version"))
+	fmt.Printf("registry pulls during boot: %d\n", pulls)
+	fmt.Printf("NODE-PROOF-END %s\n", method)
+
+	if pulls != 0 {
+		t.Errorf("the registry saw %d manifest/blob requests during the boot, want 0", pulls)
+	}
+	if v := ssh("kubelet --version"); v != "Kubernetes "+kubetest.RealVersion {
+		t.Errorf("kubelet --version %q, want the baked-in %s", v, kubetest.RealVersion)
+	}
+	// containerd's images are the preloaded ones, pinned, under kubeadm's names.
+	var list struct {
+		Images []struct {
+			RepoTags []string `json:"repoTags"`
+			Pinned   bool     `json:"pinned"`
+		} `json:"images"`
+	}
+	crictl := "sudo " + registrytest.CrictlInGuest + " --runtime-endpoint unix:///run/containerd/containerd.sock "
+	if err := json.Unmarshal([]byte(ssh(crictl+"images -o json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, im := range list.Images {
+		for _, tag := range im.RepoTags {
+			have[tag] = im.Pinned
+		}
+	}
+	for _, ref := range pushed.Refs {
+		if pinned, ok := have[ref]; !ok || !pinned {
+			t.Errorf("containerd lacks %s or it is not pinned (present %v)", ref, ok)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	imageGC(t, g, pushed.Refs, crictl, step)
+}
+
+// imageGC forces kubelet's image garbage collection (thresholds 1/0 %, no minimum age) with an
+// unpinned, unused image beside the preloaded ones: GC must delete that one and keep the pinned.
+func imageGC(t *testing.T, g *standin.Guest, refs []string, crictl string, step func(string)) {
+	const victim = "example.com/node-proof/unpinned:gc"
+	img, err := registrytest.Image{Arch: "amd64", Files: map[string][]byte{"gc-me": []byte("unpinned and unused\n")}}.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag(victim)
+	var buf bytes.Buffer
+	if err := tarball.Write(tag, img, &buf); err != nil {
+		t.Fatal(err)
+	}
+	run := func(cmd string) string {
+		got, err := g.SSH(cmd)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, got)
+		}
+		return strings.TrimSpace(got)
+	}
+	run("echo " + base64.StdEncoding.EncodeToString(buf.Bytes()) + " | base64 -d > /tmp/unpinned.tar && sudo ctr -n k8s.io images import /tmp/unpinned.tar")
+	run("sudo sed -i -e '/^imageGCHighThresholdPercent:/d' -e '/^imageGCLowThresholdPercent:/d' -e '/^imageMinimumGCAge:/d' /var/lib/kubelet/config.yaml && " +
+		"printf 'imageGCHighThresholdPercent: 1\\nimageGCLowThresholdPercent: 0\\nimageMinimumGCAge: 0s\\n' | sudo tee -a /var/lib/kubelet/config.yaml >/dev/null && sudo systemctl restart kubelet")
+	// kubelet collects images every 5 minutes (and once soon after its start).
+	for deadline := time.Now().Add(12 * time.Minute); ; {
+		if !strings.Contains(run(crictl+"images"), "example.com/node-proof/unpinned") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubelet's image GC did not delete the unpinned image in 12 min:\n%s", run("sudo journalctl -b --no-pager -u kubelet.service | grep -i -e 'garbage' -e 'image' | tail -20"))
+		}
+		time.Sleep(20 * time.Second)
+	}
+	left := run(crictl + "images")
+	for _, ref := range refs {
+		repo, tagName, _ := strings.Cut(ref, ":")
+		if !strings.Contains(left, repo) || !strings.Contains(left, tagName) {
+			t.Errorf("kubelet's image GC removed the pinned %s:\n%s", ref, left)
+		}
+	}
+	step("image GC: the unpinned image deleted, the pinned kept")
+	fmt.Printf("image GC: unpinned %s deleted; %d pinned images kept\n", victim, len(refs))
+}
+
+// allRunning says whether every wanted pod name prefix has a pod and all are Running.
+func allRunning(pods string, want []string) bool {
+	seen := map[string]bool{}
+	for _, l := range strings.Split(pods, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		for _, w := range want {
+			if strings.HasPrefix(f[0], w) {
+				if f[2] != "Running" {
+					return false
+				}
+				seen[w] = true
+			}
+		}
+	}
+	return slices.IndexFunc(want, func(w string) bool { return !seen[w] }) < 0
+}

@@ -1,0 +1,60 @@
+package imagebuild
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
+)
+
+// stepFetch gets the base image exactly as `flatcar-capo fetch` does (verified, cached; the
+// cache is never modified), or takes --base-image as it is. A verified .img in the cache is
+// used where it is (the work copy is converted straight from it); only a .bz2 is decompressed
+// into the build directory.
+type stepFetch struct{ noCleanup }
+
+func (*stepFetch) Name() string { return "fetch" }
+
+func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o, rec := options(state), record(state)
+	if o.BaseImage != "" {
+		abs, err := filepath.Abs(o.BaseImage)
+		if err != nil {
+			return halt(state, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
+			return halt(state, fmt.Errorf("--base-image %s: not a readable image file (%v)", o.BaseImage, err))
+		}
+		rec.Base = BaseImage{File: abs}
+		keyBase.put(state, abs)
+		note(state, "local base image %s (not verified: your file)", abs)
+		return multistep.ActionContinue
+	}
+	rel := keyRelease.get(state)
+	c := o.client()
+	out := filepath.Join(keyWorkDir.get(state), "base.img")
+	res, err := fetch.Fetch(ctx, c, fetch.Options{Release: rel, Image: o.Base, Compression: fetch.CompressionAuto,
+		OutputFile: out, CacheDir: o.CacheDir, Keyring: o.Keyring, InsecureSkipVerify: o.InsecureSkipVerify,
+		Progress: progress.Lines, Log: o.Log, FromCache: true})
+	if err != nil {
+		return halt(state, err)
+	}
+	rec.Base = BaseImage{File: res.File, URL: redact.URL(res.URL), SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
+	keyBase.put(state, res.File)
+	how := "downloaded"
+	if res.Cached {
+		how = "from the cache"
+	}
+	verified := "verified (OpenPGP + SHA512)"
+	if !res.Verified {
+		verified = "NOT verified (--insecure-skip-verify)"
+	}
+	note(state, "%s image %s, %s, %s", o.Base, redact.URL(res.URL), how, verified)
+	return multistep.ActionContinue
+}

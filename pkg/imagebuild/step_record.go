@@ -1,0 +1,67 @@
+package imagebuild
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/packer-plugin-sdk/multistep"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
+)
+
+// Flavors of `flatcar-capo manifests --flavor` that fit each method's image.
+var flavors = map[string]string{MethodPacker: capo.FlavorBaked, MethodSysext: capo.FlavorSysextBaked}
+
+// setManifests names the flavor that fits the image and the command that renders CAPO
+// manifests for it.
+func (r *Record) setManifests(o *Options) {
+	r.Flavor = flavors[o.Method]
+	r.Manifests = fmt.Sprintf("flatcar-capo manifests --flavor %s --image-name %s --kubernetes-version %s", r.Flavor, o.ImageName, o.Kubernetes.Kubernetes)
+	if o.Images.Repository != "" {
+		r.Manifests += " --image-repository " + o.Images.Repository // kubeadm asks for the preloaded names
+	}
+}
+
+// stepRecord hashes every artifact (sha512) and writes <artifact>.build.json; from then on the
+// artifact is finished and a re-run with the same inputs reuses it.
+type stepRecord struct{ noCleanup }
+
+func (*stepRecord) Name() string      { return "record" }
+func (*stepRecord) RunsOnReuse() bool { return true }
+
+func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
+	o, rec := options(state), record(state)
+	artifact := keyArtifact.get(state)
+	rec.setManifests(o)
+	if start := keyStart.get(state); !start.IsZero() {
+		rec.Seconds = time.Since(start).Seconds() // this run's wall time so far; the record is written now
+	}
+	if !keyReused.get(state) {
+		a := keySHA512.get(state)
+		if a.File == "" { // the qcow2 step hashes what it writes, except compressed output
+			sum, n, err := digest.SHA512(artifact)
+			if err != nil {
+				return halt(state, err)
+			}
+			a = Artifact{File: filepath.Base(artifact), Bytes: n, SHA512: sum}
+		}
+		rec.Artifacts = append(rec.Artifacts[:0], a)
+		extra := keyExtra.get(state) // hashed when they were made
+		rec.Artifacts = append(rec.Artifacts, extra...)
+	}
+	if err := rec.writeSBOM(artifact, keyEpoch.get(state)); err != nil {
+		return halt(state, err)
+	}
+	if err := rec.write(artifact); err != nil {
+		os.Remove(sbom.Path(artifact)) // the artifact stays half-built and is removed: so is its SBOM
+		return halt(state, err)
+	}
+	keyRecorded.put(state, true)
+	note(state, "%s", artifact+".build.json")
+	return multistep.ActionContinue
+}

@@ -1,0 +1,144 @@
+package imagebuild_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
+	"github.com/flatcar-capo/flatcar-capo/pkg/capo/cabpktest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
+)
+
+// TestSysextAtBootTrustsTheCAAndUsesTheProxy is issue 27's first-boot proof of the sysext
+// flavor: `manifests --flavor sysext --ca-file CA --https-proxy URL` (a test CA, a proxy with a
+// login), its worker's bootstrap data as CABPK makes it (Ignition 2.3), booted in the stand-in
+// guest (containerd 2.1.5 built in, as Flatcar's). At first boot Ignition downloads the Kubernetes
+// sysext from an HTTPS mirror whose certificate only that CA signs, checks its sha512, and the
+// sysext is merged (kubeadm and kubelet run from /usr). Ignition 2.3 has no proxy setting, so that
+// download goes direct (the proxy saw none of it; `manifests` warns about it). After boot the
+// proxy is containerd's: a pull from a registry (same CA) goes through the proxy's CONNECT with
+// the login, trusting the CA from the trust store. systemd-sysupdate is not in the stand-in
+// (Debian 12's systemd has no binary): its proxy drop-in is read, not run.
+func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
+	testutil.RequireTools(t, "qemu-system-x86_64", "mmdebstrap", "docker-registry")
+	dir := t.TempDir()
+	image := standin.CopyImage(t, standin.Image(t, standin.Options{Sysexts: []string{registrytest.ContainerdSysext(t, dir)}}))
+	mirror := kubetest.New(t, kubernetes.Options{})
+	ext := filepath.Join(dir, sysextFile)
+	testutil.RunCmd(t, testutil.Cmd{Args: append([]string{"sysext", "create", "--kubernetes-version", kubetest.Version, "--output-file", ext}, mirror.Args()...)}).MustSucceed(t)
+	raw, err := os.ReadFile(ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.Start(t)
+	img, err := registrytest.Image{Arch: "amd64", Files: map[string][]byte{"after-boot": []byte("after boot")}}.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Push(context.Background(), reg.Host+"/app/after-boot:v1", img); err != nil {
+		t.Fatal(err)
+	}
+	pushed := len(reg.Seen())
+	files := reg.ServeFiles(t, map[string][]byte{"/ext/" + sysextFile: raw})
+	proxy := registrytest.StartForwardProxy(t, reg.Host, "proxyuser", "proxy-pass-27")
+	guest := func(host string) string { // the guest reaches the host's 127.0.0.1:PORT at GuestHostIP:PORT
+		return registrytest.GuestHostIP + host[strings.LastIndex(host, ":"):]
+	}
+	proxyURL := "http://" + proxy.User + ":" + proxy.Pass + "@" + guest(proxy.Host)
+
+	manifest := testutil.Run(t, append([]string{"manifests", "--flavor", "sysext", "--capi-api", "v1beta2", "--image-name", "flatcar-stable",
+		"--sysext-url", "https://" + guest(files.Host) + "/ext", "--sysext", ext, "--ca-file", reg.CAFile, "--https-proxy", proxyURL},
+		cabpktest.ManifestSets("trust", kubetest.Version)...)...).MustSucceed(t).Stdout
+	ign, key := cabpkIgnition(t, cabpktest.Node{Manifest: manifest})
+	start := time.Now()
+	g := standin.Boot(t, image, standin.BootOptions{Ignition: ign, Key: key, Timeout: 900 * time.Second})
+	t.Logf("boot with the at-boot sysext download: %.0fs", time.Since(start).Seconds())
+	ssh := func(cmd string) string {
+		t.Helper()
+		out, err := g.SSH(cmd)
+		if err != nil {
+			diag, _ := g.SSH("sudo journalctl -b --no-pager -u ignition-standin.service -u containerd.service | tail -40")
+			t.Fatalf("%v\n%s\n%s", err, out, diag)
+		}
+		return strings.TrimSpace(out)
+	}
+
+	if want := "GET /ext/" + sysextFile; !slices.Contains(files.Seen(), want) {
+		t.Errorf("the HTTPS mirror was not asked %q: %q", want, files.Seen())
+	}
+	for _, s := range proxy.Seen() {
+		if strings.Contains(s, guest(files.Host)) {
+			t.Errorf("the sysext download went through the proxy (Ignition 2.3 has none): %s", s)
+		}
+	}
+	for _, c := range []struct{ cmd, want string }{
+		{"systemd-sysext list --no-pager", "kubernetes"},
+		{"readlink /etc/extensions/kubernetes.raw", "/opt/extensions/kubernetes/" + sysextFile},
+		{"/usr/bin/kubelet --version", "Kubernetes " + kubetest.Version},
+		{"test -x /usr/bin/kubeadm && echo kubeadm", "kubeadm"},
+		{"cat " + capo.NodeCAFile, strings.TrimSpace(string(mustRead(t, reg.CAFile)))},
+		{"sudo stat -c %a " + capo.NodeProxyEnvFile, "600"},
+		{"systemctl show -p EnvironmentFiles --value containerd.service", capo.NodeProxyEnvFile},
+		{"cat /etc/systemd/system/systemd-sysupdate.service.d/10-flatcar-capo-proxy.conf", "EnvironmentFile=" + capo.NodeProxyEnvFile},
+	} {
+		if got := ssh(c.cmd); !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q lacks %q", c.cmd, got, c.want)
+		}
+	}
+
+	// After boot, containerd pulls through the proxy (CONNECT with the login) and trusts the
+	// registry by the CA Ignition put into /etc/ssl/certs.
+	ref := guest(reg.Host) + "/app/after-boot:v1"
+	ssh("sudo " + registrytest.CrictlInGuest + " --runtime-endpoint unix:///run/containerd/containerd.sock --timeout 120s pull --creds " +
+		registrytest.User + ":" + registrytest.Password + " " + ref)
+	if want := "CONNECT " + guest(reg.Host); !slices.Contains(proxy.Seen(), want) {
+		t.Errorf("the proxy did not carry the pull (%q): %q", want, proxy.Seen())
+	}
+	for _, s := range proxy.Seen() {
+		if strings.Contains(s, "no proxy login") {
+			t.Errorf("a request came without the proxy login: %s", s)
+		}
+	}
+	if saw := reg.Seen()[pushed:]; !servedBlobs(saw, "/v2/app/after-boot") {
+		t.Errorf("the registry never served app/after-boot: %q", saw)
+	}
+}
+
+// guestIP is the address QEMU's user network gives the guest: the API endpoint the management
+// cluster would put into every node's bootstrap data (CAPO: the load balancer's or the node's).
+const guestIP = "10.0.2.15"
+
+// cabpkIgnition is the bootstrap data CABPK makes of n for a cluster at guestIP, with the
+// stand-in's test user (a fresh key: returned) added to n's users.
+func cabpkIgnition(t *testing.T, n cabpktest.Node) (ign []byte, key string) {
+	t.Helper()
+	cluster, err := cabpktest.NewCluster(guestIP + ":6443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key = standin.TestUser(t)
+	pub := mustRead(t, key+".pub")
+	n.Users = append(n.Users, cabpktest.User{Name: standin.TestUserName, SSHKey: strings.TrimSpace(string(pub)), Groups: []string{"sudo"}})
+	if ign, err = cluster.Ignition(n); err != nil {
+		t.Fatal(err)
+	}
+	return ign, key
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,152 @@
+package imagebuild_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
+	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
+	"github.com/flatcar-capo/flatcar-capo/pkg/signing/signingtest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
+)
+
+// TestVerifyContents: verify reads a real sysext build's image and finds what its signed SBOM
+// lists; an SBOM changed and signed again with the same key (the record too, so every signature
+// verifies) fails on the contents, naming the component and both values.
+func TestVerifyContents(t *testing.T) {
+	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs")
+	dir := t.TempDir()
+	mirror := kubetest.New(t, kubernetes.Options{})
+	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
+	keyPath, signer := signingtest.Key(t, dir, "sign.pem", signingtest.P256)
+	pub := signingtest.PublicKey(t, dir, "sign.pub", signer)
+	out := filepath.Join(dir, "out")
+	testutil.RunCmd(t, testutil.Cmd{Args: append([]string{"build", "--method", "sysext", "--no-preload-images", "--base-image", base,
+		"--version", "4459.2.0", "--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out, "--image-name", "k8s", "--sign-key", keyPath},
+		mirror.Args()...)}).MustSucceed(t)
+	artifact := filepath.Join(out, "k8s.qcow2")
+	record, sbomPath := imagebuild.RecordPath(artifact), sbom.Path(artifact)
+	verify := func(a ...string) testutil.Result {
+		return testutil.RunCmd(t, testutil.Cmd{Args: append([]string{"verify", artifact, "--key", pub}, a...)})
+	}
+
+	// As built: the image holds the sysext the SBOM lists, with its sha512.
+	rec, err := imagebuild.ReadRecord(artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sx imagebuild.Artifact
+	for _, a := range rec.Artifacts {
+		if strings.HasSuffix(a.File, ".raw") {
+			sx = a
+		}
+	}
+	if sx.SHA512 == "" {
+		t.Fatalf("the record lists no sysext: %+v", rec.Artifacts)
+	}
+	ok := verify().MustSucceed(t)
+	if !regexp.MustCompile(`contents: the image holds what the SBOM lists \([1-9][0-9]* components checked\)`).MatchString(ok.Stdout) {
+		t.Fatalf("verify did not check the contents:\n%s", ok.Stdout)
+	}
+	js := verify("-o", "json").MustSucceed(t)
+	if !strings.Contains(js.Stdout, `"contentsChecked": `) || strings.Contains(js.Stdout, `"contentsChecked": 0`) {
+		t.Fatalf("verify -o json:\n%s", js.Stdout)
+	}
+
+	origSBOM, _ := os.ReadFile(sbomPath)
+	origRecord, _ := os.ReadFile(record)
+	resign := func(changed []byte, updateRecord bool) {
+		t.Helper()
+		resignSBOMBytes(t, artifact, keyPath, changed, updateRecord)
+	}
+	const fake = "0000000000000000000000000000000000000000000000000000000000000000"
+
+	// The sysext's sha512 changed in the SBOM: every signature verifies, the contents do not.
+	resign([]byte(strings.Replace(string(origSBOM), sx.SHA512, fake+fake, 1)), true)
+	r := verify().MustFail(t, 1, "sysext "+sx.File+": the SBOM says sha512 "+fake+fake+", the image holds sha512 "+sx.SHA512)
+	if strings.Count(r.Stdout, ": verified") != 3 {
+		t.Fatalf("the signatures should all verify:\n%s", r.Stdout)
+	}
+
+	// A preloaded image the SBOM claims and the image lacks.
+	inv, err := sbom.Read(origSBOM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv.Images = append(inv.Images, sbom.Image{Ref: "registry.k8s.io/pause:3.10", Digest: "sha256:" + fake, Platform: "linux/amd64"})
+	b, err := inv.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resign(b, true)
+	verify().MustFail(t, 1, "image registry.k8s.io/pause:3.10 linux/amd64: the SBOM says sha256:"+fake+", the image holds none")
+
+	// An SBOM signed again but not the record's: its sha256 is not the one the record names.
+	os.WriteFile(record, origRecord, 0o644)
+	if key, err := signing.LoadKey(keyPath); err != nil {
+		t.Fatal(err)
+	} else if _, err := signing.SignFile(key, record); err != nil {
+		t.Fatal(err)
+	}
+	resign(b, false)
+	r = verify().MustFail(t, 1, "SBOM "+filepath.Base(sbomPath)+": the record says sha256 "+rec.SBOM.SHA256)
+	if strings.Count(r.Stdout, ": verified") != 3 {
+		t.Fatalf("the signatures should all verify:\n%s", r.Stdout)
+	}
+
+	// Restored, it verifies again.
+	resign(origSBOM, true)
+	verify().MustSucceed(t)
+}
+
+// resignSBOM writes inv as artifact's SBOM, names its sha256 in the record and signs both again
+// with keyPath: every signature verifies, whatever the SBOM now says.
+func resignSBOM(t *testing.T, artifact, keyPath string, inv sbom.Inventory) {
+	t.Helper()
+	b, err := inv.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resignSBOMBytes(t, artifact, keyPath, b, true)
+}
+
+// resignSBOMBytes writes b as artifact's SBOM and signs it again; with updateRecord the record
+// names its new sha256 and is signed again too.
+func resignSBOMBytes(t *testing.T, artifact, keyPath string, b []byte, updateRecord bool) {
+	t.Helper()
+	key, err := signing.LoadKey(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := imagebuild.ReadRecord(artifact)
+	if err != nil || rec.SBOM == nil {
+		t.Fatalf("record: %+v %v", rec, err)
+	}
+	sbomPath := filepath.Join(filepath.Dir(artifact), rec.SBOM.File)
+	if err := os.WriteFile(sbomPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{sbomPath}
+	if updateRecord {
+		sum, _, _ := digest.SHA256(sbomPath)
+		record := imagebuild.RecordPath(artifact)
+		data, _ := os.ReadFile(record)
+		if err := os.WriteFile(record, []byte(strings.Replace(string(data), rec.SBOM.SHA256, sum, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, record)
+	}
+	for _, f := range files {
+		if _, err := signing.SignFile(key, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
