@@ -2,7 +2,7 @@
 # The hand-written codecs against the libraries they replace, each on a whole command
 # (docs/architecture.md, "Hand-written codecs"): one binary from this tree, one from the same tree
 # with only that codec swapped for the library (scripts/bench/codecs/*.go.txt), interleaved,
-# best of RUNS (by wall), wall and CPU (user+sys) and each against ours (under load, CPU decides):
+# best of RUNS, wall and CPU (user+sys) and each against ours (under load, CPU decides):
 #   inflater  flatcar-capo convert of a compressed qcow2 to raw  vs  klauspost/compress/flate
 #   bzip2     flatcar-capo fetch of a .bz2 release from 127.0.0.1  vs  dsnet/compress/bzip2, compress/bzip2
 #   squashfs  flatcar-capo sysext create  at 96f44fe (ours)  vs  96f44fe^ (go-diskfs' writer), same payload
@@ -28,7 +28,9 @@ time1() {
   /usr/bin/time -o "$work/t" -f '%e %U %S %M' "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
   awk '{printf "%s %.2f %d\n", $1, $2 + $3, $4 / 1024}' "$work/t"
 }
-best() { sort -n | head -1; }
+# best: each column's minimum over the runs (under load the fastest wall and the least CPU are
+# seldom the same run).
+best() { awk 'NR == 1 || $1 < w {w = $1} NR == 1 || $2 < c {c = $2} NR == 1 || $3 < m {m = $3} END {print w, c, m}'; }
 # compare LABEL SETUP NAME...: for each name, "SETUP prepare NAME" readies a run and "SETUP cmd NAME"
 # sets the array cmd to the command to time; interleaved, one row per name.
 compare() {
