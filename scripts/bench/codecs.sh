@@ -144,9 +144,9 @@ apimirror)
   docs=$work/lint.yaml # lint.sh's 1,000 documents: testdata/lint/good.yaml under 125 names
   : >"$docs"
   for i in $(seq -w 0 124); do sed "s/demo/demo$i/g" testdata/lint/good.yaml >>"$docs"; printf -- '---\n' >>"$docs"; done
-  ver() { case $1 in prepare) : ;; cmd) cmd=(bash -c 'for _ in $(seq 20); do "$0" version; done' "$work/bin-$2") ;; esac; }
+  ver() { case $1 in prepare) : ;; cmd) cmd=(bash -c 'for _ in $(seq 20); do "$0" version || exit; done' "$work/bin-$2") ;; esac; }
   # Ten lints, so that the CPU seconds (counted in 10 ms steps) resolve a few percent.
-  lint() { case $1 in prepare) : ;; cmd) cmd=(bash -c 'for _ in $(seq 10); do "$0" lint "$1"; done' "$work/bin-$2" "$docs") ;; esac; }
+  lint() { case $1 in prepare) : ;; cmd) cmd=(bash -c 'for _ in $(seq 10); do "$0" lint "$1" || exit; done' "$work/bin-$2" "$docs") ;; esac; }
   compare "20 x version" ver mirror upstream
   compare "10 x lint (1,000 documents)" lint mirror upstream
   ;;
