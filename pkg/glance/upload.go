@@ -19,6 +19,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
@@ -58,9 +59,8 @@ type Request struct {
 	Signing *Signing
 	Wait    time.Duration // how long to wait for the image to become active
 	// Log receives one-line notes (leftovers removed, retries, warnings).
-	Log io.Writer
-	// Progress, when set, returns a writer that counts the bytes of one transfer.
-	Progress func(label string, total int64) ProgressSink
+	Log      io.Writer
+	Progress progress.Func // of each transfer: upload, hash
 	// Attempts and Backoff bound the retries of transient failures (defaults 3 and 2 s).
 	Attempts int
 	Backoff  time.Duration
@@ -76,17 +76,14 @@ func (r *Request) wait() time.Duration {
 	return r.Wait
 }
 
-// withProgress runs do with the progress writer of one transfer (nil without req.Progress).
-func (r *Request) withProgress(label string, do func(progress io.Writer) (string, error)) (string, error) {
-	var sink ProgressSink
-	if r.Progress != nil {
-		sink = r.Progress(label, r.Size)
-	}
-	if sink == nil {
+// withProgress runs do with the reporter of one transfer (nil without req.Progress).
+func (r *Request) withProgress(label string, do func(rep progress.Reporter) (string, error)) (string, error) {
+	if r.Progress == nil {
 		return do(nil)
 	}
-	defer sink.Finish()
-	return do(sink)
+	rep := r.Progress(label, r.Size)
+	defer rep.Finish()
+	return do(rep)
 }
 
 func (r *Request) opener() Opener {
@@ -94,12 +91,6 @@ func (r *Request) opener() Opener {
 		return r.Open
 	}
 	return FileOpener(r.File)
-}
-
-// ProgressSink counts bytes; pkg/progress reporters satisfy it.
-type ProgressSink interface {
-	io.Writer
-	Finish()
 }
 
 // Result is what one cloud ended up with.
@@ -376,8 +367,8 @@ func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image,
 
 // fillImage sends the data of image id, waits until it is active and compares the hashes.
 func fillImage(ctx context.Context, c *Cloud, req *Request, id string) (*images.Image, error) {
-	sum, err := req.withProgress("upload to "+c.Label(), func(progress io.Writer) (string, error) {
-		return putData(ctx, c, id, req.opener(), req.Size, progress)
+	sum, err := req.withProgress("upload to "+c.Label(), func(rep progress.Reporter) (string, error) {
+		return putData(ctx, c, id, req.opener(), req.Size, rep)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -583,8 +574,8 @@ func (h *hashCache) get(ctx context.Context, req *Request, algo, label string) (
 	if s := h.lookup(algo); s != "" {
 		return s, nil
 	}
-	sum, err := req.withProgress("hash "+label, func(progress io.Writer) (string, error) {
-		return hashData(ctx, req.opener(), req.Size, algo, progress)
+	sum, err := req.withProgress("hash "+label, func(rep progress.Reporter) (string, error) {
+		return hashData(ctx, req.opener(), req.Size, algo, rep)
 	})
 	if err != nil {
 		return "", err

@@ -29,8 +29,23 @@ type Reporter interface {
 	Finish()
 }
 
-// New returns a reporter for a transfer of total bytes (total <= 0 when unknown) described by label.
-func New(w io.Writer, mode Mode, label string, total int64) Reporter {
+// Func starts the reporter of one transfer of total bytes (total <= 0 when unknown) described
+// by label: the one progress option every package takes. nil shows nothing.
+type Func func(label string, total int64) Reporter
+
+// None is the reporter that shows nothing.
+var None Reporter = quiet{}
+
+// Start is f's reporter for one transfer, None when f is nil.
+func (f Func) Start(label string, total int64) Reporter {
+	if f == nil {
+		return None
+	}
+	return f(label, total)
+}
+
+// To reports every transfer on w in mode; nil when mode is Quiet.
+func To(w io.Writer, mode Mode) Func {
 	if mode == Auto {
 		mode = Lines
 		// Any writer with an Fd (os.File, or the CLI's redacting wrapper around one).
@@ -40,17 +55,21 @@ func New(w io.Writer, mode Mode, label string, total int64) Reporter {
 	}
 	switch mode {
 	case Quiet:
-		return quiet{}
+		return nil
 	case Bar:
-		return &bar{b: progressbar.NewOptions64(total,
-			progressbar.OptionSetWriter(w),
-			progressbar.OptionSetDescription(label),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		)}
+		return func(label string, total int64) Reporter {
+			return &bar{b: progressbar.NewOptions64(total,
+				progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription(label),
+				progressbar.OptionShowBytes(true),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionClearOnFinish(),
+			)}
+		}
 	default:
-		return &lines{w: w, label: label, total: total, start: time.Now(), every: 5 * time.Second}
+		return func(label string, total int64) Reporter {
+			return &lines{w: w, label: label, total: total, start: time.Now(), every: 5 * time.Second}
+		}
 	}
 }
 
