@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -170,4 +171,22 @@ func (t *timed) Cleanup(state multistep.StateBag) { t.step.Cleanup(state) }
 
 func note(state multistep.StateBag, format string, a ...any) {
 	keyNote.put(state, fmt.Sprintf(format, a...))
+}
+
+// indented is w for a library's lines under a step's: each line trimmed and after prefix. One
+// Write of whole lines stays one Write, so lines from concurrent downloads do not interleave.
+func indented(w io.Writer, prefix string) io.Writer { return indent{w, prefix} }
+
+type indent struct {
+	w      io.Writer
+	prefix string
+}
+
+func (in indent) Write(p []byte) (int, error) {
+	var b strings.Builder
+	for l := range strings.Lines(string(p)) {
+		b.WriteString(in.prefix + strings.TrimSpace(l) + "\n")
+	}
+	_, err := io.WriteString(in.w, b.String())
+	return len(p), err
 }
