@@ -173,16 +173,14 @@ func note(state multistep.StateBag, format string, a ...any) {
 	keyNote.put(state, fmt.Sprintf(format, a...))
 }
 
-// indented is w for a library's lines under a step's: each line trimmed and after prefix. One
-// Write of whole lines stays one Write, so lines from concurrent downloads do not interleave.
-func indented(w io.Writer, prefix string) io.Writer { return indent{w, prefix} }
-
-type indent struct {
+// indented shows a library's lines under a step's, each trimmed and after prefix; one Write
+// stays one Write, so the lines of concurrent downloads do not interleave.
+type indented struct {
 	w      io.Writer
 	prefix string
 }
 
-func (in indent) Write(p []byte) (int, error) {
+func (in indented) Write(p []byte) (int, error) {
 	var b strings.Builder
 	for l := range strings.Lines(string(p)) {
 		b.WriteString(in.prefix + strings.TrimSpace(l) + "\n")

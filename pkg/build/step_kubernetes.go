@@ -25,7 +25,7 @@ func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 	}
 	ko := o.Kubernetes
 	ko.CacheDir = cmp.Or(ko.CacheDir, o.CacheDir, filepath.Join(keyWorkDir.get(state), "cache"))
-	set, err := kubernetes.Download(ctx, o.client(), ko, indented(o.Log, "  "))
+	set, err := kubernetes.Download(ctx, o.client(), ko, indented{o.Log, "  "})
 	if err != nil {
 		return halt(state, err)
 	}

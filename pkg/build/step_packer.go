@@ -106,6 +106,6 @@ func packerConfig(o *Options, in packerInputs) packer.Config {
 		SSHUser: in.vm.user, SSHPrivateKeyFile: in.vm.key,
 		IgnitionFile: in.vm.ignition, ConfigDriveFile: in.vm.drive,
 		Payload: in.payload, Vars: vars, UserScripts: o.Provision,
-		Log: indented(o.Log, "  packer: "),
+		Log: indented{o.Log, "  packer: "},
 	}
 }

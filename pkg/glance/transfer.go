@@ -66,11 +66,7 @@ func putOnce(ctx context.Context, c *Cloud, url string, open Opener, size int64,
 		defer func() { cancel(); wait() }() // a failed request stops the hashing too
 	} else {
 		h := sha512.New()
-		sink := io.Writer(h)
-		if rep != nil {
-			sink = io.MultiWriter(h, rep)
-		}
-		body = io.TeeReader(io.NewSectionReader(ra, 0, size), sink)
+		body = io.TeeReader(io.NewSectionReader(ra, 0, size), io.MultiWriter(h, rep))
 		wait = func() (string, error) { return hex.EncodeToString(h.Sum(nil)), nil }
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, io.NopCloser(body))
@@ -111,7 +107,7 @@ func sendfileBody(ctx context.Context, f *os.File, size int64, rep progress.Repo
 	}
 	hashed := make(chan result, 1)
 	go func() {
-		sum, err := hashData(ctx, func() (io.ReaderAt, io.Closer, error) { return f, io.NopCloser(nil), nil }, size, "sha512", nil)
+		sum, err := hashData(ctx, func() (io.ReaderAt, io.Closer, error) { return f, io.NopCloser(nil), nil }, size, "sha512", progress.None)
 		hashed <- result{sum, err}
 	}()
 	stop := make(chan struct{})
@@ -120,7 +116,7 @@ func sendfileBody(ctx context.Context, f *os.File, size int64, rep progress.Repo
 		defer close(stopped)
 		var last int64
 		report := func() {
-			if pos, err := f.Seek(0, io.SeekCurrent); err == nil && pos > last && rep != nil {
+			if pos, err := f.Seek(0, io.SeekCurrent); err == nil && pos > last {
 				rep.Add(pos - last)
 				last = pos
 			}
@@ -221,10 +217,7 @@ func hashData(ctx context.Context, open Opener, size int64, algo string, rep pro
 		return "", err
 	}
 	defer closer.Close()
-	var sink io.Writer = h
-	if rep != nil {
-		sink = io.MultiWriter(h, rep)
-	}
+	sink := io.MultiWriter(h, rep)
 	r := io.NewSectionReader(f, 0, size)
 	buf := make([]byte, 1<<20)
 	for {

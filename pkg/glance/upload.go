@@ -76,12 +76,11 @@ func (r *Request) wait() time.Duration {
 	return r.Wait
 }
 
-// withProgress runs do with the reporter of one transfer (nil without req.Progress).
+func (r *Request) log() io.Writer { return cmp.Or(r.Log, io.Discard) }
+
+// withProgress runs do with the reporter of one transfer.
 func (r *Request) withProgress(label string, do func(rep progress.Reporter) (string, error)) (string, error) {
-	if r.Progress == nil {
-		return do(nil)
-	}
-	rep := r.Progress(label, r.Size)
+	rep := r.Progress.Start(label, r.Size)
 	defer rep.Finish()
 	return do(rep)
 }
@@ -125,9 +124,7 @@ func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 		res, err := decideAndUpload(ctx, c, req)
 		var gone *goneError
 		if errors.As(err, &gone) && attempt < 3 {
-			if req.Log != nil {
-				fmt.Fprintf(req.Log, "%s: the image %s was deleted while this run reused it (another run replaced it); looking again\n", c.Label(), gone.id)
-			}
+			fmt.Fprintf(req.log(), "%s: the image %s was deleted while this run reused it (another run replaced it); looking again\n", c.Label(), gone.id)
 			continue
 		}
 		return res, err
@@ -143,9 +140,7 @@ func (e *goneError) Error() string {
 
 func decideAndUpload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 	logf := func(format string, a ...any) {
-		if req.Log != nil {
-			fmt.Fprintf(req.Log, "%s: "+format+"\n", append([]any{c.Label()}, a...)...)
-		}
+		fmt.Fprintf(req.log(), "%s: "+format+"\n", append([]any{c.Label()}, a...)...)
 	}
 	// The signature first: a certificate that Barbican lacks or that does not match the key, or a
 	// Barbican that is down, stops the upload before Glance has anything.
