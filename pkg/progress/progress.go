@@ -17,7 +17,6 @@ type Mode int
 
 const (
 	Auto  Mode = iota // bar on a terminal, lines otherwise
-	Bar               // always a bar
 	Lines             // always plain lines
 	Quiet             // nothing
 )
@@ -46,17 +45,11 @@ func (f Func) Start(label string, total int64) Reporter {
 
 // To reports every transfer on w in mode; nil when mode is Quiet.
 func To(w io.Writer, mode Mode) Func {
-	if mode == Auto {
-		mode = Lines
-		// Any writer with an Fd (os.File, or the CLI's redacting wrapper around one).
-		if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
-			mode = Bar
-		}
-	}
-	switch mode {
-	case Quiet:
+	f, fd := w.(interface{ Fd() uintptr }) // os.File, or the CLI's redacting wrapper around one
+	switch {
+	case mode == Quiet:
 		return nil
-	case Bar:
+	case mode == Auto && fd && term.IsTerminal(int(f.Fd())):
 		return func(label string, total int64) Reporter {
 			return &bar{b: progressbar.NewOptions64(total,
 				progressbar.OptionSetWriter(w),
@@ -66,10 +59,9 @@ func To(w io.Writer, mode Mode) Func {
 				progressbar.OptionClearOnFinish(),
 			)}
 		}
-	default:
-		return func(label string, total int64) Reporter {
-			return &lines{w: w, label: label, total: total, start: time.Now(), every: 5 * time.Second}
-		}
+	}
+	return func(label string, total int64) Reporter {
+		return &lines{w: w, label: label, total: total, start: time.Now(), every: 5 * time.Second}
 	}
 }
 
