@@ -2,6 +2,8 @@ package capo
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
@@ -38,8 +40,8 @@ type ManifestsOptions struct {
 	ImageRepository string
 	// OutputFile, when set, is checked before any lookup and gets the manifest (0600).
 	OutputFile string
-	// Warn gets each warning about the nodes' trust, once the template is rendered.
-	Warn func(string)
+	// Log (nil: none) gets each warning about the nodes' trust, once the template is rendered.
+	Log io.Writer
 }
 
 // Record is what `manifests --from-record` takes from a build record.
@@ -110,8 +112,8 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 		return nil, err
 	}
 	for _, w := range trust.Warnings(r.Flavor) {
-		if o.Warn != nil {
-			o.Warn(w)
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "warning: %s\n", w)
 		}
 	}
 	if o.ImageRepository != "" {

@@ -20,12 +20,12 @@ func ptr(s string) *string { return &s }
 func TestManifestsFacade(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cluster.yaml")
 	rec := &capo.Record{Path: "img.qcow2.build.json", ImageName: "flatcar-from-record", KubernetesVersion: "1.33.4", Flavor: capo.FlavorSysextBaked, Arch: "amd64"}
-	var warnings []string
+	var warnings strings.Builder
 	r, err := capo.Manifests(context.Background(), capo.ManifestsOptions{
 		Sets: []string{"WORKER_MACHINE_COUNT=2"}, ClusterName: ptr("demo"),
 		Record: func() (*capo.Record, error) { return rec, nil }, Flavor: capo.FlavorBaked,
 		HTTPSProxy: "http://proxy.example:3128", ImageRepository: "registry.example:5000/k8s", OutputFile: out,
-		Warn: func(s string) { warnings = append(warnings, s) }})
+		Log: &warnings})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +38,8 @@ func TestManifestsFacade(t *testing.T) {
 			t.Errorf("the manifest lacks %q", want)
 		}
 	}
-	if len(warnings) == 0 || !strings.Contains(strings.Join(warnings, "\n"), "NO_PROXY") {
-		t.Errorf("warnings %q, want the NO_PROXY one for a proxy without --no-proxy", warnings)
+	if warnings.Len() == 0 || !strings.Contains(warnings.String(), "NO_PROXY") {
+		t.Errorf("warnings %q, want the NO_PROXY one for a proxy without --no-proxy", warnings.String())
 	}
 	b, err := os.ReadFile(out)
 	if err != nil || string(b) != m {

@@ -42,9 +42,7 @@ OUT is written to a temporary file next to it and renamed into place when comple
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.To = disk.Format(to)
 			if !quiet {
-				opts.NewProgress = func(label string, total int64) progress.Reporter {
-					return progress.New(cmd.ErrOrStderr(), progress.Auto, label, total)
-				}
+				opts.Progress = progress.To(cmd.ErrOrStderr(), progress.Auto)
 			}
 			if err := atomicfile.CheckPath(args[1]); err != nil {
 				return err

@@ -44,10 +44,10 @@ re-verified (signature and SHA512) on every use.`,
 			if quiet {
 				pmode = progress.Quiet
 			}
-			rf.net.Logf = stderrf(cmd, quiet)
+			rf.net.Log = notes(cmd, quiet)
 			res, err := fetch.FetchRelease(cmd.Context(), fetch.Request{Network: rf.net, KeyringFile: vf.keyring,
 				Options: fetch.Options{Release: rf.rel, Image: rf.image, Compression: compression, OutputFile: outputFile,
-					CacheDir: cacheDir, InsecureSkipVerify: vf.insecure, Progress: pmode, Log: cmd.ErrOrStderr()}})
+					CacheDir: cacheDir, InsecureSkipVerify: vf.insecure, Progress: progress.To(cmd.ErrOrStderr(), pmode), Log: cmd.ErrOrStderr()}})
 			if err != nil {
 				return err
 			}

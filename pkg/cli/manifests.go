@@ -87,8 +87,8 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 			o.ImageName, o.ClusterName = given(f, "image-name", imageName), given(f, "cluster-name", clusterName)
 			o.KubernetesVersion = given(f, "kubernetes-version", k8sVersion)
 			o.Record, o.FlavorGiven, o.Image.RefGiven = recordReader(record), f.Changed("flavor"), f.Changed("image-ref")
-			o.WithoutAPILoadBalancer, o.Network.Logf = !apiLoadBalancer, stderrf(cmd, false)
-			o.Warn = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", s) }
+			o.WithoutAPILoadBalancer, o.Network.Log = !apiLoadBalancer, cmd.ErrOrStderr()
+			o.Log = cmd.ErrOrStderr()
 			r, err := capo.Manifests(cmd.Context(), o)
 			if err != nil {
 				return err

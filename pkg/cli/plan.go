@@ -64,7 +64,7 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
   flatcar-capo plan --config fleet.yaml --build`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			net.Logf = stderrf(cmd, false)
+			net.Log = cmd.ErrOrStderr()
 			rep, err := fleet.PlanFleet(cmd.Context(), fleet.PlanRequest{ConfigFile: ff.config, Flags: ff.c, Format: format,
 				GitLabImage: gitlabImage, Network: net, Build: runBuilds, Log: cmd.ErrOrStderr()})
 			if rep == nil {

@@ -42,7 +42,7 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
   FLATCAR_CHANNEL=beta FLATCAR_VERSION=4230.1.0 flatcar-capo release -o json`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rf.net.Logf = stderrf(cmd, false)
+			rf.net.Log = cmd.ErrOrStderr()
 			d, err := fetch.Describe(cmd.Context(), fetch.DescribeOptions{Release: rf.rel, Image: rf.image, Network: rf.net, Kubernetes: ko})
 			if err != nil {
 				return err

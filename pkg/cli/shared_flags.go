@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,17 +46,16 @@ func newClient(cmd *cobra.Command, o httpx.Options, quiet bool) (*httpx.Client, 
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	o.Logf = stderrf(cmd, quiet)
+	o.Log = notes(cmd, quiet)
 	return httpx.New(o), nil
 }
 
-// stderrf prints one line per call on the command's stderr; nothing when quiet.
-func stderrf(cmd *cobra.Command, quiet bool) func(string, ...any) {
-	return func(f string, a ...any) {
-		if !quiet {
-			fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...)
-		}
+// notes is the command's stderr, or nowhere when quiet.
+func notes(cmd *cobra.Command, quiet bool) io.Writer {
+	if quiet {
+		return io.Discard
 	}
+	return cmd.ErrOrStderr()
 }
 
 // verifyFlags are --keyring and --insecure-skip-verify.

@@ -82,11 +82,11 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
   flatcar-capo sysext create --kubernetes-version v1.33.4 --binaries ./k8s-v1.33.4 --output-file kubernetes.raw`,
 		Args: ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			net.Logf = stderrf(cmd, false)
+			net.Log = cmd.ErrOrStderr()
 			made, err := sysext.MakeKubernetes(cmd.Context(), sysext.MakeOptions{
 				Image:    sysext.CreateOptions{ReleaseID: releaseID, Compression: compression, Level: level, LevelGiven: cmd.Flags().Changed("compression-level")},
 				Download: dl, Network: net, Binaries: binaries, OutputFile: outFile,
-				DefaultCacheDir: fetch.DefaultCacheDir, Logf: stderrf(cmd, false)})
+				DefaultCacheDir: fetch.DefaultCacheDir, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}

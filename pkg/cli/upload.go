@@ -73,7 +73,7 @@ Prints the image ID, one line per cloud.`,
 					MinDiskGiB: minDisk, MinRAMMiB: minRAM, Firmware: firmware},
 				Signing: func() (*glance.Signing, error) { _, g, err := sign.signing(true); return g, err },
 				Record:  recordGlanceValues, Log: &lockedWriter{w: stderr},
-				Progress: func(label string, total int64) glance.ProgressSink { return progress.New(stderr, pmode, label, total) }})
+				Progress: progress.To(stderr, pmode)})
 			if len(results) > 0 {
 				if err := Report(cmd, results, func(w io.Writer) error { return printUploads(stderr, w, results) }); err != nil {
 					return err

@@ -30,9 +30,8 @@ type Options struct {
 	Workers  int         // 0: GOMAXPROCS
 	// Sync waits until the output is on disk before renaming it into place. Off by default, as
 	// in qemu-img convert: the rename alone keeps an interrupted run from leaving a partial output.
-	Sync bool
-	// NewProgress, when set, makes a reporter for the given label and total bytes of data.
-	NewProgress func(label string, total int64) progress.Reporter
+	Sync     bool
+	Progress progress.Func // of the bytes of data written
 	// Hash, on uncompressed qcow2 output, is given the output's bytes in order as they are
 	// written (see qcow2.Options.Hash): the caller's digest of the file without a second read.
 	Hash io.Writer
@@ -126,12 +125,8 @@ func Write(ctx context.Context, src vdisk.Disk, out string, format disk.Format, 
 	if err := src.Extents(ctx, func(_, n int64) error { dataBytes += n; return nil }); err != nil {
 		return 0, 0, err
 	}
-	var prog qcow2.Progress
-	if opts.NewProgress != nil {
-		rep := opts.NewProgress("converting "+filepath.Base(out), dataBytes)
-		defer rep.Finish()
-		prog = rep.Add
-	}
+	prog := opts.Progress.Start("converting "+filepath.Base(out), dataBytes)
+	defer prog.Finish()
 	f, err := atomicfile.Create(out)
 	if err != nil {
 		return 0, 0, err

@@ -13,7 +13,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
-	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -25,7 +24,7 @@ func TestFetchReleaseChecksThenFetches(t *testing.T) {
 		r := fetch.Request{Network: httpx.Options{Retries: 1}, KeyringFile: w.Keyring, Options: fetch.Options{
 			Release: release.Release{Server: w.Srv.ReleaseServer(), Channel: "stable", Arch: "x86_64", Version: "current"},
 			Image:   "qemu", Compression: fetch.CompressionAuto, OutputFile: filepath.Join(w.Dir, "cur.img"),
-			CacheDir: w.Cache, Progress: progress.Quiet, Log: io.Discard}}
+			CacheDir: w.Cache, Log: io.Discard}}
 		if mod != nil {
 			mod(&r)
 		}

@@ -41,8 +41,8 @@ type Options struct {
 	// InsecureSkipVerify skips OpenPGP and SHA512 checks and the cache (an unverified file is
 	// never cached). Never the default.
 	InsecureSkipVerify bool
-	Progress           progress.Mode
-	Log                io.Writer // progress and notes; warnings go here even when quiet
+	Progress           progress.Func // nil: no progress and no notes
+	Log                io.Writer     // notes; warnings go here even without Progress
 	// FromCache is for a caller that only reads the image (build converts it to its work copy):
 	// when the verified image is the cache's own file (the .img, not a .bz2), Result.File is
 	// that file, and OutputFile is not written. The cache owns it: never modify it.
@@ -190,7 +190,7 @@ func (f *fetcher) output(comp string) io.Writer {
 func (f *fetcher) inCache(comp string) bool { return f.o.FromCache && comp == release.CompressionNone }
 
 func (f *fetcher) logf(format string, a ...any) {
-	if f.o.Progress != progress.Quiet {
+	if f.o.Progress != nil {
 		fmt.Fprintf(f.o.Log, format+"\n", a...)
 	}
 }
@@ -298,7 +298,7 @@ func (f *fetcher) fromCache(entry *cacheEntry, comp, file string) (*Result, erro
 		return nil, err
 	}
 	f.logf("Using cached %s", entry.File)
-	bar := progress.New(f.o.Log, f.o.Progress, "cached "+file, fi.Size())
+	bar := f.o.Progress.Start("cached "+file, fi.Size())
 	got, n, err := stream(io.TeeReader(in, bar), comp == release.CompressionBzip2, f.output(comp))
 	bar.Finish()
 	if err != nil {
@@ -405,7 +405,7 @@ func (f *fetcher) downloadOnce(ctx context.Context, entry *cacheEntry, url, file
 	if body.Total >= 0 {
 		total = body.Total
 	}
-	bar := progress.New(f.o.Log, f.o.Progress, file, total)
+	bar := f.o.Progress.Start(file, total)
 	src := io.MultiReader(io.NewSectionReader(partial, 0, kept), io.TeeReader(body, pathWriter{partial, entry.Partial}))
 	got, n, err := stream(io.TeeReader(src, bar), comp == release.CompressionBzip2, f.output(comp))
 	bar.Finish()
@@ -429,7 +429,7 @@ func (f *fetcher) insecure(ctx context.Context, comp, file string) (*Result, err
 	}
 	defer body.Close()
 	f.logf("Downloading %s", url)
-	bar := progress.New(f.o.Log, f.o.Progress, file, body.Total)
+	bar := f.o.Progress.Start(file, body.Total)
 	got, n, err := stream(io.TeeReader(body, bar), comp == release.CompressionBzip2, pathWriter{f.out, f.o.OutputFile})
 	bar.Finish()
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
-	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -35,7 +34,6 @@ func TestFetchPipelineInProcess(t *testing.T) {
 			OutputFile:  filepath.Join(w.Dir, out),
 			CacheDir:    w.Cache,
 			Keyring:     keyring,
-			Progress:    progress.Quiet,
 			Log:         io.Discard,
 			Now:         time.Now,
 		}
@@ -104,7 +102,7 @@ func TestFetchFromCacheWritesNoOutput(t *testing.T) {
 	ctx := context.Background()
 	c := httpx.New(httpx.Options{Retries: 1})
 	o := fetch.Options{Release: release.Release{Server: w.Srv.ReleaseServer(), Channel: "stable", Arch: "amd64", Version: fetchtest.CurrentVersion},
-		Image: "qemu", Compression: "none", CacheDir: w.Cache, Keyring: keyring, Progress: progress.Quiet, Log: io.Discard, FromCache: true}
+		Image: "qemu", Compression: "none", CacheDir: w.Cache, Keyring: keyring, Log: io.Discard, FromCache: true}
 	for i, cached := range []bool{false, true} {
 		o.OutputFile = filepath.Join(w.Dir, fmt.Sprintf("out%d.img", i))
 		res, err := fetch.Fetch(ctx, c, o)

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,7 +99,7 @@ func PlanFleet(ctx context.Context, r PlanRequest) (*PlanReport, error) {
 		rep.Errors = append(rep.Errors, e.Error())
 	}
 	if r.Build {
-		rep.Builds = runBuilds(ctx, r.Program, r.Log, c, plan.Todo())
+		rep.Builds = runBuilds(ctx, r.Program, cmp.Or(r.Log, io.Discard), c, plan.Todo())
 	}
 	var failures []error
 	if perr := plan.Err(); perr != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
@@ -28,10 +29,10 @@ import (
 // imagedata.Upload sends a chunked body that Glance behind uWSGI can refuse) and computes the
 // sha512 of exactly the bytes sent. A 401 (token revoked or expired meanwhile) re-authenticates
 // and starts over once.
-func putData(ctx context.Context, c *Cloud, id string, open Opener, size int64, progress io.Writer) (string, error) {
+func putData(ctx context.Context, c *Cloud, id string, open Opener, size int64, rep progress.Reporter) (string, error) {
 	url := c.Image.ServiceURL("images", id, "file")
 	for attempt := 0; ; attempt++ {
-		sum, status, token, err := putOnce(ctx, c, url, open, size, progress)
+		sum, status, token, err := putOnce(ctx, c, url, open, size, rep)
 		if err != nil {
 			return "", err
 		}
@@ -48,7 +49,7 @@ func putData(ctx context.Context, c *Cloud, id string, open Opener, size int64, 
 	}
 }
 
-func putOnce(ctx context.Context, c *Cloud, url string, open Opener, size int64, progress io.Writer) (sum string, status int, token string, err error) {
+func putOnce(ctx context.Context, c *Cloud, url string, open Opener, size int64, rep progress.Reporter) (sum string, status int, token string, err error) {
 	ra, closer, err := open()
 	if err != nil {
 		return "", 0, "", err
@@ -58,18 +59,14 @@ func putOnce(ctx context.Context, c *Cloud, url string, open Opener, size int64,
 	var wait func() (string, error)
 	if f, ok := ra.(*os.File); ok {
 		hctx, cancel := context.WithCancel(ctx)
-		if body, wait, err = sendfileBody(hctx, f, size, progress); err != nil {
+		if body, wait, err = sendfileBody(hctx, f, size, rep); err != nil {
 			cancel()
 			return "", 0, "", err
 		}
 		defer func() { cancel(); wait() }() // a failed request stops the hashing too
 	} else {
 		h := sha512.New()
-		sink := io.Writer(h)
-		if progress != nil {
-			sink = io.MultiWriter(h, progress)
-		}
-		body = io.TeeReader(io.NewSectionReader(ra, 0, size), sink)
+		body = io.TeeReader(io.NewSectionReader(ra, 0, size), io.MultiWriter(h, rep))
 		wait = func() (string, error) { return hex.EncodeToString(h.Sum(nil)), nil }
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, io.NopCloser(body))
@@ -100,7 +97,7 @@ func putOnce(ctx context.Context, c *Cloud, url string, open Opener, size int64,
 // io.LimitedReader to the kernel): no copy through this process, and Glance's socket stays full.
 // The sha512 is computed meanwhile by a second reader of the same file, and progress follows
 // the file position that sendfile advances.
-func sendfileBody(ctx context.Context, f *os.File, size int64, progress io.Writer) (io.Reader, func() (string, error), error) {
+func sendfileBody(ctx context.Context, f *os.File, size int64, rep progress.Reporter) (io.Reader, func() (string, error), error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, nil, err
 	}
@@ -110,7 +107,7 @@ func sendfileBody(ctx context.Context, f *os.File, size int64, progress io.Write
 	}
 	hashed := make(chan result, 1)
 	go func() {
-		sum, err := hashData(ctx, func() (io.ReaderAt, io.Closer, error) { return f, io.NopCloser(nil), nil }, size, "sha512", nil)
+		sum, err := hashData(ctx, func() (io.ReaderAt, io.Closer, error) { return f, io.NopCloser(nil), nil }, size, "sha512", progress.None)
 		hashed <- result{sum, err}
 	}()
 	stop := make(chan struct{})
@@ -119,8 +116,8 @@ func sendfileBody(ctx context.Context, f *os.File, size int64, progress io.Write
 		defer close(stopped)
 		var last int64
 		report := func() {
-			if pos, err := f.Seek(0, io.SeekCurrent); err == nil && pos > last && progress != nil {
-				countBytes(progress, pos-last)
+			if pos, err := f.Seek(0, io.SeekCurrent); err == nil && pos > last {
+				rep.Add(pos - last)
 				last = pos
 			}
 		}
@@ -147,20 +144,6 @@ func sendfileBody(ctx context.Context, f *os.File, size int64, progress io.Write
 		return r.sum, r.err
 	}
 	return &io.LimitedReader{R: f, N: size}, wait, nil
-}
-
-// countBytes tells a progress writer that n more bytes went out, without allocating n bytes.
-func countBytes(w io.Writer, n int64) {
-	if a, ok := w.(interface{ Add(int64) }); ok {
-		a.Add(n)
-		return
-	}
-	buf := make([]byte, 64<<10)
-	for n > 0 {
-		k := min(n, int64(len(buf)))
-		w.Write(buf[:k])
-		n -= k
-	}
 }
 
 // httpStatusError is an unexpected answer from Glance; 5xx ones are worth a retry.
@@ -224,7 +207,7 @@ func FileOpener(path string) Opener {
 }
 
 // hashData computes algo over the first size bytes of the data, reporting progress.
-func hashData(ctx context.Context, open Opener, size int64, algo string, progress io.Writer) (string, error) {
+func hashData(ctx context.Context, open Opener, size int64, algo string, rep progress.Reporter) (string, error) {
 	h, err := newHash(algo)
 	if err != nil {
 		return "", err
@@ -234,10 +217,7 @@ func hashData(ctx context.Context, open Opener, size int64, algo string, progres
 		return "", err
 	}
 	defer closer.Close()
-	var sink io.Writer = h
-	if progress != nil {
-		sink = io.MultiWriter(h, progress)
-	}
+	sink := io.MultiWriter(h, rep)
 	r := io.NewSectionReader(f, 0, size)
 	buf := make([]byte, 1<<20)
 	for {

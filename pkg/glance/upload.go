@@ -19,6 +19,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
@@ -58,9 +59,8 @@ type Request struct {
 	Signing *Signing
 	Wait    time.Duration // how long to wait for the image to become active
 	// Log receives one-line notes (leftovers removed, retries, warnings).
-	Log io.Writer
-	// Progress, when set, returns a writer that counts the bytes of one transfer.
-	Progress func(label string, total int64) ProgressSink
+	Log      io.Writer
+	Progress progress.Func // of each transfer: upload, hash
 	// Attempts and Backoff bound the retries of transient failures (defaults 3 and 2 s).
 	Attempts int
 	Backoff  time.Duration
@@ -76,17 +76,13 @@ func (r *Request) wait() time.Duration {
 	return r.Wait
 }
 
-// withProgress runs do with the progress writer of one transfer (nil without req.Progress).
-func (r *Request) withProgress(label string, do func(progress io.Writer) (string, error)) (string, error) {
-	var sink ProgressSink
-	if r.Progress != nil {
-		sink = r.Progress(label, r.Size)
-	}
-	if sink == nil {
-		return do(nil)
-	}
-	defer sink.Finish()
-	return do(sink)
+func (r *Request) log() io.Writer { return cmp.Or(r.Log, io.Discard) }
+
+// withProgress runs do with the reporter of one transfer.
+func (r *Request) withProgress(label string, do func(rep progress.Reporter) (string, error)) (string, error) {
+	rep := r.Progress.Start(label, r.Size)
+	defer rep.Finish()
+	return do(rep)
 }
 
 func (r *Request) opener() Opener {
@@ -94,12 +90,6 @@ func (r *Request) opener() Opener {
 		return r.Open
 	}
 	return FileOpener(r.File)
-}
-
-// ProgressSink counts bytes; pkg/progress reporters satisfy it.
-type ProgressSink interface {
-	io.Writer
-	Finish()
 }
 
 // Result is what one cloud ended up with.
@@ -134,9 +124,7 @@ func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 		res, err := decideAndUpload(ctx, c, req)
 		var gone *goneError
 		if errors.As(err, &gone) && attempt < 3 {
-			if req.Log != nil {
-				fmt.Fprintf(req.Log, "%s: the image %s was deleted while this run reused it (another run replaced it); looking again\n", c.Label(), gone.id)
-			}
+			fmt.Fprintf(req.log(), "%s: the image %s was deleted while this run reused it (another run replaced it); looking again\n", c.Label(), gone.id)
 			continue
 		}
 		return res, err
@@ -152,9 +140,7 @@ func (e *goneError) Error() string {
 
 func decideAndUpload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 	logf := func(format string, a ...any) {
-		if req.Log != nil {
-			fmt.Fprintf(req.Log, "%s: "+format+"\n", append([]any{c.Label()}, a...)...)
-		}
+		fmt.Fprintf(req.log(), "%s: "+format+"\n", append([]any{c.Label()}, a...)...)
 	}
 	// The signature first: a certificate that Barbican lacks or that does not match the key, or a
 	// Barbican that is down, stops the upload before Glance has anything.
@@ -376,8 +362,8 @@ func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image,
 
 // fillImage sends the data of image id, waits until it is active and compares the hashes.
 func fillImage(ctx context.Context, c *Cloud, req *Request, id string) (*images.Image, error) {
-	sum, err := req.withProgress("upload to "+c.Label(), func(progress io.Writer) (string, error) {
-		return putData(ctx, c, id, req.opener(), req.Size, progress)
+	sum, err := req.withProgress("upload to "+c.Label(), func(rep progress.Reporter) (string, error) {
+		return putData(ctx, c, id, req.opener(), req.Size, rep)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -583,8 +569,8 @@ func (h *hashCache) get(ctx context.Context, req *Request, algo, label string) (
 	if s := h.lookup(algo); s != "" {
 		return s, nil
 	}
-	sum, err := req.withProgress("hash "+label, func(progress io.Writer) (string, error) {
-		return hashData(ctx, req.opener(), req.Size, algo, progress)
+	sum, err := req.withProgress("hash "+label, func(rep progress.Reporter) (string, error) {
+		return hashData(ctx, req.opener(), req.Size, algo, rep)
 	})
 	if err != nil {
 		return "", err

@@ -13,6 +13,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
 // fakeRequest is an upload of a 1 MiB raw file (random first MiB, seeded) named name.
@@ -160,6 +161,7 @@ func TestFakeUploadAllClouds(t *testing.T) {
 type countingSink struct{ n *int }
 
 func (s countingSink) Write(p []byte) (int, error) { return len(p), nil }
+func (s countingSink) Add(int64)                   {}
 func (s countingSink) Finish()                     {}
 
 // A hash the caller already has (build's record step) is what the reuse check compares: the
@@ -171,7 +173,7 @@ func TestFakeReuseTakesKnownHash(t *testing.T) {
 	id := f.Put("flatcar", "active", data, glance.ToolTag)
 	sum := sha512.Sum512(data)
 	hashes := 0
-	req.Progress = func(label string, total int64) glance.ProgressSink {
+	req.Progress = func(label string, total int64) progress.Reporter {
 		if strings.HasPrefix(label, "hash ") {
 			hashes++
 		}

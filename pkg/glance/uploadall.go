@@ -122,9 +122,7 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 		k := o.cloud.target()
 		if j, ok := first[k]; ok {
 			same[i] = j
-			if req.Log != nil {
-				fmt.Fprintf(req.Log, "%s: the same Glance and project as %s; uploading once\n", o.cloud.Label(), outcomes[j].cloud.Label())
-			}
+			fmt.Fprintf(req.log(), "%s: the same Glance and project as %s; uploading once\n", o.cloud.Label(), outcomes[j].cloud.Label())
 			continue
 		}
 		first[k] = i

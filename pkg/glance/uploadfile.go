@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
 // FileUpload is `upload`'s: the file and how to send it, the image's name and metadata flags,
@@ -25,7 +26,7 @@ type FileUpload struct {
 	// Record reads the build record beside the file (empty values when there is none).
 	Record   func(file string) (RecordValues, error)
 	Log      io.Writer
-	Progress func(label string, total int64) ProgressSink
+	Progress progress.Func
 }
 
 // UploadFile checks u, opens the file, makes its metadata from the flags and its record, and

@@ -57,7 +57,7 @@ func (b *Body) failed(err error) error {
 	if !strings.Contains(msg, b.URL) {
 		msg = b.URL + ": " + msg
 	}
-	b.c.o.Logf("%s (at byte %d); retrying from there (%d/%d)", msg, b.Offset, b.failures, b.c.o.Retries)
+	fmt.Fprintf(b.c.o.Log, "%s (at byte %d); retrying from there (%d/%d)\n", msg, b.Offset, b.failures, b.c.o.Retries)
 	if err := b.c.backoff(b.ctx, b.failures); err != nil {
 		return ended(b.ctx, b.Offset)
 	}

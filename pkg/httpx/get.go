@@ -23,7 +23,7 @@ func (c *Client) GetSmall(ctx context.Context, url string, max int64) ([]byte, e
 			}
 			return b, err
 		}
-		c.o.Logf("%v; retrying (%d/%d)", err, attempt, c.o.Retries)
+		fmt.Fprintf(c.o.Log, "%v; retrying (%d/%d)\n", err, attempt, c.o.Retries)
 		if err := c.backoff(ctx, attempt); err != nil {
 			return nil, ended(ctx, 0)
 		}

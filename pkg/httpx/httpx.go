@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -34,8 +35,8 @@ type Options struct {
 	DownloadTimeout time.Duration // one download, retries and resumes included, must end within this
 	Backoff         time.Duration // first wait between attempts; doubled after each failure
 	UserAgent       string
-	Logf            func(format string, a ...any) // one line per retry
-	CAFile          string                        // --ca-file: PEM CAs trusted, on top of the system's, by every client
+	Log             io.Writer // one line per retry
+	CAFile          string    // --ca-file: PEM CAs trusted, on top of the system's, by every client
 
 	caPEM []byte // CAFile's content, read by Validate
 }
@@ -53,8 +54,8 @@ func (o *Options) Validate() error {
 	o.DownloadTimeout = cmp.Or(o.DownloadTimeout, DefaultDownloadTimeout)
 	o.Backoff = cmp.Or(o.Backoff, DefaultBackoff)
 	o.UserAgent = cmp.Or(o.UserAgent, "flatcar-capo")
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Log == nil {
+		o.Log = io.Discard
 	}
 	return o.loadCA()
 }

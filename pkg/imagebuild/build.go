@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -170,4 +171,20 @@ func (t *timed) Cleanup(state multistep.StateBag) { t.step.Cleanup(state) }
 
 func note(state multistep.StateBag, format string, a ...any) {
 	keyNote.put(state, fmt.Sprintf(format, a...))
+}
+
+// indented shows a library's lines under a step's, each trimmed and after prefix; one Write
+// stays one Write, so the lines of concurrent downloads do not interleave.
+type indented struct {
+	w      io.Writer
+	prefix string
+}
+
+func (in indented) Write(p []byte) (int, error) {
+	var b strings.Builder
+	for l := range strings.Lines(string(p)) {
+		b.WriteString(in.prefix + strings.TrimSpace(l) + "\n")
+	}
+	_, err := io.WriteString(in.w, b.String())
+	return len(p), err
 }

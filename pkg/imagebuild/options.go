@@ -183,10 +183,7 @@ func (o *Options) validate() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Network.Logf == nil {
-		log := o.Log
-		o.Network.Logf = func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) }
-	}
+	o.Network.Log = cmp.Or(o.Network.Log, o.Log)
 	if err := o.Network.Validate(); err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	out := filepath.Join(keyWorkDir.get(state), "base.img")
 	res, err := fetch.Fetch(ctx, c, fetch.Options{Release: rel, Image: o.Base, Compression: fetch.CompressionAuto,
 		OutputFile: out, CacheDir: o.CacheDir, Keyring: o.Keyring, InsecureSkipVerify: o.InsecureSkipVerify,
-		Progress: progress.Lines, Log: o.Log, FromCache: true})
+		Progress: progress.To(o.Log, progress.Lines), Log: o.Log, FromCache: true})
 	if err != nil {
 		return halt(state, err)
 	}

@@ -62,7 +62,7 @@ func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 	}
 	cache := cmp.Or(o.CacheDir, filepath.Join(keyWorkDir.get(state), "cache"))
 	res, err := images.Pull(ctx, refs, images.Options{Arch: o.Release.Arch, CacheDir: cache, Mirrors: io.mirrors, CAFile: io.CAFile,
-		Transport: func(cfg *tls.Config) http.RoundTripper { return httpx.NewTransportTLS(o.client().Options(), cfg) }, Logf: func(f string, a ...any) { fmt.Fprintf(o.Log, "  "+f+"\n", a...) }})
+		Transport: func(cfg *tls.Config) http.RoundTripper { return httpx.NewTransportTLS(o.client().Options(), cfg) }, Log: indented{o.Log, "  "}})
 	if err != nil {
 		return halt(state, err)
 	}

@@ -3,7 +3,6 @@ package imagebuild
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"path/filepath"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
@@ -26,7 +25,7 @@ func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 	}
 	ko := o.Kubernetes
 	ko.CacheDir = cmp.Or(ko.CacheDir, o.CacheDir, filepath.Join(keyWorkDir.get(state), "cache"))
-	set, err := kubernetes.Download(ctx, o.client(), ko, func(f string, a ...any) { fmt.Fprintf(o.Log, "  "+f+"\n", a...) })
+	set, err := kubernetes.Download(ctx, o.client(), ko, indented{o.Log, "  "})
 	if err != nil {
 		return halt(state, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
@@ -107,6 +106,6 @@ func packerConfig(o *Options, in packerInputs) packer.Config {
 		SSHUser: in.vm.user, SSHPrivateKeyFile: in.vm.key,
 		IgnitionFile: in.vm.ignition, ConfigDriveFile: in.vm.drive,
 		Payload: in.payload, Vars: vars, UserScripts: o.Provision,
-		Log: func(line string) { fmt.Fprintf(o.Log, "  packer: %s\n", strings.TrimSpace(line)) },
+		Log: indented{o.Log, "  packer: "},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -130,8 +131,8 @@ type Options struct {
 	// Transport makes the HTTP transport (the project's timeouts, httpx.NewTransportTLS) with the
 	// TLS settings given; nil: Go's default transport.
 	Transport func(*tls.Config) http.RoundTripper
-	Jobs      int // parallel blob downloads (default 4)
-	Logf      func(format string, a ...any)
+	Jobs      int       // parallel blob downloads (default 4)
+	Log       io.Writer // one line per image pulled
 }
 
 // transport returns the transport with the CA added to the system roots.

@@ -70,8 +70,8 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 	if o.Jobs <= 0 {
 		o.Jobs = 4
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Log == nil {
+		o.Log = io.Discard
 	}
 	tr, err := o.transport()
 	if err != nil {
@@ -162,7 +162,7 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 	}
 	res.Transferred += p.manifestBytes
 	for _, im := range res.Images {
-		o.Logf("%s: %s %s, %.1f MiB", im.Name, shortDigest(im.Digest), im.Platform, float64(im.Size)/(1<<20))
+		fmt.Fprintf(o.Log, "%s: %s %s, %.1f MiB\n", im.Name, shortDigest(im.Digest), im.Platform, float64(im.Size)/(1<<20))
 	}
 	return res, nil
 }

@@ -47,16 +47,16 @@ func (e *ChecksumError) Error() string {
 
 // Download fetches the .sha256 of every file, then each file unless the cache holds one with
 // that hash, all through client (its timeouts, retries and deadline). Nothing unverified is
-// kept. logf gets one line per file.
-func Download(ctx context.Context, client *httpx.Client, o Options, logf func(string, ...any)) (*Set, error) {
+// kept. log (nil: none) gets one line per file.
+func Download(ctx context.Context, client *httpx.Client, o Options, log io.Writer) (*Set, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	if !IsExact(o.Kubernetes) {
 		return nil, fmt.Errorf("kubernetes: version %q not resolved (call Options.Resolve first)", o.Kubernetes)
 	}
-	if logf == nil {
-		logf = func(string, ...any) {}
+	if log == nil {
+		log = io.Discard
 	}
 	files := o.Files()
 	set := &Set{Options: o, Files: make([]Downloaded, len(files))}
@@ -71,7 +71,7 @@ func Download(ctx context.Context, client *httpx.Client, o Options, logf func(st
 				if d.Cached {
 					how = "cached"
 				}
-				logf("%s: %s, sha256 %s ok", f.Name, how, d.SHA256[:16])
+				fmt.Fprintf(log, "%s: %s, sha256 %s ok\n", f.Name, how, d.SHA256[:16])
 			}
 		})
 	}

@@ -17,7 +17,7 @@ func TestDownloadVerifiesAndCaches(t *testing.T) {
 	m := kubetest.New(t, kubernetes.Options{})
 	o := m.Options
 	o.CacheDir = t.TempDir()
-	set, err := kubernetes.Download(context.Background(), httpx.New(httpx.Options{}), o, t.Logf)
+	set, err := kubernetes.Download(context.Background(), httpx.New(httpx.Options{}), o, t.Output())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestDownloadVerifiesAndCaches(t *testing.T) {
 	}
 	// Second run: only the .sha256 files are fetched again.
 	before := len(m.Requests())
-	set, err = kubernetes.Download(context.Background(), httpx.New(httpx.Options{}), o, t.Logf)
+	set, err = kubernetes.Download(context.Background(), httpx.New(httpx.Options{}), o, t.Output())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,11 @@ package packer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,13 +136,9 @@ func Build(ctx context.Context, cfg Config) (res Result, err error) {
 		return res, err
 	}
 	cfg = pi.Config
-	logf := func(s string) {
-		if cfg.Log != nil {
-			cfg.Log(s)
-		}
-	}
+	log := cmp.Or(cfg.Log, io.Discard)
 	if pi.AcceleratorNote != "" {
-		logf(pi.AcceleratorNote)
+		fmt.Fprintln(log, pi.AcceleratorNote)
 	}
 	res = Result{LogFile: pi.logFile(), PackerVersion: pi.PackerVersion, Accelerator: pi.Accelerator}
 	defer func() {
@@ -150,10 +148,10 @@ func Build(ctx context.Context, cfg Config) (res Result, err error) {
 		}
 	}()
 	// validate's own output (warnings, "The configuration is valid.") only matters when it fails.
-	if err := pi.validate(ctx, &condenser{log: func(string) {}}); err != nil {
+	if err := pi.validate(ctx, &condenser{log: io.Discard}); err != nil {
 		return res, err
 	}
-	c := &condenser{log: logf}
+	c := &condenser{log: log}
 	if err := pi.run(ctx, c, "build", "-machine-readable", "-color=false", "-on-error=cleanup", pi.templatePath()); err != nil {
 		return res, c.failure("packer build", err, pi.logFile())
 	}
@@ -177,7 +175,7 @@ func Build(ctx context.Context, cfg Config) (res Result, err error) {
 // error packer reported (its later ones repeat it), or else the plain-text lines of a command
 // without machine-readable output (`packer validate`).
 type condenser struct {
-	log        func(string)
+	log        io.Writer
 	firstError string
 	plain      []string
 }
@@ -186,7 +184,7 @@ func (c *condenser) line(s string) {
 	l, ok := ParseLine(s)
 	if !ok {
 		if t := strings.TrimSpace(s); t != "" {
-			c.log(t)
+			fmt.Fprintln(c.log, t)
 			c.plain = append(c.plain, t)
 			if len(c.plain) > 12 {
 				c.plain = c.plain[1:]
@@ -206,7 +204,7 @@ func (c *condenser) line(s string) {
 		if t = strings.TrimRight(t, " \r"); strings.TrimSpace(t) == "" {
 			continue
 		}
-		c.log(t)
+		fmt.Fprintln(c.log, t)
 		kept = append(kept, strings.TrimSpace(t))
 	}
 	if kind == "error" && c.firstError == "" && len(kept) > 0 {

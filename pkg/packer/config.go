@@ -8,6 +8,7 @@ package packer
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,7 +30,7 @@ type Config struct {
 	Payload                         string            // directory handed to the guest: bin/{kubeadm,kubelet,kubectl} crictl.tar.gz cni-plugins.tgz versions.env [SHA256SUMS]
 	Vars                            map[string]string // environment for the provisioning scripts (KUBERNETES_VERSION, KEEP_UPDATES, ...)
 	UserScripts                     []string          // --provision FILEs, run after ours
-	Log                             func(line string) // condensed ui lines
+	Log                             io.Writer         // condensed ui lines
 
 	SSHTimeout time.Duration // 0 = 20 min (QEMU TCG on a busy machine is slow)
 	Driver     Driver        // nil = ExecDriver on Packer

@@ -165,12 +165,12 @@ func TestCancelDuringBuildLeavesNoQEMU(t *testing.T) {
 			defer cancel()
 			waiting := make(chan struct{})
 			var once bool
-			cfg.Log = func(l string) {
+			cfg.Log = lineWriter(func(l string) {
 				if !once && strings.Contains(l, "Waiting for SSH") {
 					once = true
 					close(waiting)
 				}
-			}
+			})
 			done := make(chan error, 1)
 			go func() { _, err := Build(ctx, cfg); done <- err }()
 			select {

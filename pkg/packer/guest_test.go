@@ -89,7 +89,7 @@ func buildStandin(t *testing.T, packer string) Result {
 		IgnitionFile: ignFile, Payload: filepath.Join(dir, "payload"),
 		Vars:        map[string]string{"KUBERNETES_VERSION": "v1.33.4"},
 		UserScripts: []string{user},
-		Log:         func(l string) { t.Log(l) },
+		Log:         t.Output(),
 	})
 	if err != nil {
 		serial, _ := os.ReadFile(filepath.Join(dir, "work", "serial.log"))

@@ -1,6 +1,7 @@
 package packer
 
 import (
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestParseLine(t *testing.T) {
 
 func TestCondenserKeepsUILinesAndErrors(t *testing.T) {
 	var got []string
-	c := &condenser{log: func(s string) { got = append(got, s) }}
+	c := &condenser{log: lineWriter(func(s string) { got = append(got, s) })}
 	for _, s := range []string{
 		`1,,ui,say,qemu.flatcar: output will be in this color.`,
 		`2,qemu.flatcar,ui,message,    qemu.flatcar: installed: kubeadm%!(PACKER_COMMA) kubelet\n\n`,
@@ -63,7 +64,7 @@ func TestCondenserKeepsUILinesAndErrors(t *testing.T) {
 		t.Errorf("failure message\n%s\nwant\n%s", err, want1)
 	}
 	// packer validate prints plain text: that is the message then.
-	c = &condenser{log: func(string) {}}
+	c = &condenser{log: io.Discard}
 	c.line("Error: Unsupported argument")
 	c.line(`  on x.pkr.hcl line 3: An argument named "foo" is not expected here.`)
 	err = c.failure("packer validate", &ExitError{Code: 1}, "/w/packer.log")

@@ -17,7 +17,6 @@ type Mode int
 
 const (
 	Auto  Mode = iota // bar on a terminal, lines otherwise
-	Bar               // always a bar
 	Lines             // always plain lines
 	Quiet             // nothing
 )
@@ -29,27 +28,39 @@ type Reporter interface {
 	Finish()
 }
 
-// New returns a reporter for a transfer of total bytes (total <= 0 when unknown) described by label.
-func New(w io.Writer, mode Mode, label string, total int64) Reporter {
-	if mode == Auto {
-		mode = Lines
-		// Any writer with an Fd (os.File, or the CLI's redacting wrapper around one).
-		if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
-			mode = Bar
+// Func starts the reporter of one transfer of total bytes (total <= 0 when unknown) described
+// by label: the one progress option every package takes. nil shows nothing.
+type Func func(label string, total int64) Reporter
+
+// None is the reporter that shows nothing.
+var None Reporter = quiet{}
+
+// Start is f's reporter for one transfer, None when f is nil.
+func (f Func) Start(label string, total int64) Reporter {
+	if f == nil {
+		return None
+	}
+	return f(label, total)
+}
+
+// To reports every transfer on w in mode; nil when mode is Quiet.
+func To(w io.Writer, mode Mode) Func {
+	f, fd := w.(interface{ Fd() uintptr }) // os.File, or the CLI's redacting wrapper around one
+	switch {
+	case mode == Quiet:
+		return nil
+	case mode == Auto && fd && term.IsTerminal(int(f.Fd())):
+		return func(label string, total int64) Reporter {
+			return &bar{b: progressbar.NewOptions64(total,
+				progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription(label),
+				progressbar.OptionShowBytes(true),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionClearOnFinish(),
+			)}
 		}
 	}
-	switch mode {
-	case Quiet:
-		return quiet{}
-	case Bar:
-		return &bar{b: progressbar.NewOptions64(total,
-			progressbar.OptionSetWriter(w),
-			progressbar.OptionSetDescription(label),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		)}
-	default:
+	return func(label string, total int64) Reporter {
 		return &lines{w: w, label: label, total: total, start: time.Now(), every: 5 * time.Second}
 	}
 }

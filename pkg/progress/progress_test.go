@@ -8,7 +8,7 @@ import (
 
 func TestLinesInAPipeHaveNoCarriageReturns(t *testing.T) {
 	var buf bytes.Buffer
-	r := New(&buf, Auto, "download", 2048)
+	r := To(&buf, Auto)("download", 2048)
 	r.Write(make([]byte, 1024))
 	r.Add(1024)
 	r.Finish()
@@ -17,14 +17,14 @@ func TestLinesInAPipeHaveNoCarriageReturns(t *testing.T) {
 		t.Fatalf("unexpected progress output %q", out)
 	}
 	var over bytes.Buffer
-	r = New(&over, Lines, "convert", 1000)
+	r = To(&over, Lines)("convert", 1000)
 	r.Add(4096)
 	r.Finish()
 	if !strings.Contains(over.String(), "(100%)") {
 		t.Fatalf("overshoot shown as %q", over.String())
 	}
 	var q bytes.Buffer
-	r = New(&q, Quiet, "x", 10)
+	r = To(&q, Quiet).Start("x", 10)
 	r.Add(10)
 	r.Finish()
 	if q.Len() != 0 {

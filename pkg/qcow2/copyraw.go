@@ -7,15 +7,20 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // CopyToRaw writes the virtual disk of src to dst as a sparse raw image: only the source's data
 // extents are read (by a pool of workers, workers <= 0 means GOMAXPROCS), all-zero blocks are
-// skipped, and dst is truncated to the virtual size. dst is emptied first.
-func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, progress Progress) error {
+// skipped, and dst is truncated to the virtual size. dst is emptied first. rep (nil: none) is
+// told the bytes copied.
+func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, rep progress.Reporter) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
+	}
+	if rep == nil {
+		rep = progress.None
 	}
 	if err := emptyFile(dst); err != nil {
 		return err
@@ -57,7 +62,7 @@ func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, p
 					fail(err)
 					continue
 				}
-				progress.add(p.n)
+				rep.Add(p.n)
 			}
 		}()
 	}

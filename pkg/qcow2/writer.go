@@ -10,15 +10,16 @@ import (
 
 	"github.com/klauspost/compress/flate"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // Options tune Write.
 type Options struct {
-	Compress bool     // deflate clusters (in parallel); clusters that do not shrink are stored as is
-	Version  uint32   // 3 (compat 1.1, the default) or 2 (compat 0.10)
-	Workers  int      // parallel workers; default GOMAXPROCS
-	Progress Progress // told the bytes of source data processed
+	Compress bool              // deflate clusters (in parallel); clusters that do not shrink are stored as is
+	Version  uint32            // 3 (compat 1.1, the default) or 2 (compat 0.10)
+	Workers  int               // parallel workers; default GOMAXPROCS
+	Progress progress.Reporter // told the bytes of source data processed; nil: none
 	// Hash, when set on uncompressed output, is given every byte of the file in file order as
 	// it is written, so a caller gets the file's digest without reading it again. The layout
 	// is then planned from the source's extents alone (their all-zero clusters are stored, not
@@ -51,6 +52,9 @@ func Write(ctx context.Context, src vdisk.Disk, dst Target, opts Options) error 
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Progress == nil {
+		opts.Progress = progress.None
 	}
 	bits := uint(defaultClusterBits)
 	runs, clusters, err := scanRuns(ctx, src, bits)
@@ -172,7 +176,7 @@ func runPipeline(ctx context.Context, src vdisk.Disk, runs []run, opts Options, 
 			if err := write(j); err != nil {
 				return err
 			}
-			opts.Progress.add(int64(j.n) * cs)
+			opts.Progress.Add(int64(j.n) * cs)
 			free <- j
 		}
 		return ctx.Err()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/sha512"
+	"io"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
@@ -28,8 +29,8 @@ type MakeOptions struct {
 	OutputFile string
 	// DefaultCacheDir gives Download.CacheDir when it is empty and something is downloaded.
 	DefaultCacheDir func() (string, error)
-	// Logf gets one line per download.
-	Logf func(string, ...any)
+	// Log gets one line per download.
+	Log io.Writer
 }
 
 // Made is the sysext written, with the hashes a server publishes next to it.
@@ -107,7 +108,7 @@ func inputOf(ctx context.Context, c *httpx.Client, o MakeOptions, dl kubernetes.
 		}
 		dl.CacheDir = d
 	}
-	set, err := kubernetes.Download(ctx, c, dl, o.Logf)
+	set, err := kubernetes.Download(ctx, c, dl, o.Log)
 	if err != nil {
 		return KubernetesInput{}, err
 	}
