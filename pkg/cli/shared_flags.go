@@ -40,16 +40,6 @@ func addNetworkFlags(fs *pflag.FlagSet, o *httpx.Options) {
 	fs.StringVar(&o.CAFile, "ca-file", "", "PEM CA(s) trusted on top of the system's for every download of this host: release server, Kubernetes and GitHub mirrors, registries, --sysext URLs (SSL_CERT_FILE replaces the system's instead)")
 }
 
-// newClient validates the network flags and returns the command's HTTP client; retries are
-// reported on stderr unless quiet.
-func newClient(cmd *cobra.Command, o httpx.Options, quiet bool) (*httpx.Client, error) {
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
-	o.Log = notes(cmd, quiet)
-	return httpx.New(o), nil
-}
-
 // notes is the command's stderr, or nowhere when quiet.
 func notes(cmd *cobra.Command, quiet bool) io.Writer {
 	if quiet {

@@ -7,10 +7,8 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -98,14 +96,4 @@ func VerifyFile(pub crypto.PublicKey, path, sigPath string) error {
 		return ErrBadSignature
 	}
 	return nil
-}
-
-// PublicPEM is the PKIX PEM of key's public half, the file `verify --key` and `cosign verify-blob
-// --key` take.
-func PublicPEM(key *Key) ([]byte, error) {
-	der, err := x509.MarshalPKIXPublicKey(key.Public())
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }
