@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
@@ -305,5 +306,14 @@ func BenchmarkCreateKubernetes(b *testing.B) {
 		if _, err := CreateKubernetes(context.Background(), in, filepath.Join(dir, "k.raw")); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// kubelet's flex-volume dir defaults under /usr, read-only on Flatcar: the sysext's drop-in
+// moves it where the packer method's does (node.VolumePluginDir).
+func TestKubeletDropInKeepsVolumePluginsOffUsr(t *testing.T) {
+	if !strings.Contains(string(kubeadmDropIn), "--volume-plugin-dir="+node.VolumePluginDir) ||
+		!strings.Contains(string(kubeadmDropIn), "$KUBELET_FLATCAR_ARGS $KUBELET_EXTRA_ARGS") {
+		t.Errorf("the kubelet drop-in does not set --volume-plugin-dir=%s:\n%s", node.VolumePluginDir, kubeadmDropIn)
 	}
 }

@@ -273,6 +273,7 @@ func (c *Cluster) kubeadmConfig(spec, clusterSpec map[string]any, version string
 		}
 		ic := copyMap(mapAt(spec, "initConfiguration"))
 		ic["apiVersion"], ic["kind"] = "kubeadm.k8s.io/v1beta4", "InitConfiguration"
+		kubeadmTimeouts(ic)
 		ic["bootstrapTokens"] = []map[string]any{{"token": c.Token, "ttl": "24h0m0s",
 			"groups": []string{"system:bootstrappers:kubeadm:default-node-token"}, "usages": []string{"signing", "authentication"}}}
 		if err := marshal(ic); err != nil {
@@ -286,12 +287,27 @@ func (c *Cluster) kubeadmConfig(spec, clusterSpec map[string]any, version string
 	}
 	jc := copyMap(mapAt(spec, "joinConfiguration"))
 	jc["apiVersion"], jc["kind"] = "kubeadm.k8s.io/v1beta4", "JoinConfiguration"
+	kubeadmTimeouts(jc)
 	jc["discovery"] = map[string]any{"bootstrapToken": map[string]any{"apiServerEndpoint": c.Endpoint, "token": c.Token,
 		"caCertHashes": []string{hash}}}
 	if err := marshal(jc); err != nil {
 		return "", err
 	}
 	return strings.Join(out, ""), nil
+}
+
+// kubeadmTimeouts turns CAPI v1beta2's timeouts (controlPlaneComponentHealthCheckSeconds: 1200)
+// into kubeadm v1beta4's (controlPlaneComponentHealthCheck: 1200s), as CABPK does.
+func kubeadmTimeouts(cfg map[string]any) {
+	in := mapAt(cfg, "timeouts")
+	if len(in) == 0 {
+		return
+	}
+	out := map[string]any{}
+	for k, v := range in {
+		out[strings.TrimSuffix(k, "Seconds")] = fmt.Sprintf("%vs", v)
+	}
+	cfg["timeouts"] = out
 }
 
 func decodeAll(manifest string) ([]map[string]any, error) {

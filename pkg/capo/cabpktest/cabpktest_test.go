@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo/cabpktest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
@@ -57,7 +58,10 @@ func TestIgnitionFromManifests(t *testing.T) {
 		wantKind, wantCmd := "kind: JoinConfiguration", "kubeadm join --config /etc/kubeadm.yml"
 		if cp {
 			wantKind, wantCmd = "kind: InitConfiguration", "kubeadm init --config /etc/kubeadm.yml"
-			for _, want := range []string{"controlPlaneEndpoint: 10.0.2.15:6443", "kubernetesVersion: v1.34.4", "podSubnet: 192.168.0.0/16", "token: abcdef.0123456789abcdef"} {
+			// kubeadm v1beta4 timeouts from CAPI's *Seconds (slow clouds); controller-manager's
+			// flex-volume dir off read-only /usr, where kubelet's is (else its pod cannot start).
+			for _, want := range []string{"controlPlaneEndpoint: 10.0.2.15:6443", "kubernetesVersion: v1.34.4", "podSubnet: 192.168.0.0/16", "token: abcdef.0123456789abcdef",
+				"controlPlaneComponentHealthCheck: 1200s", "kubeletHealthCheck: 1200s", "value: " + node.VolumePluginDir} {
 				if !strings.Contains(yml, want) {
 					t.Errorf("control plane kubeadm.yml lacks %q:\n%s", want, yml)
 				}
@@ -67,7 +71,7 @@ func TestIgnitionFromManifests(t *testing.T) {
 			}
 		} else {
 			hash, _ := c.CAHash()
-			if !strings.Contains(yml, hash) || !strings.Contains(yml, "apiServerEndpoint: 10.0.2.15:6443") {
+			if !strings.Contains(yml, hash) || !strings.Contains(yml, "apiServerEndpoint: 10.0.2.15:6443") || !strings.Contains(yml, "tlsBootstrap: 1200s") {
 				t.Errorf("join kubeadm.yml lacks the CA hash %s or the endpoint:\n%s", hash, yml)
 			}
 			if _, ok := files["/etc/kubernetes/pki/ca.key"]; ok {
