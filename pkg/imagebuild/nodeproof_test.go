@@ -98,44 +98,27 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	flavor := map[string]string{"sysext": "sysext-baked", "packer": "baked"}[method]
 	manifest := testutil.Run(t, append([]string{"manifests", "--flavor", flavor, "--capi-api", "v1beta2", "--image-name",
 		strings.TrimSuffix(filepath.Base(image), ".qcow2")}, cabpktest.ManifestSets("proof", kubetest.RealVersion)...)...).MustSucceed(t).Stdout
-	ign, key := cabpkIgnition(t, cabpktest.Node{Manifest: manifest, ControlPlane: true,
-		Files: map[string]string{"/etc/cni/net.d/10-node-proof.conflist": bridgeCNI}})
-	drive := filepath.Join(dir, "config-2.iso")
-	if err := configdrive.Write(drive, ign, configdrive.MetaData{UUID: "6f1d2c3e-0000-4000-8000-000000000026", Name: "proof-control-plane-0", Hostname: "proof-control-plane-0"}); err != nil {
-		t.Fatal(err)
-	}
-	raw := filepath.Join(dir, "node.raw")
-	testutil.Run(t, "convert", image, raw).MustSucceed(t)
-	fi, err := os.Stat(raw)
+	cluster, err := cabpktest.NewCluster(controlPlaneIP + ":6443")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(raw, fi.Size()+6<<30); err != nil { // room for etcd and the unpacked images
+	peerPort, err := testutil.FreePort()
+	if err != nil {
 		t.Fatal(err)
 	}
+	cp := proofNode(t, cluster, manifest, dir, image, proofMachine{name: "proof-control-plane-0", ip: controlPlaneIP,
+		mac: "52:54:00:26:00:10", uuid: "6f1d2c3e-0000-4000-8000-000000000026"})
+	workerBoot := proofNode(t, cluster, manifest, dir, image, proofMachine{name: "proof-md-0-worker", ip: workerIP,
+		mac: "52:54:00:26:00:11", uuid: "6f1d2c3e-0000-4000-8000-000000000027"})
+	step("Ignition rendered (control plane and worker), disks converted")
 
 	pullsBefore := reg.PullRequests()
-	g := standin.Boot(t, raw, standin.BootOptions{ConfigDrive: drive, Key: key, Timeout: 15 * time.Minute, Memory: 3072, CPUs: 2, Isolated: true})
+	g := standin.Boot(t, cp.raw, standin.BootOptions{ConfigDrive: cp.drive, Key: cp.key, Timeout: 15 * time.Minute, Memory: 3072, CPUs: 2,
+		Isolated: true, Peer: &standin.PeerNet{Port: peerPort, Listen: true, MAC: cp.mac}})
 	step("boot to SSH")
-	ssh := func(cmd string) string {
-		got, _ := g.SSH(cmd)
-		return strings.TrimSpace(got)
-	}
+	ssh := quietSSH(g)
 	kubectl := "sudo kubectl --kubeconfig /etc/kubernetes/admin.conf "
-	// kubeadm.service runs by itself (Ignition enabled it; its drop-ins order it after
-	// containerd and coreos-metadata): wait for CABPK's success marker or the unit's failure.
-	deadline := time.Now().Add(40 * time.Minute)
-	for {
-		state := ssh("test -e /run/cluster-api/bootstrap-success.complete && echo done || systemctl show -p ActiveState --value kubeadm.service")
-		if state == "done" {
-			break
-		}
-		if state == "failed" || time.Now().After(deadline) {
-			t.Fatalf("kubeadm.service %s:\n%s\n%s", state, ssh("sudo journalctl -b --no-pager -u kubeadm.service | tail -80"),
-				ssh("sudo journalctl -b --no-pager -u kubelet.service | tail -40"))
-		}
-		time.Sleep(20 * time.Second)
-	}
+	waitBootstrap(t, g, 40*time.Minute)
 	step("kubeadm init (by kubeadm.service)")
 	// The cloud controller manager (OCCM on OpenStack) clears the uninitialized taint that
 	// kubelet's --cloud-provider=external sets; there is no cloud here, so the proof does it.
@@ -155,17 +138,24 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 		time.Sleep(20 * time.Second)
 	}
 	step("node Ready, kube-system Running")
+	// The worker joins before the evidence is printed, so it shows both nodes (or why not).
+	worker, joinErr := joinWorker(t, g, workerBoot, peerPort, step)
 	pulls := reg.PullRequests() - pullsBefore
-
 	fmt.Printf("NODE-PROOF-BEGIN %s\n", method)
 	fmt.Println(ssh(kubectl + "get nodes -o wide"))
 	fmt.Println(ssh(kubectl + "get pods -A -o wide"))
-	fmt.Println(ssh("kubelet --version"))
+	fmt.Println("control plane: " + ssh("kubelet --version"))
+	if worker != nil {
+		fmt.Println("worker: " + quietSSH(worker)("kubelet --version"))
+	}
 	fmt.Printf("registry pulls during boot: %d\n", pulls)
 	fmt.Printf("NODE-PROOF-END %s\n", method)
+	if joinErr != nil {
+		t.Error(joinErr)
+	}
 
 	if pulls != 0 {
-		t.Errorf("the registry saw %d manifest/blob requests during the boot, want 0", pulls)
+		t.Errorf("the registry saw %d manifest/blob requests during the boots, want 0", pulls)
 	}
 	if v := ssh("kubelet --version"); v != "Kubernetes "+kubetest.RealVersion {
 		t.Errorf("kubelet --version %q, want the baked-in %s", v, kubetest.RealVersion)
@@ -196,6 +186,132 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 		return
 	}
 	imageGC(t, g, pushed.Refs, crictl, step)
+}
+
+// The proof's tenant network, which the two guests share only with each other (standin.PeerNet):
+// its default route makes kubeadm advertise, and kubelet report, these addresses.
+const (
+	controlPlaneIP = "10.26.0.10"
+	workerIP       = "10.26.0.11"
+)
+
+// proofMachine is one Nova server of the proof: its name, tenant address and port MAC.
+type proofMachine struct{ name, ip, mac, uuid string }
+
+// proofBoot is what a machine boots: its disk, its config drive and the SSH key of its user.
+type proofBoot struct {
+	proofMachine
+	raw, drive, key string
+}
+
+// proofNode renders m's Ignition (the control plane's when m has the control-plane IP, else
+// the KubeadmConfigTemplate's join) with the network config Nova's ports give, writes its
+// config drive and converts its own disk from the built image.
+func proofNode(t *testing.T, cluster *cabpktest.Cluster, manifest, dir, image string, m proofMachine) proofBoot {
+	t.Helper()
+	_, key := standin.TestUser(t)
+	pub := strings.TrimSpace(string(mustRead(t, key+".pub")))
+	files := map[string]string{
+		"/etc/cni/net.d/10-node-proof.conflist": bridgeCNI,
+		// The tenant port: static (no DHCP on the guest-only network), the default route.
+		"/etc/systemd/network/05-tenant.network": "[Match]\nMACAddress=" + m.mac + "\n\n[Network]\nAddress=" + m.ip +
+			"/24\n\n[Route]\nGateway=10.26.0.1\nGatewayOnLink=yes\n",
+		// SSH's way in (QEMU's user network): DHCP, and no default route of its own.
+		"/etc/systemd/network/04-ssh.network": "[Match]\nMACAddress=" + standin.UserNetMAC + "\n\n[Network]\nDHCP=yes\n",
+	}
+	ign, err := cluster.Ignition(cabpktest.Node{Manifest: manifest, ControlPlane: m.ip == controlPlaneIP, Files: files,
+		Users: []cabpktest.User{{Name: standin.TestUserName, SSHKey: pub, Groups: []string{"sudo"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := proofBoot{proofMachine: m, key: key, drive: filepath.Join(dir, m.name+"-config-2.iso"), raw: filepath.Join(dir, m.name+".raw")}
+	if err := configdrive.Write(b.drive, ign, configdrive.MetaData{UUID: m.uuid, Name: m.name, Hostname: m.name}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Run(t, "convert", image, b.raw).MustSucceed(t)
+	fi, err := os.Stat(b.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(b.raw, fi.Size()+6<<30); err != nil { // room for etcd and the unpacked images
+		t.Fatal(err)
+	}
+	return b
+}
+
+// quietSSH runs a command in g and returns its trimmed output, errors included in it.
+func quietSSH(g *standin.Guest) func(string) string {
+	return func(cmd string) string {
+		got, _ := g.SSH(cmd)
+		return strings.TrimSpace(got)
+	}
+}
+
+// waitBootstrap waits for CABPK's success marker: kubeadm.service runs by itself (Ignition
+// enabled it; its drop-ins order it after containerd and coreos-metadata).
+func waitBootstrap(t *testing.T, g *standin.Guest, timeout time.Duration) {
+	t.Helper()
+	ssh := quietSSH(g)
+	for deadline := time.Now().Add(timeout); ; {
+		state := ssh("test -e /run/cluster-api/bootstrap-success.complete && echo done || systemctl show -p ActiveState --value kubeadm.service")
+		if state == "done" {
+			return
+		}
+		if state == "failed" || time.Now().After(deadline) {
+			t.Fatalf("kubeadm.service %s:\n%s\n%s", state, ssh("sudo journalctl -b --no-pager -u kubeadm.service | tail -80"),
+				ssh("sudo journalctl -b --no-pager -u kubelet.service | tail -40"))
+		}
+		time.Sleep(20 * time.Second)
+	}
+}
+
+// joinWorker boots a second guest from the same image with the KubeadmConfigTemplate's
+// Ignition (the token and CA hash of the first): kubeadm join must run by itself and both
+// nodes be Ready, seen from the control plane. The error says what did not happen.
+func joinWorker(t *testing.T, cp *standin.Guest, w proofBoot, peerPort int, step func(string)) (*standin.Guest, error) {
+	t.Helper()
+	g, err := standin.Start(context.Background(), w.raw, t.TempDir(), standin.BootOptions{ConfigDrive: w.drive, Key: w.key,
+		Timeout: 15 * time.Minute, Memory: 2048, CPUs: 1, Isolated: true, Peer: &standin.PeerNet{Port: peerPort, MAC: w.mac}})
+	if g != nil {
+		t.Cleanup(g.Kill)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the worker did not boot to SSH: %w", err)
+	}
+	step("worker boot to SSH")
+	ssh, wssh := quietSSH(cp), quietSSH(g)
+	for deadline := time.Now().Add(30 * time.Minute); ; {
+		state := wssh("test -e /run/cluster-api/bootstrap-success.complete && echo done || systemctl show -p ActiveState --value kubeadm.service")
+		if state == "done" {
+			break
+		}
+		if state == "failed" || time.Now().After(deadline) {
+			return g, fmt.Errorf("the worker's kubeadm.service %s:\n%s", state, wssh("sudo journalctl -b --no-pager -u kubeadm.service | tail -60"))
+		}
+		time.Sleep(20 * time.Second)
+	}
+	step("kubeadm join (by kubeadm.service)")
+	kubectl := "sudo kubectl --kubeconfig /etc/kubernetes/admin.conf "
+	ssh(kubectl + "taint nodes --all node.cloudprovider.kubernetes.io/uninitialized- 2>&1")
+	for deadline := time.Now().Add(15 * time.Minute); ; {
+		nodes := ssh(kubectl + "get nodes -o wide --no-headers")
+		ready := 0
+		for _, l := range strings.Split(nodes, "\n") {
+			if f := strings.Fields(l); len(f) > 5 && f[1] == "Ready" && (f[5] == controlPlaneIP || f[5] == workerIP) {
+				ready++
+			}
+		}
+		if ready == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return g, fmt.Errorf("both nodes not Ready at their tenant addresses in 15 min:\n%s\n%s", nodes,
+				wssh("sudo journalctl -b --no-pager -u kubelet.service | tail -40"))
+		}
+		time.Sleep(20 * time.Second)
+	}
+	step("worker joined, both nodes Ready")
+	return g, nil
 }
 
 // imageGC forces kubelet's image garbage collection (thresholds 1/0 %, no minimum age) with an

@@ -38,7 +38,22 @@ type BootOptions struct {
 	// Isolated: QEMU's user network with restrict=on, so the guest reaches nothing on the host
 	// (no registry, no mirror); SSH still comes in through the port forward. IPv4 only.
 	Isolated bool
+	// Peer adds a second NIC on a network this guest shares only with other guests (QEMU's
+	// socket netdev over 127.0.0.1: an Ethernet between the QEMU processes, the host not on it).
+	Peer *PeerNet
 }
+
+// PeerNet is one guest's end of a guest-only network: the first guest listens on Port, the
+// others connect to it. No DHCP there: the guest's config gives the NIC (by MAC) its address.
+type PeerNet struct {
+	Port   int
+	Listen bool
+	MAC    string // e.g. 52:54:00:26:00:10
+}
+
+// UserNetMAC is the MAC of every guest's first NIC (QEMU's user network, SSH's way in), so a
+// guest's network config can tell it from a Peer NIC.
+const UserNetMAC = "52:54:00:12:34:56"
 
 // Guest is a running VM.
 type Guest struct {
@@ -134,8 +149,16 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 		"-display", "none", "-vga", "none", "-monitor", "none", "-nodefaults",
 		"-chardev", "file,id=serial0,path=" + qemuboot.OptEscape(serial), "-serial", "chardev:serial0",
 		"-netdev", fmt.Sprintf("user,id=net0%s,hostfwd=tcp:127.0.0.1:%d-:22", restrict, port),
-		"-device", "virtio-net-pci,netdev=net0",
+		"-device", "virtio-net-pci,netdev=net0,mac=" + UserNetMAC,
 	}, drive...)
+	if p := opts.Peer; p != nil {
+		mode := "connect"
+		if p.Listen {
+			mode = "listen"
+		}
+		args = append(args, "-netdev", fmt.Sprintf("socket,id=net1,%s=127.0.0.1:%d", mode, p.Port),
+			"-device", "virtio-net-pci,netdev=net1,mac="+p.MAC)
+	}
 	if opts.ConfigDrive != "" {
 		args = append(args, "-drive", "file="+qemuboot.OptEscape(opts.ConfigDrive)+",format=raw,if=virtio,readonly=on")
 	}
