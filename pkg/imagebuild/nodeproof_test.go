@@ -51,7 +51,12 @@ func TestNodeProof(t *testing.T) {
 	testutil.RequireTools(t, "qemu-system-x86_64", "qemu-img", "mmdebstrap", "docker-registry")
 	bin := kubetest.RealDir(t)
 	ctrd := registrytest.ContainerdDir(t)
-	for _, method := range []string{"sysext"} {
+	// NODE_PROOF_METHODS picks the methods (default both); the packer one builds in a TCG VM.
+	methods := strings.Fields(os.Getenv("NODE_PROOF_METHODS"))
+	if len(methods) == 0 {
+		methods = []string{"sysext", "packer"}
+	}
+	for _, method := range methods {
 		t.Run(method, func(t *testing.T) { nodeProof(t, method, bin, ctrd) })
 	}
 }
@@ -87,6 +92,12 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	args := []string{"build", "--method", method, "--base", "qemu", "--oem", "openstack", "--release-server", rel.ReleaseServer,
 		"--keyring", rel.Keyring, "--channel", rel.Channel, "--version", rel.Version, "--cache-dir", filepath.Join(dir, "cache"),
 		"--output-dir", out, "--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile}
+	if method == "packer" {
+		testutil.RequireTools(t, "packer")
+		if p := testutil.CachedPacker112(); p != "" {
+			args = append(args, "--packer", p)
+		}
+	}
 	res := testutil.RunCmd(t, testutil.Cmd{Args: append(args, mirror.Args()...), Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}}).MustSucceed(t)
 	step("build --method " + method)
 	qcows, _ := filepath.Glob(filepath.Join(out, "*.qcow2"))
