@@ -153,8 +153,8 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	worker, joinErr := joinWorker(t, g, workerBoot, peerPort, step)
 	pulls := reg.PullRequests() - pullsBefore
 	fmt.Printf("NODE-PROOF-BEGIN %s\n", method)
-	fmt.Println(ssh(kubectl + "get nodes -o wide"))
-	fmt.Println(ssh(kubectl + "get pods -A -o wide"))
+	fmt.Println(retrySSH(g, kubectl+"get nodes -o wide"))
+	fmt.Println(retrySSH(g, kubectl+"get pods -A -o wide"))
 	fmt.Println("control plane: " + ssh("kubelet --version"))
 	if worker != nil {
 		fmt.Println("worker: " + quietSSH(worker)("kubelet --version"))
@@ -236,7 +236,7 @@ func proofNode(t *testing.T, cluster *cabpktest.Cluster, manifest, dir, image st
 		t.Fatal(err)
 	}
 	b := proofBoot{proofMachine: m, key: key, drive: filepath.Join(dir, m.name+"-config-2.iso"), raw: filepath.Join(dir, m.name+".raw")}
-	if err := configdrive.Write(b.drive, ign, configdrive.MetaData{UUID: m.uuid, Name: m.name, Hostname: m.name}); err != nil {
+	if err := configdrive.Write(b.drive, ign, configdrive.MetaData{UUID: m.uuid, Name: m.name, Hostname: m.name + ".novalocal"}); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Run(t, "convert", image, b.raw).MustSucceed(t)
@@ -256,6 +256,20 @@ func quietSSH(g *standin.Guest) func(string) string {
 		got, _ := g.SSH(cmd)
 		return strings.TrimSpace(got)
 	}
+}
+
+// retrySSH runs cmd until it succeeds (an API server under a TCG load can time a request out),
+// at most 5 times, and returns its last output.
+func retrySSH(g *standin.Guest, cmd string) string {
+	var got string
+	for i := 0; i < 5; i++ {
+		var err error
+		if got, err = g.SSH(cmd); err == nil {
+			break
+		}
+		time.Sleep(15 * time.Second)
+	}
+	return strings.TrimSpace(got)
 }
 
 // waitBootstrap waits for CABPK's success marker: kubeadm.service runs by itself (Ignition
@@ -304,19 +318,23 @@ func joinWorker(t *testing.T, cp *standin.Guest, w proofBoot, peerPort int, step
 	step("kubeadm join (by kubeadm.service)")
 	kubectl := "sudo kubectl --kubeconfig /etc/kubernetes/admin.conf "
 	ssh(kubectl + "taint nodes --all node.cloudprovider.kubernetes.io/uninitialized- 2>&1")
+	// Named from Nova's metadata (the templates' ${COREOS_OPENSTACK_HOSTNAME}, domain cut). No
+	// addresses: with --cloud-provider=external the cloud controller manager sets them.
 	for deadline := time.Now().Add(15 * time.Minute); ; {
-		nodes := ssh(kubectl + "get nodes -o wide --no-headers")
-		ready := 0
+		nodes := ssh(kubectl + "get nodes --no-headers")
+		ready := map[string]bool{}
 		for _, l := range strings.Split(nodes, "\n") {
-			if f := strings.Fields(l); len(f) > 5 && f[1] == "Ready" && (f[5] == controlPlaneIP || f[5] == workerIP) {
-				ready++
+			if f := strings.Fields(l); len(f) > 1 && f[1] == "Ready" {
+				ready[f[0]] = true
 			}
 		}
-		if ready == 2 {
+		// kube-proxy's DaemonSet pod on the worker runs from the worker's own preload.
+		proxies := ssh(kubectl + "get pods -n kube-system -l k8s-app=kube-proxy --no-headers")
+		if ready["proof-control-plane-0"] && ready[w.name] && strings.Count(proxies, " Running ") == 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			return g, fmt.Errorf("both nodes not Ready at their tenant addresses in 15 min:\n%s\n%s", nodes,
+			return g, fmt.Errorf("proof-control-plane-0 and %s not both Ready with kube-proxy Running in 15 min:\n%s\n%s\n%s", w.name, nodes, proxies,
 				wssh("sudo journalctl -b --no-pager -u kubelet.service | tail -40"))
 		}
 		time.Sleep(20 * time.Second)
