@@ -14,6 +14,7 @@ say() { echo "flatcar-capo install-kubernetes: $*"; }
 [ "$(id -u)" = 0 ] || die "must run as root"
 : "${PAYLOAD_DIR:?PAYLOAD_DIR is not set}"
 : "${NODE_BIN_DIR:?}" "${NODE_CNI_BIN_DIR:?}" "${NODE_KUBELET_UNIT:?}" "${NODE_KUBELET_DROPIN:?}" "${NODE_VOLUME_PLUGIN_DIR:?}"
+: "${NODE_SERVICE_PATH_CONF:?}" "${NODE_SERVICE_PATH:?}"
 bin=$NODE_BIN_DIR cni=$NODE_CNI_BIN_DIR unit=$NODE_KUBELET_UNIT dropin=$NODE_KUBELET_DROPIN
 [ -d "$PAYLOAD_DIR" ] || die "payload directory $PAYLOAD_DIR is missing (the file upload failed?)"
 cd "$PAYLOAD_DIR"
@@ -68,7 +69,14 @@ EnvironmentFile=-/etc/default/kubelet
 ExecStart=
 ExecStart=$bin/kubelet \$KUBELET_KUBECONFIG_ARGS \$KUBELET_CONFIG_ARGS \$KUBELET_KUBEADM_ARGS \$KUBELET_FLATCAR_ARGS \$KUBELET_EXTRA_ARGS
 UNIT
-chmod 0644 "$unit" "$dropin"
+# $bin on every unit's PATH: CABPK's kubeadm.service runs /etc/kubeadm.sh, which calls plain
+# `kubeadm` (and kubeadm calls crictl); systemd's default PATH has no /opt/bin.
+install -d -m 0755 "$(dirname "$NODE_SERVICE_PATH_CONF")"
+cat >"$NODE_SERVICE_PATH_CONF" <<CONF
+[Manager]
+DefaultEnvironment="PATH=$NODE_SERVICE_PATH"
+CONF
+chmod 0644 "$unit" "$dropin" "$NODE_SERVICE_PATH_CONF"
 
 systemctl daemon-reload
 systemctl enable kubelet.service

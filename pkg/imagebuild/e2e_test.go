@@ -556,6 +556,10 @@ func checkImage(t *testing.T, fx *fixture, image string) {
 		t.Errorf("kubelet.service: %s", unit)
 	}
 	root.read("/etc/systemd/system/kubelet.service.d/10-kubeadm.conf")
+	// CABPK's kubeadm.sh calls plain `kubeadm`: /opt/bin must be on the units' PATH.
+	if conf := string(root.read(node.ServicePathConf)); !strings.Contains(conf, "DefaultEnvironment=\"PATH=") || !strings.Contains(conf, node.BinDir) {
+		t.Errorf("%s does not put %s on the units' PATH:\n%s", node.ServicePathConf, node.BinDir, conf)
+	}
 	if root.entry("/etc/systemd/system/multi-user.target.wants/kubelet.service") == nil {
 		t.Errorf("kubelet.service is not enabled: %v", root.names("/etc/systemd/system/multi-user.target.wants"))
 	}

@@ -37,6 +37,13 @@ const (
 	// KubeadmContainerdDropIn is the packer method's: after containerd only (image-builder #939).
 	KubeadmContainerdDropIn = UnitDir + "/" + Kubeadm + ".d/10-flatcar-capo-containerd.conf"
 
+	// ServicePathConf puts BinDir on every unit's PATH (packer method): CABPK's /etc/kubeadm.sh
+	// calls plain `kubeadm`, and kubeadm calls crictl. A manager setting, not an environment
+	// generator: Flatcar 4628+ mounts /etc noexec.
+	ServicePathConf = "/etc/systemd/system.conf.d/10-flatcar-capo-path.conf"
+	// ServicePath is systemd's default PATH for units with BinDir last (the OS's own tools win).
+	ServicePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + BinDir
+
 	// VolumePluginDir is the kubelet's flex-volume directory (its default is under /usr).
 	VolumePluginDir = "/opt/libexec/kubernetes/kubelet-plugins/volume/exec/"
 )
@@ -123,5 +130,7 @@ func Env() map[string]string {
 		"NODE_KUBEADM_DROPIN":    KubeadmContainerdDropIn,
 		"NODE_UPDATE_UNITS":      strings.Join(UpdateUnits, " "),
 		"NODE_VOLUME_PLUGIN_DIR": VolumePluginDir,
+		"NODE_SERVICE_PATH_CONF": ServicePathConf,
+		"NODE_SERVICE_PATH":      ServicePath,
 	}
 }
