@@ -128,7 +128,7 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 		Isolated: true, Peer: &standin.PeerNet{Port: peerPort, Listen: true, MAC: cp.mac}})
 	step("boot to SSH")
 	ssh := quietSSH(g)
-	kubectl := "sudo kubectl --kubeconfig /etc/kubernetes/admin.conf "
+	kubectl := "sudo " + nodePath + "kubectl --kubeconfig /etc/kubernetes/admin.conf "
 	waitBootstrap(t, g, 40*time.Minute)
 	step("kubeadm init (by kubeadm.service)")
 	// The cloud controller manager (OCCM on OpenStack) clears the uninitialized taint that
@@ -155,9 +155,9 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	fmt.Printf("NODE-PROOF-BEGIN %s\n", method)
 	fmt.Println(retrySSH(g, kubectl+"get nodes -o wide"))
 	fmt.Println(retrySSH(g, kubectl+"get pods -A -o wide"))
-	fmt.Println("control plane: " + ssh("kubelet --version"))
+	fmt.Println("control plane: " + ssh(nodePath + "kubelet --version"))
 	if worker != nil {
-		fmt.Println("worker: " + quietSSH(worker)("kubelet --version"))
+		fmt.Println("worker: " + quietSSH(worker)(nodePath + "kubelet --version"))
 	}
 	fmt.Printf("registry pulls during boot: %d\n", pulls)
 	fmt.Printf("NODE-PROOF-END %s\n", method)
@@ -168,7 +168,7 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	if pulls != 0 {
 		t.Errorf("the registry saw %d manifest/blob requests during the boots, want 0", pulls)
 	}
-	if v := ssh("kubelet --version"); v != "Kubernetes "+kubetest.RealVersion {
+	if v := ssh(nodePath + "kubelet --version"); v != "Kubernetes "+kubetest.RealVersion {
 		t.Errorf("kubelet --version %q, want the baked-in %s", v, kubetest.RealVersion)
 	}
 	// containerd's images are the preloaded ones, pinned, under kubeadm's names.
@@ -205,6 +205,10 @@ const (
 	controlPlaneIP = "10.26.0.10"
 	workerIP       = "10.26.0.11"
 )
+
+// nodePath runs a command with both methods' binary dirs on PATH (the packer method's are in
+// /opt/bin, which neither sshd's nor sudo's secure_path has).
+const nodePath = "env PATH=/usr/sbin:/usr/bin:/sbin:/bin:/opt/bin "
 
 // proofMachine is one Nova server of the proof: its name, tenant address and port MAC.
 type proofMachine struct{ name, ip, mac, uuid string }
@@ -316,7 +320,7 @@ func joinWorker(t *testing.T, cp *standin.Guest, w proofBoot, peerPort int, step
 		time.Sleep(20 * time.Second)
 	}
 	step("kubeadm join (by kubeadm.service)")
-	kubectl := "sudo kubectl --kubeconfig /etc/kubernetes/admin.conf "
+	kubectl := "sudo " + nodePath + "kubectl --kubeconfig /etc/kubernetes/admin.conf "
 	ssh(kubectl + "taint nodes --all node.cloudprovider.kubernetes.io/uninitialized- 2>&1")
 	// Named from Nova's metadata (the templates' ${COREOS_OPENSTACK_HOSTNAME}, domain cut). No
 	// addresses: with --cloud-provider=external the cloud controller manager sets them.
