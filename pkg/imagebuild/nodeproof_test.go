@@ -155,9 +155,9 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	fmt.Printf("NODE-PROOF-BEGIN %s\n", method)
 	fmt.Println(retrySSH(g, kubectl+"get nodes -o wide"))
 	fmt.Println(retrySSH(g, kubectl+"get pods -A -o wide"))
-	fmt.Println("control plane: " + ssh(nodePath + "kubelet --version"))
+	fmt.Println("control plane: " + ssh(nodePath+"kubelet --version"))
 	if worker != nil {
-		fmt.Println("worker: " + quietSSH(worker)(nodePath + "kubelet --version"))
+		fmt.Println("worker: " + quietSSH(worker)(nodePath+"kubelet --version"))
 	}
 	fmt.Printf("registry pulls during boot: %d\n", pulls)
 	fmt.Printf("NODE-PROOF-END %s\n", method)
