@@ -66,7 +66,7 @@ func Write(ctx context.Context, src vdisk.Disk, dst Target, opts Options) error 
 		return writeInOrder(ctx, src, dst, opts, l, runs)
 	}
 	w := &dataWriter{l: l, out: &seqWriter{w: dst}, next: l.dataOff / l.cs}
-	if err := runPipeline(ctx, src, runs, opts, w.write); err != nil {
+	if err := runPipeline(ctx, src, runs, opts, nil, w.write); err != nil {
 		return err
 	}
 	if err := w.out.flush(); err != nil {
@@ -97,6 +97,7 @@ const (
 type job struct {
 	vc    int64
 	n     int
+	nth   int64 // clusters of the runs before this job's first
 	in    []byte
 	kinds []clusterKind
 	spans [][2]int // compressed bytes of cluster i: out[spans[i][0]:spans[i][1]]
@@ -106,8 +107,8 @@ type job struct {
 }
 
 // runPipeline reads the runs in order, classifies (and maybe compresses) clusters on the
-// workers, and hands the jobs to write in source order.
-func runPipeline(ctx context.Context, src vdisk.Disk, runs []run, opts Options, write func(*job) error) error {
+// workers, calls place (when set) on the worker, and hands the jobs to write in source order.
+func runPipeline(ctx context.Context, src vdisk.Disk, runs []run, opts Options, place, write func(*job) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cs := int64(1) << defaultClusterBits
@@ -125,6 +126,7 @@ func runPipeline(ctx context.Context, src vdisk.Disk, runs []run, opts Options, 
 		defer wg.Done()
 		defer close(ordered)
 		defer close(work)
+		nth := int64(0)
 		for _, r := range runs {
 			for vc := r.vc; vc < r.vc+r.n; vc += per {
 				var j *job
@@ -133,7 +135,8 @@ func runPipeline(ctx context.Context, src vdisk.Disk, runs []run, opts Options, 
 				case <-ctx.Done():
 					return
 				}
-				j.vc, j.n, j.err, j.done = vc, int(min(per, r.vc+r.n-vc)), nil, make(chan struct{})
+				j.vc, j.n, j.nth, j.err, j.done = vc, int(min(per, r.vc+r.n-vc)), nth, nil, make(chan struct{})
+				nth += int64(j.n)
 				work <- j
 				ordered <- j
 			}
@@ -154,6 +157,9 @@ func runPipeline(ctx context.Context, src vdisk.Disk, runs []run, opts Options, 
 				if ctx.Err() == nil {
 					if j.err = readFull(src, j.in[:int64(j.n)*cs], j.vc*cs); j.err == nil {
 						classify(j, cs, fw)
+						if place != nil {
+							j.err = place(j)
+						}
 					}
 				}
 				close(j.done)
@@ -339,10 +345,14 @@ func (s *seqWriter) flush() error {
 	return nil
 }
 
-// writeInOrder writes the tables, then every cluster of the runs in order, hashing as it goes.
+// writeInOrder writes the tables, then every cluster of the runs, hashing the file in order.
+// Every cluster's place is planned, so the workers write their own jobs (taking turns, as
+// CopyToRaw's do) while the in-order goroutine only hashes: the hash, the writes and the
+// decode of a compressed source overlap instead of the hash waiting for each write.
 func writeInOrder(ctx context.Context, src vdisk.Disk, dst Target, opts Options, l *layout, runs []run) error {
 	cs := l.cs
-	host := l.dataOff / cs
+	first := l.dataOff / cs
+	host := first
 	for _, r := range runs {
 		for vc := r.vc; vc < r.vc+r.n; vc++ {
 			l.setL2(vc, uint64(host*cs)|flagCopied)
@@ -356,23 +366,34 @@ func writeInOrder(ctx context.Context, src vdisk.Disk, dst Target, opts Options,
 	if err != nil {
 		return err
 	}
-	off := int64(0)
-	put := func(p []byte) error {
-		opts.Hash.Write(p)
-		if _, err := dst.WriteAt(p, off); err != nil {
+	// The length first (CopyToRaw says why: appending writes wait for ext4's journal).
+	if err := dst.Truncate(host * cs); err != nil {
+		return fmt.Errorf("qcow2: setting the image length: %w", err)
+	}
+	if _, err := dst.WriteAt(meta, 0); err != nil {
+		return fmt.Errorf("qcow2: writing the tables: %w", err)
+	}
+	opts.Hash.Write(meta)
+	var writeMu sync.Mutex
+	place := func(j *job) error {
+		writeMu.Lock()
+		defer writeMu.Unlock()
+		if _, err := dst.WriteAt(j.in[:int64(j.n)*cs], (first+j.nth)*cs); err != nil {
 			return fmt.Errorf("qcow2: writing data: %w", err)
 		}
-		off += int64(len(p))
 		return nil
 	}
-	if err := put(meta); err != nil {
+	hashed := first
+	hash := func(j *job) error {
+		opts.Hash.Write(j.in[:int64(j.n)*cs])
+		hashed += int64(j.n)
+		return nil
+	}
+	if err := runPipeline(ctx, src, runs, opts, place, hash); err != nil {
 		return err
 	}
-	if err := runPipeline(ctx, src, runs, opts, func(j *job) error { return put(j.in[:int64(j.n)*cs]) }); err != nil {
-		return err
-	}
-	if off != host*cs {
-		return fmt.Errorf("qcow2: internal error: wrote %d bytes, planned %d", off, host*cs)
+	if hashed != host {
+		return fmt.Errorf("qcow2: internal error: wrote %d clusters, planned %d", hashed, host)
 	}
 	return nil
 }
