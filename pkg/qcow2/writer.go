@@ -346,9 +346,10 @@ func (s *seqWriter) flush() error {
 }
 
 // writeInOrder writes the tables, then every cluster of the runs, hashing the file in order.
-// Every cluster's place is planned, so the workers write their own jobs (taking turns, as
-// CopyToRaw's do) while the in-order goroutine only hashes: the hash, the writes and the
-// decode of a compressed source overlap instead of the hash waiting for each write.
+// Every cluster's place is planned, so the workers write their own jobs (taking turns, past
+// the page cache where the file allows: directWriter) while the in-order goroutine only
+// hashes: the hash, the writes and the decode of a compressed source overlap instead of the
+// hash waiting for each write.
 func writeInOrder(ctx context.Context, src vdisk.Disk, dst Target, opts Options, l *layout, runs []run) error {
 	cs := l.cs
 	first := l.dataOff / cs
@@ -374,11 +375,10 @@ func writeInOrder(ctx context.Context, src vdisk.Disk, dst Target, opts Options,
 		return fmt.Errorf("qcow2: writing the tables: %w", err)
 	}
 	opts.Hash.Write(meta)
-	var writeMu sync.Mutex
+	direct := newDirectWriter(dst)
+	defer direct.off()
 	place := func(j *job) error {
-		writeMu.Lock()
-		defer writeMu.Unlock()
-		if _, err := dst.WriteAt(j.in[:int64(j.n)*cs], (first+j.nth)*cs); err != nil {
+		if err := direct.writeAt(j.in[:int64(j.n)*cs], (first+j.nth)*cs); err != nil {
 			return fmt.Errorf("qcow2: writing data: %w", err)
 		}
 		return nil
