@@ -69,7 +69,9 @@ func TestTemplateIgnition(t *testing.T) {
 				t.Fatalf("%s %s: kubeadm.service drop-ins %+v", d, name, kubeadm.Dropins)
 			}
 			for _, line := range []string{"Requires=containerd.service coreos-metadata.service",
-				"After=containerd.service coreos-metadata.service", "EnvironmentFile=/run/metadata/flatcar"} {
+				"After=containerd.service coreos-metadata.service", "EnvironmentFile=/run/metadata/flatcar",
+				// A failed kubeadm runs again (the node proof's join gave up on one slow answer).
+				"Restart=on-failure", "RestartSec=30", "StartLimitBurst=10"} {
 				if !strings.Contains(kubeadm.Dropins[0].Contents, line+"\n") {
 					t.Errorf("%s %s: drop-in lacks %q", d, name, line)
 				}

@@ -100,13 +100,21 @@ const (
 )
 
 // KubeadmDropInContent is CAPO's flatcar-sysext drop-in: kubeadm runs after containerd and
-// coreos-metadata and reads the metadata environment (COREOS_OPENSTACK_*).
+// coreos-metadata and reads the metadata environment (COREOS_OPENSTACK_*). It also runs a failed
+// kubeadm again: kubeadm join gives up on one API answer slower than 10 s (the node proof's worker
+// did, beside a loaded control plane), and CABPK's unit is a oneshot that would leave the node
+// unjoined until a MachineHealthCheck replaced it.
 const KubeadmDropInContent = `[Unit]
 Requires=containerd.service coreos-metadata.service
 After=containerd.service coreos-metadata.service
+# kubeadm gives up on one slow API answer (10 s): up to 10 tries, 30 s apart.
+StartLimitIntervalSec=1h
+StartLimitBurst=10
 
 [Service]
 EnvironmentFile=/run/metadata/flatcar
+Restart=on-failure
+RestartSec=30
 `
 
 // UpdateUnits are masked unless updates are kept: update-engine and locksmithd must not reboot
