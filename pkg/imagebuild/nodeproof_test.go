@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,7 +131,7 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	ssh := quietSSH(g)
 	kubectl := "sudo " + nodePath + "kubectl --kubeconfig /etc/kubernetes/admin.conf "
 	waitBootstrap(t, g, 40*time.Minute)
-	step("kubeadm init (by kubeadm.service)")
+	step("kubeadm init (by kubeadm.service, " + kubeadmRuns(g) + ")")
 	// The cloud controller manager (OCCM on OpenStack) clears the uninitialized taint that
 	// kubelet's --cloud-provider=external sets; there is no cloud here, so the proof does it.
 	ssh(kubectl + "taint nodes --all node.cloudprovider.kubernetes.io/uninitialized- 2>&1")
@@ -294,6 +295,15 @@ func waitBootstrap(t *testing.T, g *standin.Guest, timeout time.Duration) {
 	}
 }
 
+// kubeadmRuns says how many times kubeadm.service ran (its drop-in runs a failed kubeadm again).
+func kubeadmRuns(g *standin.Guest) string {
+	n := quietSSH(g)("systemctl show -p NRestarts --value kubeadm.service")
+	if k, err := strconv.Atoi(n); err == nil {
+		return fmt.Sprintf("%d run(s)", k+1)
+	}
+	return "runs unknown: " + n
+}
+
 // joinWorker boots a second guest from the same image with the KubeadmConfigTemplate's
 // Ignition (the token and CA hash of the first): kubeadm join must run by itself and both
 // nodes be Ready, seen from the control plane. The error says what did not happen.
@@ -319,7 +329,7 @@ func joinWorker(t *testing.T, cp *standin.Guest, w proofBoot, peerPort int, step
 		}
 		time.Sleep(20 * time.Second)
 	}
-	step("kubeadm join (by kubeadm.service)")
+	step("kubeadm join (by kubeadm.service, " + kubeadmRuns(g) + ")")
 	kubectl := "sudo " + nodePath + "kubectl --kubeconfig /etc/kubernetes/admin.conf "
 	ssh(kubectl + "taint nodes --all node.cloudprovider.kubernetes.io/uninitialized- 2>&1")
 	// Named from Nova's metadata (the templates' ${COREOS_OPENSTACK_HOSTNAME}, domain cut). No
