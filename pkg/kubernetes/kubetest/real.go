@@ -1,12 +1,16 @@
 package kubetest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/filelock"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
@@ -20,7 +24,9 @@ const (
 
 // RealDir is scripts/install-kubernetes.sh's output directory: kubeadm, kubelet, kubectl, the
 // control-plane binaries, etcd, coredns, pause and cni/{bridge,host-local,loopback,portmap}.
-// The test skips (fails in strict mode) when they are missing.
+// A build still running (`make test` starts it in the background while the other tests run)
+// is waited for, by its lock, for at most an hour. The test skips (fails in strict mode) when
+// the binaries are missing after that.
 func RealDir(t testing.TB) string {
 	t.Helper()
 	cache := os.Getenv("XDG_CACHE_HOME")
@@ -28,14 +34,54 @@ func RealDir(t testing.TB) string {
 		home, _ := os.UserHomeDir()
 		cache = filepath.Join(home, ".cache")
 	}
-	dir := filepath.Join(cache, "flatcar-capo", "kubernetes", RealVersion)
+	top := filepath.Join(cache, "flatcar-capo", "kubernetes")
+	dir := filepath.Join(top, RealVersion)
+	waitForBuild(t, top)
 	for _, b := range []string{"kubeadm", "kubelet", "kubectl", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
 		"kube-proxy", "etcd", "coredns", "pause", "cni/bridge", "cni/host-local", "cni/loopback", "cni/portmap"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			if log, lerr := os.ReadFile(filepath.Join(top, BuildLog)); lerr == nil {
+				t.Logf("the last lines of %s:\n%s", filepath.Join(top, BuildLog), tail(string(log), 30))
+			}
 			testutil.RequireEnv(t, err, "Kubernetes "+RealVersion+" built from source (run scripts/install-kubernetes.sh)")
 		}
 	}
 	return dir
+}
+
+// BuildLock and BuildLog are scripts/install-kubernetes.sh's lock (held while it runs) and, when
+// scripts/install-deps.sh starts it in the background, its output, both in the cache's kubernetes/.
+const (
+	BuildLock = ".build.lock"
+	BuildLog  = "build.log"
+)
+
+// waitForBuild waits while scripts/install-kubernetes.sh holds its lock in top.
+func waitForBuild(t testing.TB, top string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(top, BuildLock))
+	if err != nil {
+		return // never built here: nothing to wait for
+	}
+	defer f.Close()
+	start := time.Now()
+	err = filelock.Wait(context.Background(), f, filelock.Shared, filelock.Options{Poll: 5 * time.Second, Until: start.Add(time.Hour),
+		Busy: func() {
+			t.Logf("waiting for scripts/install-kubernetes.sh, running (its output: %s)", filepath.Join(top, BuildLog))
+		}})
+	if err != nil {
+		t.Logf("the Kubernetes build still runs after %s: %v", time.Since(start).Round(time.Second), err)
+		return
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Logf("waited %s for the Kubernetes build", d.Round(time.Second))
+	}
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // NewReal serves the real binaries as users' mirrors do: kubeadm, kubelet and kubectl from bin
