@@ -132,6 +132,9 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	kubectl := "sudo " + nodePath + "kubectl --kubeconfig /etc/kubernetes/admin.conf "
 	waitBootstrap(t, g, 40*time.Minute)
 	step("kubeadm init (by kubeadm.service, " + kubeadmRuns(g) + ")")
+	// CAPI creates the MachineDeployment's machines once the control plane is initialized, not
+	// once it is Ready: the worker boots now, beside the control plane's start.
+	workerBooted := bootWorker(t, workerBoot, peerPort)
 	// The cloud controller manager (OCCM on OpenStack) clears the uninitialized taint that
 	// kubelet's --cloud-provider=external sets; there is no cloud here, so the proof does it.
 	ssh(kubectl + "taint nodes --all node.cloudprovider.kubernetes.io/uninitialized- 2>&1")
@@ -156,7 +159,7 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	gcStarted := startImageGC(t, g)
 	step("image GC forced (an unpinned image imported, thresholds 1/0 %, kubelet restarted)")
 	// The worker joins before the evidence is printed, so it shows both nodes (or why not).
-	worker, joinErr := joinWorker(t, g, workerBoot, peerPort, step)
+	worker, joinErr := joinWorker(t, g, workerBoot, <-workerBooted, step)
 	pulls := reg.PullRequests() - pullsBefore
 	fmt.Printf("NODE-PROOF-BEGIN %s\n", method)
 	fmt.Println(retrySSH(g, kubectl+"get nodes -o wide"))
@@ -308,20 +311,46 @@ func kubeadmRuns(g *standin.Guest) string {
 	return "runs unknown: " + n
 }
 
-// joinWorker boots a second guest from the same image with the KubeadmConfigTemplate's
-// Ignition (the token and CA hash of the first): kubeadm join must run by itself and both
-// nodes be Ready, seen from the control plane. The error says what did not happen.
-func joinWorker(t *testing.T, cp *standin.Guest, w proofBoot, peerPort int, step func(string)) (*standin.Guest, error) {
+// booted is a guest started in the background, when it answered SSH (or why it did not).
+type booted struct {
+	g    *standin.Guest
+	err  error
+	took time.Duration
+}
+
+// bootWorker starts a second guest from the same image with the KubeadmConfigTemplate's Ignition
+// (the token and CA hash of the first) in the background; the channel says when it answers SSH.
+// The test's cleanup waits for the start and stops the guest, however the test ends.
+func bootWorker(t *testing.T, w proofBoot, peerPort int) <-chan booted {
 	t.Helper()
-	g, err := standin.Start(context.Background(), w.raw, t.TempDir(), standin.BootOptions{ConfigDrive: w.drive, Key: w.key,
-		Timeout: 15 * time.Minute, Memory: 2048, CPUs: 1, Isolated: true, Peer: &standin.PeerNet{Port: peerPort, MAC: w.mac}})
-	if g != nil {
-		t.Cleanup(g.Kill)
+	work, ready, finished := t.TempDir(), make(chan booted, 1), make(chan struct{})
+	var b booted
+	go func() {
+		defer close(finished)
+		start := time.Now()
+		g, err := standin.Start(context.Background(), w.raw, work, standin.BootOptions{ConfigDrive: w.drive, Key: w.key,
+			Timeout: 15 * time.Minute, Memory: 2048, CPUs: 1, Isolated: true, Peer: &standin.PeerNet{Port: peerPort, MAC: w.mac}})
+		b = booted{g, err, time.Since(start)}
+		ready <- b
+	}()
+	t.Cleanup(func() {
+		<-finished
+		if b.g != nil {
+			b.g.Kill()
+		}
+	})
+	return ready
+}
+
+// joinWorker waits for the worker bootWorker started: kubeadm join must run by itself and both
+// nodes be Ready, seen from the control plane. The error says what did not happen.
+func joinWorker(t *testing.T, cp *standin.Guest, w proofBoot, b booted, step func(string)) (*standin.Guest, error) {
+	t.Helper()
+	g := b.g
+	if b.err != nil {
+		return nil, fmt.Errorf("the worker did not boot to SSH: %w", b.err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("the worker did not boot to SSH: %w", err)
-	}
-	step("worker boot to SSH")
+	step(fmt.Sprintf("worker up (it answered SSH %.0f s after its start, beside the control plane)", b.took.Seconds()))
 	ssh, wssh := quietSSH(cp), quietSSH(g)
 	for deadline := time.Now().Add(30 * time.Minute); ; {
 		state := wssh("test -e /run/cluster-api/bootstrap-success.complete && echo done || systemctl show -p ActiveState --value kubeadm.service")
