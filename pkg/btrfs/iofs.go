@@ -51,7 +51,18 @@ func (fs *FS) ReadFile(name string) ([]byte, error) {
 	if err := checkName("read", name); err != nil {
 		return nil, err
 	}
-	return fs.readFile(name)
+	in, err := fs.resolve("read", name)
+	if err != nil {
+		return nil, err
+	}
+	if !in.item.isRegular() {
+		return nil, &iofs.PathError{Op: "read", Path: name, Err: errors.New("not a regular file")}
+	}
+	data, err := fs.readData(in)
+	if err != nil {
+		return nil, &iofs.PathError{Op: "read", Path: name, Err: err}
+	}
+	return data, nil
 }
 
 // WriteFile rewrites name in place, or creates it (see writeTo), on the device the FS was

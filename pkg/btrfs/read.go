@@ -3,10 +3,8 @@ package btrfs
 import (
 	"bytes"
 	"compress/zlib"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -17,22 +15,6 @@ const (
 	// maxCompressed is btrfs's largest compressed extent (BTRFS_MAX_COMPRESSED, 128 KiB).
 	maxCompressed = 128 << 10
 )
-
-// readFile returns the contents of the regular file at p.
-func (fs *FS) readFile(p string) ([]byte, error) {
-	in, err := fs.resolve("read", p)
-	if err != nil {
-		return nil, err
-	}
-	if !in.item.isRegular() {
-		return nil, &os.PathError{Op: "read", Path: p, Err: errors.New("not a regular file")}
-	}
-	data, err := fs.readData(in)
-	if err != nil {
-		return nil, &os.PathError{Op: "read", Path: p, Err: err}
-	}
-	return data, nil
-}
 
 // readData assembles a file from its EXTENT_DATA items; gaps (holes, NO_HOLES) read as zeros.
 func (fs *FS) readData(in inode) ([]byte, error) {

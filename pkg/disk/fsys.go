@@ -169,8 +169,8 @@ func checkFAT(dev vdisk.Disk) error {
 	return nil
 }
 
-// fsPath turns "/etc/x" or "etc/x" into go-diskfs' io/fs-style "etc/x" ("." for the root).
-func fsPath(name string) string {
+// FSName turns "/etc/x" or "etc/x" into the io/fs name "etc/x" ("." for the root).
+func FSName(name string) string {
 	p := strings.TrimPrefix(path.Clean("/"+name), "/")
 	if p == "" {
 		return "."
@@ -189,7 +189,7 @@ func (f *FS) ext4() (*ext4.FileSystem, error) {
 // OpenFile opens a file; its reads and writes are guarded too.
 func (f *FS) OpenFile(name string, flag int) (file io.ReadWriteCloser, err error) {
 	defer f.guard(&err)
-	h, err := f.fs.OpenFile(fsPath(name), flag)
+	h, err := f.fs.OpenFile(FSName(name), flag)
 	if err != nil {
 		return nil, err
 	}
@@ -198,27 +198,27 @@ func (f *FS) OpenFile(name string, flag int) (file io.ReadWriteCloser, err error
 
 func (f *FS) Mkdir(name string) (err error) {
 	defer f.guard(&err)
-	return f.fs.Mkdir(fsPath(name))
+	return f.fs.Mkdir(FSName(name))
 }
 
 func (f *FS) Symlink(target, name string) (err error) {
 	defer f.guard(&err)
-	return f.fs.Symlink(target, fsPath(name))
+	return f.fs.Symlink(target, FSName(name))
 }
 
 func (f *FS) Chmod(name string, mode os.FileMode) (err error) {
 	defer f.guard(&err)
-	return f.fs.Chmod(fsPath(name), mode)
+	return f.fs.Chmod(FSName(name), mode)
 }
 
 func (f *FS) Chown(name string, uid, gid int) (err error) {
 	defer f.guard(&err)
-	return f.fs.Chown(fsPath(name), uid, gid)
+	return f.fs.Chown(FSName(name), uid, gid)
 }
 
 func (f *FS) Chtimes(name string, ctime, atime, mtime time.Time) (err error) {
 	defer f.guard(&err)
-	return f.fs.Chtimes(fsPath(name), ctime, atime, mtime)
+	return f.fs.Chtimes(FSName(name), ctime, atime, mtime)
 }
 
 // GetXattr returns a file's extended attributes (ext4).
@@ -228,7 +228,7 @@ func (f *FS) GetXattr(name string) (x map[string][]byte, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.GetXattr(fsPath(name))
+	return e.GetXattr(FSName(name))
 }
 
 // Truncate sets a file's length (ext4; its OpenFile ignores O_TRUNC).
@@ -238,7 +238,7 @@ func (f *FS) Truncate(name string, size int64) (err error) {
 	if err != nil {
 		return err
 	}
-	return e.Truncate(fsPath(name), size)
+	return e.Truncate(FSName(name), size)
 }
 
 type guardedFile struct {

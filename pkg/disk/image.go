@@ -82,16 +82,6 @@ func (img *Image) File() *os.File {
 	return nil
 }
 
-// FromFile is an Image over an already open raw image file (a copy being written, say); the
-// caller keeps ownership of f and does not Close the Image.
-func FromFile(path string, f *os.File, writable bool) (*Image, error) {
-	raw, err := vdisk.NewFile(f, writable)
-	if err != nil {
-		return nil, err
-	}
-	return &Image{Path: path, Format: FormatRaw, Writable: writable, Disk: raw, f: f, raw: raw}, nil
-}
-
 // FromDisk is an Image over a virtual disk the caller owns and closes (a build's copy-on-write
 // overlay, say); its format is raw, since that is what its bytes are. Not writable, it refuses
 // writes (vdisk.Protect), as an Image opened for reading does.

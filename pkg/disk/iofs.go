@@ -221,30 +221,6 @@ func (f *FS) Open(name string) (fs.File, error) {
 	if fi.IsDir() {
 		return &dirFile{fs: f, name: p, info: fi}, nil
 	}
-	ra, err := f.readerAt(p, fi)
-	if err != nil {
-		return nil, err
-	}
-	return &file{SectionReader: io.NewSectionReader(ra, 0, fi.Size()), info: fi}, nil
-}
-
-// ReaderAt opens a regular file for random access (following symbolic links).
-func (f *FS) ReaderAt(name string) (io.ReaderAt, int64, error) {
-	if err := f.checkName("open", name); err != nil {
-		return nil, 0, err
-	}
-	p, fi, err := f.follow("open", name)
-	if err != nil {
-		return nil, 0, err
-	}
-	ra, err := f.readerAt(p, fi)
-	if err != nil {
-		return nil, 0, err
-	}
-	return ra, fi.Size(), nil
-}
-
-func (f *FS) readerAt(p string, fi fs.FileInfo) (io.ReaderAt, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: errors.New("not a regular file or a directory")}
 	}
@@ -252,7 +228,21 @@ func (f *FS) readerAt(p string, fi fs.FileInfo) (io.ReaderAt, error) {
 	if err != nil {
 		return nil, f.pathError("open", p, err)
 	}
-	return &alignedReader{rs: h.(io.ReadSeeker), size: fi.Size()}, nil
+	ra := &alignedReader{rs: h.(io.ReadSeeker), size: fi.Size()}
+	return &file{SectionReader: io.NewSectionReader(ra, 0, fi.Size()), info: fi}, nil
+}
+
+// ReaderAt opens a regular file for random access (following symbolic links).
+func (f *FS) ReaderAt(name string) (io.ReaderAt, int64, error) {
+	h, err := f.Open(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	r, ok := h.(*file)
+	if !ok {
+		return nil, 0, &fs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file")}
+	}
+	return r.SectionReader, r.Size(), nil
 }
 
 // file is an open regular file.

@@ -43,11 +43,8 @@ func Describe(ctx context.Context, o DescribeOptions) (*Description, error) {
 		return nil, err
 	}
 	ko.Arch = rel.Arch
-	if k := ko; ko.Kubernetes != "" {
-		if err := ko.Validate(); err != nil {
-			return nil, err
-		}
-	} else if err := k.Validate(); err != nil { // the mirrors, also when unused
+	k := ko // validated (the mirrors also when no version is asked); ko keeps what was asked
+	if err := k.Validate(); err != nil {
 		return nil, err
 	}
 	c := httpx.New(o.Network)
@@ -62,10 +59,10 @@ func Describe(ctx context.Context, o DescribeOptions) (*Description, error) {
 	}
 	if ko.Kubernetes != "" {
 		d.KubernetesRequested = ko.Kubernetes
-		if err := ko.Resolve(ctx, c); err != nil {
+		if err := k.Resolve(ctx, c); err != nil {
 			return nil, err
 		}
-		d.KubernetesVersion, d.KubernetesDownloads = ko.Kubernetes, ko.Files()
+		d.KubernetesVersion, d.KubernetesDownloads = k.Kubernetes, k.Files()
 	}
 	return d, nil
 }

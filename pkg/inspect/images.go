@@ -170,7 +170,7 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 // archiveIndex reads the OCI archive's index.json (among its first entries): name -> digest.
 func archiveIndex(fsys *disk.FS, p string) (map[string]string, int64) {
 	out := map[string]string{}
-	ra, size, err := fsys.ReaderAt(fsName(p))
+	ra, size, err := fsys.ReaderAt(disk.FSName(p))
 	if err != nil {
 		return out, 0
 	}
@@ -206,7 +206,7 @@ func readSmall(fsys *disk.FS, p string) string {
 	if k, err := entryKind(fsys, p); err != nil || k != "file" {
 		return ""
 	}
-	ra, size, err := fsys.ReaderAt(fsName(p))
+	ra, size, err := fsys.ReaderAt(disk.FSName(p))
 	if err != nil || size > 1<<20 {
 		return ""
 	}

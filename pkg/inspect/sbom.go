@@ -86,7 +86,7 @@ func SBOM(img *disk.Image, r *Report, tool string) (sbom.Inventory, error) {
 }
 
 func hashIn(fsys *disk.FS, p string, h hash.Hash) (string, error) {
-	ra, size, err := fsys.ReaderAt(fsName(p))
+	ra, size, err := fsys.ReaderAt(disk.FSName(p))
 	if err != nil {
 		return "", fmt.Errorf("ROOT %s: %w", p, err)
 	}

@@ -117,7 +117,7 @@ func judgeLink(fsys *disk.FS, p, name, kind string, host sysext.Host) ExtensionL
 		l.problem, l.Reason = "sysext-link-dangling", resolved+" is not a regular file in ROOT"
 		return l
 	}
-	ra, size, err := fsys.ReaderAt(fsName(resolved))
+	ra, size, err := fsys.ReaderAt(disk.FSName(resolved))
 	if err != nil {
 		l.problem, l.Reason = "sysext-link-dangling", fmt.Sprintf("%s cannot be opened: %v", resolved, err)
 		return l
@@ -146,7 +146,7 @@ func judgeLink(fsys *disk.FS, p, name, kind string, host sysext.Host) ExtensionL
 func resolveLink(fsys *disk.FS, p string) (first, final string, err error) {
 	cur := p
 	for hop := 0; hop < 8; hop++ {
-		target, err := fsys.ReadLink(fsName(cur))
+		target, err := fsys.ReadLink(disk.FSName(cur))
 		if err != nil {
 			return first, "", fmt.Errorf("%s: cannot read the link: %v", cur, err)
 		}
@@ -204,17 +204,9 @@ type dirEntry struct {
 	size       int64
 }
 
-// fsName is the io/fs name of the absolute path p the report shows ("/etc/x" is "etc/x").
-func fsName(p string) string {
-	if p = strings.TrimPrefix(path.Clean(p), "/"); p == "" {
-		return "."
-	}
-	return p
-}
-
 // readDir lists the directory dir (an absolute path), sorted by name.
 func readDir(fsys *disk.FS, dir string) ([]dirEntry, error) {
-	ents, err := fsys.ReadDir(fsName(dir))
+	ents, err := fsys.ReadDir(disk.FSName(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +236,7 @@ func kindOf(t fs.FileMode) string {
 
 // entryKind is the kind of the entry p itself (a symlink is not followed).
 func entryKind(fsys *disk.FS, p string) (string, error) {
-	fi, err := fsys.Lstat(fsName(p))
+	fi, err := fsys.Lstat(disk.FSName(p))
 	if err != nil {
 		return "", err
 	}

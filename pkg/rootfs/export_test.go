@@ -10,9 +10,9 @@ import (
 
 // writeFile is write on the raw image file f (the tests' bake of a copy).
 func (pl *plan) writeFile(ctx context.Context, f *os.File, name string) (*Result, error) {
-	img, err := disk.FromFile(name, f, true)
+	raw, err := vdisk.NewFile(f, true)
 	if err != nil {
 		return nil, err
 	}
-	return pl.write(ctx, img, func(off, n int64) error { return vdisk.ZeroRange(f, off, n) })
+	return pl.write(ctx, disk.FromDisk(name, raw, true), func(off, n int64) error { return vdisk.ZeroRange(f, off, n) })
 }

@@ -97,7 +97,7 @@ func (st stamps) apply(dev vdisk.Disk) error {
 	lo, hi := uint32(t.Unix()), byte(t.Unix()>>32)&3
 	// Superblock times (write, mount, last check, mkfs) in the primary and every backup.
 	sbAt := []int64{1024}
-	for _, g := range append([]int64{}, backupGroups(groups)...) {
+	for _, g := range backupGroups(groups) {
 		sbAt = append(sbAt, (g*perGroup+firstData)*bs)
 	}
 	for _, off := range sbAt {
@@ -135,21 +135,20 @@ func (st stamps) apply(dev vdisk.Disk) error {
 		if le.Uint16(desc[0x12:])&0x1 != 0 { // INODE_UNINIT: no inode here
 			continue
 		}
-		at := int64(le.Uint32(desc[0x08:]))
-		used := inodesPerGroup
-		if is64 && descSize >= 64 {
-			at |= int64(le.Uint32(desc[0x28:])) << 32
+		block := func(lo, hi int) int64 { // a block number, split in two fields on 64-bit
+			n := int64(le.Uint32(desc[lo:]))
+			if is64 && descSize >= 64 {
+				n |= int64(le.Uint32(desc[hi:])) << 32
+			}
+			return n
 		}
+		at := block(0x08, 0x28)
 		// Read the table only up to its last inode in use (the inode bitmap says): a 9 GiB ROOT
 		// has 560 MB of inode tables, nearly all of them never touched.
-		bm := int64(le.Uint32(desc[0x04:]))
-		if is64 && descSize >= 64 {
-			bm |= int64(le.Uint32(desc[0x24:])) << 32
-		}
-		if _, err := dev.ReadAt(bitmap, bm*bs); err != nil && err != io.EOF {
+		if _, err := dev.ReadAt(bitmap, block(0x04, 0x24)*bs); err != nil && err != io.EOF {
 			return err
 		}
-		used = 0
+		used := int64(0)
 		for i := min(inodesPerGroup, int64(len(bitmap))*8) - 1; i >= 0; i-- {
 			if bitmap[i/8]&(1<<(i%8)) != 0 {
 				used = i + 1
