@@ -135,6 +135,12 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	// CAPI creates the MachineDeployment's machines once the control plane is initialized, not
 	// once it is Ready: the worker boots now, beside the control plane's start.
 	workerBooted := bootWorker(t, workerBoot, peerPort)
+	// kubelet collects images every 5 minutes (its first pass at start finds no image stats yet),
+	// so the forced pass starts now, while kube-proxy's and CoreDNS's images are not yet in use,
+	// and is checked after the join.
+	crictl := "sudo " + registrytest.CrictlInGuest + " --runtime-endpoint unix:///run/containerd/containerd.sock "
+	gcStarted := startImageGC(t, g)
+	step("image GC forced (an unpinned image imported, thresholds 1/0 %, kubelet restarted)")
 	// The cloud controller manager (OCCM on OpenStack) clears the uninitialized taint that
 	// kubelet's --cloud-provider=external sets; there is no cloud here, so the proof does it.
 	ssh(kubectl + "taint nodes --all node.cloudprovider.kubernetes.io/uninitialized- 2>&1")
@@ -153,11 +159,6 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 		time.Sleep(20 * time.Second)
 	}
 	step("node Ready, kube-system Running")
-	crictl := "sudo " + registrytest.CrictlInGuest + " --runtime-endpoint unix:///run/containerd/containerd.sock "
-	// kubelet collects images every 5 minutes, so the forced pass starts now and is checked
-	// after the join, which takes longer than that anyway.
-	gcStarted := startImageGC(t, g)
-	step("image GC forced (an unpinned image imported, thresholds 1/0 %, kubelet restarted)")
 	// The worker joins before the evidence is printed, so it shows both nodes (or why not).
 	worker, joinErr := joinWorker(t, g, workerBoot, <-workerBooted, step)
 	pulls := reg.PullRequests() - pullsBefore
