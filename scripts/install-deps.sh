@@ -42,16 +42,19 @@ missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
+# The Go builds below need only Go, the network and CA certificates: on a fresh machine they start
+# right after ca-certificates, so they compile while apt unpacks everything else.
 if ((${#missing[@]})); then
-  if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "install-deps: installing ${missing[*]}" >&2
   $SUDO apt-get update -qq
-  # Service start-up during install is refused in containers; that is harmless here.
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if ! dpkg-query -W -f='${Status}' ca-certificates 2>/dev/null | grep -q "install ok installed"; then
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends ca-certificates >/dev/null
+  fi
 fi
 # The test profile also starts the node proof's Kubernetes build (scripts/install-kubernetes.sh:
-# ~20 min of CPU cold, 2 s cached) in the background at nice 19, so that on a fresh machine it
-# compiles while the other tests wait on their guests; the node proof's test waits for its lock.
+# ~27 min of CPU cold, seconds cached) in the background at nice 19, not waited for: it compiles
+# while apt and the other tests leave a core idle; the node proof's test waits for its lock.
 if [ "$profile" = test ]; then
   k8s_log=${XDG_CACHE_HOME:-$HOME/.cache}/flatcar-capo/kubernetes/build.log
   mkdir -p "$(dirname "$k8s_log")"
@@ -62,10 +65,17 @@ fi
 # module proxy and cached when none is found (first run ~2-5 min, then ~1 s). The demo runs
 # Debian's packer (DEMO_PACKER picks another), so a fresh machine's `make demo` skips it.
 # containerd 2.1.5 (Flatcar's major version) + ctr + shim and crictl for the image-preload proof,
-# built from the Go module proxy and cached (first run a few minutes, then ~0.1 s); built beside
-# packer so the module downloads of one overlap the compiling of the other.
-if [ "$profile" != demo ]; then "$(dirname "$0")/install-containerd.sh" >/dev/null & containerd_pid=$!; fi
-[ "$profile" = demo ] || "$(dirname "$0")/install-packer.sh" >/dev/null
-[ -z "${containerd_pid:-}" ] || wait "$containerd_pid"
+# built from the Go module proxy and cached (first run a few minutes, then ~0.1 s). Both beside
+# the apt install and each other, so the module downloads of one overlap the compiling of the other.
+builds=()
+if [ "$profile" != demo ]; then
+  "$(dirname "$0")/install-containerd.sh" >/dev/null & builds+=($!)
+  "$(dirname "$0")/install-packer.sh" >/dev/null & builds+=($!)
+fi
+if ((${#missing[@]})); then
+  # Service start-up during install is refused in containers; that is harmless here.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+for pid in "${builds[@]}"; do wait "$pid"; done
 # Go modules for the build and tests.
 if [ -f go.mod ] && command -v go >/dev/null; then go mod download; fi
