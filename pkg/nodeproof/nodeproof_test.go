@@ -234,7 +234,11 @@ type proofBoot struct {
 func proofNode(t *testing.T, cluster *cabpktest.Cluster, manifest, dir, image string, m proofMachine) proofBoot {
 	t.Helper()
 	_, key := standin.TestUser(t)
-	pub := strings.TrimSpace(string(mustRead(t, key+".pub")))
+	pubKey, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := strings.TrimSpace(string(pubKey))
 	files := map[string]string{
 		"/etc/cni/net.d/10-node-proof.conflist": bridgeCNI,
 		// The tenant port: static (no DHCP on the guest-only network), the default route.
@@ -445,16 +449,6 @@ func mustSSH(t *testing.T, g *standin.Guest, cmd string) string {
 		t.Fatalf("%s: %v\n%s", cmd, err, got)
 	}
 	return strings.TrimSpace(got)
-}
-
-// mustRead returns the file's bytes; an error fails the test.
-func mustRead(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // allRunning says whether every wanted pod name prefix has a pod and all are Running.
