@@ -136,8 +136,8 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	// once it is Ready: the worker boots now, beside the control plane's start.
 	workerBooted := bootWorker(t, workerBoot, peerPort)
 	// kubelet collects images every 5 minutes (its first pass at start finds no image stats yet),
-	// so the forced pass starts now, while kube-proxy's and CoreDNS's images are not yet in use,
-	// and is checked after the join.
+	// so the forced pass is set up now: it comes during the Ready wait and the join, and is
+	// checked after them.
 	crictl := "sudo " + registrytest.CrictlInGuest + " --runtime-endpoint unix:///run/containerd/containerd.sock "
 	gcStarted := startImageGC(t, g)
 	step("image GC forced (an unpinned image imported, thresholds 1/0 %, kubelet restarted)")
