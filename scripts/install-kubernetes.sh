@@ -7,8 +7,8 @@
 #   $CACHE/kubernetes/$K8S_VERSION/{kubeadm,...,etcd,coredns,pause,cni/bridge,...}
 # ($CACHE = ${XDG_CACHE_HOME:-~/.cache}/flatcar-capo, as install-containerd.sh). The last stdout
 # line is that directory. One build at a time: it holds $CACHE/kubernetes/.build.lock while it runs
-# (a second run waits, then finds everything cached; the node proof's test waits on it too, since
-# `scripts/install-deps.sh test` starts this in the background). Versions are kubeadm's own pins
+# (a second run waits, then finds everything cached; the tests that use these binaries wait on it
+# too, since `scripts/install-deps.sh test` starts this in the background). Versions are kubeadm's own pins
 # for this release (`kubeadm config images list`): etcd 3.6.5-0, coredns v1.12.1, pause 3.10.1.
 # k8s.io/kubernetes replaces its 31 staging modules with ./staging/src/k8s.io/X, so it cannot be
 # `go install`ed: a scratch module replaces each with its published v0.NN.P instead, and ONE
@@ -69,6 +69,28 @@ if [ -n "$force" ] || ! k8s_ok; then
   log "built $K8S_COMMANDS $K8S_VERSION in $(( $(date +%s) - start )) s"
 fi
 
+# The CNI plugins right after the node's own binaries: then what a node carries is ready, and
+# kubetest.RealNodeDir waits for only that. A plugin run without CNI_COMMAND prints its version
+# and exits 1.
+cni_ok() {
+  local p out
+  for p in $CNI_PLUGINS; do
+    out=$("$dir/cni/${p#*/}" </dev/null 2>&1 || true)
+    [[ $out == *" v$CNI_VERSION"* ]] || return 1
+  done
+}
+if [ -n "$force" ] || ! cni_ok; then
+  start=$(date +%s)
+  scratch cni
+  pkgs=; for p in $CNI_PLUGINS; do pkgs="$pkgs github.com/containernetworking/plugins/plugins/$p"; done
+  go get "github.com/containernetworking/plugins@v$CNI_VERSION" >&2
+  # shellcheck disable=SC2086
+  go build -trimpath -ldflags "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=v$CNI_VERSION" \
+    -o "$work/out/cni/" $pkgs >&2
+  put "$dir/cni" "$work"/out/cni/*
+  cni_ok || { log "ERROR: the built CNI plugins do not say v$CNI_VERSION"; exit 1; }
+  log "built CNI plugins $CNI_VERSION in $(( $(date +%s) - start )) s"
+fi
 if [ -n "$force" ] || ! "$dir/etcd" --version 2>/dev/null | grep -q "etcd Version: $ETCD_VERSION"; then
   start=$(date +%s)
   scratch etcd
@@ -136,25 +158,5 @@ EOF
   put "$dir" "$work/out/pause"
 fi
 
-# A plugin run without CNI_COMMAND prints its version and exits 1.
-cni_ok() {
-  local p out
-  for p in $CNI_PLUGINS; do
-    out=$("$dir/cni/${p#*/}" </dev/null 2>&1 || true)
-    [[ $out == *" v$CNI_VERSION"* ]] || return 1
-  done
-}
-if [ -n "$force" ] || ! cni_ok; then
-  start=$(date +%s)
-  scratch cni
-  pkgs=; for p in $CNI_PLUGINS; do pkgs="$pkgs github.com/containernetworking/plugins/plugins/$p"; done
-  go get "github.com/containernetworking/plugins@v$CNI_VERSION" >&2
-  # shellcheck disable=SC2086
-  go build -trimpath -ldflags "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=v$CNI_VERSION" \
-    -o "$work/out/cni/" $pkgs >&2
-  put "$dir/cni" "$work"/out/cni/*
-  cni_ok || { log "ERROR: the built CNI plugins do not say v$CNI_VERSION"; exit 1; }
-  log "built CNI plugins $CNI_VERSION in $(( $(date +%s) - start )) s"
-fi
 log "ready in $(( $(date +%s) - total )) s: $dir"
 echo "$dir"

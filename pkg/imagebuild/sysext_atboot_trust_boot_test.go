@@ -12,7 +12,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo/cabpktest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
@@ -32,9 +31,10 @@ func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
 	testutil.RequireTools(t, "qemu-system-x86_64", "mmdebstrap", "docker-registry")
 	dir := t.TempDir()
 	image := standin.CopyImage(t, standin.Image(t, standin.Options{Sysexts: []string{registrytest.ContainerdSysext(t, dir)}}))
-	mirror := kubetest.New(t, kubernetes.Options{})
-	ext := filepath.Join(dir, sysextFile)
-	testutil.RunCmd(t, testutil.Cmd{Args: append([]string{"sysext", "create", "--kubernetes-version", kubetest.Version, "--output-file", ext}, mirror.Args()...)}).MustSucceed(t)
+	// The real kubeadm, kubelet and kubectl in the sysext (scripts/install-kubernetes.sh).
+	mirror := kubetest.NewReal(t, kubetest.RealNodeDir(t), registrytest.ContainerdDir(t))
+	ext := filepath.Join(dir, realSysextFile)
+	testutil.RunCmd(t, testutil.Cmd{Args: append([]string{"sysext", "create", "--kubernetes-version", kubetest.RealVersion, "--output-file", ext}, mirror.Args()...)}).MustSucceed(t)
 	raw, err := os.ReadFile(ext)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	pushed := len(reg.Seen())
-	files := reg.ServeFiles(t, map[string][]byte{"/ext/" + sysextFile: raw})
+	files := reg.ServeFiles(t, map[string][]byte{"/ext/" + realSysextFile: raw})
 	proxy := registrytest.StartForwardProxy(t, reg.Host, "proxyuser", "proxy-pass-27")
 	guest := func(host string) string { // the guest reaches the host's 127.0.0.1:PORT at GuestHostIP:PORT
 		return registrytest.GuestHostIP + host[strings.LastIndex(host, ":"):]
@@ -57,7 +57,7 @@ func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
 
 	manifest := testutil.Run(t, append([]string{"manifests", "--flavor", "sysext", "--capi-api", "v1beta2", "--image-name", "flatcar-stable",
 		"--sysext-url", "https://" + guest(files.Host) + "/ext", "--sysext", ext, "--ca-file", reg.CAFile, "--https-proxy", proxyURL},
-		cabpktest.ManifestSets("trust", kubetest.Version)...)...).MustSucceed(t).Stdout
+		cabpktest.ManifestSets("trust", kubetest.RealVersion)...)...).MustSucceed(t).Stdout
 	ign, key := cabpkIgnition(t, cabpktest.Node{Manifest: manifest})
 	start := time.Now()
 	g := standin.Boot(t, image, standin.BootOptions{Ignition: ign, Key: key, Timeout: 900 * time.Second})
@@ -72,7 +72,7 @@ func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
 		return strings.TrimSpace(out)
 	}
 
-	if want := "GET /ext/" + sysextFile; !slices.Contains(files.Seen(), want) {
+	if want := "GET /ext/" + realSysextFile; !slices.Contains(files.Seen(), want) {
 		t.Errorf("the HTTPS mirror was not asked %q: %q", want, files.Seen())
 	}
 	for _, s := range proxy.Seen() {
@@ -82,8 +82,8 @@ func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
 	}
 	for _, c := range []struct{ cmd, want string }{
 		{"systemd-sysext list --no-pager", "kubernetes"},
-		{"readlink /etc/extensions/kubernetes.raw", "/opt/extensions/kubernetes/" + sysextFile},
-		{"/usr/bin/kubelet --version", "Kubernetes " + kubetest.Version},
+		{"readlink /etc/extensions/kubernetes.raw", "/opt/extensions/kubernetes/" + realSysextFile},
+		{"/usr/bin/kubelet --version", "Kubernetes " + kubetest.RealVersion},
 		{"test -x /usr/bin/kubeadm && echo kubeadm", "kubeadm"},
 		{"cat " + capo.NodeCAFile, strings.TrimSpace(string(mustRead(t, reg.CAFile)))},
 		{"sudo stat -c %a " + capo.NodeProxyEnvFile, "600"},

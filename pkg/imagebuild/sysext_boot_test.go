@@ -12,7 +12,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs/rootfstest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
@@ -32,7 +31,7 @@ const growBy = 10 << 30
 // with the Kubernetes images preloaded from a real registry through --registry-mirror and
 // --registry-ca, its disk then grown by 10 GiB, boots under QEMU with the registry out of its
 // reach. GrowsAndMergesKubernetes: the first boot grows partition 9 and runs resize2fs online,
-// the guest's df shows the new size, systemd-sysext merged kubernetes.raw, the stand-in kubelet
+// the guest's df shows the new size, systemd-sysext merged kubernetes.raw, the real kubelet
 // runs from the merged /usr, kubelet.service is loaded and upheld by multi-user.target, kubeadm
 // is ordered after containerd. PreloadedImagesOnRealContainerd: the first boot's import unit
 // imports the images; preloadProof reads the rest (TestBuildEndToEnd's boot is the Packer
@@ -44,9 +43,17 @@ func TestSysextBakedGuestBoots(t *testing.T) {
 	dir := t.TempDir()
 	srv := fetchtest.NewServer(t)
 	rel := standin.PublishRelease(t, srv, standin.ReleaseOptions{Sysexts: []string{registrytest.ContainerdSysext(t, dir)}})
-	mirror := kubetest.New(t, kubernetes.Options{})
+	// The real kubeadm, kubelet, kubectl, crictl and CNI plugins (scripts/install-kubernetes.sh),
+	// served as dl.k8s.io and GitHub serve them; the images are small ones under the names the
+	// real kubeadm lists (the node proof, pkg/nodeproof, runs the real control-plane images).
+	bin := kubetest.RealNodeDir(t)
+	mirror := kubetest.NewReal(t, bin, registrytest.ContainerdDir(t))
 	reg := registrytest.Start(t)
-	pushed, err := reg.PushKubeadm(context.Background(), kubetest.KubeadmImages(kubetest.Version, ""))
+	refs, err := registrytest.KubeadmImageList(context.Background(), bin, kubetest.RealVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := reg.PushKubeadm(context.Background(), refs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,18 +67,18 @@ func TestSysextBakedGuestBoots(t *testing.T) {
 	epoch := "SOURCE_DATE_EPOCH=1700000000"
 	res := testutil.RunCmd(t, testutil.Cmd{Args: append(args, mirror.Args()...), Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig, epoch}}).MustSucceed(t)
 	t.Logf("build --method sysext: %.1fs\n%s", time.Since(start).Seconds(), res.Stderr)
-	name := "flatcar-" + rel.Channel + "-" + rel.Version + "-kube-" + kubetest.Version + "-sysext"
+	name := "flatcar-" + rel.Channel + "-" + rel.Version + "-kube-" + kubetest.RealVersion + "-sysext"
 
-	created := filepath.Join(dir, "created-"+sysextFile)
-	testutil.RunCmd(t, testutil.Cmd{Args: append([]string{"sysext", "create", "--kubernetes-version", kubetest.Version, "--output-file", created}, mirror.Args()...), Env: []string{epoch}}).MustSucceed(t)
+	created := filepath.Join(dir, "created-"+realSysextFile)
+	testutil.RunCmd(t, testutil.Cmd{Args: append([]string{"sysext", "create", "--kubernetes-version", kubetest.RealVersion, "--output-file", created}, mirror.Args()...), Env: []string{epoch}}).MustSucceed(t)
 	var baked string
 	for _, a := range readRecord(t, filepath.Join(out, name+".qcow2")).Artifacts {
-		if a.File == sysextFile {
+		if a.File == realSysextFile {
 			baked = a.SHA512
 		}
 	}
 	if sum := testutil.SHA512File(t, created); baked != sum {
-		t.Errorf("the build baked %s with sha512 %q; `sysext create` of the same version makes %s", sysextFile, baked, sum)
+		t.Errorf("the build baked %s with sha512 %q; `sysext create` of the same version makes %s", realSysextFile, baked, sum)
 	}
 
 	raw := filepath.Join(dir, "node.raw")
@@ -136,8 +143,8 @@ func checkGrownAndMerged(t *testing.T, g *standin.Guest, rootBefore int64) {
 	checks := []struct{ cmd, want string }{
 		{"systemd-sysext list --no-pager", "kubernetes"},
 		{"cat /usr/lib/extension-release.d/extension-release.kubernetes", "ARCHITECTURE=x86-64"},
-		{"readlink /etc/extensions/kubernetes.raw", "/opt/extensions/kubernetes/kubernetes-" + kubetest.Version + "-x86-64.raw"},
-		{"/usr/bin/kubelet --version", "Kubernetes " + kubetest.Version},
+		{"readlink /etc/extensions/kubernetes.raw", "/opt/extensions/kubernetes/kubernetes-" + kubetest.RealVersion + "-x86-64.raw"},
+		{"/usr/bin/kubelet --version", "Kubernetes " + kubetest.RealVersion},
 		{"systemctl show kubelet.service -p LoadState --value", "loaded"},
 		{"systemctl show multi-user.target -p Upholds --value", "kubelet.service"},
 		{"systemctl show kubelet.service -p FragmentPath --value", "lib/systemd/system/kubelet.service"}, // /lib is usr/lib

@@ -20,7 +20,11 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
-const sysextFile = "kubernetes-v1.33.4-x86-64.raw"
+// The sysext of the stand-in binaries (kubetest.Version) and of the real ones (kubetest.RealVersion).
+const (
+	sysextFile     = "kubernetes-v1.33.4-x86-64.raw"
+	realSysextFile = "kubernetes-" + kubetest.RealVersion + "-x86-64.raw"
+)
 
 // TestBuildSysextCLI runs `flatcar-capo build --method sysext` as users do, on a Flatcar-layout
 // image (--base-image) with the Kubernetes downloads from a mirror on 127.0.0.1: the sysext made

@@ -1,10 +1,10 @@
 package kubetest
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +29,22 @@ const (
 // the binaries are missing after that.
 func RealDir(t testing.TB) string {
 	t.Helper()
+	return realDir(t, append(slices.Clone(nodeBinaries), "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+		"kube-proxy", "etcd", "coredns", "pause"))
+}
+
+// RealNodeDir is RealDir for what a node's sysext or /opt/bin carries (kubeadm, kubelet,
+// kubectl, the CNI plugins): it returns once those are there, without waiting for the rest
+// of a running build (the script builds them first and installs each file by rename).
+func RealNodeDir(t testing.TB) string {
+	t.Helper()
+	return realDir(t, nodeBinaries)
+}
+
+var nodeBinaries = []string{"kubeadm", "kubelet", "kubectl", "cni/bridge", "cni/host-local", "cni/loopback", "cni/portmap"}
+
+func realDir(t testing.TB, need []string) string {
+	t.Helper()
 	cache := os.Getenv("XDG_CACHE_HOME")
 	if cache == "" {
 		home, _ := os.UserHomeDir()
@@ -36,15 +52,20 @@ func RealDir(t testing.TB) string {
 	}
 	top := filepath.Join(cache, "flatcar-capo", "kubernetes")
 	dir := filepath.Join(top, RealVersion)
-	waitForBuild(t, top)
-	for _, b := range []string{"kubeadm", "kubelet", "kubectl", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-		"kube-proxy", "etcd", "coredns", "pause", "cni/bridge", "cni/host-local", "cni/loopback", "cni/portmap"} {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			if log, lerr := os.ReadFile(filepath.Join(top, BuildLog)); lerr == nil {
-				t.Logf("the last lines of %s:\n%s", filepath.Join(top, BuildLog), tail(string(log), 30))
+	missing := func() error {
+		for _, b := range need {
+			if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+				return err
 			}
-			testutil.RequireEnv(t, err, "Kubernetes "+RealVersion+" built from source (run scripts/install-kubernetes.sh)")
 		}
+		return nil
+	}
+	waitForBuild(t, top, func() bool { return missing() == nil })
+	if err := missing(); err != nil {
+		if log, lerr := os.ReadFile(filepath.Join(top, BuildLog)); lerr == nil {
+			t.Logf("the last lines of %s:\n%s", filepath.Join(top, BuildLog), tail(string(log), 30))
+		}
+		testutil.RequireEnv(t, err, "Kubernetes "+RealVersion+" built from source (run scripts/install-kubernetes.sh)")
 	}
 	return dir
 }
@@ -56,8 +77,9 @@ const (
 	BuildLog  = "build.log"
 )
 
-// waitForBuild waits while scripts/install-kubernetes.sh holds its lock in top.
-func waitForBuild(t testing.TB, top string) {
+// waitForBuild waits, for at most an hour, while scripts/install-kubernetes.sh holds its lock
+// in top and ready says no.
+func waitForBuild(t testing.TB, top string, ready func() bool) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(top, BuildLock))
 	if err != nil {
@@ -65,13 +87,18 @@ func waitForBuild(t testing.TB, top string) {
 	}
 	defer f.Close()
 	start := time.Now()
-	err = filelock.Wait(context.Background(), f, filelock.Shared, filelock.Options{Poll: 5 * time.Second, Until: start.Add(time.Hour),
-		Busy: func() {
+	for said := false; !ready(); said = true {
+		if free, err := filelock.TryLock(f, filelock.Shared); free || err != nil {
+			return
+		}
+		if time.Since(start) > time.Hour {
+			t.Logf("the Kubernetes build still runs after %s", time.Since(start).Round(time.Second))
+			return
+		}
+		if !said {
 			t.Logf("waiting for scripts/install-kubernetes.sh, running (its output: %s)", filepath.Join(top, BuildLog))
-		}})
-	if err != nil {
-		t.Logf("the Kubernetes build still runs after %s: %v", time.Since(start).Round(time.Second), err)
-		return
+		}
+		time.Sleep(5 * time.Second)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Logf("waited %s for the Kubernetes build", d.Round(time.Second))
