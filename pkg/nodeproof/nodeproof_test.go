@@ -51,7 +51,7 @@ func TestNodeProof(t *testing.T) {
 	bin := kubetest.RealDir(t)
 	ctrd := registrytest.ContainerdDir(t)
 	// NODE_PROOF_METHODS picks the methods. The default is what `make test` runs: sysext only,
-	// since the packer method's TCG build and boots add ~30 min on 2 cores (make node-proof
+	// since the packer method's TCG build and boots add ~11 min on 2 cores (make node-proof
 	// runs both).
 	methods := strings.Fields(os.Getenv("NODE_PROOF_METHODS"))
 	if len(methods) == 0 {
