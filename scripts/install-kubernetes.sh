@@ -8,8 +8,9 @@
 # ($CACHE = ${XDG_CACHE_HOME:-~/.cache}/flatcar-capo, as install-containerd.sh). The last stdout
 # line is that directory. One build at a time: it holds $CACHE/kubernetes/.build.lock while it runs
 # (a second run waits, then finds everything cached; the tests that use these binaries wait on it
-# too, since `scripts/install-deps.sh test` starts this in the background). Versions are kubeadm's own pins
-# for this release (`kubeadm config images list`): etcd 3.6.5-0, coredns v1.12.1, pause 3.10.1.
+# too, since `scripts/install-deps.sh test` starts this in the background). Versions are
+# kubeadm's own pins for this release (`kubeadm config images list`): etcd 3.6.5-0, coredns
+# v1.12.1, pause 3.10.1.
 # k8s.io/kubernetes replaces its 31 staging modules with ./staging/src/k8s.io/X, so it cannot be
 # `go install`ed: a scratch module replaces each with its published v0.NN.P instead, and ONE
 # `go build` builds all seven commands so shared packages compile once.

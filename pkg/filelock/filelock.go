@@ -45,7 +45,13 @@ type Options struct {
 	Poll  time.Duration // how often to try again; 250 ms when 0
 	Until time.Time     // give up then with ErrTimeout; the zero time waits for ever
 	Busy  func()        // called once, when the lock is first found held (to say who waits for what)
+	// Enough, when set, is asked each time the lock is found held: true ends the wait with
+	// ErrEnough, the lock not taken (what the holder makes is already there).
+	Enough func() bool
 }
+
+// ErrEnough is Wait's error when Options.Enough ended the wait.
+var ErrEnough = errors.New("what the lock's holder makes is already there")
 
 // Wait takes the lock on f, trying again every Poll while another process holds it, until
 // Options.Until or until ctx ends (its error is returned).
@@ -58,6 +64,9 @@ func Wait(ctx context.Context, f *os.File, m Mode, o Options) error {
 		ok, err := TryLock(f, m)
 		if ok || err != nil {
 			return err
+		}
+		if o.Enough != nil && o.Enough() {
+			return ErrEnough
 		}
 		if !said && o.Busy != nil {
 			o.Busy()

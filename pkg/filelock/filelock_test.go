@@ -111,3 +111,18 @@ func TestTryLockOnAClosedFile(t *testing.T) {
 		t.Fatalf("closed file: got %v %v, want an error", ok, err)
 	}
 }
+
+// Enough ends a wait on a held lock, without the lock, once what its holder makes is there.
+func TestWaitEndsWhenEnough(t *testing.T) {
+	a, b := open2(t)
+	filelock.TryLock(a, filelock.Exclusive)
+	var asked atomic.Int32
+	err := filelock.Wait(context.Background(), b, filelock.Shared, filelock.Options{Poll: 10 * time.Millisecond,
+		Until: time.Now().Add(5 * time.Second), Enough: func() bool { return asked.Add(1) == 3 }})
+	if !errors.Is(err, filelock.ErrEnough) || asked.Load() != 3 {
+		t.Fatalf("got %v after %d asks, want ErrEnough after 3", err, asked.Load())
+	}
+	if ok, _ := filelock.TryLock(b, filelock.Shared); ok {
+		t.Error("the lock was taken though its holder still has it")
+	}
+}

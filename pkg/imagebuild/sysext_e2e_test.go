@@ -22,7 +22,7 @@ import (
 
 // The sysext of the stand-in binaries (kubetest.Version) and of the real ones (kubetest.RealVersion).
 const (
-	sysextFile     = "kubernetes-v1.33.4-x86-64.raw"
+	sysextFile     = "kubernetes-" + kubetest.Version + "-x86-64.raw"
 	realSysextFile = "kubernetes-" + kubetest.RealVersion + "-x86-64.raw"
 )
 

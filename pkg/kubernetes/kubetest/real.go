@@ -1,6 +1,8 @@
 package kubetest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,18 +89,13 @@ func waitForBuild(t testing.TB, top string, ready func() bool) {
 	}
 	defer f.Close()
 	start := time.Now()
-	for said := false; !ready(); said = true {
-		if free, err := filelock.TryLock(f, filelock.Shared); free || err != nil {
-			return
-		}
-		if time.Since(start) > time.Hour {
-			t.Logf("the Kubernetes build still runs after %s", time.Since(start).Round(time.Second))
-			return
-		}
-		if !said {
+	err = filelock.Wait(context.Background(), f, filelock.Shared, filelock.Options{Poll: 5 * time.Second, Until: start.Add(time.Hour),
+		Enough: ready, Busy: func() {
 			t.Logf("waiting for scripts/install-kubernetes.sh, running (its output: %s)", filepath.Join(top, BuildLog))
-		}
-		time.Sleep(5 * time.Second)
+		}})
+	if err != nil && !errors.Is(err, filelock.ErrEnough) {
+		t.Logf("the Kubernetes build still runs after %s: %v", time.Since(start).Round(time.Second), err)
+		return
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Logf("waited %s for the Kubernetes build", d.Round(time.Second))
