@@ -74,7 +74,8 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 			return nil, err
 		}
 		opts = append(opts, clouds.WithCloudName(name), clouds.WithCloudsYAML(bytes.NewReader(doc)))
-		if sec := secureYAMLFor(path); fileExists(sec) {
+		sec := secureYAMLFor(path)
+		if st, err := os.Stat(sec); err == nil && st.Mode().IsRegular() {
 			secDoc, err := oneCloudYAML(sec, name)
 			if err != nil {
 				return nil, err
@@ -186,11 +187,6 @@ type shownError struct {
 
 func (e *shownError) Error() string { return e.msg }
 func (e *shownError) Unwrap() error { return e.err }
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
-}
 
 // findCloudsYAML finds the clouds.yaml the openstack CLI would read and checks that it defines
 // name, so that both a missing file and an unknown name get a message naming the file.

@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -256,4 +258,13 @@ func isTransient(err error) bool {
 		return isNetworkError(err)
 	}
 	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+}
+
+// isNetworkError is true for a Glance that went away or never answered.
+func isNetworkError(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	return errors.As(err, new(net.Error)) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

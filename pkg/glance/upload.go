@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -321,12 +322,8 @@ func interruptedUpload(c *Cloud, err error, orphans []string) error {
 // uploadOnce makes one complete attempt; orphan is the ID of an image it made but could not delete.
 func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image, orphan string, err error) {
 	props := map[string]string{PropertyUploadOwner: selfOwner}
-	for k, v := range req.Metadata.Properties {
-		props[k] = v
-	}
-	for k, v := range req.Signing.cached(c) {
-		props[k] = v
-	}
+	maps.Copy(props, req.Metadata.Properties)
+	maps.Copy(props, req.Signing.cached(c))
 	opts := images.CreateOpts{
 		Name:            req.Name,
 		ContainerFormat: "bare",
@@ -374,7 +371,7 @@ func fillImage(ctx context.Context, c *Cloud, req *Request, id string) (*images.
 		}
 		return nil, glanceError(c, "uploading the image data", err)
 	}
-	req.localHashes.put("sha512", sum)
+	req.localHashes.sums.Store("sha512", sum)
 	img, err := waitActive(ctx, c, id, req.wait())
 	if err != nil {
 		return nil, err
@@ -538,36 +535,20 @@ func short(h string) string {
 // It is ignored when the bytes sent are not the file as it is (a raw file streamed as qcow2).
 func (r *Request) KnownHash(algo, sum string) {
 	if r.Open == nil && sum != "" {
-		r.localHashes.put(algo, sum)
+		r.localHashes.sums.Store(algo, sum)
 	}
 }
 
 type hashCache struct {
-	mu     sync.Mutex
-	sums   map[string]string
+	sums   sync.Map // algo -> hex sum
 	hashMu sync.Mutex
-}
-
-func (h *hashCache) put(algo, sum string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.sums == nil {
-		h.sums = map[string]string{}
-	}
-	h.sums[algo] = sum
-}
-
-func (h *hashCache) lookup(algo string) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sums[algo]
 }
 
 func (h *hashCache) get(ctx context.Context, req *Request, algo, label string) (string, error) {
 	h.hashMu.Lock() // one hashing pass at a time; the others wait for its result
 	defer h.hashMu.Unlock()
-	if s := h.lookup(algo); s != "" {
-		return s, nil
+	if s, ok := h.sums.Load(algo); ok {
+		return s.(string), nil
 	}
 	sum, err := req.withProgress("hash "+label, func(rep progress.Reporter) (string, error) {
 		return hashData(ctx, req.opener(), req.Size, algo, rep)
@@ -575,6 +556,6 @@ func (h *hashCache) get(ctx context.Context, req *Request, algo, label string) (
 	if err != nil {
 		return "", err
 	}
-	h.put(algo, sum)
+	h.sums.Store(algo, sum)
 	return sum, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -98,7 +99,12 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 	if len(clouds) == 0 {
 		clouds = []string{""}
 	}
-	clouds = uniqueNames(clouds)
+	seen := map[string]bool{}
+	clouds = slices.DeleteFunc(slices.Clone(clouds), func(n string) bool {
+		dup := seen[n]
+		seen[n] = true
+		return dup
+	})
 	type outcome struct {
 		cloud *Cloud
 		res   *Result
@@ -173,18 +179,6 @@ func UploadAll(ctx context.Context, clouds []string, req *Request) ([]*Result, e
 		return results, nil
 	}
 	return results, errs
-}
-
-func uniqueNames(names []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, n := range names {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // target identifies what an upload writes to: the Glance endpoint and the project that owns
