@@ -10,20 +10,35 @@ import (
 // GetSmall downloads a small file whole (version.txt, DIGESTS.asc, a .sha256), retrying
 // transient failures, within the stall timeout and the download deadline.
 func (c *Client) GetSmall(ctx context.Context, url string, max int64) ([]byte, error) {
+	return c.retried(ctx, http.MethodGet, url, max)
+}
+
+// Probe asks whether url exists with a HEAD request (retried like any other); nil means it does.
+func (c *Client) Probe(ctx context.Context, url string) error {
+	_, err := c.retried(ctx, http.MethodHead, url, 0)
+	return err
+}
+
+// retried sends once until it succeeds, fails for good or runs out of retries. Only a GET
+// logs its retries and says how many attempts it gave up after.
+func (c *Client) retried(ctx context.Context, method, url string, max int64) ([]byte, error) {
 	ctx, cancel := c.withDeadline(ctx, url)
 	defer cancel()
+	get := method == http.MethodGet
 	for attempt := 1; ; attempt++ {
-		b, err := c.once(ctx, http.MethodGet, url, max)
+		b, err := c.once(ctx, method, url, max)
 		if err != nil && ctx.Err() != nil {
 			return nil, ended(ctx, 0)
 		}
 		if err == nil || !transient(ctx, err) || attempt > c.o.Retries {
-			if err != nil && attempt > 1 {
+			if err != nil && attempt > 1 && get {
 				err = fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 			}
 			return b, err
 		}
-		fmt.Fprintf(c.o.Log, "%v; retrying (%d/%d)\n", err, attempt, c.o.Retries)
+		if get {
+			fmt.Fprintf(c.o.Log, "%v; retrying (%d/%d)\n", err, attempt, c.o.Retries)
+		}
 		if err := c.backoff(ctx, attempt); err != nil {
 			return nil, ended(ctx, 0)
 		}
@@ -51,22 +66,4 @@ func (c *Client) once(ctx context.Context, method, url string, max int64) ([]byt
 		return nil, fmt.Errorf("GET %s: larger than %d bytes, not the small file expected here", url, max)
 	}
 	return b, nil
-}
-
-// Probe asks whether url exists with a HEAD request (retried like any other); nil means it does.
-func (c *Client) Probe(ctx context.Context, url string) error {
-	ctx, cancel := c.withDeadline(ctx, url)
-	defer cancel()
-	for attempt := 1; ; attempt++ {
-		_, err := c.once(ctx, http.MethodHead, url, 0)
-		if err != nil && ctx.Err() != nil {
-			return ended(ctx, 0)
-		}
-		if err == nil || !transient(ctx, err) || attempt > c.o.Retries {
-			return err
-		}
-		if err := c.backoff(ctx, attempt); err != nil {
-			return ended(ctx, 0)
-		}
-	}
 }

@@ -46,17 +46,13 @@ func (g redirectGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := g.base.RoundTrip(req)
 	if err == nil && resp.StatusCode >= 400 && resp.Body != nil {
-		resp.Body = limitedBody{io.LimitReader(resp.Body, MaxErrorBody), resp.Body}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(resp.Body, MaxErrorBody), resp.Body}
 	}
 	return resp, err
 }
-
-type limitedBody struct {
-	io.Reader
-	c io.Closer
-}
-
-func (b limitedBody) Close() error { return b.c.Close() }
 
 // first is the URL the chain started at.
 func first(req *http.Request) string {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,7 +27,12 @@ func (t *stallTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	resp.Body = newStallReader(resp.Body, cancel, t.timeout)
+	s := &stallReader{rc: resp.Body, cancel: cancel, timeout: t.timeout}
+	s.timer = time.AfterFunc(t.timeout, func() {
+		s.stalled.Store(true)
+		cancel()
+	})
+	resp.Body = s
 	return resp, nil
 }
 
@@ -42,26 +47,14 @@ type stallReader struct {
 	cancel  context.CancelFunc
 	timer   *time.Timer
 	timeout time.Duration
-	stalled chan struct{}
-	once    sync.Once
-}
-
-func newStallReader(rc io.ReadCloser, cancel context.CancelFunc, timeout time.Duration) *stallReader {
-	s := &stallReader{rc: rc, cancel: cancel, timeout: timeout, stalled: make(chan struct{})}
-	s.timer = time.AfterFunc(timeout, func() {
-		s.once.Do(func() { close(s.stalled) })
-		cancel()
-	})
-	return s
+	stalled atomic.Bool
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
 	n, err := s.rc.Read(p)
 	if err != nil {
-		select {
-		case <-s.stalled:
+		if s.stalled.Load() {
 			return n, fmt.Errorf("%w for %s (--stall-timeout)", errStalled, s.timeout)
-		default:
 		}
 		return n, err
 	}
