@@ -6,7 +6,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -22,15 +21,17 @@ import (
 // --output-signature` is usually told to write it.
 const SigSuffix = ".sig"
 
-// SignBlob returns the detached signature of a blob whose SHA-256 is sha256Hex, in cosign's
-// encoding: the base64 of an ASN.1 DER ECDSA signature (or an RSA PKCS#1 v1.5 signature) over the
-// blob's SHA-256, which is what `cosign verify-blob --key PUB --signature FILE` checks (sigstore's
-// LoadVerifier with crypto.SHA256 for ECDSA and RSA keys).
-func SignBlob(key *Key, sha256Hex string) (string, error) {
-	sum, err := hex.DecodeString(sha256Hex)
-	if err != nil || len(sum) != sha256.Size {
-		return "", fmt.Errorf("signing: %q is not a SHA-256", sha256Hex)
+// SignFile writes path+".sig", the detached signature of the file at path (0644: a signature is
+// public), and returns its path. The signature is in cosign's encoding: the base64 of an ASN.1
+// DER ECDSA signature (or an RSA PKCS#1 v1.5 signature) over the file's SHA-256, which is what
+// `cosign verify-blob --key PUB --signature FILE` checks (sigstore's LoadVerifier with
+// crypto.SHA256 for ECDSA and RSA keys).
+func SignFile(key *Key, path string) (string, error) {
+	sumHex, _, err := digest.SHA256(path)
+	if err != nil {
+		return "", err
 	}
+	sum, _ := hex.DecodeString(sumHex)
 	var sig []byte
 	switch k := key.Signer.(type) {
 	case *ecdsa.PrivateKey:
@@ -43,22 +44,8 @@ func SignBlob(key *Key, sha256Hex string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("signing with %s: %w", key.Path, err)
 	}
-	return base64.StdEncoding.EncodeToString(sig), nil
-}
-
-// SignFile writes path+".sig", the detached signature of the file at path (0644: a signature is
-// public), and returns its path.
-func SignFile(key *Key, path string) (string, error) {
-	sum, _, err := digest.SHA256(path)
-	if err != nil {
-		return "", err
-	}
-	sig, err := SignBlob(key, sum)
-	if err != nil {
-		return "", err
-	}
 	out := path + SigSuffix
-	if err := atomicfile.WriteFile(out, []byte(sig), 0o644); err != nil {
+	if err := atomicfile.WriteFile(out, []byte(base64.StdEncoding.EncodeToString(sig)), 0o644); err != nil {
 		return "", fmt.Errorf("writing the signature %s: %w", out, err)
 	}
 	return out, nil
