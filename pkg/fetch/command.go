@@ -20,7 +20,7 @@ type Request struct {
 }
 
 // FetchRelease checks r (release, image, network, output, keyring) before any request, then
-// fetches the image as Fetch does, with the default cache unless r names one.
+// fetches the image as Fetch does (with the default cache unless r names one).
 func FetchRelease(ctx context.Context, r Request) (*Result, error) {
 	if err := validateSource(&r.Release, r.Image, &r.Network); err != nil {
 		return nil, err
@@ -36,11 +36,6 @@ func FetchRelease(ctx context.Context, r Request) (*Result, error) {
 	var err error
 	if r.Keyring, err = verify.KeyringInForce(r.KeyringFile, r.InsecureSkipVerify); err != nil {
 		return nil, err
-	}
-	if !r.InsecureSkipVerify && r.CacheDir == "" {
-		if r.CacheDir, err = DefaultCacheDir(); err != nil {
-			return nil, err
-		}
 	}
 	return Fetch(ctx, httpx.New(r.Network), r.Options)
 }

@@ -35,7 +35,7 @@ type Options struct {
 	Release     release.Release // Version may be an alias; it is resolved first
 	Image       string          // qemu, qemu_uefi, openstack
 	Compression string          // auto, none, bz2
-	OutputFile  string          // "" means DefaultOutput in the current directory
+	OutputFile  string          // "" means flatcar-<channel>-<version>-<image>.img in the current directory
 	CacheDir    string
 	Keyring     *verify.Keyring
 	// InsecureSkipVerify skips OpenPGP and SHA512 checks and the cache (an unverified file is
@@ -64,11 +64,6 @@ type Result struct {
 	Cached      bool              `json:"cached"`           // served from the cache, no image download
 	Verified    bool              `json:"verified"`
 	Signature   *verify.Signature `json:"signature,omitempty"`
-}
-
-// DefaultOutput is flatcar-<channel>-<version>-<image>.img.
-func DefaultOutput(channel, version, image string) string {
-	return fmt.Sprintf("flatcar-%s-%s-%s.img", channel, version, image)
 }
 
 // DigestError is a download whose SHA512 differs from the signed DIGESTS.
@@ -113,7 +108,7 @@ func Fetch(ctx context.Context, c *httpx.Client, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.OutputFile = cmp.Or(o.OutputFile, DefaultOutput(rel.Channel, rel.Version, o.Image))
+	o.OutputFile = cmp.Or(o.OutputFile, fmt.Sprintf("flatcar-%s-%s-%s.img", rel.Channel, rel.Version, o.Image))
 	if err := atomicfile.CheckPath(o.OutputFile); err != nil { // before the download
 		return nil, err
 	}
