@@ -10,8 +10,15 @@ import (
 // ParseVersionTxt reads version.txt, shell KEY=VALUE lines (FLATCAR_VERSION=4230.2.3, ...), and
 // returns FLATCAR_VERSION after checking it is a release number.
 func ParseVersionTxt(r io.Reader) (string, error) {
-	vars, err := parseShellVars(r)
-	if err != nil {
+	vars := map[string]string{}
+	sc := bufio.NewScanner(io.LimitReader(r, 64<<10))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			vars[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	if err := sc.Err(); err != nil {
 		return "", err
 	}
 	v, ok := vars["FLATCAR_VERSION"]
@@ -22,21 +29,4 @@ func ParseVersionTxt(r io.Reader) (string, error) {
 		return "", fmt.Errorf("version.txt has FLATCAR_VERSION=%q, not a release number", v)
 	}
 	return v, nil
-}
-
-func parseShellVars(r io.Reader) (map[string]string, error) {
-	vars := map[string]string{}
-	sc := bufio.NewScanner(io.LimitReader(r, 64<<10))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		vars[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"'`)
-	}
-	return vars, sc.Err()
 }
