@@ -60,7 +60,7 @@ var (
 )
 
 // Secret registers a value that must never be shown (a password taken from a URL or a
-// clouds.yaml); String masks it wherever it appears, and its encodings too (Encodings): a
+// clouds.yaml); String masks it wherever it appears, and its encodings too: a
 // server that echoes it base64-, URL- or JSON-encoded must not get it out either. Values under 4
 // bytes are ignored: masking "a" everywhere would garble the text and protect nothing.
 func Secret(s string) {
@@ -69,8 +69,8 @@ func Secret(s string) {
 	}
 	literalMu.Lock()
 	defer literalMu.Unlock()
-	for _, e := range Encodings(s) {
-		if !slices.Contains(literals, e) {
+	for _, e := range encodings(s) {
+		if len(e) >= 4 && !slices.Contains(literals, e) {
 			literals = append(literals, e)
 		}
 	}
@@ -78,11 +78,11 @@ func Secret(s string) {
 	slices.SortStableFunc(literals, func(a, b string) int { return len(b) - len(a) })
 }
 
-// Encodings are the forms of secret a text may carry it in: itself, URL path and query escaped,
+// encodings are the forms of secret a text may carry it in: itself, URL path and query escaped,
 // JSON escaped, base64 (standard and URL alphabets, padded or not), and, for secrets of 8 bytes
 // or more, the part of its base64 that stays the same wherever it sits in a longer base64 text
 // (user:password in a Basic header, a docker config's auth).
-func Encodings(secret string) []string {
+func encodings(secret string) []string {
 	out := []string{secret, url.PathEscape(secret), url.QueryEscape(secret), jsonEscaped(secret, true), jsonEscaped(secret, false)}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 		out = append(out, enc.EncodeToString([]byte(secret)))
@@ -99,13 +99,7 @@ func Encodings(secret string) []string {
 			}
 		}
 	}
-	var uniq []string
-	for _, e := range out {
-		if len(e) >= 4 && !slices.Contains(uniq, e) {
-			uniq = append(uniq, e)
-		}
-	}
-	return uniq
+	return out
 }
 
 func jsonEscaped(s string, html bool) string {
