@@ -89,9 +89,6 @@ func qcow2VirtualSize(path string) (int64, error) {
 func Qcow2AsRaw(path string) Opener {
 	return func() (io.ReaderAt, io.Closer, error) {
 		r, f, err := convert.RawReader(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		return r, f, nil
+		return r, f, err
 	}
 }
