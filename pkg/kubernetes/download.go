@@ -106,7 +106,7 @@ func (o Options) cachePath(f File) string {
 
 func get(ctx context.Context, client *httpx.Client, o Options, f File) (Downloaded, error) {
 	d := Downloaded{File: f, Path: o.cachePath(f)}
-	want, err := fetchSHA256(ctx, client, o, f.SHA256URL())
+	want, err := fetchSHA256(ctx, client, o, f.URL+".sha256") // the published checksum
 	if err != nil {
 		return d, err
 	}
@@ -197,7 +197,8 @@ func ParseSHA256(line, from string) (string, error) {
 }
 
 // WritePayload lays the downloads out in dir as the provisioning scripts expect:
-// bin/kubeadm bin/kubelet bin/kubectl crictl.tar.gz cni-plugins.tgz versions.env.
+// bin/kubeadm bin/kubelet bin/kubectl crictl.tar.gz cni-plugins.tgz versions.env (which the
+// scripts read the versions from).
 func (s *Set) WritePayload(dir string) error {
 	for _, f := range s.Files {
 		dst := filepath.Join(dir, filepath.FromSlash(f.Name))
@@ -208,7 +209,9 @@ func (s *Set) WritePayload(dir string) error {
 			return fmt.Errorf("payload %s: %w", f.Name, err)
 		}
 	}
-	return os.WriteFile(filepath.Join(dir, "versions.env"), []byte(s.Options.VersionsEnv()), 0o644)
+	o := s.Options
+	env := fmt.Sprintf("KUBERNETES_VERSION=%s\nCRICTL_VERSION=%s\nCNI_VERSION=%s\nARCH=%s\n", o.Kubernetes, o.Crictl, o.CNI, o.Arch)
+	return os.WriteFile(filepath.Join(dir, "versions.env"), []byte(env), 0o644)
 }
 
 // ByName returns the download for a payload name.

@@ -75,9 +75,6 @@ type File struct {
 	URL  string `json:"url"`
 }
 
-// SHA256URL is the published checksum of the file.
-func (f File) SHA256URL() string { return f.URL + ".sha256" }
-
 // Files are the five downloads for o, in payload order (o resolved: exact versions).
 func (o *Options) Files() []File {
 	k := fmt.Sprintf("%s/%s/bin/linux/%s/", o.Mirror, o.Kubernetes, o.Arch)
@@ -90,9 +87,4 @@ func (o *Options) Files() []File {
 		{Name: "cni-plugins.tgz", URL: fmt.Sprintf("%s/containernetworking/plugins/releases/download/%s/cni-plugins-linux-%s-%s.tgz",
 			o.GitHubMirror, o.CNI, o.Arch, o.CNI)},
 	}
-}
-
-// VersionsEnv is the payload's versions.env, read by the provisioning scripts.
-func (o *Options) VersionsEnv() string {
-	return fmt.Sprintf("KUBERNETES_VERSION=%s\nCRICTL_VERSION=%s\nCNI_VERSION=%s\nARCH=%s\n", o.Kubernetes, o.Crictl, o.CNI, o.Arch)
 }
