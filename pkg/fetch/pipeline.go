@@ -71,29 +71,26 @@ func stream(src io.Reader, decode bool, out io.Writer) (digest string, written i
 	rec := &errRecorder{r: src}
 	hashed := io.TeeReader(rec, h)
 	buf := make([]byte, copyBuf)
-	if !decode {
-		if written, err = io.CopyBuffer(out, hashed, buf); err != nil {
+	var decodeErr error
+	if decode {
+		dec := bzip2.NewReader(hashed)
+		written, err = io.CopyBuffer(out, dec, buf)
+		dec.Close()
+		switch {
+		case rec.err != nil:
+			return "", written, rec.err
+		case errors.As(err, new(*writeError)):
 			return "", written, err
+		case err != nil:
+			decodeErr = &DecodeError{Err: err}
 		}
-		return hex.EncodeToString(h.Sum(nil)), written, nil
-	}
-	dec := bzip2.NewReader(hashed)
-	written, err = io.CopyBuffer(out, dec, buf)
-	dec.Close()
-	switch {
-	case rec.err != nil:
-		return "", written, rec.err
-	case errors.As(err, new(*writeError)):
+	} else if written, err = io.CopyBuffer(out, hashed, buf); err != nil {
 		return "", written, err
-	case err != nil:
-		// Finish hashing so the caller can tell a tampered download from a damaged original.
-		if _, derr := io.CopyBuffer(io.Discard, hashed, buf); derr != nil {
-			return "", written, derr
-		}
-		return hex.EncodeToString(h.Sum(nil)), written, &DecodeError{Err: err}
 	}
+	// Finish hashing, after a decode error too: the caller can then tell a tampered download from
+	// a damaged original.
 	if _, err := io.CopyBuffer(io.Discard, hashed, buf); err != nil {
 		return "", written, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), written, nil
+	return hex.EncodeToString(h.Sum(nil)), written, decodeErr
 }
