@@ -89,9 +89,7 @@ func Fetch(ctx context.Context, c *httpx.Client, o Options) (*Result, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if !o.InsecureSkipVerify && o.Keyring == nil {
 		return nil, errors.New("no keyring to verify with")
 	}

@@ -5,6 +5,7 @@
 package filelock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -56,10 +57,7 @@ var ErrEnough = errors.New("what the lock's holder makes is already there")
 // Wait takes the lock on f, trying again every Poll while another process holds it, until
 // Options.Until or until ctx ends (its error is returned).
 func Wait(ctx context.Context, f *os.File, m Mode, o Options) error {
-	poll := o.Poll
-	if poll == 0 {
-		poll = 250 * time.Millisecond
-	}
+	poll := cmp.Or(o.Poll, 250*time.Millisecond)
 	for said := false; ; said = true {
 		ok, err := TryLock(f, m)
 		if ok || err != nil {

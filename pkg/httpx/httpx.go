@@ -54,9 +54,7 @@ func (o *Options) Validate() error {
 	o.DownloadTimeout = cmp.Or(o.DownloadTimeout, DefaultDownloadTimeout)
 	o.Backoff = cmp.Or(o.Backoff, DefaultBackoff)
 	o.UserAgent = cmp.Or(o.UserAgent, "flatcar-capo")
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	return o.loadCA()
 }
 

@@ -55,9 +55,7 @@ func Download(ctx context.Context, client *httpx.Client, o Options, log io.Write
 	if !IsExact(o.Kubernetes) {
 		return nil, fmt.Errorf("kubernetes: version %q not resolved (call Options.Resolve first)", o.Kubernetes)
 	}
-	if log == nil {
-		log = io.Discard
-	}
+	log = cmp.Or(log, io.Discard)
 	files := o.Files()
 	set := &Set{Options: o, Files: make([]Downloaded, len(files))}
 	errs := make([]error, len(files))
@@ -167,9 +165,7 @@ func mirrorOf(o Options, url string) (flag, mirror string, configured bool) {
 	if !strings.HasPrefix(url, cmp.Or(o.Mirror, DefaultMirror)) && strings.HasPrefix(url, cmp.Or(o.GitHubMirror, DefaultGitHubMirror)) {
 		flag, mirror, def = "--github-mirror", o.GitHubMirror, DefaultGitHubMirror
 	}
-	if mirror == "" {
-		mirror = def
-	}
+	mirror = cmp.Or(mirror, def)
 	return flag, redact.URL(mirror), strings.TrimSuffix(mirror, "/") != def
 }
 
