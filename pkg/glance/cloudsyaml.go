@@ -116,16 +116,11 @@ func fieldAt(n *yaml.Node, line int, prefix string) string {
 		if prefix != "" {
 			path = prefix + "." + k.Value
 		}
-		if v.Line == line || k.Line == line && v.Kind != yaml.MappingNode {
-			if v.Kind == yaml.MappingNode {
-				if inner := fieldAt(v, line, path); inner != "" {
-					return inner
-				}
-			}
-			return path
-		}
-		if inner := fieldAt(v, line, path); inner != "" {
+		if inner := fieldAt(v, line, path); inner != "" { // only a mapping has fields inside
 			return inner
+		}
+		if v.Line == line || k.Line == line && v.Kind != yaml.MappingNode {
+			return path
 		}
 	}
 	return ""

@@ -67,11 +67,7 @@ func (e CloudErrors) Error() string {
 // (errs.ErrInvalid, exit 2) only when every cloud failed on its configuration; when one failed
 // on the work, the others' configuration errors are still reported but not marked.
 func (e CloudErrors) Unwrap() []error {
-	all := len(e) > 0
-	for _, err := range e {
-		all = all && errors.Is(err, errs.ErrInvalid)
-	}
-	if all {
+	if len(e) > 0 && !slices.ContainsFunc(e, func(err error) bool { return !errors.Is(err, errs.ErrInvalid) }) {
 		return e
 	}
 	out := make([]error, len(e))
