@@ -57,20 +57,11 @@ func ParseArch(a string) (string, error) {
 	return "", errs.Invalidf("invalid --arch: unknown arch %q; valid: %s (use amd64 (x86-64) or arm64)", a, strings.Join(Arches, ", "))
 }
 
-// ValidateServer accepts an http(s) URL with a host, {channel} replaced by channel.
-func ValidateServer(server, channel string) error {
-	u, err := url.Parse(strings.ReplaceAll(server, "{channel}", channel))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errs.Invalidf("invalid --release-server %q: want an http(s) URL such as %s", server, DefaultServer)
-	}
-	return nil
-}
-
 // ValidateImage accepts qemu, qemu_uefi and openstack.
 func ValidateImage(i string) error { return oneOf("image", i, Images) }
 
-// ValidateVersion accepts "current", a pinned X.Y.Z, and on lts "current-YYYY".
-func ValidateVersion(channel, v string) error {
+// validateVersion accepts "current", a pinned X.Y.Z, and on lts "current-YYYY".
+func validateVersion(channel, v string) error {
 	switch {
 	case v == Current, versionRe.MatchString(v):
 		return nil
@@ -94,7 +85,8 @@ type Release struct {
 	Version string // a number, or an alias before resolution
 }
 
-// Validate checks every field (an empty Server is DefaultServer).
+// Validate checks every field (an empty Server is DefaultServer; any other must be an http(s) URL
+// with a host once {channel} is replaced).
 func (r Release) Validate() error {
 	if err := ValidateChannel(r.Channel); err != nil {
 		return errs.Invalidf("invalid --channel: %w", err)
@@ -103,11 +95,12 @@ func (r Release) Validate() error {
 		return errs.Invalidf("invalid --arch: %w", err)
 	}
 	if r.Server != "" {
-		if err := ValidateServer(r.Server, r.Channel); err != nil {
-			return err
+		u, err := url.Parse(strings.ReplaceAll(r.Server, "{channel}", r.Channel))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errs.Invalidf("invalid --release-server %q: want an http(s) URL such as %s", r.Server, DefaultServer)
 		}
 	}
-	if err := ValidateVersion(r.Channel, r.Version); err != nil {
+	if err := validateVersion(r.Channel, r.Version); err != nil {
 		return errs.Invalidf("invalid --version: %w", err)
 	}
 	return nil
