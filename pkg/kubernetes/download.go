@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -78,10 +79,8 @@ func Download(ctx context.Context, client *httpx.Client, o Options, log io.Write
 		return nil, err
 	}
 	// A checksum mismatch is the most important message: report it before network errors.
-	for _, err := range errs {
-		if errors.As(err, new(*ChecksumError)) {
-			return nil, err
-		}
+	if i := slices.IndexFunc(errs, func(err error) bool { return errors.As(err, new(*ChecksumError)) }); i >= 0 {
+		return nil, errs[i]
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
