@@ -103,19 +103,14 @@ func sendfileBody(ctx context.Context, f *os.File, size int64, rep progress.Repo
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, nil, err
 	}
-	type result struct {
-		sum string
-		err error
-	}
-	hashed := make(chan result, 1)
-	go func() {
-		sum, err := hashData(ctx, func() (io.ReaderAt, io.Closer, error) { return f, io.NopCloser(nil), nil }, size, "sha512", progress.None)
-		hashed <- result{sum, err}
-	}()
+	var sum string
+	var hashErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		sum, hashErr = hashData(ctx, func() (io.ReaderAt, io.Closer, error) { return f, io.NopCloser(nil), nil }, size, "sha512", progress.None)
+	})
 	stop := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() { // progress: the file position is how far sendfile got
-		defer close(stopped)
+	wg.Go(func() { // progress: the file position is how far sendfile got
 		var last int64
 		report := func() {
 			if pos, err := f.Seek(0, io.SeekCurrent); err == nil && pos > last {
@@ -134,17 +129,12 @@ func sendfileBody(ctx context.Context, f *os.File, size int64, rep progress.Repo
 				report()
 			}
 		}
-	}()
-	var once sync.Once
-	var r result
-	wait := func() (string, error) { // idempotent: called on success and deferred for failures
-		once.Do(func() {
-			close(stop)
-			<-stopped
-			r = <-hashed
-		})
-		return r.sum, r.err
-	}
+	})
+	wait := sync.OnceValues(func() (string, error) { // called on success and deferred for failures
+		close(stop)
+		wg.Wait()
+		return sum, hashErr
+	})
 	return &io.LimitedReader{R: f, N: size}, wait, nil
 }
 
