@@ -79,13 +79,6 @@ func (r *Request) wait() time.Duration {
 
 func (r *Request) log() io.Writer { return cmp.Or(r.Log, io.Discard) }
 
-// withProgress runs do with the reporter of one transfer.
-func (r *Request) withProgress(label string, do func(rep progress.Reporter) (string, error)) (string, error) {
-	rep := r.Progress.Start(label, r.Size)
-	defer rep.Finish()
-	return do(rep)
-}
-
 func (r *Request) opener() Opener {
 	if r.Open != nil {
 		return r.Open
@@ -359,9 +352,9 @@ func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image,
 
 // fillImage sends the data of image id, waits until it is active and compares the hashes.
 func fillImage(ctx context.Context, c *Cloud, req *Request, id string) (*images.Image, error) {
-	sum, err := req.withProgress("upload to "+c.Label(), func(rep progress.Reporter) (string, error) {
-		return putData(ctx, c, id, req.opener(), req.Size, rep)
-	})
+	rep := req.Progress.Start("upload to "+c.Label(), req.Size)
+	sum, err := putData(ctx, c, id, req.opener(), req.Size, rep)
+	rep.Finish()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -550,9 +543,9 @@ func (h *hashCache) get(ctx context.Context, req *Request, algo, label string) (
 	if s, ok := h.sums.Load(algo); ok {
 		return s.(string), nil
 	}
-	sum, err := req.withProgress("hash "+label, func(rep progress.Reporter) (string, error) {
-		return hashData(ctx, req.opener(), req.Size, algo, rep)
-	})
+	rep := req.Progress.Start("hash "+label, req.Size)
+	sum, err := hashData(ctx, req.opener(), req.Size, algo, rep)
+	rep.Finish()
 	if err != nil {
 		return "", err
 	}
