@@ -152,27 +152,24 @@ func newTransport(tlsConfig *tls.Config) *http.Transport {
 // authError turns an authentication failure into a message that says what to check, without
 // ever echoing the credentials.
 func authError(label, authURL string, err error) error {
+	var ue gophercloud.ErrUnexpectedResponseCode
+	isHTTP := errors.As(err, &ue)
 	switch {
 	case gophercloud.ResponseCodeIs(err, http.StatusUnauthorized):
 		// Keystone's own words may say more (a locked account, an expired password): a short,
 		// redacted excerpt, since an echoing proxy may fill the body with the request.
 		said := ""
-		var ue gophercloud.ErrUnexpectedResponseCode
-		if errors.As(err, &ue) && len(ue.Body) > 0 {
+		if isHTTP && len(ue.Body) > 0 {
 			said = ": the server said: " + redact.Excerpt(ue.Body, 200)
 		}
 		return &shownError{fmt.Sprintf("cloud %s: authentication at %s was refused (HTTP 401): check the user name, password or application credential, and the user/project domain%s", label, authURL, said), err}
 	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
 		return fmt.Errorf("cloud %s: %s is not a Keystone v3 endpoint (HTTP 404): check auth_url", label, authURL)
-	}
-	var netErr net.Error // *net.OpError included
-	if errors.As(err, &netErr) {
+	case errors.As(err, new(net.Error)): // *net.OpError included
 		return &shownError{fmt.Sprintf("cloud %s: Keystone at %s is unreachable: %s", label, authURL, redact.String(err.Error())), err}
-	}
-	// gophercloud's message carries the whole body, which an echoing proxy fills with the
-	// request (the password) and a captive portal with a page of HTML.
-	var ue gophercloud.ErrUnexpectedResponseCode
-	if errors.As(err, &ue) {
+	case isHTTP:
+		// gophercloud's message carries the whole body, which an echoing proxy fills with the
+		// request (the password) and a captive portal with a page of HTML.
 		return &shownError{fmt.Sprintf("cloud %s: authenticating at %s: HTTP %d: %s", label, authURL, ue.Actual, redact.Excerpt(ue.Body, 300)), err}
 	}
 	return &shownError{fmt.Sprintf("cloud %s: authenticating at %s: %s", label, authURL, redact.String(err.Error())), err}
