@@ -33,10 +33,8 @@ func (o Options) trust(cfg *tls.Config) *tls.Config {
 	if len(o.caPEM) == 0 {
 		return cfg
 	}
-	if cfg == nil {
+	if cfg = cfg.Clone(); cfg == nil {
 		cfg = &tls.Config{}
-	} else {
-		cfg = cfg.Clone()
 	}
 	pool := cfg.RootCAs
 	if pool == nil {
