@@ -1,7 +1,6 @@
 package glance
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
@@ -45,13 +44,11 @@ func oneCloudYAML(path, name string) ([]byte, error) {
 	if err := entry.Decode(&plain); err != nil {
 		return nil, errs.Invalidf("cloud %q in %s: %s", name, path, hideValues(err.Error()))
 	}
-	out := map[string]map[string]any{"clouds": {name: plain}}
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	if err := enc.Encode(out); err != nil {
+	b, err := yaml.Marshal(map[string]map[string]any{"clouds": {name: plain}})
+	if err != nil {
 		return nil, fmt.Errorf("cloud %q in %s: %w", name, path, err)
 	}
-	return b.Bytes(), nil
+	return b, nil
 }
 
 // lookup follows mapping keys from a document node.
