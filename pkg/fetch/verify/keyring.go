@@ -5,11 +5,11 @@ package verify
 import (
 	"bytes"
 	"fmt"
-	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/keys"
 )
 
@@ -46,4 +46,23 @@ func LoadKeyring(path string) (*Keyring, error) {
 		return nil, errs.Invalidf("keyring %s holds no key", path)
 	}
 	return &Keyring{Entities: el, Source: "keyring " + path}, nil
+}
+
+// KeyringInForce is the keyring --keyring and --insecure-skip-verify give: path's (it
+// replaces the embedded Flatcar key), else the embedded one; nil when insecure.
+func KeyringInForce(path string, insecure bool) (*Keyring, error) {
+	if insecure {
+		return nil, nil
+	}
+	var k *Keyring
+	var err error
+	if path != "" {
+		k, err = LoadKeyring(path)
+	} else {
+		k, err = EmbeddedKeyring()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--keyring: %w", err)
+	}
+	return k, nil
 }
