@@ -4,7 +4,12 @@
 package release
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
+	"encoding/hex"
+	"fmt"
+	"io"
 	"net/url"
 	"regexp"
 	"slices"
@@ -123,3 +128,118 @@ func (r Release) URL(file string) string { return r.DirURL() + file }
 
 // VersionFile is the file in a release directory that names the version it holds.
 const VersionFile = "version.txt"
+
+// Compression of the downloaded image.
+const (
+	CompressionNone  = "none" // flatcar_production_<image>_image.img, a qcow2 (since stable 3602.2.0)
+	CompressionBzip2 = "bz2"  // ...img.bz2, written by lbzip2
+)
+
+// ImageFile is the published name of an image: flatcar_production_<image>_image.img, plus ".bz2"
+// for the bzip2-compressed download.
+func ImageFile(image, compression string) string {
+	name := "flatcar_production_" + image + "_image.img"
+	if compression == CompressionBzip2 {
+		name += ".bz2"
+	}
+	return name
+}
+
+// Every artifact X has these companions on the server.
+const (
+	DigestsSuffix       = ".DIGESTS"     // MD5, SHA1 and SHA512 sections
+	SignedDigestsSuffix = ".DIGESTS.asc" // the same, clear-signed
+	SignatureSuffix     = ".sig"         // detached signature of X
+)
+
+// Artifact lists the URLs that make up one downloadable file.
+type Artifact struct {
+	File          string `json:"file"`
+	URL           string `json:"url"`
+	DigestsURL    string `json:"digestsUrl"`
+	SignedDigests string `json:"signedDigestsUrl"`
+	SignatureURL  string `json:"signatureUrl"`
+}
+
+// Artifact returns the URLs of file in release r.
+func (r Release) Artifact(file string) Artifact {
+	return Artifact{
+		File:          file,
+		URL:           r.URL(file),
+		DigestsURL:    r.URL(file + DigestsSuffix),
+		SignedDigests: r.URL(file + SignedDigestsSuffix),
+		SignatureURL:  r.URL(file + SignatureSuffix),
+	}
+}
+
+// ParseVersionTxt reads version.txt, shell KEY=VALUE lines (FLATCAR_VERSION=4230.2.3, ...), and
+// returns FLATCAR_VERSION after checking it is a release number.
+func ParseVersionTxt(r io.Reader) (string, error) {
+	vars := map[string]string{}
+	sc := bufio.NewScanner(io.LimitReader(r, 64<<10))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			vars[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	v, ok := vars["FLATCAR_VERSION"]
+	if !ok {
+		return "", fmt.Errorf("version.txt has no FLATCAR_VERSION")
+	}
+	if !versionRe.MatchString(v) {
+		return "", fmt.Errorf("version.txt has FLATCAR_VERSION=%q, not a release number", v)
+	}
+	return v, nil
+}
+
+// Digests is a parsed DIGESTS file: algorithm ("SHA512") -> file name -> lower-case hex digest.
+type Digests map[string]map[string]string
+
+// ParseDigests reads the "# <ALGO> HASH" sections of a DIGESTS file, each followed by lines
+// "<hex>  <file>".
+func ParseDigests(b []byte) (Digests, error) {
+	d := Digests{}
+	algo := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "#"):
+			f := strings.Fields(strings.TrimPrefix(line, "#"))
+			algo = ""
+			if len(f) == 2 && strings.EqualFold(f[1], "HASH") {
+				algo = strings.ToUpper(f[0])
+			}
+		case algo != "":
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				return nil, fmt.Errorf("DIGESTS: malformed line %q", line)
+			}
+			if _, err := hex.DecodeString(f[0]); err != nil {
+				return nil, fmt.Errorf("DIGESTS: %s digest of %s is not hex", algo, f[1])
+			}
+			if d[algo] == nil {
+				d[algo] = map[string]string{}
+			}
+			d[algo][f[1]] = strings.ToLower(f[0])
+		}
+	}
+	return d, sc.Err()
+}
+
+// SHA512 returns the SHA512 digest listed for file.
+func (d Digests) SHA512(file string) (string, error) {
+	h, ok := d["SHA512"][file]
+	if !ok {
+		return "", fmt.Errorf("DIGESTS lists no SHA512 for %s", file)
+	}
+	if len(h) != 128 {
+		return "", fmt.Errorf("DIGESTS: SHA512 of %s has %d hex digits, want 128", file, len(h))
+	}
+	return h, nil
+}
