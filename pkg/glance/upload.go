@@ -515,12 +515,7 @@ func ids(imgs []images.Image) string {
 	return strings.Join(s, ", ")
 }
 
-func short(h string) string {
-	if len(h) > 16 {
-		return h[:16]
-	}
-	return h
-}
+func short(h string) string { return h[:min(len(h), 16)] }
 
 // hashCache computes the file's hash once per algorithm, however many clouds ask.
 // KnownHash hands over a hash of the file the caller already has (build's record step hashed

@@ -233,9 +233,7 @@ func Excerpt(body []byte, max int) string {
 
 func looksHTML(s string) bool {
 	head := strings.ToLower(strings.TrimSpace(s))
-	if len(head) > 512 {
-		head = head[:512]
-	}
+	head = head[:min(len(head), 512)]
 	return strings.HasPrefix(head, "<!doctype html") || strings.HasPrefix(head, "<html") || strings.Contains(head, "<body") || strings.Contains(head, "<head")
 }
 
