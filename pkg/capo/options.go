@@ -28,7 +28,7 @@ func SysextURL(flavor, url string) (string, error) {
 	if flavor != FlavorSysext {
 		return "", errs.Invalidf("--sysext-url is for --flavor sysext (the other flavors download nothing at boot)")
 	}
-	if !isHTTP(url) {
+	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
 		return "", errs.Invalidf("--sysext-url %q: want the http(s) URL of the directory serving kubernetes-<version>-<arch>.raw", url)
 	}
 	if err := sysext.OneLineURL("--sysext-url", url); err != nil {
@@ -64,10 +64,6 @@ func (o SysextHashOptions) Validate() error {
 		return errs.Invalidf("--insecure-no-hash and --sysext contradict each other: --sysext gives the hash")
 	}
 	return nil
-}
-
-func isHTTP(url string) bool {
-	return strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")
 }
 
 // DefaultSysextArch is the sysext flavor's architecture when nothing names one.

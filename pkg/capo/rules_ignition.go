@@ -111,7 +111,7 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 			}
 		}
 		switch {
-		case ok && isMetadataProviderID(id):
+		case ok && (id == "openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}" || id == "openstack:///$${COREOS_OPENSTACK_INSTANCE_UUID}"):
 			usesMetadata = true
 		case ok:
 			add(RuleProviderID, argPath, "provider-id is %q, not openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}", id)
@@ -131,10 +131,6 @@ func lineOf(lines []string, n int) string {
 		return ""
 	}
 	return lines[n-1]
-}
-
-func isMetadataProviderID(v string) bool {
-	return v == "openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}" || v == "openstack:///$${COREOS_OPENSTACK_INSTANCE_UUID}"
 }
 
 // clcLineOffset maps a line of additionalConfig to a line of the file: exact for block

@@ -113,18 +113,15 @@ func recordGlanceValues(file string) (glance.RecordValues, error) {
 // printUploads says what each cloud got on stderr and prints its image ID on w.
 func printUploads(stderr, w io.Writer, results []*glance.Result) error {
 	for _, r := range results {
-		fmt.Fprintf(stderr, "%s: %s %s (%s, %s, %s %s)\n", cloudLabel(r), r.Action, r.ID, r.DiskFormat,
+		label := r.Cloud
+		if r.Region != "" {
+			label += "/" + r.Region
+		}
+		fmt.Fprintf(stderr, "%s: %s %s (%s, %s, %s %s)\n", label, r.Action, r.ID, r.DiskFormat,
 			progress.Bytes(r.Size), r.HashAlgo, r.Checksum)
 		fmt.Fprintln(w, r.ID)
 	}
 	return nil
-}
-
-func cloudLabel(r *glance.Result) string {
-	if r.Region == "" {
-		return r.Cloud
-	}
-	return r.Cloud + "/" + r.Region
 }
 
 // lockedWriter serialises the notes of concurrent uploads line by line.

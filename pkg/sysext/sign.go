@@ -55,18 +55,14 @@ func LoadSigningKey(path string) (*openpgp.Entity, error) {
 	if e.PrivateKey == nil {
 		return nil, errs.Invalidf("--sign-key %s is a public key; give the private key: gpg --export-secret-keys --armor KEYID", path)
 	}
-	if _, ok := e.SigningKey(time.Now()); !ok {
+	sk, ok := e.SigningKey(time.Now())
+	if !ok {
 		return nil, errs.Invalidf("--sign-key %s (%X) has no signing key valid now (expired or revoked?); extend it (gpg --quick-set-expire) or use another", path, e.PrimaryKey.Fingerprint)
 	}
-	if e.PrivateKey.Encrypted || signingKeyEncrypted(e) {
+	if e.PrivateKey.Encrypted || sk.PrivateKey != nil && sk.PrivateKey.Encrypted {
 		return nil, errs.Invalidf("--sign-key %s is passphrase-protected; give the signing job an unprotected export (gpg --export-secret-keys with an empty passphrase, stored 0600)", path)
 	}
 	return e, nil
-}
-
-func signingKeyEncrypted(e *openpgp.Entity) bool {
-	k, ok := e.SigningKey(time.Now())
-	return ok && k.PrivateKey != nil && k.PrivateKey.Encrypted
 }
 
 // SignDetached is a binary detached signature of data (SHA-256), what gpg --detach-sign writes.
