@@ -27,7 +27,6 @@ var ImageRefs = []string{ImageRefFilter, ImageRefID, ImageRefORC}
 type ImageSource struct {
 	URL        string
 	SHA512     string // hex
-	DiskFormat string // qcow2 (default) or raw
 	Arch       string // amd64 or arm64 (Glance's architecture property)
 	MinDiskGiB int
 	MinRAMMiB  int
@@ -105,10 +104,6 @@ spec:
 	if !sha512Hex.MatchString(src.SHA512) {
 		return "", fmt.Errorf("--image-source needs the image's sha512 (128 hex digits) for ORC's download hash: give --from-record BUILD.json or --image-sha512")
 	}
-	format := src.DiskFormat
-	if format == "" {
-		format = "qcow2"
-	}
 	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64", "": "x86_64"}[src.Arch]
 	if arch == "" {
 		return "", fmt.Errorf("unknown architecture %q in the build record: amd64 or arm64", src.Arch)
@@ -133,13 +128,13 @@ spec:
         qemuGuestAgent: true
     content:
       containerFormat: bare
-      diskFormat: %s
+      diskFormat: qcow2
       download:
         url: %s
         hash:
           algorithm: sha512
           value: %s
-`, format, src.URL, src.SHA512)
+`, src.URL, src.SHA512)
 	return b.String(), nil
 }
 

@@ -51,8 +51,7 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 		},
 	}
 	addReleaseImageFlags(cmd.Flags(), &rf)
-	addKubernetesVersionFlag(cmd.Flags(), &ko.Kubernetes, "")
-	cmd.Flags().Lookup("kubernetes-version").Usage = "also resolve this " + kubernetesVersionHelp
+	cmd.Flags().StringVar(&ko.Kubernetes, "kubernetes-version", "", "also resolve this "+kubernetesVersionHelp)
 	cmd.Flags().StringVar(&ko.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where --kubernetes-version's stable.txt / stable-1.NN.txt and the binaries are")
 	cmd.Flags().StringVar(&ko.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces https://github.com for crictl and the CNI plugins")
 	AddOutputFlag(cmd.Flags())

@@ -66,19 +66,14 @@ func addCacheFlag(fs *pflag.FlagSet, dir *string) {
 
 const kubernetesVersionHelp = "Kubernetes: stable (release/stable.txt of --kubernetes-mirror), a minor such as 1.36 (its latest patch, release/stable-1.36.txt), or an exact " + kubernetes.ExampleVersion
 
-// addKubernetesVersionFlag is --kubernetes-version with the forms every command takes.
-func addKubernetesVersionFlag(f *pflag.FlagSet, p *string, def string) {
-	help := kubernetesVersionHelp
-	if def == "" {
-		help += " (required)"
-	}
-	f.StringVar(p, "kubernetes-version", def, help)
-}
-
 // addKubernetesFlags registers the versions and mirrors of the Kubernetes downloads (build and
 // sysext create); version is --kubernetes-version's default ("" makes it required).
 func addKubernetesFlags(fs *pflag.FlagSet, k *kubernetes.Options, version string) {
-	addKubernetesVersionFlag(fs, &k.Kubernetes, version)
+	help := kubernetesVersionHelp
+	if version == "" {
+		help += " (required)"
+	}
+	fs.StringVar(&k.Kubernetes, "kubernetes-version", version, help)
 	AlsoFromEnv(fs, "kubernetes-version", "KUBERNETES_VERSION")
 	fs.StringVar(&k.Crictl, "crictl-version", "", "cri-tools release for crictl (default v<minor>.0 of the resolved Kubernetes, as image-builder)")
 	fs.StringVar(&k.CNI, "cni-version", "", "containernetworking/plugins release (default: one that fits the Kubernetes minor, "+kubernetes.DefaultCNIVersion+" for 1.33+)")
