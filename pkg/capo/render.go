@@ -11,6 +11,7 @@ import (
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 )
 
 // CAPI API versions a template can be rendered for.
@@ -91,7 +92,7 @@ func Render(opts RenderOptions) (*Rendered, error) {
 }
 
 func render(opts RenderOptions) (*Rendered, error) {
-	if err := opts.Trust.validate(); err != nil {
+	if err := images.ValidateProxies(opts.Trust.HTTPProxy, opts.Trust.HTTPSProxy, opts.Trust.NoProxy); err != nil {
 		return nil, err
 	}
 	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI, opts.ClusterClass,
