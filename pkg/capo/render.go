@@ -49,7 +49,7 @@ type RenderOptions struct {
 	// keyring as systemd-sysupdate's.
 	SysupdateKeyring []byte
 	// SysextArch is the sysext flavor's architecture in systemd's spelling (x86-64, arm64;
-	// DefaultSysextArch when empty): it names the file downloaded at boot (SysextArchOf).
+	// DefaultSysextArch when empty): it names the file downloaded at boot (SysextFlags.arch).
 	SysextArch string
 	// WithoutAPILoadBalancer renders CAPO's without-lb variant: no Octavia load balancer, the
 	// API server's floating IP on the one control plane machine.

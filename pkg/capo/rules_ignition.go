@@ -43,12 +43,18 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		// References without a default are checked with a sample value of their shape.
 		res := l.transpile(withSampleValues(src))
 		node, _ := d.walk(b.path.Child(acPath...))
-		offset, exact := clcLineOffset(node)
+		// A line of additionalConfig maps exactly to a line of the file for block scalars (| or
+		// >), whose content starts on the line after the indicator.
+		exact := node != nil && node.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0
 		strict, _ := get(b.spec, "ignition", "containerLinuxConfig", "strict")
 		lines := strings.Split(src, "\n")
 		for _, is := range res.Issues {
 			rule, msg := RuleCLCInvalid, "additionalConfig: "+is.String()
-			_, unresolved, _ := ResolveDefaults(lineOf(lines, is.Line))
+			line := ""
+			if is.Line >= 1 && is.Line <= len(lines) {
+				line = lines[is.Line-1]
+			}
+			_, unresolved, _ := ResolveDefaults(line)
 			switch {
 			case is.Severity == "error" && len(unresolved) > 0:
 				// A sample value of the wrong type, not the value the node gets.
@@ -63,7 +69,7 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 			}
 			f := newFinding(d, rule, b.path.Child(acPath...), msg)
 			if is.Line > 0 && exact {
-				f.Line = offset + is.Line
+				f.Line = node.Line + is.Line
 			}
 			out = append(out, f)
 		}
@@ -123,23 +129,6 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		add(RuleEnvsubst, Path{"preKubeadmCommands"}, "the kubeadm configuration references ${COREOS_OPENSTACK_*} but no preKubeadmCommand runs envsubst on /etc/kubeadm.yml")
 	}
 	return out
-}
-
-// lineOf is line n (from 1) of lines, "" when there is none.
-func lineOf(lines []string, n int) string {
-	if n < 1 || n > len(lines) {
-		return ""
-	}
-	return lines[n-1]
-}
-
-// clcLineOffset maps a line of additionalConfig to a line of the file: exact for block
-// scalars (| or >), whose content starts on the line after the indicator.
-func clcLineOffset(n *yaml.Node) (int, bool) {
-	if n == nil {
-		return 0, false
-	}
-	return n.Line, n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0
 }
 
 // unitSettings collects the [Unit]/[Service] assignments of kubeadm.service from its contents

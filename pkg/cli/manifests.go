@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -147,25 +146,19 @@ func printManifests(cmd *cobra.Command, rep manifestsReport) error {
 		}
 		return Report(cmd, rep, nil)
 	}
-	if rep.OutputFile == "" {
-		if _, err := cmd.OutOrStdout().Write(rep.Rendered.Manifest); err != nil {
-			return err
-		}
+	w := cmd.ErrOrStderr()
+	if rep.OutputFile != "" {
+		fmt.Fprintf(w, "Wrote %s\n", rep.OutputFile)
+	} else if _, err := cmd.OutOrStdout().Write(rep.Rendered.Manifest); err != nil {
+		return err
 	}
-	return printManifestsSummary(cmd.ErrOrStderr(), rep)
-}
-
-func printManifestsSummary(w io.Writer, r manifestsReport) error {
-	if r.OutputFile != "" {
-		fmt.Fprintf(w, "Wrote %s\n", r.OutputFile)
-	}
-	fmt.Fprintf(w, "Flavor %s.\n", r.Flavor)
-	fmt.Fprintf(w, "Validated %d documents against the CAPI/CAPO API types; additionalConfig translates to valid Ignition 2.3.\n", len(r.Documents))
-	for _, u := range r.UserData {
+	fmt.Fprintf(w, "Flavor %s.\n", rep.Flavor)
+	fmt.Fprintf(w, "Validated %d documents against the CAPI/CAPO API types; additionalConfig translates to valid Ignition 2.3.\n", len(rep.Documents))
+	for _, u := range rep.UserData {
 		fmt.Fprintf(w, "User-data estimate: %s %d of %d bytes\n", u.Document, u.Bytes, u.Limit)
 	}
-	if len(r.Missing) > 0 {
-		fmt.Fprintf(w, "Still to set (clusterctl generate cluster, or --set): %s\n", strings.Join(r.Missing, ", "))
+	if len(rep.Missing) > 0 {
+		fmt.Fprintf(w, "Still to set (clusterctl generate cluster, or --set): %s\n", strings.Join(rep.Missing, ", "))
 	} else {
 		fmt.Fprintln(w, "Every variable is set: the output is a manifest for kubectl apply.")
 	}

@@ -163,11 +163,11 @@ func Publish(dir string, o PublishOptions) (*Published, error) {
 	var sums []string
 	minors := map[string]string{} // minor -> a version of that minor
 	for _, name := range raws {
-		sums, _, err := digest.Files(filepath.Join(dir, name), sha256.New(), sha512.New())
+		h, _, err := digest.Files(filepath.Join(dir, name), sha256.New(), sha512.New())
 		if err != nil {
 			return nil, err
 		}
-		s := PublishedSysext{File: name, SHA256: sums[0], SHA512: sums[1]}
+		s := PublishedSysext{File: name, SHA256: h[0], SHA512: h[1]}
 		if m := kubernetesRaw.FindStringSubmatch(name); m != nil {
 			s.Version = m[1]
 			minors[minor(m[1])] = m[1]
