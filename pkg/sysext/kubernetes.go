@@ -77,14 +77,6 @@ func (o CreateOptions) Validate() error {
 	return nil
 }
 
-// Apply sets in's release ID and compression from o.
-func (o CreateOptions) Apply(in *KubernetesInput) {
-	in.ReleaseID, in.Compression = o.ReleaseID, o.Compression
-	if o.Compression == "gzip" {
-		in.CompressionLevel = o.Level
-	}
-}
-
 var versionPattern = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 
 // ValidVersion checks a Kubernetes version as the release server spells it (v1.33.4).
