@@ -82,13 +82,11 @@ func (n NodeTrust) edit(clc string) (string, error) {
 		}
 	}
 	if files.Len() > 0 {
-		if strings.HasPrefix(clc, "storage:\n  files:\n") {
-			clc = "storage:\n  files:\n" + files.String() + strings.TrimPrefix(clc, "storage:\n  files:\n")
-		} else if strings.HasPrefix(clc, "storage:\n") {
+		const sec = "storage:\n  files:\n"
+		if strings.HasPrefix(clc, "storage:\n") && !strings.HasPrefix(clc, sec) {
 			return "", fmt.Errorf("embedded CLC: storage without files first")
-		} else {
-			clc = "storage:\n  files:\n" + files.String() + clc
 		}
+		clc = sec + files.String() + strings.TrimPrefix(clc, sec)
 	}
 	if units.Len() > 0 {
 		const sec = "systemd:\n  units:\n"

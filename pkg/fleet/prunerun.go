@@ -53,19 +53,16 @@ func Prune(ctx context.Context, r PruneRequest) (*PruneReport, error) {
 	if cat == nil {
 		cat = &GlanceCatalog{}
 	}
-	var imgs []Image
+	var imgs, unsure []Image
 	var errs []error
 	for _, cl := range c.Clouds {
 		some, err := cat.Images(ctx, cl)
+		unsure = append(unsure, cat.UnsureImages()[cl]...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cloud %s: %w", cl, err))
 			continue
 		}
 		imgs = append(imgs, filterImages(some, c, opts.Versions)...)
-	}
-	var unsure []Image
-	for _, cl := range c.Clouds {
-		unsure = append(unsure, cat.UnsureImages()[cl]...)
 	}
 	ds := Decide(imgs, unsure, c.Keep, r.Hide, prot)
 	if !opts.DryRun() {
