@@ -78,7 +78,17 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		}
 	}
 	if additional != nil || !hasAC {
-		units := kubeadmUnitSettings(additional)
+		units := unitSettings{}
+		if additional != nil {
+			for _, u := range additional.Systemd.Units {
+				if u.Name == "kubeadm.service" {
+					units.parse(u.Contents)
+					for _, dr := range u.Dropins {
+						units.parse(dr.Contents)
+					}
+				}
+			}
+		}
 		if !units.has("After", "containerd.service") {
 			add(RuleKubeadmOrdering, acPath, "no kubeadm.service unit or drop-in in additionalConfig has After=containerd.service%s", units.found("After"))
 		}
@@ -134,23 +144,6 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 // unitSettings collects the [Unit]/[Service] assignments of kubeadm.service from its contents
 // and drop-ins, key -> values (space-separated lists split).
 type unitSettings map[string][]string
-
-func kubeadmUnitSettings(cfg *igntypes.Config) unitSettings {
-	s := unitSettings{}
-	if cfg == nil {
-		return s
-	}
-	for _, u := range cfg.Systemd.Units {
-		if u.Name != "kubeadm.service" {
-			continue
-		}
-		s.parse(u.Contents)
-		for _, d := range u.Dropins {
-			s.parse(d.Contents)
-		}
-	}
-	return s
-}
 
 func (s unitSettings) parse(contents string) {
 	for _, line := range strings.Split(contents, "\n") {
