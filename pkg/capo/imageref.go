@@ -156,13 +156,10 @@ func (o ImageRefOptions) Validate() error {
 	if o.Ref == ImageRefID && o.ID == "" && o.SetID == "" {
 		return errs.Invalidf("--image-ref id needs the Glance ID: --image-id ID, or --from-record of a build that uploaded (--cloud)")
 	}
-	if o.Source == nil {
-		if o.SHA512Given {
-			return errs.Invalidf("--image-sha512 is for --image-source")
-		}
-		return nil
+	if o.Source == nil && o.SHA512Given {
+		return errs.Invalidf("--image-sha512 is for --image-source")
 	}
-	if o.Source.SHA512 == "" {
+	if o.Source != nil && o.Source.SHA512 == "" {
 		return errs.Invalidf("--image-source needs the image's sha512 for ORC's download hash: --from-record BUILD.json or --image-sha512 HEX")
 	}
 	return nil

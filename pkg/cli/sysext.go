@@ -197,10 +197,7 @@ func printSysextReport(w io.Writer, r *sysext.Report) error {
 		data = "all file data decompressed without error"
 	}
 	fmt.Fprintf(w, "Data:        %s\n", data)
-	verdict := "NO"
-	if r.WouldMerge {
-		verdict = "yes"
-	}
+	verdict := map[bool]string{true: "yes", false: "NO"}[r.WouldMerge]
 	fmt.Fprintf(w, "Would merge: %s, against %s: %s\n", verdict, r.Host.Source, r.Reason)
 	return nil
 }

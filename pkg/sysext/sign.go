@@ -23,8 +23,8 @@ const SignatureFile = "SHA256SUMS.gpg"
 // systemd 257+ still reads this legacy name after import-pubring.pgp.
 const ImportPubring = "/etc/systemd/import-pubring.gpg"
 
-// readKeys reads an armored or binary OpenPGP key file.
-func readKeys(flag, path string) (openpgp.EntityList, error) {
+// readKey reads an armored or binary OpenPGP key file holding one key.
+func readKey(flag, path string) (*openpgp.Entity, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, errs.Invalidf("%s: %v", flag, err)
@@ -42,16 +42,15 @@ func readKeys(flag, path string) (openpgp.EntityList, error) {
 	if len(el) > 1 {
 		return nil, errs.Invalidf("%s %s holds %d keys; export just the one: gpg --export[-secret-keys] KEYID", flag, path, len(el))
 	}
-	return el, nil
+	return el[0], nil
 }
 
 // LoadSigningKey reads --sign-key: one unprotected OpenPGP private key that can sign now.
 func LoadSigningKey(path string) (*openpgp.Entity, error) {
-	el, err := readKeys("--sign-key", path)
+	e, err := readKey("--sign-key", path)
 	if err != nil {
 		return nil, err
 	}
-	e := el[0]
 	if e.PrivateKey == nil {
 		return nil, errs.Invalidf("--sign-key %s is a public key; give the private key: gpg --export-secret-keys --armor KEYID", path)
 	}
@@ -77,15 +76,15 @@ func SignDetached(e *openpgp.Entity, data []byte) ([]byte, error) {
 // PublicKeyring reads --sysupdate-key (a public key, armored or binary) and returns it as the
 // binary keyring gpg --keyring reads (an armored file is not a keyring to gpg).
 func PublicKeyring(path string) ([]byte, error) {
-	el, err := readKeys("--sysupdate-key", path)
+	e, err := readKey("--sysupdate-key", path)
 	if err != nil {
 		return nil, err
 	}
-	if el[0].PrivateKey != nil {
+	if e.PrivateKey != nil {
 		return nil, errs.Invalidf("--sysupdate-key %s holds a private key, which must not go onto nodes; give the public key: gpg --export KEYID > sysupdate.pub", path)
 	}
 	var b bytes.Buffer
-	if err := el[0].Serialize(&b); err != nil {
+	if err := e.Serialize(&b); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
