@@ -87,12 +87,9 @@ func parseDocuments(file string, data []byte, template bool) ([]*Document, error
 		if err := node.Decode(&obj); err != nil {
 			return docs, fmt.Errorf("%s: document %d (line %d): %w", file, index, node.Line, err)
 		}
-		d := &Document{File: file, Index: index, Line: node.Line, node: node, obj: obj, refErrors: refErrs}
-		d.APIVersion, _ = obj["apiVersion"].(string)
-		d.Kind, _ = obj["kind"].(string)
-		d.Name = getString(obj, "metadata", "name")
-		d.Namespace = getString(obj, "metadata", "namespace")
-		docs = append(docs, d)
+		docs = append(docs, &Document{File: file, Index: index, Line: node.Line, node: node, obj: obj, refErrors: refErrs,
+			APIVersion: getString(obj, "apiVersion"), Kind: getString(obj, "kind"),
+			Name: getString(obj, "metadata", "name"), Namespace: getString(obj, "metadata", "namespace")})
 	}
 }
 

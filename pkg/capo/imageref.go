@@ -27,7 +27,6 @@ var ImageRefs = []string{ImageRefFilter, ImageRefID, ImageRefORC}
 type ImageSource struct {
 	URL        string
 	SHA512     string // hex
-	DiskFormat string // qcow2 (default) or raw
 	Arch       string // amd64 or arm64 (Glance's architecture property)
 	MinDiskGiB int
 	MinRAMMiB  int
@@ -105,10 +104,6 @@ spec:
 	if !sha512Hex.MatchString(src.SHA512) {
 		return "", fmt.Errorf("--image-source needs the image's sha512 (128 hex digits) for ORC's download hash: give --from-record BUILD.json or --image-sha512")
 	}
-	format := src.DiskFormat
-	if format == "" {
-		format = "qcow2"
-	}
 	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64", "": "x86_64"}[src.Arch]
 	if arch == "" {
 		return "", fmt.Errorf("unknown architecture %q in the build record: amd64 or arm64", src.Arch)
@@ -133,13 +128,13 @@ spec:
         qemuGuestAgent: true
     content:
       containerFormat: bare
-      diskFormat: %s
+      diskFormat: qcow2
       download:
         url: %s
         hash:
           algorithm: sha512
           value: %s
-`, format, src.URL, src.SHA512)
+`, src.URL, src.SHA512)
 	return b.String(), nil
 }
 
@@ -161,13 +156,10 @@ func (o ImageRefOptions) Validate() error {
 	if o.Ref == ImageRefID && o.ID == "" && o.SetID == "" {
 		return errs.Invalidf("--image-ref id needs the Glance ID: --image-id ID, or --from-record of a build that uploaded (--cloud)")
 	}
-	if o.Source == nil {
-		if o.SHA512Given {
-			return errs.Invalidf("--image-sha512 is for --image-source")
-		}
-		return nil
+	if o.Source == nil && o.SHA512Given {
+		return errs.Invalidf("--image-sha512 is for --image-source")
 	}
-	if o.Source.SHA512 == "" {
+	if o.Source != nil && o.Source.SHA512 == "" {
 		return errs.Invalidf("--image-source needs the image's sha512 for ORC's download hash: --from-record BUILD.json or --image-sha512 HEX")
 	}
 	return nil

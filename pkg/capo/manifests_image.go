@@ -17,13 +17,11 @@ type ImageFlags struct {
 // apply fills values from the record (flags win) and returns the render options' image part.
 func (im ImageFlags) apply(values map[string]string, r *Record) (string, *ImageSource, error) {
 	if r != nil {
-		setDefault := func(k, v string) {
+		for k, v := range map[string]string{VarImageName: r.ImageName, VarKubernetesVersion: r.KubernetesVersion} {
 			if _, ok := values[k]; !ok && v != "" {
 				values[k] = v
 			}
 		}
-		setDefault(VarImageName, r.ImageName)
-		setDefault(VarKubernetesVersion, r.KubernetesVersion)
 	}
 	ref := im.Ref
 	if im.Source != "" && !im.RefGiven {

@@ -27,27 +27,46 @@ type SysextFlags struct {
 	Arch           string
 }
 
-// arch is the at-boot sysext's architecture from --arch, --sysext FILE (its
-// extension-release and its name) and the build record, which must agree.
+// arch is the at-boot sysext's architecture (systemd's spelling) from --arch, --sysext FILE
+// (its extension-release and its name) and the build record. They must agree, or the node would
+// download the file of one architecture and check it against the hash of another's. None (or
+// only ARCHITECTURE=_any) gives DefaultSysextArch.
 func (s SysextFlags) arch(rec *Record) (string, error) {
-	var sources []ArchSource
-	if s.Arch != "" {
-		sources = append(sources, ArchSource{From: "--arch", Arch: s.Arch})
-	}
+	type source struct{ from, arch string }
+	sources := []source{{"--arch", s.Arch}}
 	if s.File != "" {
 		info, err := sysext.Open(s.File)
 		if err != nil {
 			return "", errs.Invalidf("--sysext %s: %v (want the Kubernetes sysext image the server serves, e.g. from flatcar-capo sysext create)", s.File, err)
 		}
-		if rel, ok := info.Releases[sysext.KubernetesName]; ok {
-			sources = append(sources, ArchSource{From: "the ARCHITECTURE of --sysext " + s.File, Arch: rel["ARCHITECTURE"]})
+		sources = append(sources, source{"the ARCHITECTURE of --sysext " + s.File, info.Releases[sysext.KubernetesName]["ARCHITECTURE"]})
+		for _, a := range []string{"x86-64", "arm64"} { // kubernetes-v1.34.1-arm64.raw: arm64
+			if strings.HasSuffix(filepath.Base(s.File), "-"+a+".raw") {
+				sources = append(sources, source{"the name of --sysext " + s.File, a})
+			}
 		}
-		sources = append(sources, ArchSource{From: "the name of --sysext " + s.File, Arch: ArchFromFileName(filepath.Base(s.File))})
 	}
 	if rec != nil {
-		sources = append(sources, ArchSource{From: "--from-record (arch " + rec.Arch + ")", Arch: rec.Arch})
+		sources = append(sources, source{"--from-record (arch " + rec.Arch + ")", rec.Arch})
 	}
-	return SysextArchOf(sources)
+	var got source
+	for _, src := range sources {
+		if src.arch == "" || src.arch == "_any" {
+			continue
+		}
+		a, err := sysext.Arch(src.arch)
+		if err != nil {
+			return "", errs.Invalidf("%s: %v", src.from, err)
+		}
+		switch {
+		case got.arch == "":
+			got = source{src.from, a}
+		case got.arch != a:
+			return "", errs.Invalidf("%s is %s but %s is %s: the node would download kubernetes-<version>-%s.raw and check it against the hash of the %s file; give the sysext of the architecture the nodes run (or --arch to match it)",
+				got.from, got.arch, src.from, a, got.arch, a)
+		}
+	}
+	return cmp.Or(got.arch, DefaultSysextArch), nil
 }
 
 // fill sets KUBERNETES_SYSEXT_SHA512 for the sysext flavor: from --sysext FILE, the build

@@ -29,14 +29,6 @@ var proxyUnits = []string{"containerd.service", "kubelet.service", "systemd-sysu
 
 func (n NodeTrust) empty() bool { return len(n.CAPEM) == 0 && n.HTTPProxy == "" && n.HTTPSProxy == "" }
 
-// validate checks what goes into the node's files.
-func (n NodeTrust) validate() error {
-	if err := images.ValidateProxies(n.HTTPProxy, n.HTTPSProxy, n.NoProxy); err != nil {
-		return err
-	}
-	return nil
-}
-
 // Warnings are what a user must know about the settings: Ignition spec 2.3 (what CABPK emits)
 // has no proxy, and a password in a proxy URL is in the user-data.
 func (n NodeTrust) Warnings(flavor string) []string {
@@ -59,9 +51,6 @@ func (n NodeTrust) Warnings(flavor string) []string {
 // edit adds the CA (Ignition's own certificateAuthorities, for its downloads, and the trust
 // store) and the proxy environment of proxyUnits to a flavor's additionalConfig (CLC).
 func (n NodeTrust) edit(clc string) (string, error) {
-	if n.empty() {
-		return clc, nil
-	}
 	var files, units strings.Builder
 	head := ""
 	if len(n.CAPEM) > 0 {
@@ -93,13 +82,11 @@ func (n NodeTrust) edit(clc string) (string, error) {
 		}
 	}
 	if files.Len() > 0 {
-		if strings.HasPrefix(clc, "storage:\n  files:\n") {
-			clc = "storage:\n  files:\n" + files.String() + strings.TrimPrefix(clc, "storage:\n  files:\n")
-		} else if strings.HasPrefix(clc, "storage:\n") {
+		const sec = "storage:\n  files:\n"
+		if strings.HasPrefix(clc, "storage:\n") && !strings.HasPrefix(clc, sec) {
 			return "", fmt.Errorf("embedded CLC: storage without files first")
-		} else {
-			clc = "storage:\n  files:\n" + files.String() + clc
 		}
+		clc = sec + files.String() + strings.TrimPrefix(clc, sec)
 	}
 	if units.Len() > 0 {
 		const sec = "systemd:\n  units:\n"

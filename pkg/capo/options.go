@@ -28,7 +28,7 @@ func SysextURL(flavor, url string) (string, error) {
 	if flavor != FlavorSysext {
 		return "", errs.Invalidf("--sysext-url is for --flavor sysext (the other flavors download nothing at boot)")
 	}
-	if !isHTTP(url) {
+	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
 		return "", errs.Invalidf("--sysext-url %q: want the http(s) URL of the directory serving kubernetes-<version>-<arch>.raw", url)
 	}
 	if err := sysext.OneLineURL("--sysext-url", url); err != nil {
@@ -66,51 +66,5 @@ func (o SysextHashOptions) Validate() error {
 	return nil
 }
 
-func isHTTP(url string) bool {
-	return strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")
-}
-
 // DefaultSysextArch is the sysext flavor's architecture when nothing names one.
 const DefaultSysextArch = "x86-64"
-
-// ArchSource is one place that names the at-boot sysext's architecture: "--arch", "--sysext
-// FILE" (its extension-release), "the name of --sysext FILE", "--from-record".
-type ArchSource struct{ From, Arch string }
-
-// SysextArchOf is the sysext flavor's architecture (systemd's spelling) from the sources that
-// name one; they must agree, or the node would download the file of one architecture and check it
-// against the hash of another's. None (or only ARCHITECTURE=_any) gives DefaultSysextArch.
-func SysextArchOf(sources []ArchSource) (string, error) {
-	var got ArchSource
-	for _, s := range sources {
-		if s.Arch == "" || s.Arch == "_any" {
-			continue
-		}
-		a, err := sysext.Arch(s.Arch)
-		if err != nil {
-			return "", errs.Invalidf("%s: %v", s.From, err)
-		}
-		switch {
-		case got.Arch == "":
-			got = ArchSource{s.From, a}
-		case got.Arch != a:
-			return "", errs.Invalidf("%s is %s but %s is %s: the node would download kubernetes-<version>-%s.raw and check it against the hash of the %s file; give the sysext of the architecture the nodes run (or --arch to match it)",
-				got.From, got.Arch, s.From, a, got.Arch, a)
-		}
-	}
-	if got.Arch == "" {
-		return DefaultSysextArch, nil
-	}
-	return got.Arch, nil
-}
-
-// ArchFromFileName is the architecture a sysext's file name ends with (kubernetes-v1.34.1-arm64.raw:
-// arm64), "" when it ends with none.
-func ArchFromFileName(name string) string {
-	for _, a := range []string{"x86-64", "arm64"} {
-		if strings.HasSuffix(name, "-"+a+".raw") {
-			return a
-		}
-	}
-	return ""
-}

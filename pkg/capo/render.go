@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 )
 
 // CAPI API versions a template can be rendered for.
@@ -47,7 +49,7 @@ type RenderOptions struct {
 	// keyring as systemd-sysupdate's.
 	SysupdateKeyring []byte
 	// SysextArch is the sysext flavor's architecture in systemd's spelling (x86-64, arm64;
-	// DefaultSysextArch when empty): it names the file downloaded at boot (SysextArchOf).
+	// DefaultSysextArch when empty): it names the file downloaded at boot (SysextFlags.arch).
 	SysextArch string
 	// WithoutAPILoadBalancer renders CAPO's without-lb variant: no Octavia load balancer, the
 	// API server's floating IP on the one control plane machine.
@@ -90,7 +92,7 @@ func Render(opts RenderOptions) (*Rendered, error) {
 }
 
 func render(opts RenderOptions) (*Rendered, error) {
-	if err := opts.Trust.validate(); err != nil {
+	if err := images.ValidateProxies(opts.Trust.HTTPProxy, opts.Trust.HTTPSProxy, opts.Trust.NoProxy); err != nil {
 		return nil, err
 	}
 	tmpl, err := flavorTemplate(opts.Flavor, opts.CAPIAPI, opts.ClusterClass,
@@ -112,13 +114,8 @@ func render(opts RenderOptions) (*Rendered, error) {
 	_, byID := opts.Values[VarImageID]
 	if opts.ImageRef == ImageRefID && opts.Values[VarImageName] != "" {
 		// The ID selects the image; a name (from a build record) has nowhere to go.
-		values := map[string]string{}
-		for k, v := range opts.Values {
-			if k != VarImageName {
-				values[k] = v
-			}
-		}
-		opts.Values = values
+		opts.Values = maps.Clone(opts.Values)
+		delete(opts.Values, VarImageName)
 	}
 	if tmpl, err = withImageRef(tmpl, opts.ImageRef, opts.ImageSource, byID); err != nil {
 		return nil, err
@@ -138,18 +135,18 @@ func render(opts RenderOptions) (*Rendered, error) {
 	}
 	if len(missing) == 0 {
 		// A final manifest, for kubectl: the template's how-to-render comment no longer applies.
-		out = append([]byte("# Rendered by flatcar-capo manifests: Flatcar nodes on CAPO.\n"), stripLeadingComments(out)...)
+		for bytes.HasPrefix(out, []byte("#")) {
+			_, out, _ = bytes.Cut(out, []byte("\n"))
+		}
+		out = append([]byte("# Rendered by flatcar-capo manifests: Flatcar nodes on CAPO.\n"), out...)
 	}
-	r := &Rendered{Manifest: out, Flavor: opts.Flavor, Variables: vars, Missing: missing}
-	r.Flavor = cmp.Or(r.Flavor, FlavorBaked)
+	r := &Rendered{Manifest: out, Flavor: cmp.Or(opts.Flavor, FlavorBaked), Variables: vars, Missing: missing}
 	// Validate a fully filled copy: sample values stand in for what clusterctl fills later.
 	full := map[string]string{}
 	for _, name := range missing { // the others have a value or a default
 		full[name] = sampleValue(name)
 	}
-	for k, v := range opts.Values {
-		full[k] = v
-	}
+	maps.Copy(full, opts.Values)
 	filled, _, err := Substitute(tmpl, full)
 	if err != nil {
 		return nil, err
@@ -202,17 +199,6 @@ func (r *Rendered) validate(manifest []byte) error {
 		return fmt.Errorf("the rendered template is invalid:\n  %s", strings.Join(problems, "\n  "))
 	}
 	return nil
-}
-
-func stripLeadingComments(doc []byte) []byte {
-	for bytes.HasPrefix(doc, []byte("#")) {
-		i := bytes.IndexByte(doc, '\n')
-		if i < 0 {
-			return nil
-		}
-		doc = doc[i+1:]
-	}
-	return doc
 }
 
 // sampleValue is a stand-in of the right shape for validating an unset variable.

@@ -43,12 +43,18 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		// References without a default are checked with a sample value of their shape.
 		res := l.transpile(withSampleValues(src))
 		node, _ := d.walk(b.path.Child(acPath...))
-		offset, exact := clcLineOffset(node)
+		// A line of additionalConfig maps exactly to a line of the file for block scalars (| or
+		// >), whose content starts on the line after the indicator.
+		exact := node != nil && node.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0
 		strict, _ := get(b.spec, "ignition", "containerLinuxConfig", "strict")
 		lines := strings.Split(src, "\n")
 		for _, is := range res.Issues {
 			rule, msg := RuleCLCInvalid, "additionalConfig: "+is.String()
-			_, unresolved, _ := ResolveDefaults(lineOf(lines, is.Line))
+			line := ""
+			if is.Line >= 1 && is.Line <= len(lines) {
+				line = lines[is.Line-1]
+			}
+			_, unresolved, _ := ResolveDefaults(line)
 			switch {
 			case is.Severity == "error" && len(unresolved) > 0:
 				// A sample value of the wrong type, not the value the node gets.
@@ -63,7 +69,7 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 			}
 			f := newFinding(d, rule, b.path.Child(acPath...), msg)
 			if is.Line > 0 && exact {
-				f.Line = offset + is.Line
+				f.Line = node.Line + is.Line
 			}
 			out = append(out, f)
 		}
@@ -72,7 +78,17 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		}
 	}
 	if additional != nil || !hasAC {
-		units := kubeadmUnitSettings(additional)
+		units := unitSettings{}
+		if additional != nil {
+			for _, u := range additional.Systemd.Units {
+				if u.Name == "kubeadm.service" {
+					units.parse(u.Contents)
+					for _, dr := range u.Dropins {
+						units.parse(dr.Contents)
+					}
+				}
+			}
+		}
 		if !units.has("After", "containerd.service") {
 			add(RuleKubeadmOrdering, acPath, "no kubeadm.service unit or drop-in in additionalConfig has After=containerd.service%s", units.found("After"))
 		}
@@ -111,7 +127,7 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 			}
 		}
 		switch {
-		case ok && isMetadataProviderID(id):
+		case ok && (id == "openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}" || id == "openstack:///$${COREOS_OPENSTACK_INSTANCE_UUID}"):
 			usesMetadata = true
 		case ok:
 			add(RuleProviderID, argPath, "provider-id is %q, not openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}", id)
@@ -125,47 +141,9 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 	return out
 }
 
-// lineOf is line n (from 1) of lines, "" when there is none.
-func lineOf(lines []string, n int) string {
-	if n < 1 || n > len(lines) {
-		return ""
-	}
-	return lines[n-1]
-}
-
-func isMetadataProviderID(v string) bool {
-	return v == "openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}" || v == "openstack:///$${COREOS_OPENSTACK_INSTANCE_UUID}"
-}
-
-// clcLineOffset maps a line of additionalConfig to a line of the file: exact for block
-// scalars (| or >), whose content starts on the line after the indicator.
-func clcLineOffset(n *yaml.Node) (int, bool) {
-	if n == nil {
-		return 0, false
-	}
-	return n.Line, n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0
-}
-
 // unitSettings collects the [Unit]/[Service] assignments of kubeadm.service from its contents
 // and drop-ins, key -> values (space-separated lists split).
 type unitSettings map[string][]string
-
-func kubeadmUnitSettings(cfg *igntypes.Config) unitSettings {
-	s := unitSettings{}
-	if cfg == nil {
-		return s
-	}
-	for _, u := range cfg.Systemd.Units {
-		if u.Name != "kubeadm.service" {
-			continue
-		}
-		s.parse(u.Contents)
-		for _, d := range u.Dropins {
-			s.parse(d.Contents)
-		}
-	}
-	return s
-}
 
 func (s unitSettings) parse(contents string) {
 	for _, line := range strings.Split(contents, "\n") {

@@ -61,11 +61,7 @@ func sysextCLC(flavor string, insecureNoHash bool, sysupdateURL string, keyring 
 		if keyring != nil {
 			files += dataFile(sysext.ImportPubring, keyring)
 		}
-		if strings.HasPrefix(clc, "storage:\n  files:\n") {
-			clc = "storage:\n  files:\n" + files + strings.TrimPrefix(clc, "storage:\n  files:\n")
-		} else {
-			clc = "storage:\n  files:\n" + files + clc
-		}
+		clc = "storage:\n  files:\n" + files + strings.TrimPrefix(clc, "storage:\n  files:\n")
 		const units = "systemd:\n  units:\n"
 		if !strings.Contains(clc, units) {
 			return "", fmt.Errorf("embedded CLC has no systemd units")

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
@@ -97,7 +99,18 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	f.StringArrayVar(&o.Provision, "provision", nil, "your own shell script, run in the guest after ours (repeatable)")
 	f.StringArrayVar(&o.Sysext, "sysext", nil, "--method sysext: a prebuilt Kubernetes sysext FILE or URL instead of making one (repeatable)")
 	f.BoolVar(&o.KeepUpdates, "keep-updates", false, "do not mask update-engine and locksmithd")
-	addImageFlags(f, &o.Images)
+	f.BoolVar(&o.Images.NoPreload, "no-preload-images", false, "do not preload kubeadm's container images (containerd settings are still written)")
+	f.StringArrayVar(&o.Images.Refs, "image", nil, "preload this image too, e.g. a CNI's or the cloud-controller-manager's (repeatable)")
+	f.StringVar(&o.Images.File, "images-file", "", "preload the images listed in FILE (one ref per line, # comments)")
+	f.StringVar(&o.Images.Repository, "image-repository", "", "kubeadm's --image-repository: its images are listed and preloaded under this repository")
+	f.StringArrayVar(&o.Images.Mirrors, "registry-mirror", nil, "pull from, and point the node's containerd at, a mirror: REGISTRY=URL or *=URL; repeat it for several mirrors, tried in the order given;\n"+
+		"REGISTRY is host[:port] or *; a path-prefixed mirror (Harbor proxy-cache project) is https://harbor.example/v2/PROJECT (containerd's override_path)")
+	f.BoolVar(&o.Images.MirrorOnly, "registry-mirror-only", false, "the node's containerd uses only the mirrors, never the registry itself as the last try (air-gapped)")
+	f.BoolVar(&o.Images.NodeAuth, "node-registry-auth", false, "give the node's containerd the docker config's login for each mirror (or registry): a secret in the image (root-only drop-in, image 0600); hosts.toml cannot hold one")
+	f.StringVar(&o.Images.CAFile, "registry-ca", "", "PEM CA that signed the registries' or mirrors' certificates (trusted here and on the node)")
+	f.StringVar(&o.Images.HTTPProxy, "http-proxy", "", "HTTP_PROXY for the node's containerd and kubelet (a password in it goes into the image: kept root-only there, the qcow2 written 0600)")
+	f.StringVar(&o.Images.HTTPSProxy, "https-proxy", "", "HTTPS_PROXY for the node's containerd and kubelet")
+	f.StringVar(&o.Images.NoProxy, "no-proxy", "", "NO_PROXY additions for the node's containerd and kubelet (localhost,127.0.0.1,169.254.169.254 are always in it); add the API server and its LB, service and pod CIDRs, .svc,.cluster.local")
 	f.BoolVar(&o.Compress, "compress", false, "write a compressed qcow2 (deflated in parallel; smaller upload, slower build)")
 	f.StringVar(&o.Packer, "packer", "", "packer binary (default: packer on PATH)")
 	f.StringVar(&o.QEMUBinary, "qemu-binary", "", "qemu-system-* binary (default: qemu-system-<arch> on PATH)")
@@ -135,10 +148,13 @@ func checkBuildFlags(o *imagebuild.Options, vf verifyFlags, diskSize string) err
 	}
 	o.InsecureSkipVerify = vf.insecure
 	var err error
-	if o.Keyring, err = vf.load(); err != nil {
+	if o.Keyring, err = verify.KeyringInForce(vf.keyring, vf.insecure); err != nil {
 		return err
 	}
-	return fillCacheDir(&o.CacheDir)
+	if o.CacheDir == "" {
+		o.CacheDir, err = fetch.DefaultCacheDir()
+	}
+	return err
 }
 
 func printBuild(w io.Writer, r *imagebuild.Record) error {

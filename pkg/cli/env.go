@@ -65,7 +65,7 @@ func documentEnv(c *cobra.Command) {
 // environment gets a warning naming the variable, as loud as the flag's own.
 func applyEnvDefaults(cmd *cobra.Command) error {
 	var firstErr error
-	visit := func(f *pflag.Flag) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Changed || firstErr != nil || f.Name == "help" {
 			return
 		}
@@ -91,8 +91,7 @@ func applyEnvDefaults(cmd *cobra.Command) error {
 			}
 			return
 		}
-	}
-	cmd.Flags().VisitAll(visit)
+	})
 	return firstErr
 }
 

@@ -41,9 +41,8 @@ func argsAreUsage(c *cobra.Command) {
 func ExactArgs(n int, names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			what := strings.Join(names, " ")
 			return Usagef("%s needs %d argument(s) (%s), got %d; see '%s --help'",
-				cmd.CommandPath(), n, what, len(args), cmd.CommandPath())
+				cmd.CommandPath(), n, strings.Join(names, " "), len(args), cmd.CommandPath())
 		}
 		return nil
 	}

@@ -51,7 +51,26 @@ re-verified (signature and SHA512) on every use.`,
 			if err != nil {
 				return err
 			}
-			return Report(cmd, res, func(w io.Writer) error { return printFetched(w, res) })
+			return Report(cmd, res, func(w io.Writer) error {
+				how := "NOT verified (--insecure-skip-verify)"
+				if res.Verified {
+					how = "verified: OpenPGP key " + res.Signature.KeyID + " + SHA512"
+				}
+				var from []string
+				if res.Cached {
+					from = append(from, "from cache")
+				}
+				if res.Compression == "bz2" {
+					from = append(from, "decompressed from .bz2")
+				}
+				extra := ""
+				if len(from) > 0 {
+					extra = ", " + strings.Join(from, ", ")
+				}
+				_, err := fmt.Fprintf(w, "%s: Flatcar %s %s (%s, %s image, %s; %s%s)\n", res.File, res.Channel, res.Version,
+					res.Arch, res.Image, progress.Bytes(res.Bytes), how, extra)
+				return err
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -63,25 +82,4 @@ re-verified (signature and SHA512) on every use.`,
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	AddOutputFlag(f)
 	return cmd
-}
-
-func printFetched(w io.Writer, res *fetch.Result) error {
-	how := "NOT verified (--insecure-skip-verify)"
-	if res.Verified {
-		how = "verified: OpenPGP key " + res.Signature.KeyID + " + SHA512"
-	}
-	var from []string
-	if res.Cached {
-		from = append(from, "from cache")
-	}
-	if res.Compression == "bz2" {
-		from = append(from, "decompressed from .bz2")
-	}
-	extra := ""
-	if len(from) > 0 {
-		extra = ", " + strings.Join(from, ", ")
-	}
-	_, err := fmt.Fprintf(w, "%s: Flatcar %s %s (%s, %s image, %s; %s%s)\n", res.File, res.Channel, res.Version,
-		res.Arch, res.Image, progress.Bytes(res.Bytes), how, extra)
-	return err
 }

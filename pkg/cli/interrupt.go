@@ -31,9 +31,9 @@ var interruptNotes = map[string]string{
 // reportInterrupted tells what really happened when cmd was stopped by Ctrl-C or SIGTERM:
 // the leftovers that exist, or that there are none, and an error that was not the interruption.
 func reportInterrupted(w io.Writer, cmd *cobra.Command, err error) {
-	path := "flatcar-capo"
+	path, note := "flatcar-capo", ""
 	if cmd != nil {
-		path = cmd.CommandPath()
+		path, note = cmd.CommandPath(), interruptNotes[cmd.Name()]
 	}
 	if !interrupt.IsCancel(err) {
 		// It failed on its own while being stopped: that failure is news too.
@@ -49,11 +49,6 @@ func reportInterrupted(w io.Writer, cmd *cobra.Command, err error) {
 	case typed:
 		fmt.Fprintf(w, "Interrupted: %s stopped before finishing; nothing was left behind: %s\n", path, strings.Join(clean, "; "))
 	default:
-		note := ""
-		if cmd != nil {
-			note = interruptNotes[cmd.Name()]
-		}
-		note = cmp.Or(note, "it did not say what it left behind; check its output paths")
-		fmt.Fprintf(w, "Interrupted: %s stopped before finishing; %s\n", path, note)
+		fmt.Fprintf(w, "Interrupted: %s stopped before finishing; %s\n", path, cmp.Or(note, "it did not say what it left behind; check its output paths"))
 	}
 }

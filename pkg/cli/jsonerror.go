@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
 	"os"
 	"regexp"
 	"strings"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
@@ -38,17 +36,6 @@ type JSONError struct {
 	Error    string   `json:"error"`
 	ExitCode int      `json:"exitCode"`
 	Left     []string `json:"left"`
-}
-
-func writeJSONError(w io.Writer, code int, err error) {
-	left, _, _ := interrupt.Report(err)
-	je := JSONError{Error: redact.String(err.Error()), ExitCode: code, Left: nonNil(left)}
-	for i := range je.Left {
-		je.Left[i] = redact.String(je.Left[i])
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(je)
 }
 
 var urlInArg = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s]+`)

@@ -2,14 +2,15 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
+	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
 type manifestsReport struct {
@@ -109,9 +110,21 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&o.SysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-<arch>.raw (sets "+capo.VarSysextURL+")")
 	f.BoolVar(&apiLoadBalancer, "api-server-load-balancer", true, "an Octavia load balancer in front of the API server; =false for clouds without Octavia renders CAPO's without-lb variant: the API server's floating IP on one control plane machine (CONTROL_PLANE_MACHINE_COUNT is 1)")
 	f.BoolVar(&o.ClusterClass, "clusterclass", false, "a Flatcar ClusterClass with its templates, and a Cluster using it through topology: image, Kubernetes version (topology.version) and machine flavors are the Cluster's; CAPI v1beta2, --flavor baked or sysext-baked")
-	addImageRefFlags(f, &o.Image, &record)
-	addSysextHashFlags(f, &o.Sysext)
-	addNodeTrustFlags(f, &o)
+	f.StringVar(&o.Image.Ref, "image-ref", capo.ImageRefFilter, "how machine templates name the image: filter (image.filter.name), id (image.id, the Glance ID), orc (imageRef to an ORC Image, CAPO >= v0.11)")
+	f.StringVar(&o.Image.ID, "image-id", "", "the Glance image ID for --image-ref id or orc (sets "+capo.VarImageID+"; default: from --from-record)")
+	f.StringVar(&o.Image.Source, "image-source", "", "URL of the image's qcow2 on your HTTP server: a managed ORC Image downloads it (sha512-checked, onDelete: detach); implies --image-ref orc")
+	f.StringVar(&o.Image.SHA512, "image-sha512", "", "sha512 of the --image-source file (default: from --from-record)")
+	f.StringVar(&record, "from-record", "", "a build record (IMAGE.qcow2.build.json): image name, Kubernetes version, flavor, Glance ID and sha512 from it")
+	f.StringVar(&o.Sysext.File, "sysext", "", "--flavor sysext: the sysext FILE the server serves; its sha512 goes into Ignition's verification.hash and its architecture (extension-release ARCHITECTURE, file name) into the file name nodes download (default: <sysext-url>/<file>.sha512, checked against the file, or --from-record)")
+	f.BoolVar(&o.Sysext.InsecureNoHash, "insecure-no-hash", false, "DANGEROUS: --flavor sysext without verification.hash (nodes boot whatever the server sends)")
+	f.StringVar(&o.Sysext.SysupdateURL, "sysupdate-url", "", "--flavor sysext|sysext-baked: the self-hosted bakery (sysext publish) nodes take Kubernetes patch updates from with systemd-sysupdate")
+	f.StringVar(&o.Sysext.SysupdateKey, "sysupdate-key", "", "with --sysupdate-url: the public OpenPGP key FILE of a bakery published with --sign-key; installed as "+sysext.ImportPubring+" and the transfer says Verify=true")
+	f.StringVar(&o.Sysext.Arch, "arch", "", "--flavor sysext: the nodes' architecture, amd64 (x86-64) or arm64, naming kubernetes-<version>-<arch>.raw (default: from --sysext FILE or --from-record, else amd64); a different one there is refused (the other flavors' image carries its own)")
+	// --ca-file, the network flag, is the nodes' CA too.
+	f.Lookup("ca-file").Usage = "PEM CA(s) trusted here (the marker files) and by the nodes: Ignition's certificateAuthorities (its own downloads, e.g. the sysext) and /etc/ssl/certs"
+	f.StringVar(&o.HTTPProxy, "http-proxy", "", "HTTP_PROXY of the nodes' containerd, kubelet and systemd-sysupdate (Ignition 2.3 itself has no proxy)")
+	f.StringVar(&o.HTTPSProxy, "https-proxy", "", "HTTPS_PROXY of the nodes' containerd, kubelet and systemd-sysupdate")
+	f.StringVar(&o.NoProxy, "no-proxy", "", "NO_PROXY additions (localhost,127.0.0.1,169.254.169.254 are always in it): the API server and its LB, node subnet, service and pod CIDRs, .svc,.cluster.local")
 	f.StringVar(&o.OutputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
 	AddOutputFlag(f)
 	return cmd
@@ -133,27 +146,42 @@ func printManifests(cmd *cobra.Command, rep manifestsReport) error {
 		}
 		return Report(cmd, rep, nil)
 	}
-	if rep.OutputFile == "" {
-		if _, err := cmd.OutOrStdout().Write(rep.Rendered.Manifest); err != nil {
-			return err
-		}
+	w := cmd.ErrOrStderr()
+	if rep.OutputFile != "" {
+		fmt.Fprintf(w, "Wrote %s\n", rep.OutputFile)
+	} else if _, err := cmd.OutOrStdout().Write(rep.Rendered.Manifest); err != nil {
+		return err
 	}
-	return printManifestsSummary(cmd.ErrOrStderr(), rep)
-}
-
-func printManifestsSummary(w io.Writer, r manifestsReport) error {
-	if r.OutputFile != "" {
-		fmt.Fprintf(w, "Wrote %s\n", r.OutputFile)
-	}
-	fmt.Fprintf(w, "Flavor %s.\n", r.Flavor)
-	fmt.Fprintf(w, "Validated %d documents against the CAPI/CAPO API types; additionalConfig translates to valid Ignition 2.3.\n", len(r.Documents))
-	for _, u := range r.UserData {
+	fmt.Fprintf(w, "Flavor %s.\n", rep.Flavor)
+	fmt.Fprintf(w, "Validated %d documents against the CAPI/CAPO API types; additionalConfig translates to valid Ignition 2.3.\n", len(rep.Documents))
+	for _, u := range rep.UserData {
 		fmt.Fprintf(w, "User-data estimate: %s %d of %d bytes\n", u.Document, u.Bytes, u.Limit)
 	}
-	if len(r.Missing) > 0 {
-		fmt.Fprintf(w, "Still to set (clusterctl generate cluster, or --set): %s\n", strings.Join(r.Missing, ", "))
+	if len(rep.Missing) > 0 {
+		fmt.Fprintf(w, "Still to set (clusterctl generate cluster, or --set): %s\n", strings.Join(rep.Missing, ", "))
 	} else {
 		fmt.Fprintln(w, "Every variable is set: the output is a manifest for kubectl apply.")
 	}
 	return nil
+}
+
+// recordReader reads --from-record as manifests takes it (nil without one).
+func recordReader(path string) func() (*capo.Record, error) {
+	if path == "" {
+		return nil
+	}
+	return func() (*capo.Record, error) {
+		r, err := imagebuild.RecordFile(path)
+		if err != nil {
+			return nil, err
+		}
+		c := &capo.Record{Path: path, ImageName: r.ImageName, KubernetesVersion: r.KubernetesVersion, Flavor: r.Flavor, Arch: r.Arch}
+		for _, g := range r.Glance {
+			c.GlanceIDs = append(c.GlanceIDs, g.ID)
+		}
+		for _, a := range r.Artifacts {
+			c.Artifacts = append(c.Artifacts, capo.RecordArtifact{File: a.File, SHA512: a.SHA512})
+		}
+		return c, nil
+	}
 }

@@ -62,7 +62,22 @@ second time.`,
 			if err != nil {
 				return err
 			}
-			return Report(cmd, res, func(w io.Writer) error { return printSetResult(w, res) })
+			return Report(cmd, res, func(w io.Writer) error {
+				what := "already has these settings; nothing changed"
+				switch {
+				case res.Created:
+					what = "grub.cfg created"
+				case res.Changed:
+					what = "grub.cfg updated"
+				}
+				fmt.Fprintf(w, "%s: OEM partition %d (%s): %s\n", filepath.Clean(res.Image), res.Partition, res.Filesystem, what)
+				fmt.Fprintf(w, "  oem_id:       %q -> %q\n", res.Before.OEMID, res.After.OEMID)
+				fmt.Fprintf(w, "  linux_append: %q -> %q\n", res.Before.LinuxAppend, res.After.LinuxAppend)
+				if res.MBRReplaced {
+					fmt.Fprintln(w, "  hybrid MBR replaced with a protective MBR")
+				}
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -76,23 +91,6 @@ second time.`,
 	f.BoolVar(&output.Compress, "compress", false, "compress the clusters of a qcow2 --output-file")
 	AddOutputFlag(f)
 	return cmd
-}
-
-func printSetResult(w io.Writer, r oem.SetResult) error {
-	what := "already has these settings; nothing changed"
-	switch {
-	case r.Created:
-		what = "grub.cfg created"
-	case r.Changed:
-		what = "grub.cfg updated"
-	}
-	fmt.Fprintf(w, "%s: OEM partition %d (%s): %s\n", filepath.Clean(r.Image), r.Partition, r.Filesystem, what)
-	fmt.Fprintf(w, "  oem_id:       %q -> %q\n", r.Before.OEMID, r.After.OEMID)
-	fmt.Fprintf(w, "  linux_append: %q -> %q\n", r.Before.LinuxAppend, r.After.LinuxAppend)
-	if r.MBRReplaced {
-		fmt.Fprintln(w, "  hybrid MBR replaced with a protective MBR")
-	}
-	return nil
 }
 
 func newOEMShowCommand() *cobra.Command {

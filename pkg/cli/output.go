@@ -51,10 +51,7 @@ func wantsJSON(cmd *cobra.Command) bool {
 		return false
 	}
 	f := cmd.Flags().Lookup("output")
-	if f == nil || f.Value.Type() != "text|json" {
-		return false
-	}
-	return f.Value.String() == string(OutputJSON)
+	return f != nil && f.Value.Type() == "text|json" && f.Value.String() == string(OutputJSON)
 }
 
 // Report writes v as indented JSON when cmd runs with -o json, or calls text to write the

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -70,10 +71,7 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
 			if rep == nil {
 				return err
 			}
-			if err := printFleetPlan(cmd, format, gitlabImage, rep); err != nil {
-				return err
-			}
-			return err
+			return cmp.Or(printFleetPlan(cmd, format, gitlabImage, rep), err)
 		},
 	}
 	f := cmd.Flags()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"sort"
@@ -42,10 +43,7 @@ touched, nor are images still uploading or whose slot cannot be told. --channel,
 			if rep == nil {
 				return err
 			}
-			if err := Report(cmd, rep, func(w io.Writer) error { return printPrune(w, rep) }); err != nil {
-				return err
-			}
-			return err
+			return cmp.Or(Report(cmd, rep, func(w io.Writer) error { return printPrune(w, rep) }), err)
 		},
 	}
 	f := cmd.Flags()

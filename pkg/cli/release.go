@@ -47,30 +47,27 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 			if err != nil {
 				return err
 			}
-			return Report(cmd, d, func(w io.Writer) error { return printRelease(w, d) })
+			return Report(cmd, d, func(w io.Writer) error {
+				fmt.Fprintf(w, "Flatcar %s %s (%s; %s resolved to %s)\n", d.Channel, d.Version, d.Arch, d.RequestedVersion, d.Version)
+				fmt.Fprintf(w, "%-12s %s\n", "version.txt", d.VersionTxt)
+				for _, a := range d.Artifacts {
+					fmt.Fprintf(w, "%s\n  image        %s\n  DIGESTS      %s\n  DIGESTS.asc  %s\n  sig          %s\n",
+						a.File, a.URL, a.DigestsURL, a.SignedDigests, a.SignatureURL)
+				}
+				if d.KubernetesVersion != "" {
+					fmt.Fprintf(w, "Kubernetes %s (%s resolved to %s)\n", d.KubernetesVersion, d.KubernetesRequested, d.KubernetesVersion)
+					for _, d := range d.KubernetesDownloads {
+						fmt.Fprintf(w, "  %-16s %s\n", d.Name, d.URL)
+					}
+				}
+				return nil
+			})
 		},
 	}
 	addReleaseImageFlags(cmd.Flags(), &rf)
-	addKubernetesVersionFlag(cmd.Flags(), &ko.Kubernetes, "")
-	cmd.Flags().Lookup("kubernetes-version").Usage = "also resolve this " + kubernetesVersionHelp
+	cmd.Flags().StringVar(&ko.Kubernetes, "kubernetes-version", "", "also resolve this "+kubernetesVersionHelp)
 	cmd.Flags().StringVar(&ko.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where --kubernetes-version's stable.txt / stable-1.NN.txt and the binaries are")
 	cmd.Flags().StringVar(&ko.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces https://github.com for crictl and the CNI plugins")
 	AddOutputFlag(cmd.Flags())
 	return cmd
-}
-
-func printRelease(w io.Writer, r *fetch.Description) error {
-	fmt.Fprintf(w, "Flatcar %s %s (%s; %s resolved to %s)\n", r.Channel, r.Version, r.Arch, r.RequestedVersion, r.Version)
-	fmt.Fprintf(w, "%-12s %s\n", "version.txt", r.VersionTxt)
-	for _, a := range r.Artifacts {
-		fmt.Fprintf(w, "%s\n  image        %s\n  DIGESTS      %s\n  DIGESTS.asc  %s\n  sig          %s\n",
-			a.File, a.URL, a.DigestsURL, a.SignedDigests, a.SignatureURL)
-	}
-	if r.KubernetesVersion != "" {
-		fmt.Fprintf(w, "Kubernetes %s (%s resolved to %s)\n", r.KubernetesVersion, r.KubernetesRequested, r.KubernetesVersion)
-		for _, d := range r.KubernetesDownloads {
-			fmt.Fprintf(w, "  %-16s %s\n", d.Name, d.URL)
-		}
-	}
-	return nil
 }

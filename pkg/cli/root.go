@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
@@ -109,7 +111,14 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitCode(ctx, err)
 	if out.n == 0 && wantsJSON(cmd) {
-		writeJSONError(out, code, err)
+		left, _, _ := interrupt.Report(err)
+		je := JSONError{Error: redact.String(err.Error()), ExitCode: code, Left: nonNil(left)}
+		for i := range je.Left {
+			je.Left[i] = redact.String(je.Left[i])
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		enc.Encode(je)
 	}
 	if code == ExitInterrupted {
 		reportInterrupted(stderr, cmd, err)

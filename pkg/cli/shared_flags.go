@@ -7,14 +7,15 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
+	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
-// The flags release, fetch, build and sysext create share are defined here once (name, default,
+// The flags release, fetch, build, upload and sysext create share are defined here once (name, default,
 // help, environment and validation), so a value means the same on every command.
 
 // addReleaseFlags registers --channel, --version, --arch and --release-server into r.
@@ -59,47 +60,63 @@ func addVerifyFlags(fs *pflag.FlagSet, v *verifyFlags) {
 	fs.BoolVar(&v.insecure, "insecure-skip-verify", false, "DANGEROUS: skip the OpenPGP and SHA512 checks of the release image (and the cache)")
 }
 
-// load reads the keyring (the embedded Flatcar key without --keyring); nil with
-// --insecure-skip-verify. A bad keyring is a usage error.
-func (v *verifyFlags) load() (*verify.Keyring, error) {
-	return verify.KeyringInForce(v.keyring, v.insecure)
-}
-
 func addCacheFlag(fs *pflag.FlagSet, dir *string) {
 	fs.StringVar(dir, "cache-dir", "", "download cache (default $XDG_CACHE_HOME/flatcar-capo)")
 }
 
-// fillCacheDir fills the default cache directory when --cache-dir is not given.
-func fillCacheDir(dir *string) error {
-	if *dir != "" {
-		return nil
-	}
-	d, err := fetch.DefaultCacheDir()
-	if err != nil {
-		return err
-	}
-	*dir = d
-	return nil
-}
-
 const kubernetesVersionHelp = "Kubernetes: stable (release/stable.txt of --kubernetes-mirror), a minor such as 1.36 (its latest patch, release/stable-1.36.txt), or an exact " + kubernetes.ExampleVersion
-
-// addKubernetesVersionFlag is --kubernetes-version with the forms every command takes.
-func addKubernetesVersionFlag(f *pflag.FlagSet, p *string, def string) {
-	help := kubernetesVersionHelp
-	if def == "" {
-		help += " (required)"
-	}
-	f.StringVar(p, "kubernetes-version", def, help)
-}
 
 // addKubernetesFlags registers the versions and mirrors of the Kubernetes downloads (build and
 // sysext create); version is --kubernetes-version's default ("" makes it required).
 func addKubernetesFlags(fs *pflag.FlagSet, k *kubernetes.Options, version string) {
-	addKubernetesVersionFlag(fs, &k.Kubernetes, version)
+	help := kubernetesVersionHelp
+	if version == "" {
+		help += " (required)"
+	}
+	fs.StringVar(&k.Kubernetes, "kubernetes-version", version, help)
 	AlsoFromEnv(fs, "kubernetes-version", "KUBERNETES_VERSION")
 	fs.StringVar(&k.Crictl, "crictl-version", "", "cri-tools release for crictl (default v<minor>.0 of the resolved Kubernetes, as image-builder)")
 	fs.StringVar(&k.CNI, "cni-version", "", "containernetworking/plugins release (default: one that fits the Kubernetes minor, "+kubernetes.DefaultCNIVersion+" for 1.33+)")
 	fs.StringVar(&k.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "replaces "+kubernetes.DefaultMirror+": kubelet/kubeadm/kubectl are <mirror>/<version>/bin/linux/<arch>/<name>(.sha256)")
 	fs.StringVar(&k.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces "+kubernetes.DefaultGitHubMirror+" for the crictl and CNI plugin releases")
+}
+
+// signFlags are --sign-key, --sign-cert-uuid and --sign-cert, which `upload` and `build` share.
+type signFlags struct{ key, certUUID, cert string }
+
+func (s *signFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&s.key, "sign-key", "", "PEM private key (RSA, or ECDSA P-384/P-521 for Glance; a cosign key file with $COSIGN_PASSWORD) that signs the image for Glance's signature verification (img_signature*) and writes cosign-compatible .sig files; keep it 0600")
+	f.StringVar(&s.certUUID, "sign-cert-uuid", "", "UUID of the --sign-key's X.509 certificate in the cloud's Barbican (img_signature_certificate_uuid)")
+	f.StringVar(&s.cert, "sign-cert", "", "PEM X.509 certificate of --sign-key, stored in each cloud's Barbican (reused when already there) instead of --sign-cert-uuid")
+}
+
+// signing reads the key and certificate; nil without --sign-key. withGlance: the image goes to
+// Glance, so a certificate is required.
+func (s *signFlags) signing(withGlance bool) (*signing.Key, *glance.Signing, error) {
+	if s.key == "" {
+		if s.certUUID != "" || s.cert != "" {
+			return nil, nil, errs.Invalidf("--sign-cert-uuid and --sign-cert need --sign-key, the private key that signs")
+		}
+		return nil, nil, nil
+	}
+	key, err := signing.LoadKey(s.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !withGlance {
+		if s.certUUID != "" || s.cert != "" {
+			return nil, nil, errs.Invalidf("--sign-cert-uuid and --sign-cert are for Glance: give --cloud too, or leave them out to write only the .sig files")
+		}
+		return key, nil, nil
+	}
+	g := &glance.Signing{Key: key, CertUUID: s.certUUID, CertPath: s.cert}
+	if s.cert != "" {
+		if g.Cert, err = signing.LoadCertificate(s.cert); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := g.Validate(); err != nil {
+		return nil, nil, err
+	}
+	return key, g, nil
 }

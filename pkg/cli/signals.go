@@ -60,12 +60,15 @@ func watchSignals(stderr io.Writer, fromTerminal bool, forceAfter, limit time.Du
 				if s == os.Interrupt && fromTerminal && waited >= forceAfter {
 					forceExit(stderr, "a second Ctrl-C")
 				}
-				hint := "it stops by itself when the cleanup is done"
+				name, hint := "SIGTERM", "it stops by itself when the cleanup is done"
+				if s == os.Interrupt {
+					name = "SIGINT (Ctrl-C)"
+				}
 				if fromTerminal {
 					hint = fmt.Sprintf("Ctrl-C again (%s after the first) forces the exit", forceAfter)
 				}
 				fmt.Fprintf(stderr, "received %s again after %s; still cleaning up (%s)\n",
-					signalName(s), waited.Round(time.Millisecond), hint)
+					name, waited.Round(time.Millisecond), hint)
 			}
 		}
 	}()
@@ -78,13 +81,6 @@ func forceExit(stderr io.Writer, why string) {
 	atomicfile.RemoveLive()
 	fmt.Fprintf(stderr, "Interrupted: exiting before the cleanup finished (%s); temporary files and any build directory and artifact lock were removed, but what else it was doing (a half-made Glance image, a download's partial file) may be left\n", why)
 	os.Exit(ExitInterrupted)
-}
-
-func signalName(s os.Signal) string {
-	if s == os.Interrupt {
-		return "SIGINT (Ctrl-C)"
-	}
-	return "SIGTERM"
 }
 
 // readStdin reads r to its end (at most k.Max bytes), or returns when ctx is cancelled: a read blocked on a pipe or

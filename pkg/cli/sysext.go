@@ -90,7 +90,13 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 			if err != nil {
 				return err
 			}
-			return Report(cmd, made, func(w io.Writer) error { return printMade(w, made) })
+			return Report(cmd, made, func(w io.Writer) error {
+				name, _ := sysext.KubernetesFileName(made.Version, made.Arch)
+				fmt.Fprintf(w, "Wrote %s: %s (%s of files, %s), %d entries\n", made.Path, progress.Bytes(made.Size), progress.Bytes(made.Bytes), made.Compression, len(made.Files))
+				fmt.Fprintf(w, "  sha256 %s\n  sha512 %s\n", made.SHA256, made.SHA512)
+				fmt.Fprintf(w, "On a node: %s/%s, linked as %s\n", sysext.KubernetesDir, name, sysext.KubernetesLink)
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -105,14 +111,6 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 	f.StringVar(&outFile, "output-file", "", "where to write the sysext (default: kubernetes-<version>-<arch>.raw)")
 	AddOutputFlag(f)
 	return cmd
-}
-
-func printMade(w io.Writer, r *sysext.Made) error {
-	name, _ := sysext.KubernetesFileName(r.Version, r.Arch)
-	fmt.Fprintf(w, "Wrote %s: %s (%s of files, %s), %d entries\n", r.Path, progress.Bytes(r.Size), progress.Bytes(r.Bytes), r.Compression, len(r.Files))
-	fmt.Fprintf(w, "  sha256 %s\n  sha512 %s\n", r.SHA256, r.SHA512)
-	fmt.Fprintf(w, "On a node: %s/%s, linked as %s\n", sysext.KubernetesDir, name, sysext.KubernetesLink)
-	return nil
 }
 
 func newSysextInspectCommand() *cobra.Command {
@@ -199,10 +197,7 @@ func printSysextReport(w io.Writer, r *sysext.Report) error {
 		data = "all file data decompressed without error"
 	}
 	fmt.Fprintf(w, "Data:        %s\n", data)
-	verdict := "NO"
-	if r.WouldMerge {
-		verdict = "yes"
-	}
+	verdict := map[bool]string{true: "yes", false: "NO"}[r.WouldMerge]
 	fmt.Fprintf(w, "Would merge: %s, against %s: %s\n", verdict, r.Host.Source, r.Reason)
 	return nil
 }

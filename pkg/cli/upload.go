@@ -74,10 +74,23 @@ Prints the image ID, one line per cloud.`,
 				Signing: func() (*glance.Signing, error) { _, g, err := sign.signing(true); return g, err },
 				Record:  recordGlanceValues, Log: &lockedWriter{w: stderr},
 				Progress: progress.To(stderr, pmode)})
-			if len(results) > 0 {
-				if err := Report(cmd, results, func(w io.Writer) error { return printUploads(stderr, w, results) }); err != nil {
-					return err
+			if len(results) == 0 {
+				return uerr
+			}
+			// What each cloud got goes to stderr, its image ID to stdout.
+			if err := Report(cmd, results, func(w io.Writer) error {
+				for _, r := range results {
+					label := r.Cloud
+					if r.Region != "" {
+						label += "/" + r.Region
+					}
+					fmt.Fprintf(stderr, "%s: %s %s (%s, %s, %s %s)\n", label, r.Action, r.ID, r.DiskFormat,
+						progress.Bytes(r.Size), r.HashAlgo, r.Checksum)
+					fmt.Fprintln(w, r.ID)
 				}
+				return nil
+			}); err != nil {
+				return err
 			}
 			return uerr
 		},
@@ -108,23 +121,6 @@ func recordGlanceValues(file string) (glance.RecordValues, error) {
 		return glance.RecordValues{}, err
 	}
 	return r.GlanceValues(), nil
-}
-
-// printUploads says what each cloud got on stderr and prints its image ID on w.
-func printUploads(stderr, w io.Writer, results []*glance.Result) error {
-	for _, r := range results {
-		fmt.Fprintf(stderr, "%s: %s %s (%s, %s, %s %s)\n", cloudLabel(r), r.Action, r.ID, r.DiskFormat,
-			progress.Bytes(r.Size), r.HashAlgo, r.Checksum)
-		fmt.Fprintln(w, r.ID)
-	}
-	return nil
-}
-
-func cloudLabel(r *glance.Result) string {
-	if r.Region == "" {
-		return r.Cloud
-	}
-	return r.Cloud + "/" + r.Region
 }
 
 // lockedWriter serialises the notes of concurrent uploads line by line.

@@ -47,7 +47,27 @@ Exit 0 when everything verifies, 1 when a signature, the image or its contents d
 			if err != nil {
 				return err
 			}
-			if err := Report(cmd, v, func(w io.Writer) error { return printVerification(w, v) }); err != nil {
+			if err := Report(cmd, v, func(w io.Writer) error {
+				for _, f := range v.Files {
+					verdict := "verified"
+					if !f.OK {
+						verdict = "FAILED: " + f.Problem
+					}
+					fmt.Fprintf(w, "%s: %s\n", f.File, verdict)
+				}
+				for _, m := range v.Mismatches {
+					fmt.Fprintf(w, "MISMATCH %s\n", m)
+				}
+				if v.ContentsError != "" {
+					fmt.Fprintf(w, "contents: FAILED: %s\n", v.ContentsError)
+				} else if len(v.Mismatches) == 0 && v.ContentsChecked > 0 {
+					fmt.Fprintf(w, "contents: the image holds what the SBOM lists (%d components checked)\n", v.ContentsChecked)
+				}
+				for _, n := range v.Notes {
+					fmt.Fprintf(w, "note: %s\n", n)
+				}
+				return nil
+			}); err != nil {
 				return err
 			}
 			if !v.OK {
@@ -59,26 +79,4 @@ Exit 0 when everything verifies, 1 when a signature, the image or its contents d
 	cmd.Flags().StringVar(&keyPath, "key", "", "PEM public key (or certificate) of the signing key")
 	AddOutputFlag(cmd.Flags())
 	return cmd
-}
-
-func printVerification(w io.Writer, v *imagebuild.Verification) error {
-	for _, f := range v.Files {
-		verdict := "verified"
-		if !f.OK {
-			verdict = "FAILED: " + f.Problem
-		}
-		fmt.Fprintf(w, "%s: %s\n", f.File, verdict)
-	}
-	for _, m := range v.Mismatches {
-		fmt.Fprintf(w, "MISMATCH %s\n", m)
-	}
-	if v.ContentsError != "" {
-		fmt.Fprintf(w, "contents: FAILED: %s\n", v.ContentsError)
-	} else if len(v.Mismatches) == 0 && v.ContentsChecked > 0 {
-		fmt.Fprintf(w, "contents: the image holds what the SBOM lists (%d components checked)\n", v.ContentsChecked)
-	}
-	for _, n := range v.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	return nil
 }

@@ -49,18 +49,15 @@ func LoadConfig(path string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // EOF: an empty file
-		return c, errs.Invalidf("%s: %s (keys: channels, kubernetesVersions, methods, clouds, arch, releaseServer, kubernetesMirror, properties, buildArgs, outputDir, keep)", path, oneLine(err))
+		// One line: yaml.v3's "unmarshal errors:" list ("line N: field x not found in type ...") joined.
+		msg := err.Error()
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			msg = strings.Join(te.Errors, "; ")
+		}
+		return c, errs.Invalidf("%s: %s (keys: channels, kubernetesVersions, methods, clouds, arch, releaseServer, kubernetesMirror, properties, buildArgs, outputDir, keep)", path, msg)
 	}
 	return c, nil
-}
-
-// oneLine joins yaml.v3's "unmarshal errors:" list ("line N: field x not found in type ...").
-func oneLine(err error) string {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return strings.Join(te.Errors, "; ")
-	}
-	return err.Error()
 }
 
 // Merge lays flag values over the file's: a flag the user gave wins, list by list.

@@ -22,11 +22,8 @@ type PruneRequest struct {
 type PruneCatalog interface {
 	Catalog
 	Remover
-	UnsureIn(cloud string) []Image
+	UnsureImages() map[string][]Image
 }
-
-// UnsureIn is the tool-tagged images of cloud whose slot could not be told.
-func (g *GlanceCatalog) UnsureIn(cloud string) []Image { return g.Unsure[cloud] }
 
 // PruneReport is what prune decided and did; its JSON is `prune -o json`.
 type PruneReport struct {
@@ -56,19 +53,16 @@ func Prune(ctx context.Context, r PruneRequest) (*PruneReport, error) {
 	if cat == nil {
 		cat = &GlanceCatalog{}
 	}
-	var imgs []Image
+	var imgs, unsure []Image
 	var errs []error
 	for _, cl := range c.Clouds {
 		some, err := cat.Images(ctx, cl)
+		unsure = append(unsure, cat.UnsureImages()[cl]...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cloud %s: %w", cl, err))
 			continue
 		}
 		imgs = append(imgs, filterImages(some, c, opts.Versions)...)
-	}
-	var unsure []Image
-	for _, cl := range c.Clouds {
-		unsure = append(unsure, cat.UnsureIn(cl)...)
 	}
 	ds := Decide(imgs, unsure, c.Keep, r.Hide, prot)
 	if !opts.DryRun() {

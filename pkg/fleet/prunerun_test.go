@@ -22,7 +22,7 @@ func (p *pruneCatalog) Images(_ context.Context, cloud string) ([]Image, error) 
 	}
 	return p.images[cloud], nil
 }
-func (p *pruneCatalog) UnsureIn(cloud string) []Image { return p.unsure[cloud] }
+func (p *pruneCatalog) UnsureImages() map[string][]Image { return p.unsure }
 
 // Prune is `prune` in one call: the flags narrow what is considered, a dry run removes
 // nothing, --yes removes the rest, and a failing cloud is reported while the others go on.

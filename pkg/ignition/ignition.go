@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,12 +46,7 @@ func NewKey(dir, name string) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writing the build key: %w", err)
 	}
-	if err := pem.Encode(f, block); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
+	if err := errors.Join(pem.Encode(f, block), f.Close()); err != nil {
 		os.Remove(path)
 		return nil, err
 	}

@@ -6,13 +6,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
-// Architectures Flatcar is built for, in systemd's spelling (ARCHITECTURE= in
-// extension-release), with the spelling Kubernetes and Go use for their downloads.
-var archNames = []struct{ systemd, goarch string }{
-	{"x86-64", "amd64"},
-	{"arm64", "arm64"},
-}
-
 // Arch returns systemd's name (x86-64, arm64) for an architecture given as systemd, Go or
 // uname spells it (x86-64, amd64, x86_64; arm64, aarch64). Empty means the running machine's.
 func Arch(a string) (string, error) {
@@ -25,16 +18,6 @@ func Arch(a string) (string, error) {
 		return "arm64", nil
 	}
 	return "", errs.Invalidf("unknown architecture %q: use amd64 (x86-64) or arm64", a)
-}
-
-// GoArch returns the Go/Kubernetes name (amd64, arm64) of a systemd architecture name.
-func GoArch(systemdArch string) string {
-	for _, n := range archNames {
-		if n.systemd == systemdArch {
-			return n.goarch
-		}
-	}
-	return systemdArch
 }
 
 // isSystemdArch reports whether a is a name systemd could ever match (a subset of systemd's

@@ -70,7 +70,7 @@ func ReleasePath(name string) string {
 // Create writes the sysext described by spec to out, atomically: out appears only when the
 // image is complete and has been read back and validated. It returns what Open reports.
 func Create(ctx context.Context, spec Spec, out string) (*Info, error) {
-	comp, err := compressor(spec.Compression, spec.CompressionLevel)
+	comp, level, err := compressor(spec.Compression, spec.CompressionLevel)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func Create(ctx context.Context, spec Spec, out string) (*Info, error) {
 		return nil, err
 	}
 	defer tmp.Abort()
-	w, err := squashfs.NewWriter(tmp.File, squashfs.Options{Compression: comp.name, Level: comp.level, ModTime: mtime})
+	w, err := squashfs.NewWriter(tmp.File, squashfs.Options{Compression: comp, Level: level, ModTime: mtime})
 	if err != nil {
 		return nil, err
 	}
@@ -114,31 +114,27 @@ func Create(ctx context.Context, spec Spec, out string) (*Info, error) {
 	return info, nil
 }
 
-type compression struct {
-	name  string
-	level int
-}
-
 // zstdLevel is zstd's default level, which mksquashfs and go-diskfs' writer also used.
 const zstdLevel = 3
 
-func compressor(name string, level int) (compression, error) {
+// compressor is the squashfs compression and its level.
+func compressor(name string, level int) (string, int, error) {
 	switch name {
 	case "zstd":
 		if level != 0 {
-			return compression{}, fmt.Errorf("zstd takes no compression level here (it always uses level %d); levels are for gzip", zstdLevel)
+			return "", 0, fmt.Errorf("zstd takes no compression level here (it always uses level %d); levels are for gzip", zstdLevel)
 		}
-		return compression{"zstd", zstdLevel}, nil
+		return "zstd", zstdLevel, nil
 	case "", "gzip":
 		if level == 0 {
 			level = DefaultGzipLevel
 		}
 		if level < 1 || level > 9 {
-			return compression{}, fmt.Errorf("gzip compression level %d: use 1 (fastest) to 9 (smallest)", level)
+			return "", 0, fmt.Errorf("gzip compression level %d: use 1 (fastest) to 9 (smallest)", level)
 		}
-		return compression{"gzip", level}, nil
+		return "gzip", level, nil
 	}
-	return compression{}, fmt.Errorf("compression %q is not supported: use gzip or zstd (both read by Flatcar's kernel)", name)
+	return "", 0, fmt.Errorf("compression %q is not supported: use gzip or zstd (both read by Flatcar's kernel)", name)
 }
 
 func (s Spec) check() error {

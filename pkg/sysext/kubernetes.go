@@ -77,14 +77,6 @@ func (o CreateOptions) Validate() error {
 	return nil
 }
 
-// Apply sets in's release ID and compression from o.
-func (o CreateOptions) Apply(in *KubernetesInput) {
-	in.ReleaseID, in.Compression = o.ReleaseID, o.Compression
-	if o.Compression == "gzip" {
-		in.CompressionLevel = o.Level
-	}
-}
-
 var versionPattern = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 
 // ValidVersion checks a Kubernetes version as the release server spells it (v1.33.4).
@@ -145,8 +137,14 @@ func KubernetesSpec(in KubernetesInput) (Spec, error) {
 			return Spec{}, err
 		}
 		files = append(files, cni...)
-	} else {
-		unit = dropLine(unit, node.SysextCNIDir+"/")
+	} else { // kubelet.service copies no plugins
+		var kept []string
+		for _, l := range strings.SplitAfter(string(unit), "\n") {
+			if !strings.Contains(l, node.SysextCNIDir+"/") {
+				kept = append(kept, l)
+			}
+		}
+		unit = []byte(strings.Join(kept, ""))
 	}
 	if in.Crictl != "" {
 		f := File{Path: inImage(node.SysextBinDir) + "/crictl", Mode: 0o755, Source: in.Crictl}
@@ -200,13 +198,3 @@ func cniFiles(src string) ([]File, error) {
 func inImage(p string) string { return strings.TrimPrefix(p, "/") }
 
 func isTarGz(p string) bool { return strings.HasSuffix(p, ".tgz") || strings.HasSuffix(p, ".tar.gz") }
-
-func dropLine(text []byte, containing string) []byte {
-	var out []string
-	for _, l := range strings.SplitAfter(string(text), "\n") {
-		if !strings.Contains(l, containing) {
-			out = append(out, l)
-		}
-	}
-	return []byte(strings.Join(out, ""))
-}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // KubernetesInputFromDir finds the Kubernetes files in dir, for users who downloaded them
@@ -30,19 +31,15 @@ func KubernetesInputFromDir(dir, version, arch string) (KubernetesInput, error) 
 	in.Kubectl = find("kubectl", "bin/kubectl")
 	for name, p := range map[string]string{"kubelet": in.Kubelet, "kubeadm": in.Kubeadm, "kubectl": in.Kubectl} {
 		if p == "" {
+			goArch := arch
+			if a, err := Arch(arch); err == nil {
+				goArch = strings.Replace(a, "x86-64", "amd64", 1) // Kubernetes' name for it
+			}
 			return in, fmt.Errorf("%s has no %s (looked for %s/%s and %s/bin/%s; get it from https://dl.k8s.io/release/%s/bin/linux/%s/%s)",
-				dir, name, dir, name, dir, name, version, GoArch(mustArch(arch)), name)
+				dir, name, dir, name, dir, name, version, goArch, name)
 		}
 	}
 	in.CNIPlugins = find("cni-plugins*.tgz", "cni")
 	in.Crictl = find("crictl*.tar.gz", "crictl", "bin/crictl")
 	return in, nil
-}
-
-func mustArch(a string) string {
-	s, err := Arch(a)
-	if err != nil {
-		return a
-	}
-	return s
 }

@@ -84,7 +84,10 @@ func MakeKubernetes(ctx context.Context, o MakeOptions) (*Made, error) {
 	if err != nil {
 		return nil, err
 	}
-	image.Apply(&in)
+	in.ReleaseID, in.Compression = image.ReleaseID, image.Compression
+	if image.Compression == "gzip" {
+		in.CompressionLevel = image.Level
+	}
 	info, err := CreateKubernetes(ctx, in, out)
 	if err != nil {
 		return nil, err

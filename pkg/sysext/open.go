@@ -196,7 +196,14 @@ func (info *Info) Verify() error {
 			if !e.perm.IsRegular() {
 				continue
 			}
-			n, err := copyFile(sq, e.Path, buf)
+			n, err := func() (int64, error) {
+				f, err := sq.OpenFile(e.Path, os.O_RDONLY)
+				if err != nil {
+					return 0, err
+				}
+				defer f.Close()
+				return io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf)
+			}()
 			if err != nil {
 				return fmt.Errorf("/%s: %w", e.Path, err)
 			}
@@ -210,15 +217,6 @@ func (info *Info) Verify() error {
 		return fmt.Errorf("%s: corrupt squashfs data: %w", info.Path, err)
 	}
 	return nil
-}
-
-func copyFile(sq *disk.FS, p string, buf []byte) (int64, error) {
-	f, err := sq.OpenFile(p, os.O_RDONLY)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf)
 }
 
 // Entry returns the entry at p (relative, e.g. usr/bin/kubelet).

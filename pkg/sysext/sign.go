@@ -23,8 +23,8 @@ const SignatureFile = "SHA256SUMS.gpg"
 // systemd 257+ still reads this legacy name after import-pubring.pgp.
 const ImportPubring = "/etc/systemd/import-pubring.gpg"
 
-// readKeys reads an armored or binary OpenPGP key file.
-func readKeys(flag, path string) (openpgp.EntityList, error) {
+// readKey reads an armored or binary OpenPGP key file holding one key.
+func readKey(flag, path string) (*openpgp.Entity, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, errs.Invalidf("%s: %v", flag, err)
@@ -42,31 +42,26 @@ func readKeys(flag, path string) (openpgp.EntityList, error) {
 	if len(el) > 1 {
 		return nil, errs.Invalidf("%s %s holds %d keys; export just the one: gpg --export[-secret-keys] KEYID", flag, path, len(el))
 	}
-	return el, nil
+	return el[0], nil
 }
 
 // LoadSigningKey reads --sign-key: one unprotected OpenPGP private key that can sign now.
 func LoadSigningKey(path string) (*openpgp.Entity, error) {
-	el, err := readKeys("--sign-key", path)
+	e, err := readKey("--sign-key", path)
 	if err != nil {
 		return nil, err
 	}
-	e := el[0]
 	if e.PrivateKey == nil {
 		return nil, errs.Invalidf("--sign-key %s is a public key; give the private key: gpg --export-secret-keys --armor KEYID", path)
 	}
-	if _, ok := e.SigningKey(time.Now()); !ok {
+	sk, ok := e.SigningKey(time.Now())
+	if !ok {
 		return nil, errs.Invalidf("--sign-key %s (%X) has no signing key valid now (expired or revoked?); extend it (gpg --quick-set-expire) or use another", path, e.PrimaryKey.Fingerprint)
 	}
-	if e.PrivateKey.Encrypted || signingKeyEncrypted(e) {
+	if e.PrivateKey.Encrypted || sk.PrivateKey != nil && sk.PrivateKey.Encrypted {
 		return nil, errs.Invalidf("--sign-key %s is passphrase-protected; give the signing job an unprotected export (gpg --export-secret-keys with an empty passphrase, stored 0600)", path)
 	}
 	return e, nil
-}
-
-func signingKeyEncrypted(e *openpgp.Entity) bool {
-	k, ok := e.SigningKey(time.Now())
-	return ok && k.PrivateKey != nil && k.PrivateKey.Encrypted
 }
 
 // SignDetached is a binary detached signature of data (SHA-256), what gpg --detach-sign writes.
@@ -81,15 +76,15 @@ func SignDetached(e *openpgp.Entity, data []byte) ([]byte, error) {
 // PublicKeyring reads --sysupdate-key (a public key, armored or binary) and returns it as the
 // binary keyring gpg --keyring reads (an armored file is not a keyring to gpg).
 func PublicKeyring(path string) ([]byte, error) {
-	el, err := readKeys("--sysupdate-key", path)
+	e, err := readKey("--sysupdate-key", path)
 	if err != nil {
 		return nil, err
 	}
-	if el[0].PrivateKey != nil {
+	if e.PrivateKey != nil {
 		return nil, errs.Invalidf("--sysupdate-key %s holds a private key, which must not go onto nodes; give the public key: gpg --export KEYID > sysupdate.pub", path)
 	}
 	var b bytes.Buffer
-	if err := el[0].Serialize(&b); err != nil {
+	if err := e.Serialize(&b); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

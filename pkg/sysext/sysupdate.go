@@ -28,7 +28,6 @@ func SysupdateConf(version, url string, verify bool) ([]byte, error) {
 	if err := ValidBakeryURL("--url", url); err != nil {
 		return nil, err
 	}
-	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
 	if !strings.HasSuffix(url, "/") {
 		url += "/"
 	}
@@ -38,14 +37,14 @@ Verify=%t
 [Source]
 Type=url-file
 Path=%s
-MatchPattern=kubernetes-v%s.%s.@v-%%a.raw
+MatchPattern=kubernetes-v%s.@v-%%a.raw
 
 [Target]
 InstancesMax=3
 Type=regular-file
 Path=%s
 CurrentSymlink=%s
-`, verify, url, parts[0], parts[1], KubernetesDir, KubernetesLink)), nil
+`, verify, url, minor(version), KubernetesDir, KubernetesLink)), nil
 }
 
 // SysupdateNoop (the bakery's noop.conf, /etc/sysupdate.d/noop.conf) keeps systemd-sysupdate
@@ -164,11 +163,11 @@ func Publish(dir string, o PublishOptions) (*Published, error) {
 	var sums []string
 	minors := map[string]string{} // minor -> a version of that minor
 	for _, name := range raws {
-		s, err := hashFile(filepath.Join(dir, name))
+		h, _, err := digest.Files(filepath.Join(dir, name), sha256.New(), sha512.New())
 		if err != nil {
 			return nil, err
 		}
-		s.File = name
+		s := PublishedSysext{File: name, SHA256: h[0], SHA512: h[1]}
 		if m := kubernetesRaw.FindStringSubmatch(name); m != nil {
 			s.Version = m[1]
 			minors[minor(m[1])] = m[1]
@@ -218,12 +217,4 @@ func Publish(dir string, o PublishOptions) (*Published, error) {
 	}
 	sort.Strings(p.Transfers)
 	return p, atomicfile.WriteFile(filepath.Join(dir, "noop.conf"), []byte(SysupdateNoop), 0o644)
-}
-
-func hashFile(path string) (PublishedSysext, error) {
-	sums, _, err := digest.Files(path, sha256.New(), sha512.New())
-	if err != nil {
-		return PublishedSysext{}, err
-	}
-	return PublishedSysext{SHA256: sums[0], SHA512: sums[1]}, nil
 }

@@ -45,17 +45,9 @@ func (info *Info) Problems(name string) []string {
 		p = append(p, fmt.Sprintf("it has no usr/lib/extension-release.d/extension-release.* file, so systemd-sysext ignores it (add %s with ID=_any and ARCHITECTURE=, or rebuild it with 'flatcar-capo sysext create')", ReleasePath(name)))
 	default:
 		p = append(p, fmt.Sprintf("linked as %s.raw it needs %s, but it carries %s: systemd-sysext matches the file name in /etc/extensions, not the one in the image (link it as %s.raw, or rebuild it with NAME %s)",
-			name, ReleasePath(name), listReleases(info.ReleaseNames), info.ReleaseNames[0], name))
+			name, ReleasePath(name), "extension-release."+strings.Join(info.ReleaseNames, ", extension-release."), info.ReleaseNames[0], name))
 	}
 	return p
-}
-
-func listReleases(names []string) string {
-	s := make([]string, len(names))
-	for i, n := range names {
-		s[i] = "extension-release." + n
-	}
-	return strings.Join(s, ", ")
 }
 
 // Validate returns an error listing Problems(name), or nil.
