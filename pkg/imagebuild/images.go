@@ -34,11 +34,8 @@ type ImageOptions struct {
 	extra   []string // Refs plus the file's
 }
 
-// Preload reports whether the build preloads images (the default, both methods).
-func (io *ImageOptions) Preload(method string) bool { return !io.NoPreload }
-
 // validate parses what needs no network: mirrors, refs, the CA and proxy URLs.
-func (io *ImageOptions) validate(method string) error {
+func (io *ImageOptions) validate() error {
 	var err error
 	if io.mirrors, err = images.ParseMirrors(io.Mirrors); err != nil {
 		return err
@@ -82,11 +79,11 @@ func (io *ImageOptions) validate(method string) error {
 }
 
 // inputs are the image settings in the build's inputs key (the CA by content).
-func (io *ImageOptions) inputs(method string) []string {
-	if !io.Preload(method) && len(io.Mirrors) == 0 && io.CAFile == "" && io.HTTPProxy+io.HTTPSProxy+io.NoProxy == "" { // mirror-only needs a mirror
+func (io *ImageOptions) inputs() []string {
+	if io.NoPreload && len(io.Mirrors) == 0 && io.CAFile == "" && io.HTTPProxy+io.HTTPSProxy+io.NoProxy == "" { // mirror-only needs a mirror
 		return nil
 	}
-	in := []string{fmt.Sprintf("preload=%v", io.Preload(method)), "repository=" + io.Repository}
+	in := []string{fmt.Sprintf("preload=%v", !io.NoPreload), "repository=" + io.Repository}
 	for _, r := range io.extra {
 		in = append(in, "image="+r)
 	}
@@ -170,7 +167,7 @@ type ImageDryRun struct {
 
 func planImages(ctx context.Context, o *Options) *ImagesDryRun {
 	io := &o.Images
-	if !io.Preload(o.Method) {
+	if io.NoPreload {
 		return nil
 	}
 	p := &ImagesDryRun{Images: []ImageDryRun{}, Mirrors: io.Mirrors, MirrorOnly: io.MirrorOnly, CAFile: io.CAFile,

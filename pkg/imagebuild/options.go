@@ -188,7 +188,7 @@ func (o *Options) validate() error {
 		return err
 	}
 	o.Kubernetes.Arch = o.Release.Arch
-	if err := o.Images.validate(o.Method); err != nil {
+	if err := o.Images.validate(); err != nil {
 		return err
 	}
 	for _, w := range o.Images.Warnings() {

@@ -44,7 +44,7 @@ func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 			return halt(state, err)
 		}
 	}
-	if !io.Preload(o.Method) {
+	if io.NoPreload {
 		note(state, "preloading off (--no-preload-images): containerd settings only")
 		return multistep.ActionContinue
 	}
