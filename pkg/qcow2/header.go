@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // Magic is the first four bytes of every qcow2 file.
@@ -186,11 +187,7 @@ func (h *Header) checkFeatures(b []byte) error {
 		return unsupported("compression type %d", h.CompressionType)
 	}
 	if rest := inc &^ (incompatDirty | incompatCompressType); rest != 0 {
-		for bit := 0; bit < 64; bit++ {
-			if rest&(1<<bit) != 0 {
-				return unsupported("unknown incompatible feature bit %d", bit)
-			}
-		}
+		return unsupported("unknown incompatible feature bit %d", bits.TrailingZeros64(rest))
 	}
 	if h.Version == 3 {
 		return h.checkExtensions(b)
