@@ -72,17 +72,24 @@ func Write(ctx context.Context, src vdisk.Disk, dst Target, opts Options) error 
 	if err := w.out.flush(); err != nil {
 		return err
 	}
+	_, err = writeTables(dst, l, w.next*l.cs)
+	return err
+}
+
+// writeTables sets the image's length, then writes the header and tables of l at its start.
+// The length comes first (CopyToRaw says why: appending writes wait for ext4's journal).
+func writeTables(dst Target, l *layout, length int64) ([]byte, error) {
 	meta, err := l.metadata()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := dst.Truncate(w.next * l.cs); err != nil {
-		return fmt.Errorf("qcow2: setting the image length: %w", err)
+	if err := dst.Truncate(length); err != nil {
+		return nil, fmt.Errorf("qcow2: setting the image length: %w", err)
 	}
 	if _, err := dst.WriteAt(meta, 0); err != nil {
-		return fmt.Errorf("qcow2: writing the tables: %w", err)
+		return nil, fmt.Errorf("qcow2: writing the tables: %w", err)
 	}
-	return nil
+	return meta, nil
 }
 
 type clusterKind uint8
@@ -363,16 +370,9 @@ func writeInOrder(ctx context.Context, src vdisk.Disk, dst Target, opts Options,
 			host++
 		}
 	}
-	meta, err := l.metadata()
+	meta, err := writeTables(dst, l, host*cs)
 	if err != nil {
 		return err
-	}
-	// The length first (CopyToRaw says why: appending writes wait for ext4's journal).
-	if err := dst.Truncate(host * cs); err != nil {
-		return fmt.Errorf("qcow2: setting the image length: %w", err)
-	}
-	if _, err := dst.WriteAt(meta, 0); err != nil {
-		return fmt.Errorf("qcow2: writing the tables: %w", err)
 	}
 	opts.Hash.Write(meta)
 	direct := newDirectWriter(dst)

@@ -8,7 +8,9 @@ package sbom
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -206,19 +208,12 @@ func purl(typ, namespace, name, version string, qualifiers map[string]string) st
 	if version != "" {
 		b.WriteString("@" + strings.ReplaceAll(url.PathEscape(version), ":", "%3A"))
 	}
-	var keys []string
-	for k, v := range qualifiers {
-		if v != "" {
-			keys = append(keys, k)
+	sep := "?"
+	for _, k := range slices.Sorted(maps.Keys(qualifiers)) {
+		if qualifiers[k] != "" {
+			b.WriteString(sep + k + "=" + strings.NewReplacer("%2F", "/", "%3A", ":").Replace(url.QueryEscape(qualifiers[k])))
+			sep = "&"
 		}
-	}
-	sort.Strings(keys)
-	for i, k := range keys {
-		sep := "&"
-		if i == 0 {
-			sep = "?"
-		}
-		b.WriteString(sep + k + "=" + strings.NewReplacer("%2F", "/", "%3A", ":").Replace(url.QueryEscape(qualifiers[k])))
 	}
 	return b.String()
 }
