@@ -114,12 +114,7 @@ func ValidateHTTPURL(raw string) (*url.URL, error) {
 }
 
 func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return true
-		}
-	}
-	return false
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 // TOMLString is s as a TOML basic string (the one quoting of what goes into hosts.toml and the
