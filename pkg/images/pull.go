@@ -403,20 +403,16 @@ func (p *pull) blob(src source, ref string, d v1.Descriptor) error {
 }
 
 // pickPlatform returns the index entry for linux/arch (arm64: any variant, v8 preferred).
-func pickPlatform(ms []v1.Descriptor, arch string) (v1.Descriptor, bool) {
-	var found *v1.Descriptor
-	for i, m := range ms {
+func pickPlatform(ms []v1.Descriptor, arch string) (found v1.Descriptor, ok bool) {
+	for _, m := range ms {
 		if m.Platform == nil || m.Platform.OS != "linux" || m.Platform.Architecture != arch {
 			continue
 		}
-		if found == nil || m.Platform.Variant == "" || m.Platform.Variant == "v8" {
-			found = &ms[i]
+		if !ok || m.Platform.Variant == "" || m.Platform.Variant == "v8" {
+			found, ok = m, true
 		}
 	}
-	if found == nil {
-		return v1.Descriptor{}, false
-	}
-	return *found, true
+	return found, ok
 }
 
 // platforms lists the index's platforms, each once, in their order.

@@ -61,10 +61,6 @@ type RegistryHosts struct {
 	OverridePath bool `json:"overridePath"`
 }
 
-func newContainerd() Containerd {
-	return Containerd{Images: []PreloadedImage{}, Kubeadm: []string{}, Missing: []string{}, DropIns: []string{}, Registries: []RegistryHosts{}, AuthHosts: []string{}}
-}
-
 var (
 	reServer   = regexp.MustCompile(`(?m)^\s*server\s*=\s*"([^"]*)"`)
 	reHost     = regexp.MustCompile(`(?m)^\s*\[host\."([^"]*)"\]`)

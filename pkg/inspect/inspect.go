@@ -66,7 +66,10 @@ type Finding struct {
 // list, never null (docs/inspect-json.md).
 func newReport(path string) *Report {
 	return &Report{Image: path, Partitions: []PartitionInfo{}, MBR: disk.MBRInfo{Types: []string{}},
-		Sysext: []SysextEntry{}, Markers: []string{}, Findings: []Finding{}, Extensions: newExtensions(), Containerd: newContainerd()}
+		Sysext: []SysextEntry{}, Markers: []string{}, Findings: []Finding{},
+		Extensions: Extensions{Links: []ExtensionLink{}, Stored: []StoredExtension{}},
+		Containerd: Containerd{Images: []PreloadedImage{}, Kubeadm: []string{}, Missing: []string{}, DropIns: []string{},
+			Registries: []RegistryHosts{}, AuthHosts: []string{}}}
 }
 
 // Inspect reads img and judges it for target ("" = the image's own effective oem_id).

@@ -51,10 +51,6 @@ type StoredExtension struct {
 // searchPaths are systemd-sysext's search paths that live on ROOT (/run is a tmpfs).
 var searchPaths = []string{node.ExtensionsDir, node.ExtensionsVarDir}
 
-func newExtensions() Extensions {
-	return Extensions{Links: []ExtensionLink{}, Stored: []StoredExtension{}}
-}
-
 // readExtensions fills r.Extensions from the ROOT partition and judges every search-path entry
 // against the image's own os-release (USR-A) or, failing that, Flatcar's constants. It returns
 // ROOT's filesystem for the other readers of ROOT, nil when it cannot be read.
