@@ -193,14 +193,5 @@ func (r *Record) write(artifact string) error {
 		return err
 	}
 	// The record is world-readable: no URL credential or registered secret goes into it.
-	b = []byte(redact.Known(string(b)))
-	f, err := atomicfile.Create(RecordPath(artifact))
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return err
-	}
-	return f.Commit(0o644)
+	return atomicfile.WriteFile(RecordPath(artifact), []byte(redact.Known(string(b))+"\n"), 0o644)
 }
