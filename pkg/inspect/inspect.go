@@ -3,6 +3,7 @@
 package inspect
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -108,10 +109,7 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	esp := r.openESP(img, parts)
 	r.FirstBoot = firstBootFlag(esp)
 	r.readContainerd(r.readExtensions(img, parts, esp))
-	r.Target = target
-	if r.Target == "" {
-		r.Target = state.Settings.OEMID
-	}
+	r.Target = cmp.Or(target, state.Settings.OEMID)
 	r.judge()
 	return r, nil
 }
