@@ -1,6 +1,7 @@
 package qcow2
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -81,11 +82,8 @@ func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, r
 	})
 	close(pieces)
 	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	if walkErr != nil {
-		return walkErr
+	if err := cmp.Or(firstErr, walkErr); err != nil {
+		return err
 	}
 	if err := dst.Truncate(src.Size()); err != nil {
 		return fmt.Errorf("setting the length of %s: %w", dst.Name(), err)
