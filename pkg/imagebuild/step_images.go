@@ -98,8 +98,7 @@ func kubeadmBinary(state multistep.StateBag, o *Options) (string, error) {
 			return f.Path, nil
 		}
 	}
-	exts := keySysexts.get(state)
-	for _, x := range exts {
+	for _, x := range keySysexts.get(state) {
 		if x.Name != sysext.KubernetesName {
 			continue
 		}

@@ -95,10 +95,8 @@ func (*stepSysext) Cleanup(state multistep.StateBag) {
 	if !halted && !cancelled {
 		return
 	}
-	exts := keySysexts.get(state)
-	o := options(state)
-	for _, x := range exts {
-		if filepath.Dir(x.Path) == filepath.Clean(o.OutputDir) {
+	for _, x := range keySysexts.get(state) {
+		if filepath.Dir(x.Path) == filepath.Clean(options(state).OutputDir) {
 			os.Remove(x.Path)
 		}
 	}
