@@ -177,9 +177,7 @@ func (o *Options) validate() error {
 			return fmt.Errorf("--provision %s: %v", p, err)
 		}
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -70,9 +70,7 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 	if o.Jobs <= 0 {
 		o.Jobs = 4
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	tr, err := o.transport()
 	if err != nil {
 		return nil, err

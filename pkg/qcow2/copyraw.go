@@ -20,9 +20,7 @@ func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, r
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	if rep == nil {
-		rep = progress.None
-	}
+	rep = cmp.Or(rep, progress.None)
 	if err := emptyFile(dst); err != nil {
 		return err
 	}

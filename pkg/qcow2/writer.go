@@ -2,6 +2,7 @@ package qcow2
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -44,18 +45,14 @@ const (
 // all-zero clusters are not stored. The source is read once, sequentially; with Compress the
 // clusters are deflated by a pool of workers and written in order.
 func Write(ctx context.Context, src vdisk.Disk, dst Target, opts Options) error {
-	if opts.Version == 0 {
-		opts.Version = 3
-	}
+	opts.Version = cmp.Or(opts.Version, 3)
 	if opts.Version != 2 && opts.Version != 3 {
 		return fmt.Errorf("qcow2: cannot write version %d (use 2 or 3)", opts.Version)
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	if opts.Progress == nil {
-		opts.Progress = progress.None
-	}
+	opts.Progress = cmp.Or(opts.Progress, progress.None)
 	bits := uint(defaultClusterBits)
 	runs, clusters, err := scanRuns(ctx, src, bits)
 	if err != nil {
