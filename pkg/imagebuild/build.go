@@ -61,15 +61,12 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 // build directory that could not be removed; or that nothing was.
 func interrupted(state multistep.StateBag, o *Options, err error) error {
 	left, _, _ := interrupt.Report(keyError.get(state))
-	if log := keyLogFile.get(state); log != "" {
-		if _, serr := os.Stat(log); serr == nil {
-			left = append(left, "the build's log "+log+" (kept to show how far it got)")
-		}
+	log, dir := keyLogFile.get(state), keyWorkDir.get(state) // "": not made, which os.Stat says too
+	if _, serr := os.Stat(log); serr == nil {
+		left = append(left, "the build's log "+log+" (kept to show how far it got)")
 	}
-	if d := keyWorkDir.get(state); d != "" {
-		if _, serr := os.Stat(d); serr == nil {
-			left = append(left, "the build directory "+d+" (the next build in "+o.OutputDir+" removes it)")
-		}
+	if _, serr := os.Stat(dir); serr == nil {
+		left = append(left, "the build directory "+dir+" (the next build in "+o.OutputDir+" removes it)")
 	}
 	if len(left) > 0 {
 		return interrupt.Left(err, left...)

@@ -186,8 +186,6 @@ func versionInName(fileName string) string {
 	return v
 }
 
-func isURL(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }
-
 // download fetches a --sysext URL into dir (the build directory, removed at the end) with the
 // build's client: its timeouts, retries and deadline; nothing is left on failure.
 func download(ctx context.Context, o *Options, raw, dir string) (*httpx.Downloaded, error) {
