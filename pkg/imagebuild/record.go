@@ -152,8 +152,12 @@ func LoadRecord(image string) (*Record, error) {
 
 // GlanceValues are what the record says about the image's Glance metadata.
 func (r *Record) GlanceValues() glance.RecordValues {
-	return glance.RecordValues{FlatcarVersion: r.FlatcarVersion, KubernetesVersion: r.KubernetesVersion, Arch: r.Arch, Channel: r.Channel, Method: r.Method,
-		SBOMSHA256: r.sbomSHA256(), UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
+	v := glance.RecordValues{FlatcarVersion: r.FlatcarVersion, KubernetesVersion: r.KubernetesVersion, Arch: r.Arch, Channel: r.Channel, Method: r.Method,
+		UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
+	if r.SBOM != nil {
+		v.SBOMSHA256 = r.SBOM.SHA256
+	}
+	return v
 }
 
 // RecordFile reads a record the caller names (manifests --from-record): one that cannot be

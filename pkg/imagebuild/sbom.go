@@ -19,13 +19,6 @@ type SBOMFile struct {
 	Format string `json:"format"` // CycloneDX 1.6 JSON
 }
 
-func (r *Record) sbomSHA256() string {
-	if r.SBOM == nil {
-		return ""
-	}
-	return r.SBOM.SHA256
-}
-
 // inventory is what the record says the image holds, for its SBOM; at is its time (the build's
 // epoch: the sysext method takes it from the base image, so the same inputs give the same SBOM;
 // zero: none).
