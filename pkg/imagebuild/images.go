@@ -177,7 +177,6 @@ func planImages(ctx context.Context, o *Options) *ImagesDryRun {
 	}
 	var list []string
 	ko := o.Kubernetes
-	ko.CacheDir = o.CacheDir
 	kubeadm := filepath.Join(o.CacheDir, "kubernetes", ko.Kubernetes, ko.Arch, "kubeadm")
 	if _, err := os.Stat(kubeadm); err == nil && o.CacheDir != "" {
 		var err error

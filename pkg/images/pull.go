@@ -310,8 +310,7 @@ func (p *pull) resolveFrom(r Ref, src source) (Image, error) {
 		return im, fmt.Errorf("%s has no linux/%s image: it is a single-platform %s/%s image; use a multi-arch ref or one built for linux/%s",
 			r.Given, p.o.Arch, cf.OS, cf.Architecture, p.o.Arch)
 	}
-	im.Blobs = append(im.Blobs, m.Config)
-	im.Blobs = append(im.Blobs, m.Layers...)
+	im.Blobs = append(append(im.Blobs, m.Config), m.Layers...)
 	for _, b := range im.Blobs {
 		im.Size += b.Size
 	}

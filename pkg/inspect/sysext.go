@@ -56,8 +56,7 @@ var searchPaths = []string{node.ExtensionsDir, node.ExtensionsVarDir}
 // ROOT's filesystem for the other readers of ROOT, nil when it cannot be read.
 func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition, esp *disk.FS) *disk.FS {
 	x := &r.Extensions
-	host := imageHost(img, parts, esp)
-	x.Host = host
+	x.Host = imageHost(img, parts, esp)
 	root, ok := disk.Find(parts, "ROOT")
 	if !ok {
 		x.Root = "missing"
@@ -79,7 +78,7 @@ func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition, esp *di
 			if !isRaw && e.kind != "directory" {
 				continue // systemd-sysext ignores other files
 			}
-			x.Links = append(x.Links, judgeLink(fsys, path.Join(dir, e.name), name, e.kind, host))
+			x.Links = append(x.Links, judgeLink(fsys, path.Join(dir, e.name), name, e.kind, x.Host))
 		}
 	}
 	x.Stored = storedExtensions(fsys, x.Links)
