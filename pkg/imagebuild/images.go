@@ -2,8 +2,6 @@ package imagebuild
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"os"
@@ -11,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
@@ -97,9 +96,8 @@ func (io *ImageOptions) inputs() []string {
 		in = append(in, "node-auth") // the logins themselves: secrets(), by the step that reads them
 	}
 	if io.CAFile != "" {
-		data, _ := os.ReadFile(io.CAFile)
-		s := sha256.Sum256(data)
-		in = append(in, "ca=sha256:"+hex.EncodeToString(s[:]))
+		sum, _, _ := digest.SHA256(io.CAFile) // validate has read it
+		in = append(in, "ca=sha256:"+sum)
 	}
 	// The record shows the proxies without a password (secrets puts them into the key only).
 	return append(in, "proxy="+redact.URL(io.HTTPProxy)+","+redact.URL(io.HTTPSProxy)+","+io.NoProxy)
