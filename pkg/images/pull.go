@@ -373,10 +373,7 @@ func mediaType(raw []byte, said types.MediaType) types.MediaType {
 			return types.OCIImageIndex
 		}
 	}
-	if said == "" {
-		return types.OCIManifestSchema1
-	}
-	return said
+	return cmp.Or(said, types.OCIManifestSchema1)
 }
 
 // blob fetches one blob into the cache, checked against d's digest and size on the way.

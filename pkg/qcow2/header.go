@@ -13,6 +13,7 @@
 package qcow2
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -154,10 +155,7 @@ func parseHeader(b []byte, fileSize int64) (*Header, error) {
 // checkFeatures refuses, by name, every feature that would make our reads wrong.
 func (h *Header) checkFeatures(b []byte) error {
 	if h.CryptMethod != 0 {
-		name := map[uint32]string{1: "AES", 2: "LUKS"}[h.CryptMethod]
-		if name == "" {
-			name = fmt.Sprintf("method %d", h.CryptMethod)
-		}
+		name := cmp.Or(map[uint32]string{1: "AES", 2: "LUKS"}[h.CryptMethod], fmt.Sprintf("method %d", h.CryptMethod))
 		return unsupported("encrypted images (%s encryption)", name)
 	}
 	if h.BackingFileOffset != 0 {
