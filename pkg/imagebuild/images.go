@@ -177,7 +177,6 @@ func planImages(ctx context.Context, o *Options) *ImagesDryRun {
 	ko := o.Kubernetes
 	kubeadm := filepath.Join(o.CacheDir, "kubernetes", ko.Kubernetes, ko.Arch, "kubeadm")
 	if _, err := os.Stat(kubeadm); err == nil && o.CacheDir != "" {
-		var err error
 		if list, err = images.KubeadmList(ctx, kubeadm, ko.Kubernetes, io.Repository); err != nil {
 			p.Kubeadm = "the cached kubeadm failed to list its images: " + err.Error()
 		} else {
