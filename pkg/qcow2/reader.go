@@ -304,11 +304,9 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 			clear(p[done : done+n])
 		case kindCompressed:
 			if int64(n) == r.cs { // whole clusters: decode in place, skip the cache
-				k, err := r.readCompressedRun(p[done:], vc, m)
-				if err != nil {
+				if n, err = r.readCompressedRun(p[done:], vc, m); err != nil {
 					return done, err
 				}
-				n = k
 				break
 			}
 			c, err := r.compressedCluster(vc, m)
