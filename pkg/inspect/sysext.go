@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
@@ -169,10 +170,6 @@ func resolveLink(fsys *disk.FS, p string) (first, final string, err error) {
 
 // storedExtensions lists /opt/extensions/*.raw and /opt/extensions/*/*.raw.
 func storedExtensions(fsys *disk.FS, links []ExtensionLink) []StoredExtension {
-	linked := map[string]bool{}
-	for _, l := range links {
-		linked[l.Resolved] = true
-	}
 	out := []StoredExtension{}
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
@@ -186,7 +183,8 @@ func storedExtensions(fsys *disk.FS, links []ExtensionLink) []StoredExtension {
 			case e.kind == "directory" && depth < 1:
 				walk(p, depth+1)
 			case e.kind == "file" && strings.HasSuffix(e.name, ".raw"):
-				out = append(out, StoredExtension{Path: p, Size: e.size, Linked: linked[p]})
+				linked := slices.ContainsFunc(links, func(l ExtensionLink) bool { return l.Resolved == p })
+				out = append(out, StoredExtension{Path: p, Size: e.size, Linked: linked})
 			}
 		}
 	}
