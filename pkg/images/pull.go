@@ -99,10 +99,7 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 		})
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := joinResolveErrors(errs); err != nil {
+	if err := cmp.Or(ctx.Err(), joinResolveErrors(errs)); err != nil {
 		return nil, err
 	}
 	// The layers of every image, each once, in parallel.
@@ -152,10 +149,7 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 		})
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := errors.Join(failed...); err != nil {
+	if err := cmp.Or(ctx.Err(), errors.Join(failed...)); err != nil {
 		return nil, err
 	}
 	res.Transferred += p.manifestBytes
