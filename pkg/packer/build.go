@@ -214,11 +214,8 @@ func (c *condenser) failure(what string, err error, logFile string) error {
 		return fmt.Errorf("%s interrupted: %w (packer log: %s)", what, err, logFile)
 	}
 	msg := what + " failed"
-	switch {
-	case c.firstError != "":
-		msg += ": " + c.firstError
-	case len(c.plain) > 0:
-		msg += ": " + strings.Join(c.plain, " ")
+	if detail := cmp.Or(c.firstError, strings.Join(c.plain, " ")); detail != "" {
+		msg += ": " + detail
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {
