@@ -143,10 +143,7 @@ func Write(ctx context.Context, src vdisk.Disk, out string, format disk.Format, 
 		return 0, 0, err
 	}
 	st, err := f.Stat()
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := cmp.Or(err, ctx.Err()); err != nil {
 		return 0, 0, err
 	}
 	return st.Size(), dataBytes, f.Commit(cmp.Or(opts.Mode, 0o644))
