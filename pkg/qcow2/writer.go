@@ -177,10 +177,7 @@ func runPipeline(ctx context.Context, src vdisk.Disk, runs []run, opts Options, 
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			if j.err != nil {
-				return j.err
-			}
-			if err := ctx.Err(); err != nil {
+			if err := cmp.Or(j.err, ctx.Err()); err != nil {
 				return err
 			}
 			if err := write(j); err != nil {
