@@ -7,6 +7,7 @@ package sbom
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"maps"
 	"net/url"
@@ -97,11 +98,8 @@ func (inv Inventory) BOM() *cdx.BOM {
 			Properties: props(propChannel, f.Channel, propArch, f.Arch, propVerified, fmt.Sprint(f.Verified))})
 	}
 	for _, f := range inv.Files {
-		c := cdx.Component{Type: cdx.ComponentTypeApplication, BOMRef: "file:" + f.Name, Name: f.Name, Version: f.Version,
+		c := cdx.Component{Type: cdx.ComponentTypeApplication, BOMRef: "file:" + cmp.Or(f.Path, f.Name), Name: f.Name, Version: f.Version,
 			Hashes: hashes(cdx.HashAlgoSHA256, f.SHA256), ExternalReferences: refs(f.URL), Properties: props(propPath, f.Path)}
-		if f.Path != "" {
-			c.BOMRef = "file:" + f.Path
-		}
 		if f.Version != "" || f.URL != "" {
 			c.PackageURL = purl("generic", "", f.Name, f.Version, map[string]string{"download_url": f.URL})
 		}
