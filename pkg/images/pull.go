@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -152,7 +153,7 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 	if err := cmp.Or(ctx.Err(), errors.Join(failed...)); err != nil {
 		return nil, err
 	}
-	res.Transferred += p.manifestBytes
+	res.Transferred += p.manifestBytes.Load()
 	for _, im := range res.Images {
 		fmt.Fprintf(o.Log, "%s: %s %s, %.1f MiB\n", im.Name, shortDigest(im.Digest), im.Platform, float64(im.Size)/(1<<20))
 	}
@@ -172,8 +173,7 @@ type pull struct {
 	c      *cache
 	puller *remote.Puller
 
-	mu            sync.Mutex
-	manifestBytes int64
+	manifestBytes atomic.Int64 // resolved in parallel
 }
 
 // source is the repository actually contacted for a ref: its mirror's when it has one.
@@ -289,7 +289,7 @@ func (p *pull) resolveFrom(r Ref, src source) (Image, error) {
 		if err := p.blob(src, r.Given, m.Config); err != nil {
 			return im, err
 		}
-		p.count(m.Config.Size)
+		p.manifestBytes.Add(m.Config.Size)
 	}
 	cfg, err := p.c.read(m.Config.Digest)
 	if err != nil {
@@ -309,12 +309,6 @@ func (p *pull) resolveFrom(r Ref, src source) (Image, error) {
 		im.Size += b.Size
 	}
 	return im, nil
-}
-
-func (p *pull) count(n int64) {
-	p.mu.Lock()
-	p.manifestBytes += n
-	p.mu.Unlock()
 }
 
 // manifest returns the manifest d names, from the cache or the registry, verified by digest.
@@ -345,7 +339,7 @@ func (p *pull) manifest(r Ref, src source, d v1.Descriptor) ([]byte, types.Media
 	if err := p.c.put(d.Digest, bytes.NewReader(raw), int64(len(raw))); err != nil {
 		return nil, "", err
 	}
-	p.count(int64(len(raw)))
+	p.manifestBytes.Add(int64(len(raw)))
 	return raw, mediaType(raw, desc.MediaType), nil
 }
 
