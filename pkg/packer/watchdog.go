@@ -128,10 +128,8 @@ func killDescendants(pid int) {
 		children[pp] = append(children[pp], p)
 	}
 	queue := append([]int{}, children[pid]...)
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		syscall.Kill(p, syscall.SIGKILL)
-		queue = append(queue, children[p]...)
+	for i := 0; i < len(queue); i++ { // breadth first: the queue grows by each one's children
+		syscall.Kill(queue[i], syscall.SIGKILL)
+		queue = append(queue, children[queue[i]]...)
 	}
 }
