@@ -105,10 +105,8 @@ func File(ctx context.Context, in, out string, opts Options) (Result, error) {
 		return res, err
 	}
 	defer img.Close()
-	src := img.Disk
-	res.InputFormat, res.OutputFormat, res.Compressed = img.Format, format, opts.Compress
-	res.VirtualSize = src.Size()
-	if res.OutputBytes, res.DataBytes, err = Write(ctx, src, out, format, opts); err != nil {
+	res.InputFormat, res.OutputFormat, res.Compressed, res.VirtualSize = img.Format, format, opts.Compress, img.Size()
+	if res.OutputBytes, res.DataBytes, err = Write(ctx, img.Disk, out, format, opts); err != nil {
 		return res, fmt.Errorf("converting %s to %s: %w", in, out, err)
 	}
 	res.Seconds = time.Since(start).Seconds()
@@ -145,10 +143,7 @@ func Write(ctx context.Context, src vdisk.Disk, out string, format disk.Format, 
 		return 0, 0, err
 	}
 	st, err := f.Stat()
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := cmp.Or(err, ctx.Err()); err != nil {
 		return 0, 0, err
 	}
 	return st.Size(), dataBytes, f.Commit(cmp.Or(opts.Mode, 0o644))

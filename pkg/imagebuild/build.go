@@ -39,7 +39,10 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	} else {
 		steps = allSteps(o)
 	}
-	runner := &multistep.BasicRunner{Steps: timeSteps(o, rec, steps)}
+	runner := &multistep.BasicRunner{}
+	for i, s := range steps {
+		runner.Steps = append(runner.Steps, &timed{step: s, n: i + 1, of: len(steps), o: o, rec: rec})
+	}
 	start := time.Now()
 	keyStart.put(state, start)
 	runner.Run(ctx, state)
@@ -57,22 +60,13 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 // upload's half-made images (its error says), the method's log kept next to the artifact, a
 // build directory that could not be removed; or that nothing was.
 func interrupted(state multistep.StateBag, o *Options, err error) error {
-	var left []string
-	if stepErr := keyError.get(state); stepErr != nil {
-		l, _, typed := interrupt.Report(stepErr)
-		if typed {
-			left = append(left, l...)
-		}
+	left, _, _ := interrupt.Report(keyError.get(state))
+	log, dir := keyLogFile.get(state), keyWorkDir.get(state) // "": not made, which os.Stat says too
+	if _, serr := os.Stat(log); serr == nil {
+		left = append(left, "the build's log "+log+" (kept to show how far it got)")
 	}
-	if log := keyLogFile.get(state); log != "" {
-		if _, serr := os.Stat(log); serr == nil {
-			left = append(left, "the build's log "+log+" (kept to show how far it got)")
-		}
-	}
-	if d := keyWorkDir.get(state); d != "" {
-		if _, serr := os.Stat(d); serr == nil {
-			left = append(left, "the build directory "+d+" (the next build in "+o.OutputDir+" removes it)")
-		}
+	if _, serr := os.Stat(dir); serr == nil {
+		left = append(left, "the build directory "+dir+" (the next build in "+o.OutputDir+" removes it)")
 	}
 	if len(left) > 0 {
 		return interrupt.Left(err, left...)
@@ -121,14 +115,6 @@ type timed struct {
 	n, of int
 	o     *Options
 	rec   *Record
-}
-
-func timeSteps(o *Options, rec *Record, steps []multistep.Step) []multistep.Step {
-	out := make([]multistep.Step, len(steps))
-	for i, s := range steps {
-		out[i] = &timed{step: s, n: i + 1, of: len(steps), o: o, rec: rec}
-	}
-	return out
 }
 
 func (t *timed) name() string {

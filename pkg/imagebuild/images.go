@@ -2,8 +2,6 @@ package imagebuild
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"os"
@@ -11,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
@@ -34,11 +33,8 @@ type ImageOptions struct {
 	extra   []string // Refs plus the file's
 }
 
-// Preload reports whether the build preloads images (the default, both methods).
-func (io *ImageOptions) Preload(method string) bool { return !io.NoPreload }
-
 // validate parses what needs no network: mirrors, refs, the CA and proxy URLs.
-func (io *ImageOptions) validate(method string) error {
+func (io *ImageOptions) validate() error {
 	var err error
 	if io.mirrors, err = images.ParseMirrors(io.Mirrors); err != nil {
 		return err
@@ -82,11 +78,11 @@ func (io *ImageOptions) validate(method string) error {
 }
 
 // inputs are the image settings in the build's inputs key (the CA by content).
-func (io *ImageOptions) inputs(method string) []string {
-	if !io.Preload(method) && len(io.Mirrors) == 0 && io.CAFile == "" && io.HTTPProxy+io.HTTPSProxy+io.NoProxy == "" { // mirror-only needs a mirror
+func (io *ImageOptions) inputs() []string {
+	if io.NoPreload && len(io.Mirrors) == 0 && io.CAFile == "" && io.HTTPProxy+io.HTTPSProxy+io.NoProxy == "" { // mirror-only needs a mirror
 		return nil
 	}
-	in := []string{fmt.Sprintf("preload=%v", io.Preload(method)), "repository=" + io.Repository}
+	in := []string{fmt.Sprintf("preload=%v", !io.NoPreload), "repository=" + io.Repository}
 	for _, r := range io.extra {
 		in = append(in, "image="+r)
 	}
@@ -100,9 +96,8 @@ func (io *ImageOptions) inputs(method string) []string {
 		in = append(in, "node-auth") // the logins themselves: secrets(), by the step that reads them
 	}
 	if io.CAFile != "" {
-		data, _ := os.ReadFile(io.CAFile)
-		s := sha256.Sum256(data)
-		in = append(in, "ca=sha256:"+hex.EncodeToString(s[:]))
+		sum, _, _ := digest.SHA256(io.CAFile) // validate has read it
+		in = append(in, "ca=sha256:"+sum)
 	}
 	// The record shows the proxies without a password (secrets puts them into the key only).
 	return append(in, "proxy="+redact.URL(io.HTTPProxy)+","+redact.URL(io.HTTPSProxy)+","+io.NoProxy)
@@ -170,7 +165,7 @@ type ImageDryRun struct {
 
 func planImages(ctx context.Context, o *Options) *ImagesDryRun {
 	io := &o.Images
-	if !io.Preload(o.Method) {
+	if io.NoPreload {
 		return nil
 	}
 	p := &ImagesDryRun{Images: []ImageDryRun{}, Mirrors: io.Mirrors, MirrorOnly: io.MirrorOnly, CAFile: io.CAFile,
@@ -180,10 +175,8 @@ func planImages(ctx context.Context, o *Options) *ImagesDryRun {
 	}
 	var list []string
 	ko := o.Kubernetes
-	ko.CacheDir = o.CacheDir
 	kubeadm := filepath.Join(o.CacheDir, "kubernetes", ko.Kubernetes, ko.Arch, "kubeadm")
 	if _, err := os.Stat(kubeadm); err == nil && o.CacheDir != "" {
-		var err error
 		if list, err = images.KubeadmList(ctx, kubeadm, ko.Kubernetes, io.Repository); err != nil {
 			p.Kubeadm = "the cached kubeadm failed to list its images: " + err.Error()
 		} else {

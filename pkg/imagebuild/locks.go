@@ -1,6 +1,7 @@
 package imagebuild
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,10 +97,7 @@ func lockBuildDir(dir string) (*os.File, error) {
 	}
 	if ok, err := filelock.TryLock(f, filelock.Exclusive); !ok {
 		f.Close()
-		if err == nil {
-			err = errors.New("another process holds it")
-		}
-		return nil, fmt.Errorf("locking the build directory %s: %w", dir, err)
+		return nil, fmt.Errorf("locking the build directory %s: %w", dir, cmp.Or(err, errors.New("another process holds it")))
 	}
 	fmt.Fprintf(f, "%d\n", os.Getpid())
 	return f, nil

@@ -177,9 +177,7 @@ func (o *Options) validate() error {
 			return fmt.Errorf("--provision %s: %v", p, err)
 		}
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -188,7 +186,7 @@ func (o *Options) validate() error {
 		return err
 	}
 	o.Kubernetes.Arch = o.Release.Arch
-	if err := o.Images.validate(o.Method); err != nil {
+	if err := o.Images.validate(); err != nil {
 		return err
 	}
 	for _, w := range o.Images.Warnings() {

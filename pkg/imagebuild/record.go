@@ -152,8 +152,12 @@ func LoadRecord(image string) (*Record, error) {
 
 // GlanceValues are what the record says about the image's Glance metadata.
 func (r *Record) GlanceValues() glance.RecordValues {
-	return glance.RecordValues{FlatcarVersion: r.FlatcarVersion, KubernetesVersion: r.KubernetesVersion, Arch: r.Arch, Channel: r.Channel, Method: r.Method,
-		SBOMSHA256: r.sbomSHA256(), UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
+	v := glance.RecordValues{FlatcarVersion: r.FlatcarVersion, KubernetesVersion: r.KubernetesVersion, Arch: r.Arch, Channel: r.Channel, Method: r.Method,
+		UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
+	if r.SBOM != nil {
+		v.SBOMSHA256 = r.SBOM.SHA256
+	}
+	return v
 }
 
 // RecordFile reads a record the caller names (manifests --from-record): one that cannot be
@@ -193,14 +197,5 @@ func (r *Record) write(artifact string) error {
 		return err
 	}
 	// The record is world-readable: no URL credential or registered secret goes into it.
-	b = []byte(redact.Known(string(b)))
-	f, err := atomicfile.Create(RecordPath(artifact))
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return err
-	}
-	return f.Commit(0o644)
+	return atomicfile.WriteFile(RecordPath(artifact), []byte(redact.Known(string(b))+"\n"), 0o644)
 }

@@ -19,22 +19,14 @@ type SBOMFile struct {
 	Format string `json:"format"` // CycloneDX 1.6 JSON
 }
 
-func (r *Record) sbomSHA256() string {
-	if r.SBOM == nil {
-		return ""
-	}
-	return r.SBOM.SHA256
-}
-
 // inventory is what the record says the image holds, for its SBOM; at is its time (the build's
 // epoch: the sysext method takes it from the base image, so the same inputs give the same SBOM;
 // zero: none).
 func (r *Record) inventory(at time.Time) sbom.Inventory {
-	inv := sbom.Inventory{Tool: r.Tools.FlatcarCapo,
+	inv := sbom.Inventory{Tool: r.Tools.FlatcarCapo, Time: at,
 		Subject: sbom.Subject{Name: r.ImageName, Method: r.Method},
 		Flatcar: sbom.Flatcar{Channel: r.Channel, Version: r.FlatcarVersion, Arch: r.Arch, File: r.Base.File, URL: r.Base.URL,
 			SHA512: r.Base.SHA512, Verified: r.Base.Verified}}
-	inv.Time = at
 	if len(r.Artifacts) > 0 {
 		inv.Subject.File, inv.Subject.SHA512 = r.Artifacts[0].File, r.Artifacts[0].SHA512
 	}

@@ -22,10 +22,9 @@ func (*stepBakeRoot) Name() string { return "bake ROOT" }
 
 func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
-	exts := keySysexts.get(state)
 	layout := rootfs.Layout{KeepUpdates: o.KeepUpdates}
 	var extra []Artifact
-	for _, x := range exts {
+	for _, x := range keySysexts.get(state) {
 		layout.Extensions = append(layout.Extensions, rootfs.Extension{Name: x.Name, FileName: x.FileName, Source: x.Path})
 		extra = append(extra, Artifact{File: filepath.Base(x.Path), Bytes: x.Bytes, SHA512: x.SHA512})
 	}

@@ -52,10 +52,7 @@ func (s *stepConvert) Run(ctx context.Context, state multistep.StateBag) multist
 }
 
 func (s *stepConvert) Cleanup(state multistep.StateBag) {
-	if s.wrote == "" {
-		return
-	}
-	if !keyRecorded.get(state) {
+	if s.wrote != "" && !keyRecorded.get(state) {
 		os.Remove(s.wrote)
 	}
 }

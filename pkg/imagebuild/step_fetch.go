@@ -36,10 +36,8 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 		note(state, "local base image %s (not verified: your file)", abs)
 		return multistep.ActionContinue
 	}
-	rel := keyRelease.get(state)
-	c := o.client()
 	out := filepath.Join(keyWorkDir.get(state), "base.img")
-	res, err := fetch.Fetch(ctx, c, fetch.Options{Release: rel, Image: o.Base, Compression: fetch.CompressionAuto,
+	res, err := fetch.Fetch(ctx, o.client(), fetch.Options{Release: keyRelease.get(state), Image: o.Base, Compression: fetch.CompressionAuto,
 		OutputFile: out, CacheDir: o.CacheDir, Keyring: o.Keyring, InsecureSkipVerify: o.InsecureSkipVerify,
 		Progress: progress.To(o.Log, progress.Lines), Log: o.Log, FromCache: true})
 	if err != nil {

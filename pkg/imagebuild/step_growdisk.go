@@ -24,7 +24,7 @@ func (*stepGrowDisk) Run(ctx context.Context, state multistep.StateBag) multiste
 		note(state, "kept the base image's size (no --disk-size)")
 		return multistep.ActionContinue
 	}
-	raw := workFile(state) // packer's disk, a file: grown before anything opens it
+	raw := keyWorkFile.get(state) // packer's disk, a file: grown before anything opens it
 	fi, err := os.Stat(raw)
 	if err != nil {
 		return halt(state, err)

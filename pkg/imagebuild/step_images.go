@@ -44,7 +44,7 @@ func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.
 			return halt(state, err)
 		}
 	}
-	if !io.Preload(o.Method) {
+	if io.NoPreload {
 		note(state, "preloading off (--no-preload-images): containerd settings only")
 		return multistep.ActionContinue
 	}
@@ -98,8 +98,7 @@ func kubeadmBinary(state multistep.StateBag, o *Options) (string, error) {
 			return f.Path, nil
 		}
 	}
-	exts := keySysexts.get(state)
-	for _, x := range exts {
+	for _, x := range keySysexts.get(state) {
 		if x.Name != sysext.KubernetesName {
 			continue
 		}

@@ -33,11 +33,10 @@ func (*stepInspect) Run(ctx context.Context, state multistep.StateBag) multistep
 	if rep.Verdict == inspect.NotReady {
 		return halt(state, fmt.Errorf("the built image is NOT READY for %s:\n  %s", o.OEM, strings.Join(msgs, "\n  ")))
 	}
-	note(state, "%s for %s%s", rep.Verdict, o.OEM, func() string {
-		if len(msgs) == 0 {
-			return ""
-		}
-		return " (" + strings.Join(msgs, "; ") + ")"
-	}())
+	findings := ""
+	if len(msgs) > 0 {
+		findings = " (" + strings.Join(msgs, "; ") + ")"
+	}
+	note(state, "%s for %s%s", rep.Verdict, o.OEM, findings)
 	return multistep.ActionContinue
 }

@@ -1,6 +1,7 @@
 package imagebuild
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -25,7 +26,7 @@ func (*stepPacker) Name() string { return "packer" }
 
 func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), record(state)
-	in := packerInputs{workDir: keyWorkDir.get(state), base: workFile(state), vm: keyVM.get(state),
+	in := packerInputs{workDir: keyWorkDir.get(state), base: keyWorkFile.get(state), vm: keyVM.get(state),
 		payload: keyPayload.get(state), tools: keyTools.get(state)}
 	if set := keyK8s.get(state); set != nil {
 		in.kubernetes = &set.Options
@@ -46,29 +47,22 @@ func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.
 	rec.Tools.Packer, rec.Tools.Accelerator = res.PackerVersion, res.Accelerator
 	rec.Tools.PackerPath = o.Packer
 	if err != nil {
-		if ctx.Err() != nil {
-			return halt(state, ctx.Err())
-		}
-		return halt(state, err)
+		return halt(state, cmp.Or(ctx.Err(), err))
 	}
 	// Packer copies its disk without holes (copy_file_range on the work copy): punch the
 	// all-zero clusters out again, or the artifact stores the whole virtual size.
-	freed, err := sparsify(ctx, res.Image)
+	f, err := os.OpenFile(res.Image, os.O_RDWR, 0)
+	if err != nil {
+		return halt(state, fmt.Errorf("packer's disk: %w", err))
+	}
+	freed, err := vdisk.PunchZeros(ctx, f, 64<<10)
+	f.Close()
 	if err != nil {
 		return halt(state, err)
 	}
 	setWorkFile(state, res.Image)
 	note(state, "packer %s, accelerator %s; %s of zeros in its disk made holes again", res.PackerVersion, res.Accelerator, progress.Bytes(freed))
 	return multistep.ActionContinue
-}
-
-func sparsify(ctx context.Context, image string) (int64, error) {
-	f, err := os.OpenFile(image, os.O_RDWR, 0)
-	if err != nil {
-		return 0, fmt.Errorf("packer's disk: %w", err)
-	}
-	defer f.Close()
-	return vdisk.PunchZeros(ctx, f, 64<<10)
 }
 
 // stopGrace is how long packer may take to stop after SIGTERM before its group is killed.

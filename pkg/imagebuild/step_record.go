@@ -50,9 +50,7 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 			}
 			a = Artifact{File: filepath.Base(artifact), Bytes: n, SHA512: sum}
 		}
-		rec.Artifacts = append(rec.Artifacts[:0], a)
-		extra := keyExtra.get(state) // hashed when they were made
-		rec.Artifacts = append(rec.Artifacts, extra...)
+		rec.Artifacts = append(append(rec.Artifacts[:0], a), keyExtra.get(state)...) // the extra files were hashed when made
 	}
 	if err := rec.writeSBOM(artifact, keyEpoch.get(state)); err != nil {
 		return halt(state, err)

@@ -141,7 +141,7 @@ func inputs(o *Options, rel release.Release) (Inputs, error) {
 	in := Inputs{Method: o.Method, Channel: rel.Channel, Version: rel.Version, Arch: rel.Arch, Base: o.Base,
 		OEM: o.OEM, Kubernetes: o.Kubernetes.Kubernetes, Crictl: o.Kubernetes.Crictl, CNI: o.Kubernetes.CNI,
 		KubernetesMirror: redact.URL(o.Kubernetes.Mirror), GitHubMirror: redact.URL(o.Kubernetes.GitHubMirror),
-		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize, Images: o.Images.inputs(o.Method),
+		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize, Images: o.Images.inputs(),
 		Compressed: o.Compress, secrets: o.Images.secrets()}
 	if o.BaseImage != "" {
 		fi, err := os.Stat(o.BaseImage)

@@ -51,19 +51,11 @@ func SignedFiles(artifact string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sbom := sbomName(data); sbom != "" {
-		files = append(files, filepath.Join(filepath.Dir(artifact), filepath.Base(sbom)))
-	}
-	return files, nil
-}
-
-// sbomName is the SBOM's file name in a build record (sbom.go's SBOMFile), "" when it names none.
-func sbomName(record []byte) string {
 	var r struct {
 		SBOM *SBOMFile `json:"sbom"`
 	}
-	if json.Unmarshal(record, &r) != nil || r.SBOM == nil {
-		return ""
+	if json.Unmarshal(data, &r) == nil && r.SBOM != nil && r.SBOM.File != "" {
+		files = append(files, filepath.Join(filepath.Dir(artifact), filepath.Base(r.SBOM.File)))
 	}
-	return r.SBOM.File
+	return files, nil
 }

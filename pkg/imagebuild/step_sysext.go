@@ -2,10 +2,7 @@ package imagebuild
 
 import (
 	"context"
-	"crypto/sha512"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path"
@@ -16,6 +13,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
@@ -95,10 +93,8 @@ func (*stepSysext) Cleanup(state multistep.StateBag) {
 	if !halted && !cancelled {
 		return
 	}
-	exts := keySysexts.get(state)
-	o := options(state)
-	for _, x := range exts {
-		if filepath.Dir(x.Path) == filepath.Clean(o.OutputDir) {
+	for _, x := range keySysexts.get(state) {
+		if filepath.Dir(x.Path) == filepath.Clean(options(state).OutputDir) {
 			os.Remove(x.Path)
 		}
 	}
@@ -188,8 +184,6 @@ func versionInName(fileName string) string {
 	return v
 }
 
-func isURL(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }
-
 // download fetches a --sysext URL into dir (the build directory, removed at the end) with the
 // build's client: its timeouts, retries and deadline; nothing is left on failure.
 func download(ctx context.Context, o *Options, raw, dir string) (*httpx.Downloaded, error) {
@@ -239,15 +233,10 @@ func keepNextToArtifact(ctx context.Context, o *Options, x *Sysext) error {
 	if err := disk.CopySparse(ctx, out.File, src); err != nil {
 		return fmt.Errorf("copying %s to %s: %w", x.Path, dst, err)
 	}
-	if x.SHA512 == "" {
-		if _, err := out.Seek(0, io.SeekStart); err != nil {
+	if x.SHA512 == "" { // the copy, read back
+		if x.SHA512, x.Bytes, err = digest.SHA512(out.Name()); err != nil {
 			return err
 		}
-		h := sha512.New()
-		if x.Bytes, err = io.Copy(h, out); err != nil {
-			return err
-		}
-		x.SHA512 = hex.EncodeToString(h.Sum(nil))
 	}
 	if err := out.Commit(0o644); err != nil {
 		return err

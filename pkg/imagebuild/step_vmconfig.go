@@ -33,8 +33,9 @@ func (*stepVMConfig) Run(ctx context.Context, state multistep.StateBag) multiste
 	if err != nil {
 		return halt(state, err)
 	}
-	vm := vmFiles{user: ignition.DefaultUser, key: key.PrivateKeyFile}
-	rec.Tools.Ignition = ignition.SpecVersion
+	vm := vmFiles{user: ignition.DefaultUser, key: key.PrivateKeyFile, ignition: ign}
+	rec.Tools.Ignition, rec.Tools.BuildVMConfig = ignition.SpecVersion, "fw_cfg"
+	how := "through fw_cfg"
 	if o.Base == "openstack" {
 		raw, err := os.ReadFile(ign)
 		if err != nil {
@@ -45,15 +46,10 @@ func (*stepVMConfig) Run(ctx context.Context, state multistep.StateBag) multiste
 			Name: "flatcar-capo-build", Hostname: "flatcar-capo-build"}); err != nil {
 			return halt(state, fmt.Errorf("config drive: %w", err))
 		}
-		vm.drive = drive
-		keyVM.put(state, vm)
-		rec.Tools.BuildVMConfig = "config-2"
-		note(state, "Ignition %s for user %s on a config-2 drive", ignition.SpecVersion, ignition.DefaultUser)
-		return multistep.ActionContinue
+		vm.ignition, vm.drive = "", drive
+		rec.Tools.BuildVMConfig, how = "config-2", "on a config-2 drive"
 	}
-	vm.ignition = ign
 	keyVM.put(state, vm)
-	rec.Tools.BuildVMConfig = "fw_cfg"
-	note(state, "Ignition %s for user %s through fw_cfg", ignition.SpecVersion, ignition.DefaultUser)
+	note(state, "Ignition %s for user %s %s", ignition.SpecVersion, ignition.DefaultUser, how)
 	return multistep.ActionContinue
 }

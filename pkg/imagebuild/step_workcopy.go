@@ -38,45 +38,36 @@ func (s *stepWorkCopy) Run(ctx context.Context, state multistep.StateBag) multis
 			return halt(state, fmt.Errorf("making the work copy's overlay in %s: %w", dir, err))
 		}
 		keyWorkImage.put(state, &workImage{disk.FromDisk(base, ov, true), func() error { ov.Close(); return img.Close() }})
-		// A fetched base in the build directory goes on being read: unlinked, it lives until closed.
-		if filepath.Dir(base) == dir {
-			os.Remove(base)
-		}
 		note(state, "copy-on-write overlay over the %s base (%s virtual; nothing copied)", format, progress.Bytes(img.Size()))
-		return multistep.ActionContinue
-	}
-	if format == disk.FormatQcow2 {
-		img.Close()
-		if _, err := convert.File(ctx, base, work, convert.Options{To: disk.FormatRaw}); err != nil {
-			return halt(state, err)
-		}
 	} else {
-		err := copyRaw(ctx, img.File(), work)
-		img.Close()
-		if err != nil {
-			return halt(state, fmt.Errorf("copying %s: %w", base, err))
+		if format == disk.FormatQcow2 {
+			img.Close()
+			if _, err := convert.File(ctx, base, work, convert.Options{To: disk.FormatRaw}); err != nil {
+				return halt(state, err)
+			}
+		} else {
+			out, err := os.OpenFile(work, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+			if err == nil {
+				err = disk.CopySparse(ctx, out, img.File())
+				if cerr := out.Close(); err == nil {
+					err = cerr
+				}
+			}
+			img.Close()
+			if err != nil {
+				return halt(state, fmt.Errorf("copying %s: %w", base, err))
+			}
 		}
+		setWorkFile(state, work)
+		fi, _ := os.Stat(work)
+		note(state, "%s from %s (%s virtual)", filepath.Base(work), format, progress.Bytes(fi.Size()))
 	}
-	// The fetched copy in the build directory is no longer needed (the cache keeps the download).
+	// A fetched base in the build directory: the overlay goes on reading it (unlinked, it lives
+	// until closed); a copy no longer needs it (the cache keeps the download).
 	if filepath.Dir(base) == dir {
 		os.Remove(base)
 	}
-	setWorkFile(state, work)
-	fi, _ := os.Stat(work)
-	note(state, "%s from %s (%s virtual)", filepath.Base(work), format, progress.Bytes(fi.Size()))
 	return multistep.ActionContinue
-}
-
-func copyRaw(ctx context.Context, src *os.File, dst string) error {
-	out, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := disk.CopySparse(ctx, out, src); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 func (s *stepWorkCopy) Cleanup(state multistep.StateBag) { closeWork(state) }

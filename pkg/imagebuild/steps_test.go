@@ -109,7 +109,7 @@ func TestPackerProbedOncePerBuild(t *testing.T) {
 	if d.Count("validate") != 1 || d.Count("build") != 1 {
 		t.Fatalf("validate %d, build %d", d.Count("validate"), d.Count("build"))
 	}
-	if raw := workFile(state); filepath.Base(filepath.Dir(raw)) != "packer-output" || record(state).Tools.Packer != "1.6.6" {
+	if raw := keyWorkFile.get(state); filepath.Base(filepath.Dir(raw)) != "packer-output" || record(state).Tools.Packer != "1.6.6" {
 		t.Fatalf("raw %q, tools %+v", raw, record(state).Tools)
 	}
 }

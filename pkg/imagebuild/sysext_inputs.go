@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
@@ -28,7 +29,7 @@ func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) (
 	srcs := map[string]sysextSource{}
 	for _, s := range o.Sysext {
 		var src sysextSource
-		if isURL(s) {
+		if strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") {
 			if o.DryRun {
 				in = append(in, redact.URL(s))
 				continue

@@ -117,9 +117,4 @@ func (v *Verification) Problems() string {
 	return strings.Join(p, "; ")
 }
 
-func short(s string) string {
-	if len(s) > 16 {
-		return s[:16]
-	}
-	return s
-}
+func short(s string) string { return s[:min(len(s), 16)] }

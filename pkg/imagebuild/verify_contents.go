@@ -4,10 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/inspect"
@@ -52,18 +53,18 @@ func (v *Verification) checkContents(artifact string, rec *Record) {
 		fail("the SBOM %s: %v", rec.SBOM.File, err)
 		return
 	}
-	img, err := disk.Open(artifact, false)
-	if err != nil {
-		fail("the image's contents cannot be read to check them against the SBOM: %v", err)
-		return
-	}
-	defer img.Close()
-	r, err := inspect.Inspect(img, "")
-	if err != nil {
-		fail("the image's contents cannot be read to check them against the SBOM: %v", err)
-		return
-	}
-	found, err := inspect.SBOM(img, r, "")
+	found, err := func() (sbom.Inventory, error) {
+		img, err := disk.Open(artifact, false)
+		if err != nil {
+			return sbom.Inventory{}, err
+		}
+		defer img.Close()
+		r, err := inspect.Inspect(img, "")
+		if err != nil {
+			return sbom.Inventory{}, err
+		}
+		return inspect.SBOM(img, r, "")
+	}()
 	if err != nil {
 		fail("the image's contents cannot be read to check them against the SBOM: %v", err)
 		return
@@ -89,7 +90,7 @@ func (v *Verification) compare(claimed, found sbom.Inventory) {
 		v.check("sysext "+s.File, "sha512 ", s.SHA512, have[s.File])
 		delete(have, s.File)
 	}
-	for _, name := range sortedKeys(have) {
+	for _, name := range slices.Sorted(maps.Keys(have)) {
 		v.mismatch(Mismatch{Component: "sysext " + name, Expected: "none", Found: "sha512 " + have[name]})
 	}
 	// Binaries: a file the image keeps in /opt/bin or /opt/cni/bin that the SBOM lists as the
@@ -126,7 +127,7 @@ func (v *Verification) compare(claimed, found sbom.Inventory) {
 		v.check("image "+k, "", im.Digest, digests[k])
 		delete(digests, k)
 	}
-	for _, k := range sortedKeys(digests) {
+	for _, k := range slices.Sorted(maps.Keys(digests)) {
 		v.mismatch(Mismatch{Component: "image " + k, Expected: "none", Found: digests[k]})
 	}
 }
@@ -142,13 +143,4 @@ func (v *Verification) check(component, label, want, got string) {
 		m.Found = "none"
 	}
 	v.mismatch(m)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

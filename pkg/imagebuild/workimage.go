@@ -25,15 +25,12 @@ func setWorkFile(state multistep.StateBag, path string) {
 	keyWorkFile.put(state, path)
 }
 
-// workFile is the raw work file ("" for an overlay method).
-func workFile(state multistep.StateBag) string { return keyWorkFile.get(state) }
-
 // openWork is the work image, the work file opened for writing the first time.
 func openWork(state multistep.StateBag) (*disk.Image, error) {
 	if w := keyWorkImage.get(state); w != nil {
 		return w.Image, nil
 	}
-	img, err := disk.Open(workFile(state), true)
+	img, err := disk.Open(keyWorkFile.get(state), true)
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,7 @@ func NewArchive(cacheDir string, imgs []Image) (*Archive, error) {
 			if !seen[b.Digest] {
 				seen[b.Digest] = true
 				a.blobs = append(a.blobs, b)
+				a.Size += entrySize(b.Size)
 			}
 		}
 	}
@@ -55,10 +56,7 @@ func NewArchive(cacheDir string, imgs []Image) (*Archive, error) {
 	if a.index, err = json.Marshal(idx); err != nil {
 		return nil, err
 	}
-	a.Size = entrySize(int64(len(ociLayout))) + entrySize(int64(len(a.index))) + 2*512
-	for _, b := range a.blobs {
-		a.Size += entrySize(b.Size)
-	}
+	a.Size += entrySize(int64(len(ociLayout))) + entrySize(int64(len(a.index))) + 2*512
 	return a, nil
 }
 

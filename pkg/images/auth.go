@@ -2,6 +2,7 @@ package images
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -19,20 +20,17 @@ type HostAuth struct {
 
 // NodeAuthHosts are the hosts the node pulls from: every mirror's, else every registry's.
 func NodeAuthHosts(ms Mirrors, registries []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	add := func(h string) {
-		if !seen[h] {
-			seen[h] = true
-			out = append(out, h)
+	hosts := registries
+	if len(ms) > 0 {
+		hosts = nil
+		for _, m := range ms {
+			hosts = append(hosts, m.Host)
 		}
 	}
-	for _, m := range ms {
-		add(m.Host)
-	}
-	if len(out) == 0 {
-		for _, r := range registries {
-			add(r)
+	var out []string // each once, in order
+	for _, h := range hosts {
+		if !slices.Contains(out, h) {
+			out = append(out, h)
 		}
 	}
 	return out

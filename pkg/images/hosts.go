@@ -10,16 +10,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
-// hostsDir is the certs.d directory containerd reads for registry: containerd 2.x tries
-// certs.d/<host>_<port>_ (for host:port), certs.d/<host:port> or certs.d/<host>, then
-// certs.d/_default, and uses the FIRST that exists, whole (core/remotes/docker/config).
-func hostsDir(registry string) string {
-	if registry == "*" {
-		return "_default"
-	}
-	return registry
-}
-
 // hostsFiles are the certs.d files: one hosts.toml per registry that has its own mirrors, one
 // in _default for "*", and, with a CA and no catch-all, one per preloaded registry so the CA is
 // its (the catch-all's file carries the CA itself: a per-registry file there would bypass it).
@@ -37,12 +27,16 @@ func (n Node) hostsFiles(ca []byte) ([]File, error) {
 	}
 	var out []File
 	for _, r := range slices.Sorted(maps.Keys(regs)) {
+		// The certs.d directory containerd reads for r: containerd 2.x tries certs.d/<host>_<port>_
+		// (for host:port), certs.d/<host:port> or certs.d/<host>, then certs.d/_default, and uses
+		// the FIRST that exists, whole (core/remotes/docker/config).
+		dir := "_default"
 		if r != "*" {
 			if err := ValidateHostPort(r); err != nil { // it becomes a directory name
 				return nil, fmt.Errorf("registry %q: %v", r, err)
 			}
+			dir = r
 		}
-		dir := hostsDir(r)
 		hosts := node.RegistryHosts(dir)
 		if path.Dir(path.Dir(hosts)) != node.ContainerdCertsDir {
 			return nil, fmt.Errorf("registry %q: not a directory name under %s", r, node.ContainerdCertsDir)
@@ -111,8 +105,11 @@ func hostsTOML(registry string, mirrors Mirrors, caPath string, mirrorOnly bool)
 	case root != nil:
 		fmt.Fprintf(&b, "server = %s\n", q(root.URL))
 		settings("", root)
+	case registry == "docker.io": // its own endpoint is not its name
+		fmt.Fprintf(&b, "server = %s\n", q("https://registry-1.docker.io"))
+		settings("", nil)
 	case registry != "*":
-		fmt.Fprintf(&b, "server = %s\n", q(upstream(registry)))
+		fmt.Fprintf(&b, "server = %s\n", q("https://"+registry))
 		settings("", nil)
 	}
 	for i := range hosts {
@@ -120,12 +117,4 @@ func hostsTOML(registry string, mirrors Mirrors, caPath string, mirrorOnly bool)
 		settings("  ", &hosts[i])
 	}
 	return b.String(), err
-}
-
-// upstream is the registry's own endpoint (containerd's server for it).
-func upstream(reg string) string {
-	if reg == "docker.io" {
-		return "https://registry-1.docker.io"
-	}
-	return "https://" + reg
 }

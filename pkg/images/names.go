@@ -45,32 +45,25 @@ func ValidateHostPort(s string) error {
 				return fmt.Errorf("%q: an IPv6 address must be in brackets, e.g. [fd00::1]:5000", s)
 			}
 		}
-		if err := validateDNSName(host); err != nil {
-			return fmt.Errorf("%q: %v", s, err)
+		switch {
+		case host == "":
+			return fmt.Errorf("%q: no host name", s)
+		case len(host) > 253:
+			return fmt.Errorf("%q: the host name is longer than 253 characters", s)
+		}
+		for _, l := range strings.Split(host, ".") {
+			switch {
+			case l == "":
+				return fmt.Errorf("%q: the host name has an empty label (a leading, trailing or double dot)", s)
+			case !dnsLabel.MatchString(l):
+				return fmt.Errorf("%q: %q is not a DNS label (lowercase a-z, 0-9 and inner '-', at most 63)", s, l)
+			}
 		}
 	}
 	if port != "" || strings.HasSuffix(s, ":") {
 		n, err := strconv.Atoi(port)
 		if err != nil || n < 1 || n > 65535 || port[0] == '0' {
 			return fmt.Errorf("%q: port %q is not a number 1-65535", s, port)
-		}
-	}
-	return nil
-}
-
-func validateDNSName(host string) error {
-	if host == "" {
-		return fmt.Errorf("no host name")
-	}
-	if len(host) > 253 {
-		return fmt.Errorf("the host name is longer than 253 characters")
-	}
-	for _, l := range strings.Split(host, ".") {
-		if !dnsLabel.MatchString(l) {
-			if l == "" {
-				return fmt.Errorf("the host name has an empty label (a leading, trailing or double dot)")
-			}
-			return fmt.Errorf("%q is not a DNS label (lowercase a-z, 0-9 and inner '-', at most 63)", l)
 		}
 	}
 	return nil
@@ -114,12 +107,7 @@ func ValidateHTTPURL(raw string) (*url.URL, error) {
 }
 
 func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return true
-		}
-	}
-	return false
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 // TOMLString is s as a TOML basic string (the one quoting of what goes into hosts.toml and the

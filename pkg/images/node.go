@@ -105,10 +105,7 @@ func (n Node) Files(archiveSize int64) ([]File, error) {
 	if len(n.Images) == 0 {
 		return out, nil
 	}
-	list := List{Kubernetes: n.Kubernetes, Kubeadm: n.Kubeadm, Archive: node.ImagesArchive, Size: archiveSize}
-	if list.Kubeadm == nil {
-		list.Kubeadm = []string{}
-	}
+	list := List{Kubernetes: n.Kubernetes, Kubeadm: append([]string{}, n.Kubeadm...), Archive: node.ImagesArchive, Size: archiveSize}
 	for _, im := range n.Images {
 		list.Images = append(list.Images, ListEntry{Name: im.Name, Digest: im.Digest, Platform: im.Platform, Size: im.Size})
 	}

@@ -149,9 +149,7 @@ func (o *Options) transport() (http.RoundTripper, error) {
 		return httpx.GuardRedirects(o.Transport(cfg)), nil
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if cfg != nil {
-		tr.TLSClientConfig = cfg
-	}
+	tr.TLSClientConfig = cfg // nil without a CA, as in Go's default transport
 	return httpx.GuardRedirects(tr), nil
 }
 

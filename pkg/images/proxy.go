@@ -33,13 +33,10 @@ func ProxyHasPassword(raw string) bool {
 	return err == nil && u.User != nil
 }
 
-// HasProxy says whether the node gets proxy settings.
-func (n Node) HasProxy() bool { return n.HTTPProxy != "" || n.HTTPSProxy != "" }
-
 // proxyFiles are the environment file (0600) and the drop-ins of containerd and kubelet that
 // read it; nothing without a proxy.
 func (n Node) proxyFiles() ([]File, error) {
-	if !n.HasProxy() {
+	if n.HTTPProxy == "" && n.HTTPSProxy == "" {
 		return nil, nil
 	}
 	var b strings.Builder

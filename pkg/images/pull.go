@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -70,9 +71,7 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 	if o.Jobs <= 0 {
 		o.Jobs = 4
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Log = cmp.Or(o.Log, io.Discard)
 	tr, err := o.transport()
 	if err != nil {
 		return nil, err
@@ -101,10 +100,7 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 		})
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := joinResolveErrors(errs); err != nil {
+	if err := cmp.Or(ctx.Err(), joinResolveErrors(errs)); err != nil {
 		return nil, err
 	}
 	// The layers of every image, each once, in parallel.
@@ -154,13 +150,10 @@ func Pull(ctx context.Context, refs []Ref, o Options) (*Result, error) {
 		})
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	if err := cmp.Or(ctx.Err(), errors.Join(failed...)); err != nil {
 		return nil, err
 	}
-	if err := errors.Join(failed...); err != nil {
-		return nil, err
-	}
-	res.Transferred += p.manifestBytes
+	res.Transferred += p.manifestBytes.Load()
 	for _, im := range res.Images {
 		fmt.Fprintf(o.Log, "%s: %s %s, %.1f MiB\n", im.Name, shortDigest(im.Digest), im.Platform, float64(im.Size)/(1<<20))
 	}
@@ -180,8 +173,7 @@ type pull struct {
 	c      *cache
 	puller *remote.Puller
 
-	mu            sync.Mutex
-	manifestBytes int64
+	manifestBytes atomic.Int64 // resolved in parallel
 }
 
 // source is the repository actually contacted for a ref: its mirror's when it has one.
@@ -297,7 +289,7 @@ func (p *pull) resolveFrom(r Ref, src source) (Image, error) {
 		if err := p.blob(src, r.Given, m.Config); err != nil {
 			return im, err
 		}
-		p.count(m.Config.Size)
+		p.manifestBytes.Add(m.Config.Size)
 	}
 	cfg, err := p.c.read(m.Config.Digest)
 	if err != nil {
@@ -312,18 +304,11 @@ func (p *pull) resolveFrom(r Ref, src source) (Image, error) {
 		return im, fmt.Errorf("%s has no linux/%s image: it is a single-platform %s/%s image; use a multi-arch ref or one built for linux/%s",
 			r.Given, p.o.Arch, cf.OS, cf.Architecture, p.o.Arch)
 	}
-	im.Blobs = append(im.Blobs, m.Config)
-	im.Blobs = append(im.Blobs, m.Layers...)
+	im.Blobs = append(append(im.Blobs, m.Config), m.Layers...)
 	for _, b := range im.Blobs {
 		im.Size += b.Size
 	}
 	return im, nil
-}
-
-func (p *pull) count(n int64) {
-	p.mu.Lock()
-	p.manifestBytes += n
-	p.mu.Unlock()
 }
 
 // manifest returns the manifest d names, from the cache or the registry, verified by digest.
@@ -354,7 +339,7 @@ func (p *pull) manifest(r Ref, src source, d v1.Descriptor) ([]byte, types.Media
 	if err := p.c.put(d.Digest, bytes.NewReader(raw), int64(len(raw))); err != nil {
 		return nil, "", err
 	}
-	p.count(int64(len(raw)))
+	p.manifestBytes.Add(int64(len(raw)))
 	return raw, mediaType(raw, desc.MediaType), nil
 }
 
@@ -376,10 +361,7 @@ func mediaType(raw []byte, said types.MediaType) types.MediaType {
 			return types.OCIImageIndex
 		}
 	}
-	if said == "" {
-		return types.OCIManifestSchema1
-	}
-	return said
+	return cmp.Or(said, types.OCIManifestSchema1)
 }
 
 // blob fetches one blob into the cache, checked against d's digest and size on the way.
@@ -403,20 +385,16 @@ func (p *pull) blob(src source, ref string, d v1.Descriptor) error {
 }
 
 // pickPlatform returns the index entry for linux/arch (arm64: any variant, v8 preferred).
-func pickPlatform(ms []v1.Descriptor, arch string) (v1.Descriptor, bool) {
-	var found *v1.Descriptor
-	for i, m := range ms {
+func pickPlatform(ms []v1.Descriptor, arch string) (found v1.Descriptor, ok bool) {
+	for _, m := range ms {
 		if m.Platform == nil || m.Platform.OS != "linux" || m.Platform.Architecture != arch {
 			continue
 		}
-		if found == nil || m.Platform.Variant == "" || m.Platform.Variant == "v8" {
-			found = &ms[i]
+		if !ok || m.Platform.Variant == "" || m.Platform.Variant == "v8" {
+			found, ok = m, true
 		}
 	}
-	if found == nil {
-		return v1.Descriptor{}, false
-	}
-	return *found, true
+	return found, ok
 }
 
 // platforms lists the index's platforms, each once, in their order.

@@ -25,13 +25,11 @@ type Ref struct {
 }
 
 // Registry is the registry host as containerd names it (docker.io, not index.docker.io).
-func (r Ref) Registry() string { return containerdRegistry(r.Repo.RegistryStr()) }
-
-func containerdRegistry(reg string) string {
-	if reg == name.DefaultRegistry {
-		return "docker.io"
+func (r Ref) Registry() string {
+	if reg := r.Repo.RegistryStr(); reg != name.DefaultRegistry {
+		return reg
 	}
-	return reg
+	return "docker.io"
 }
 
 // ParseRef reads registry/repo[:tag][@sha256:...]; a bare name gets docker.io and :latest, as

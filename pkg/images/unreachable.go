@@ -3,7 +3,9 @@ package images
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -45,12 +47,7 @@ func joinResolveErrors(errs []error) error {
 			out = append(out, err)
 		}
 	}
-	hosts := make([]string, 0, len(byHost))
-	for h := range byHost {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
-	for _, h := range hosts {
+	for _, h := range slices.Sorted(maps.Keys(byHost)) {
 		us := byHost[h]
 		refs := make([]string, len(us))
 		for i, u := range us {
@@ -65,14 +62,10 @@ func joinResolveErrors(errs []error) error {
 		} else if errors.As(cause, &op) {
 			cause = op // "dial tcp HOST: connect: connection refused", once (not per https and http try)
 		}
-		fix := "check that it answers, or build without preloaded images with --no-preload-images"
+		what, fix := "mirror", "check that it answers, or build without preloaded images with --no-preload-images"
 		if !us[0].mirror {
-			fix = fmt.Sprintf("without internet, pull them from a registry you run with --registry-mirror %s=https://YOUR-REGISTRY (--registry-ca for its CA), "+
+			what, fix = "registry", fmt.Sprintf("without internet, pull them from a registry you run with --registry-mirror %s=https://YOUR-REGISTRY (--registry-ca for its CA), "+
 				"preload only the images listed in a file with --images-file FILE, or build without preloaded images with --no-preload-images", us[0].registry)
-		}
-		what := "mirror"
-		if !us[0].mirror {
-			what = "registry"
 		}
 		out = append(out, fmt.Errorf("cannot reach %s %s (%v) for %d image(s): %s; %s", what, h, cause, len(refs), strings.Join(refs, ", "), fix))
 	}

@@ -61,10 +61,6 @@ type RegistryHosts struct {
 	OverridePath bool `json:"overridePath"`
 }
 
-func newContainerd() Containerd {
-	return Containerd{Images: []PreloadedImage{}, Kubeadm: []string{}, Missing: []string{}, DropIns: []string{}, Registries: []RegistryHosts{}, AuthHosts: []string{}}
-}
-
 var (
 	reServer   = regexp.MustCompile(`(?m)^\s*server\s*=\s*"([^"]*)"`)
 	reHost     = regexp.MustCompile(`(?m)^\s*\[host\."([^"]*)"\]`)
@@ -124,9 +120,7 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 		p := &c.Proxy
 		for _, m := range reEnv.FindAllStringSubmatch(data, -1) {
 			v := strings.NewReplacer(`\\`, `\`, `\"`, `"`, "\\`", "`", `\$`, `$`).Replace(m[2])
-			if m[1] != "NO_PROXY" && images.ProxyHasPassword(v) {
-				p.HasPassword = true
-			}
+			p.HasPassword = p.HasPassword || m[1] != "NO_PROXY" && images.ProxyHasPassword(v)
 			switch m[1] {
 			case "HTTP_PROXY":
 				p.HTTPProxy = redact.URL(v)
@@ -137,9 +131,8 @@ func (r *Report) readContainerd(fsys *disk.FS) {
 			}
 		}
 	}
-	if k, err := entryKind(fsys, node.ImportWants); err == nil && k == "symlink" {
-		c.ImportUnit = true
-	}
+	k, err := entryKind(fsys, node.ImportWants)
+	c.ImportUnit = err == nil && k == "symlink"
 	var list images.List
 	if data := readSmall(fsys, node.ImagesList); data == "" || json.Unmarshal([]byte(data), &list) != nil {
 		return

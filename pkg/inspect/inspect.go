@@ -3,6 +3,7 @@
 package inspect
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -66,7 +67,10 @@ type Finding struct {
 // list, never null (docs/inspect-json.md).
 func newReport(path string) *Report {
 	return &Report{Image: path, Partitions: []PartitionInfo{}, MBR: disk.MBRInfo{Types: []string{}},
-		Sysext: []SysextEntry{}, Markers: []string{}, Findings: []Finding{}, Extensions: newExtensions(), Containerd: newContainerd()}
+		Sysext: []SysextEntry{}, Markers: []string{}, Findings: []Finding{},
+		Extensions: Extensions{Links: []ExtensionLink{}, Stored: []StoredExtension{}},
+		Containerd: Containerd{Images: []PreloadedImage{}, Kubeadm: []string{}, Missing: []string{}, DropIns: []string{},
+			Registries: []RegistryHosts{}, AuthHosts: []string{}}}
 }
 
 // Inspect reads img and judges it for target ("" = the image's own effective oem_id).
@@ -105,10 +109,7 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	esp := r.openESP(img, parts)
 	r.FirstBoot = firstBootFlag(esp)
 	r.readContainerd(r.readExtensions(img, parts, esp))
-	r.Target = target
-	if r.Target == "" {
-		r.Target = state.Settings.OEMID
-	}
+	r.Target = cmp.Or(target, state.Settings.OEMID)
 	r.judge()
 	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
@@ -51,17 +52,12 @@ type StoredExtension struct {
 // searchPaths are systemd-sysext's search paths that live on ROOT (/run is a tmpfs).
 var searchPaths = []string{node.ExtensionsDir, node.ExtensionsVarDir}
 
-func newExtensions() Extensions {
-	return Extensions{Links: []ExtensionLink{}, Stored: []StoredExtension{}}
-}
-
 // readExtensions fills r.Extensions from the ROOT partition and judges every search-path entry
 // against the image's own os-release (USR-A) or, failing that, Flatcar's constants. It returns
 // ROOT's filesystem for the other readers of ROOT, nil when it cannot be read.
 func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition, esp *disk.FS) *disk.FS {
 	x := &r.Extensions
-	host := imageHost(img, parts, esp)
-	x.Host = host
+	x.Host = imageHost(img, parts, esp)
 	root, ok := disk.Find(parts, "ROOT")
 	if !ok {
 		x.Root = "missing"
@@ -83,7 +79,7 @@ func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition, esp *di
 			if !isRaw && e.kind != "directory" {
 				continue // systemd-sysext ignores other files
 			}
-			x.Links = append(x.Links, judgeLink(fsys, path.Join(dir, e.name), name, e.kind, host))
+			x.Links = append(x.Links, judgeLink(fsys, path.Join(dir, e.name), name, e.kind, x.Host))
 		}
 	}
 	x.Stored = storedExtensions(fsys, x.Links)
@@ -174,10 +170,6 @@ func resolveLink(fsys *disk.FS, p string) (first, final string, err error) {
 
 // storedExtensions lists /opt/extensions/*.raw and /opt/extensions/*/*.raw.
 func storedExtensions(fsys *disk.FS, links []ExtensionLink) []StoredExtension {
-	linked := map[string]bool{}
-	for _, l := range links {
-		linked[l.Resolved] = true
-	}
 	out := []StoredExtension{}
 	var walk func(dir string, depth int)
 	walk = func(dir string, depth int) {
@@ -191,7 +183,8 @@ func storedExtensions(fsys *disk.FS, links []ExtensionLink) []StoredExtension {
 			case e.kind == "directory" && depth < 1:
 				walk(p, depth+1)
 			case e.kind == "file" && strings.HasSuffix(e.name, ".raw"):
-				out = append(out, StoredExtension{Path: p, Size: e.size, Linked: linked[p]})
+				linked := slices.ContainsFunc(links, func(l ExtensionLink) bool { return l.Resolved == p })
+				out = append(out, StoredExtension{Path: p, Size: e.size, Linked: linked})
 			}
 		}
 	}

@@ -158,10 +158,7 @@ func Build(ctx context.Context, cfg Config) (res Result, err error) {
 	// The build user is removed by the shutdown command, whose outcome only the console shows.
 	serial := filepath.Join(cfg.WorkDir, "serial.log")
 	if b, _ := os.ReadFile(serial); bytes.Contains(b, []byte("flatcar-capo sysprep: ERROR")) {
-		line := b[bytes.Index(b, []byte("flatcar-capo sysprep: ERROR")):]
-		if i := bytes.IndexByte(line, '\n'); i >= 0 {
-			line = line[:i]
-		}
+		line, _, _ := bytes.Cut(b[bytes.Index(b, []byte("flatcar-capo sysprep: ERROR")):], []byte("\n"))
 		return res, fmt.Errorf("the build VM reported at shutdown: %s (console log: %s)", bytes.TrimSpace(line), serial)
 	}
 	res.Image = filepath.Join(cfg.OutputDir, cfg.OutputName)
@@ -217,11 +214,8 @@ func (c *condenser) failure(what string, err error, logFile string) error {
 		return fmt.Errorf("%s interrupted: %w (packer log: %s)", what, err, logFile)
 	}
 	msg := what + " failed"
-	switch {
-	case c.firstError != "":
-		msg += ": " + c.firstError
-	case len(c.plain) > 0:
-		msg += ": " + strings.Join(c.plain, " ")
+	if detail := cmp.Or(c.firstError, strings.Join(c.plain, " ")); detail != "" {
+		msg += ": " + detail
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {

@@ -137,5 +137,5 @@ func cleanPath(p, what string) (string, error) {
 	if strings.ContainsAny(abs, "\n\r\x00\"'") {
 		return "", fmt.Errorf("packer build: %s path %q has quotes or control characters; use another path", what, p)
 	}
-	return filepath.Clean(abs), nil
+	return abs, nil // Abs cleans it
 }

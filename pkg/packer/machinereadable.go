@@ -27,14 +27,12 @@ func ParseLine(s string) (l Line, ok bool) {
 	}
 	l = Line{Timestamp: ts, Target: f[1], Type: f[2]}
 	for _, d := range f[3:] {
-		l.Data = append(l.Data, unescape(d))
+		l.Data = append(l.Data, unescaper.Replace(d))
 	}
 	return l, true
 }
 
 var unescaper = strings.NewReplacer(`%!(PACKER_COMMA)`, ",", `\n`, "\n", `\r`, "\r")
-
-func unescape(s string) string { return unescaper.Replace(s) }
 
 // UI returns the text of a `ui` line and its kind ("say", "message", "error"); ok is false for
 // other line types.

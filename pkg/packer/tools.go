@@ -43,7 +43,7 @@ func findPacker(p string) (string, error) {
 	if err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
 		return "", fmt.Errorf("%w: %s is not an executable file: %s", ErrMissingPacker, abs, installPackerHint)
 	}
-	return filepath.Clean(abs), nil
+	return abs, nil
 }
 
 // pluginPathEnv is the PACKER_PLUGIN_PATH to run packer with: the caller's, else the `plugins`
@@ -117,9 +117,5 @@ func findQEMU(p string) (string, error) {
 	if _, err := exec.LookPath("qemu-img"); err != nil {
 		return "", fmt.Errorf("%w: qemu-img not found (packer copies the base disk with it): install it with `apt-get install qemu-utils`", ErrMissingQEMU)
 	}
-	abs, err := filepath.Abs(found)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Clean(abs), nil
+	return filepath.Abs(found) // clean, as Abs makes it
 }

@@ -1,7 +1,6 @@
 package packer
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -110,12 +109,11 @@ func killDescendants(pid int) {
 	children := map[int][]int{}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, s := range stats {
-		f, err := os.Open(s)
+		b, err := os.ReadFile(s)
 		if err != nil {
 			continue
 		}
-		line, _ := bufio.NewReader(f).ReadString('\n')
-		f.Close()
+		line := string(b)
 		// pid (comm) state ppid ...: comm may hold spaces and parentheses; cut at the last ')'.
 		i := strings.LastIndexByte(line, ')')
 		if i < 0 {
@@ -130,10 +128,8 @@ func killDescendants(pid int) {
 		children[pp] = append(children[pp], p)
 	}
 	queue := append([]int{}, children[pid]...)
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		syscall.Kill(p, syscall.SIGKILL)
-		queue = append(queue, children[p]...)
+	for i := 0; i < len(queue); i++ { // breadth first: the queue grows by each one's children
+		syscall.Kill(queue[i], syscall.SIGKILL)
+		queue = append(queue, children[queue[i]]...)
 	}
 }

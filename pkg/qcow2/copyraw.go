@@ -1,6 +1,7 @@
 package qcow2
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -19,9 +20,7 @@ func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, r
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	if rep == nil {
-		rep = progress.None
-	}
+	rep = cmp.Or(rep, progress.None)
 	if err := emptyFile(dst); err != nil {
 		return err
 	}
@@ -81,11 +80,8 @@ func CopyToRaw(ctx context.Context, src vdisk.Disk, dst *os.File, workers int, r
 	})
 	close(pieces)
 	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	if walkErr != nil {
-		return walkErr
+	if err := cmp.Or(firstErr, walkErr); err != nil {
+		return err
 	}
 	if err := dst.Truncate(src.Size()); err != nil {
 		return fmt.Errorf("setting the length of %s: %w", dst.Name(), err)

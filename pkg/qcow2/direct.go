@@ -61,13 +61,12 @@ func (d *directWriter) setDirect(on bool) error {
 func (d *directWriter) writeAt(p []byte, off int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.on && aligned(p, off) {
-		_, err := d.f.WriteAt(p, off)
-		if !errors.Is(err, unix.EINVAL) {
-			return err
+	if d.on {
+		if aligned(p, off) {
+			if _, err := d.f.WriteAt(p, off); !errors.Is(err, unix.EINVAL) {
+				return err
+			}
 		}
-		d.off()
-	} else if d.on {
 		d.off()
 	}
 	_, err := d.w.WriteAt(p, off)

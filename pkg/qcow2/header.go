@@ -13,9 +13,11 @@
 package qcow2
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // Magic is the first four bytes of every qcow2 file.
@@ -153,10 +155,7 @@ func parseHeader(b []byte, fileSize int64) (*Header, error) {
 // checkFeatures refuses, by name, every feature that would make our reads wrong.
 func (h *Header) checkFeatures(b []byte) error {
 	if h.CryptMethod != 0 {
-		name := map[uint32]string{1: "AES", 2: "LUKS"}[h.CryptMethod]
-		if name == "" {
-			name = fmt.Sprintf("method %d", h.CryptMethod)
-		}
+		name := cmp.Or(map[uint32]string{1: "AES", 2: "LUKS"}[h.CryptMethod], fmt.Sprintf("method %d", h.CryptMethod))
 		return unsupported("encrypted images (%s encryption)", name)
 	}
 	if h.BackingFileOffset != 0 {
@@ -186,11 +185,7 @@ func (h *Header) checkFeatures(b []byte) error {
 		return unsupported("compression type %d", h.CompressionType)
 	}
 	if rest := inc &^ (incompatDirty | incompatCompressType); rest != 0 {
-		for bit := 0; bit < 64; bit++ {
-			if rest&(1<<bit) != 0 {
-				return unsupported("unknown incompatible feature bit %d", bit)
-			}
-		}
+		return unsupported("unknown incompatible feature bit %d", bits.TrailingZeros64(rest))
 	}
 	if h.Version == 3 {
 		return h.checkExtensions(b)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
@@ -303,14 +304,12 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 			clear(p[done : done+n])
 		case kindCompressed:
 			if int64(n) == r.cs { // whole clusters: decode in place, skip the cache
-				k, err := r.readCompressedRun(p[done:], vc, m)
-				if err != nil {
+				if n, err = r.readCompressedRun(p[done:], vc, m); err != nil {
 					return done, err
 				}
-				n = k
 				break
 			}
-			c, err := r.compressedCluster(m)
+			c, err := r.compressedCluster(vc, m)
 			if err != nil {
 				return done, err
 			}
@@ -339,8 +338,8 @@ var (
 	srcBuffers sync.Pool
 )
 
-// compressedCluster returns the decoded cluster, from the cache when possible.
-func (r *Reader) compressedCluster(m mapping) ([]byte, error) {
+// compressedCluster returns the decoded virtual cluster vc (mapped to m), from the cache when possible.
+func (r *Reader) compressedCluster(vc int64, m mapping) ([]byte, error) {
 	r.mu.Lock()
 	c, ok := r.clusters.get(m.host)
 	r.mu.Unlock()
@@ -348,7 +347,7 @@ func (r *Reader) compressedCluster(m mapping) ([]byte, error) {
 		return c, nil
 	}
 	c = make([]byte, r.cs)
-	if err := r.inflate(m, c); err != nil {
+	if _, err := r.readCompressedRun(c, vc, m); err != nil { // a run of one: c holds one cluster
 		return nil, err
 	}
 	r.mu.Lock()
@@ -392,22 +391,6 @@ func (r *Reader) readCompressedRun(p []byte, vc int64, m mapping) (int, error) {
 		}
 	}
 	return len(run) * int(r.cs), nil
-}
-
-// inflate decodes the compressed cluster m into out (one cluster long).
-func (r *Reader) inflate(m mapping, out []byte) error {
-	n := min(m.csize, r.fileSize-m.host)
-	bp, _ := srcBuffers.Get().(*[]byte)
-	if bp == nil || int64(cap(*bp)) < n {
-		b := make([]byte, n)
-		bp = &b
-	}
-	defer srcBuffers.Put(bp)
-	src := (*bp)[:n]
-	if _, err := r.r.ReadAt(src, m.host); err != nil && err != io.EOF {
-		return fmt.Errorf("qcow2: reading compressed cluster at %#x: %w", m.host, err)
-	}
-	return r.inflateFrom(src, m.host, out)
 }
 
 // inflateFrom decodes the compressed bytes src of the cluster stored at host into out.
@@ -498,13 +481,8 @@ func newLRU[V any](n int) *lru[V] { return &lru[V]{cap: n, vals: map[int64]V{}} 
 func (c *lru[V]) get(k int64) (V, bool) {
 	v, ok := c.vals[k]
 	if ok && c.keys[len(c.keys)-1] != k {
-		for i, x := range c.keys {
-			if x == k {
-				copy(c.keys[i:], c.keys[i+1:])
-				c.keys[len(c.keys)-1] = k
-				break
-			}
-		}
+		i := slices.Index(c.keys, k)
+		c.keys = append(slices.Delete(c.keys, i, i+1), k)
 	}
 	return v, ok
 }
@@ -515,7 +493,7 @@ func (c *lru[V]) put(k int64, v V) {
 	}
 	if len(c.keys) == c.cap {
 		delete(c.vals, c.keys[0])
-		c.keys = append(c.keys[:0], c.keys[1:]...)
+		c.keys = slices.Delete(c.keys, 0, 1)
 	}
 	c.keys = append(c.keys, k)
 	c.vals[k] = v

@@ -2,6 +2,7 @@ package qcow2
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -44,18 +45,14 @@ const (
 // all-zero clusters are not stored. The source is read once, sequentially; with Compress the
 // clusters are deflated by a pool of workers and written in order.
 func Write(ctx context.Context, src vdisk.Disk, dst Target, opts Options) error {
-	if opts.Version == 0 {
-		opts.Version = 3
-	}
+	opts.Version = cmp.Or(opts.Version, 3)
 	if opts.Version != 2 && opts.Version != 3 {
 		return fmt.Errorf("qcow2: cannot write version %d (use 2 or 3)", opts.Version)
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	if opts.Progress == nil {
-		opts.Progress = progress.None
-	}
+	opts.Progress = cmp.Or(opts.Progress, progress.None)
 	bits := uint(defaultClusterBits)
 	runs, clusters, err := scanRuns(ctx, src, bits)
 	if err != nil {
@@ -72,17 +69,24 @@ func Write(ctx context.Context, src vdisk.Disk, dst Target, opts Options) error 
 	if err := w.out.flush(); err != nil {
 		return err
 	}
+	_, err = writeTables(dst, l, w.next*l.cs)
+	return err
+}
+
+// writeTables sets the image's length, then writes the header and tables of l at its start.
+// The length comes first (CopyToRaw says why: appending writes wait for ext4's journal).
+func writeTables(dst Target, l *layout, length int64) ([]byte, error) {
 	meta, err := l.metadata()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := dst.Truncate(w.next * l.cs); err != nil {
-		return fmt.Errorf("qcow2: setting the image length: %w", err)
+	if err := dst.Truncate(length); err != nil {
+		return nil, fmt.Errorf("qcow2: setting the image length: %w", err)
 	}
 	if _, err := dst.WriteAt(meta, 0); err != nil {
-		return fmt.Errorf("qcow2: writing the tables: %w", err)
+		return nil, fmt.Errorf("qcow2: writing the tables: %w", err)
 	}
-	return nil
+	return meta, nil
 }
 
 type clusterKind uint8
@@ -173,10 +177,7 @@ func runPipeline(ctx context.Context, src vdisk.Disk, runs []run, opts Options, 
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			if j.err != nil {
-				return j.err
-			}
-			if err := ctx.Err(); err != nil {
+			if err := cmp.Or(j.err, ctx.Err()); err != nil {
 				return err
 			}
 			if err := write(j); err != nil {
@@ -363,16 +364,9 @@ func writeInOrder(ctx context.Context, src vdisk.Disk, dst Target, opts Options,
 			host++
 		}
 	}
-	meta, err := l.metadata()
+	meta, err := writeTables(dst, l, host*cs)
 	if err != nil {
 		return err
-	}
-	// The length first (CopyToRaw says why: appending writes wait for ext4's journal).
-	if err := dst.Truncate(host * cs); err != nil {
-		return fmt.Errorf("qcow2: setting the image length: %w", err)
-	}
-	if _, err := dst.WriteAt(meta, 0); err != nil {
-		return fmt.Errorf("qcow2: writing the tables: %w", err)
 	}
 	opts.Hash.Write(meta)
 	direct := newDirectWriter(dst)

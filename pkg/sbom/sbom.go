@@ -7,8 +7,11 @@ package sbom
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -95,11 +98,8 @@ func (inv Inventory) BOM() *cdx.BOM {
 			Properties: props(propChannel, f.Channel, propArch, f.Arch, propVerified, fmt.Sprint(f.Verified))})
 	}
 	for _, f := range inv.Files {
-		c := cdx.Component{Type: cdx.ComponentTypeApplication, BOMRef: "file:" + f.Name, Name: f.Name, Version: f.Version,
+		c := cdx.Component{Type: cdx.ComponentTypeApplication, BOMRef: "file:" + cmp.Or(f.Path, f.Name), Name: f.Name, Version: f.Version,
 			Hashes: hashes(cdx.HashAlgoSHA256, f.SHA256), ExternalReferences: refs(f.URL), Properties: props(propPath, f.Path)}
-		if f.Path != "" {
-			c.BOMRef = "file:" + f.Path
-		}
 		if f.Version != "" || f.URL != "" {
 			c.PackageURL = purl("generic", "", f.Name, f.Version, map[string]string{"download_url": f.URL})
 		}
@@ -206,19 +206,12 @@ func purl(typ, namespace, name, version string, qualifiers map[string]string) st
 	if version != "" {
 		b.WriteString("@" + strings.ReplaceAll(url.PathEscape(version), ":", "%3A"))
 	}
-	var keys []string
-	for k, v := range qualifiers {
-		if v != "" {
-			keys = append(keys, k)
+	sep := "?"
+	for _, k := range slices.Sorted(maps.Keys(qualifiers)) {
+		if qualifiers[k] != "" {
+			b.WriteString(sep + k + "=" + strings.NewReplacer("%2F", "/", "%3A", ":").Replace(url.QueryEscape(qualifiers[k])))
+			sep = "&"
 		}
-	}
-	sort.Strings(keys)
-	for i, k := range keys {
-		sep := "&"
-		if i == 0 {
-			sep = "?"
-		}
-		b.WriteString(sep + k + "=" + strings.NewReplacer("%2F", "/", "%3A", ":").Replace(url.QueryEscape(qualifiers[k])))
 	}
 	return b.String()
 }
