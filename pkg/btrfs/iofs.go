@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fsfile"
 )
 
 // The FS is an io/fs filesystem (fs.FS, fs.ReadDirFS, fs.ReadFileFS, fs.StatFS) with io/fs
@@ -89,13 +91,13 @@ func (fs *FS) Open(name string) (iofs.File, error) {
 	info := fileInfo{name: path.Base(name), in: in.item}
 	switch {
 	case in.item.isDir():
-		return &dirFile{fs: fs, name: name, info: info}, nil
+		return &fsfile.Dir{Name: name, Info: info, List: func() ([]iofs.DirEntry, error) { return fs.readDir(name) }}, nil
 	case in.item.isRegular():
 		data, err := fs.readData(in)
 		if err != nil {
 			return nil, &iofs.PathError{Op: "open", Path: name, Err: err}
 		}
-		return &file{Reader: bytes.NewReader(data), info: info}, nil
+		return &fsfile.File{SectionReader: io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))), Info: info}, nil
 	}
 	return nil, &iofs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file or a directory (symbolic links are not followed)")}
 }
@@ -181,52 +183,5 @@ func (fs *FS) readDir(p string) ([]iofs.DirEntry, error) {
 		out = append(out, dirEnt{fileInfo{name: e.name, in: in.item}})
 	}
 	slices.SortFunc(out, func(a, b iofs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return out, nil
-}
-
-// file is an open regular file.
-type file struct {
-	*bytes.Reader
-	info fileInfo
-}
-
-func (f *file) Stat() (iofs.FileInfo, error) { return f.info, nil }
-func (f *file) Close() error                 { return nil }
-
-// dirFile is an open directory; its entries are listed on the first ReadDir.
-type dirFile struct {
-	fs      *FS
-	name    string
-	info    fileInfo
-	entries []iofs.DirEntry
-	read    bool
-}
-
-func (d *dirFile) Stat() (iofs.FileInfo, error) { return d.info, nil }
-func (d *dirFile) Close() error                 { return nil }
-func (d *dirFile) Read([]byte) (int, error) {
-	return 0, &iofs.PathError{Op: "read", Path: d.name, Err: errors.New("is a directory")}
-}
-
-// ReadDir returns the next n entries (all with n <= 0), as fs.ReadDirFile says.
-func (d *dirFile) ReadDir(n int) ([]iofs.DirEntry, error) {
-	if !d.read {
-		es, err := d.fs.readDir(d.name)
-		if err != nil {
-			return nil, err
-		}
-		d.entries, d.read = es, true
-	}
-	if n <= 0 {
-		out := d.entries
-		d.entries = nil
-		return out, nil
-	}
-	if len(d.entries) == 0 {
-		return nil, io.EOF
-	}
-	n = min(n, len(d.entries))
-	out := d.entries[:n:n]
-	d.entries = d.entries[n:]
 	return out, nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
 	"github.com/diskfs/go-diskfs/filesystem/squashfs"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fsfile"
 )
 
 // FS as io/fs: fs.FS, fs.ReadDirFS, fs.ReadFileFS, fs.StatFS and fs.ReadLinkFS, with io/fs
@@ -219,7 +221,7 @@ func (f *FS) Open(name string) (fs.File, error) {
 		return nil, err
 	}
 	if fi.IsDir() {
-		return &dirFile{fs: f, name: p, info: fi}, nil
+		return &fsfile.Dir{Name: p, Info: fi, List: func() ([]fs.DirEntry, error) { return f.readDir(p) }}, nil
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: errors.New("not a regular file or a directory")}
@@ -229,7 +231,7 @@ func (f *FS) Open(name string) (fs.File, error) {
 		return nil, f.pathError("open", p, err)
 	}
 	ra := &alignedReader{rs: h.(io.ReadSeeker), size: fi.Size()}
-	return &file{SectionReader: io.NewSectionReader(ra, 0, fi.Size()), info: fi}, nil
+	return &fsfile.File{SectionReader: io.NewSectionReader(ra, 0, fi.Size()), Info: fi}, nil
 }
 
 // ReaderAt opens a regular file for random access (following symbolic links).
@@ -238,58 +240,11 @@ func (f *FS) ReaderAt(name string) (io.ReaderAt, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	r, ok := h.(*file)
+	r, ok := h.(*fsfile.File)
 	if !ok {
 		return nil, 0, &fs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file")}
 	}
 	return r.SectionReader, r.Size(), nil
-}
-
-// file is an open regular file.
-type file struct {
-	*io.SectionReader
-	info fs.FileInfo
-}
-
-func (h *file) Stat() (fs.FileInfo, error) { return h.info, nil }
-func (h *file) Close() error               { return nil }
-
-// dirFile is an open directory; its entries are listed on the first ReadDir.
-type dirFile struct {
-	fs      *FS
-	name    string
-	info    fs.FileInfo
-	entries []fs.DirEntry
-	read    bool
-}
-
-func (d *dirFile) Stat() (fs.FileInfo, error) { return d.info, nil }
-func (d *dirFile) Close() error               { return nil }
-func (d *dirFile) Read([]byte) (int, error) {
-	return 0, &fs.PathError{Op: "read", Path: d.name, Err: errors.New("is a directory")}
-}
-
-// ReadDir returns the next n entries (all with n <= 0), as fs.ReadDirFile says.
-func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
-	if !d.read {
-		es, err := d.fs.readDir(d.name)
-		if err != nil {
-			return nil, err
-		}
-		d.entries, d.read = es, true
-	}
-	if n <= 0 {
-		out := d.entries
-		d.entries = nil
-		return out, nil
-	}
-	if len(d.entries) == 0 {
-		return nil, io.EOF
-	}
-	n = min(n, len(d.entries))
-	out := d.entries[:n:n]
-	d.entries = d.entries[n:]
-	return out, nil
 }
 
 // WriteFile replaces (or creates) a small file in place: the OEM edit (ext4). go-diskfs'
