@@ -1,6 +1,7 @@
 package btrfs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -215,7 +216,7 @@ func (w *writePlan) create(dir uint64, name string, content inlineData) error {
 	fs := w.fs
 	dk := key{dir, typeDirItem, nameHash(name)}
 	if b, err := fs.lookup(fs.fsTree, dk); err != nil || b != nil {
-		return firstOf(err, unsupportedf("another name in the directory has the same hash; appending to its DIR_ITEM is out of reach"))
+		return cmp.Or(err, unsupportedf("another name in the directory has the same hash; appending to its DIR_ITEM is out of reach"))
 	}
 	ino, err := fs.nextInode()
 	if err != nil {
