@@ -59,7 +59,7 @@ func Bake(ctx context.Context, img *disk.Image, added []Entry, epoch time.Time) 
 	if err != nil {
 		return nil, err
 	}
-	res, err := pl.write(ctx, img, clear)
+	res, err := pl.write(ctx, img, part, clear)
 	if err != nil {
 		return nil, err
 	}
@@ -146,27 +146,14 @@ func newPlan(name string, dev vdisk.Disk, part string, added []Entry, epoch time
 	return &plan{src: name, root: root, carried: len(carried), added: len(added), entries: entries, replaced: replaced, uuid: fsUUID, epoch: ep}, nil
 }
 
-// fits checks the entries fit a ROOT of size bytes and returns the estimated need.
-func (pl *plan) fits(size int64) (int64, error) {
-	need, err := capacity(size, pl.entries)
-	if err != nil {
-		return need, fmt.Errorf("%s: %w; grow partition 9 (ROOT) of the image first, or add less", pl.src, err)
-	}
-	return need, nil
-}
-
-// write makes the fresh ROOT in img's ROOT partition (made to read as zeros first with zero) and
-// verifies it by reading it back. Everything it refuses (the entries do not fit) is refused
-// before the first write.
-func (pl *plan) write(ctx context.Context, img *disk.Image, zero func(off, n int64) error) (*Result, error) {
+// write makes the fresh ROOT in img's ROOT partition part (made to read as zeros first with
+// zero) and verifies it by reading it back. Everything it refuses (the entries do not fit) is
+// refused before the first write.
+func (pl *plan) write(ctx context.Context, img *disk.Image, part disk.Partition, zero func(off, n int64) error) (*Result, error) {
 	name := img.Path
-	part, err := findRoot(img)
+	need, err := capacity(part.Size, pl.entries)
 	if err != nil {
-		return nil, err
-	}
-	need, err := pl.fits(part.Size)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w; grow partition 9 (ROOT) of the image first, or add less", pl.src, err)
 	}
 	if err := zero(part.Start, part.Size); err != nil {
 		return nil, fmt.Errorf("clearing ROOT in %s: %w", name, err)
