@@ -7,7 +7,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
@@ -44,42 +43,32 @@ func plural(n int, one, many string) string {
 // readTree lists the original ROOT (everything but the root directory itself, whose metadata is
 // returned separately), parents before children. Regular files are opened lazily from old.
 func readTree(old *disk.FS) (root Entry, entries []Entry, err error) {
-	var problems []string
-	root, rootProblems, err := statEntry(old, ".")
+	root, problems, err := statEntry(old, ".")
 	if err != nil {
 		return Entry{}, nil, err
 	}
-	problems = append(problems, rootProblems...)
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		des, err := old.ReadDir(dir)
+	err = fs.WalkDir(old, ".", func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
-			return fmt.Errorf("reading the directory %s in the original ROOT: %w", dir, err)
+			return fmt.Errorf("reading the directory %s in the original ROOT: %w", p, err)
 		}
-		sort.Slice(des, func(i, j int) bool { return des[i].Name() < des[j].Name() })
-		for _, de := range des {
-			p := de.Name()
-			if dir != "." {
-				p = dir + "/" + de.Name()
-			}
-			e, probs, err := statEntry(old, p)
-			if err != nil {
-				return err
-			}
-			if len(probs) > 0 {
-				problems = append(problems, probs...)
-				continue
-			}
-			entries = append(entries, e)
-			if e.IsDir() {
-				if err := walk(p); err != nil {
-					return err
-				}
-			}
+		if p == "." {
+			return nil
 		}
+		e, probs, err := statEntry(old, p)
+		if err != nil {
+			return err
+		}
+		if len(probs) > 0 {
+			problems = append(problems, probs...)
+			if de.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		entries = append(entries, e)
 		return nil
-	}
-	if err := walk("."); err != nil {
+	})
+	if err != nil {
 		return Entry{}, nil, err
 	}
 	if len(problems) > 0 {
