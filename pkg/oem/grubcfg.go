@@ -102,10 +102,7 @@ func (g *GrubConfig) scan(fn func(i int, name, rawValue string, topLevel bool)) 
 		if m := assignment.FindStringSubmatch(line); m != nil {
 			fn(i, m[1], m[2], depth == 0)
 		}
-		depth += depthChange(line)
-		if depth < 0 {
-			depth = 0
-		}
+		depth = max(0, depth+depthChange(line))
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/btrfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // PartitionName is the GPT name of Flatcar's OEM partition.
@@ -80,3 +82,47 @@ func osReleaseValue(data []byte, key string) string {
 	}
 	return ""
 }
+
+// openFS opens the OEM partition's filesystem on dev, which name names in errors ("partition 6
+// (OEM)"): btrfs or ext4, the two Flatcar has shipped. A read-only dev makes WriteFile fail.
+func openFS(dev vdisk.Disk, name string) (disk.WritableFS, error) {
+	fsys, err := disk.OpenFS(dev, name)
+	if errors.Is(err, disk.ErrUnknownFS) || err == nil && fsys.Type() != "btrfs" && fsys.Type() != "ext4" {
+		return nil, fmt.Errorf("%s has an unknown filesystem (no btrfs or ext4 superblock); flatcar-capo reads btrfs and ext4 (Flatcar's OEM is btrfs since 2983.x, ext4 before)", name)
+	}
+	if err != nil {
+		if kind, _ := disk.DetectFS(dev); kind == "ext4" { // the wording oem has always had
+			return nil, fmt.Errorf("the ext4 filesystem cannot be read (corrupt superblock or checksum?): %v", err)
+		}
+	}
+	return fsys, err
+}
+
+// writeFile rewrites name in place. Content too big for a btrfs OEM's in-place rewrite gets a
+// message saying so and what to do, not the btrfs package's "unsupported layout".
+func writeFile(fsys disk.WritableFS, name string, data []byte) error {
+	err := fsys.WriteFile(name, data)
+	if b, ok := fsys.(*btrfs.FS); ok && errors.Is(err, btrfs.ErrNoRoom) {
+		return &NoRoomError{File: "/" + name, Size: len(data), MaxStored: b.MaxInline(), detail: err}
+	}
+	return err
+}
+
+// NoRoomError is a file too big for the in-place rewrite of a btrfs OEM partition. Nothing was
+// written when it is returned.
+type NoRoomError struct {
+	File      string
+	Size      int // bytes of the new content
+	MaxStored int // most bytes one inline extent stores (compressed content up to a sector may fit)
+	detail    error
+}
+
+func (e *NoRoomError) Error() string {
+	return fmt.Sprintf("the new %s (%d bytes) does not fit in the btrfs OEM partition: flatcar-capo rewrites a btrfs file in place "+
+		"as one inline extent, which stores at most %d bytes (zlib-compressed when that helps), and its tree leaf must have room too. "+
+		"Nothing was written. Shorten --linux-append (kernel arguments added by earlier runs stay: start again from the original "+
+		"image to drop them), or pass long kernel arguments another way (Ignition's kernelArguments)",
+		e.File, e.Size, e.MaxStored)
+}
+
+func (e *NoRoomError) Unwrap() error { return e.detail }

@@ -2,7 +2,7 @@ package oem
 
 import (
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
@@ -33,11 +33,7 @@ func ValidateID(id string, allowUnknown bool) error {
 	if !idPattern.MatchString(id) || len(id) > 64 {
 		return errs.Invalidf("invalid OEM id %q: an id is lowercase letters, digits, '-' and '_' (pattern [a-z0-9][a-z0-9_-]*), e.g. --id openstack", id)
 	}
-	if allowUnknown {
-		return nil
-	}
-	i := sort.SearchStrings(KnownIDs, id)
-	if i < len(KnownIDs) && KnownIDs[i] == id {
+	if allowUnknown || slices.Contains(KnownIDs, id) {
 		return nil
 	}
 	return errs.Invalidf("unknown OEM id %q; Flatcar's OEM ids are: %s (use --allow-unknown-id for a platform this list lacks)", id, strings.Join(KnownIDs, ", "))
