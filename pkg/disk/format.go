@@ -4,10 +4,12 @@ package disk
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -37,10 +39,7 @@ func (e *UnsupportedFormatError) Error() string {
 	if !e.compressed() {
 		what = "a " + e.Kind + " image"
 	}
-	name := e.Path
-	if name == "" {
-		name = "the file"
-	}
+	name := cmp.Or(e.Path, "the file")
 	fix := e.Fix
 	if e.Path != "" {
 		fix = strings.ReplaceAll(fix, "FILE", e.Path)
@@ -52,11 +51,7 @@ func (e *UnsupportedFormatError) Unwrap() error { return ErrNotDiskImage }
 
 // Compressed tells whether the file is a compressed stream (decompressing it gives an image).
 func (e *UnsupportedFormatError) compressed() bool {
-	switch e.Kind {
-	case "bzip2", "gzip", "xz", "zstd":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"bzip2", "gzip", "xz", "zstd"}, e.Kind)
 }
 
 const fetchHint = "flatcar-capo fetch downloads, verifies and decompresses release images"
