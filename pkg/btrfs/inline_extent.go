@@ -52,8 +52,8 @@ type extentBody func(gen uint64) []byte
 // form comes first and zlib is the fallback when the plain one does not fit. mayCompress is
 // false for inodes the kernel would not compress.
 func (d inlineData) forms(wasCompressed, mayCompress bool) []extentBody {
-	plain := func(gen uint64) []byte { return marshalInlineExtent(gen, d.raw) }
-	packed := func(gen uint64) []byte { return marshalZlibInlineExtent(gen, len(d.raw), d.zlib) }
+	plain := func(gen uint64) []byte { return marshalInlineExtent(gen, len(d.raw), compressNone, d.raw) }
+	packed := func(gen uint64) []byte { return marshalInlineExtent(gen, len(d.raw), compressZlib, d.zlib) }
 	switch {
 	case !mayCompress || d.zlib == nil:
 		if d.plainOK {
@@ -69,15 +69,4 @@ func (d inlineData) forms(wasCompressed, mayCompress bool) []extentBody {
 // mayCompress is false for inodes whose flags forbid compression.
 func mayCompress(i inodeItem) bool {
 	return i.flags()&(inodeNodatasum|inodeNodatacow|inodeNocompress) == 0
-}
-
-// marshalZlibInlineExtent is an inline extent holding z, the zlib stream of ramBytes bytes.
-func marshalZlibInlineExtent(gen uint64, ramBytes int, z []byte) []byte {
-	b := make([]byte, extentInlineHdr+len(z))
-	le.PutUint64(b, gen)
-	le.PutUint64(b[8:], uint64(ramBytes))
-	b[16] = compressZlib
-	b[20] = extentInline
-	copy(b[extentInlineHdr:], z)
-	return b
 }

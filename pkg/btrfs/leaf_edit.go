@@ -2,6 +2,7 @@ package btrfs
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -40,12 +41,11 @@ func (l *leafEdit) get(k key) []byte {
 
 // put replaces or inserts item k, keeping the items sorted.
 func (l *leafEdit) put(k key, data []byte) {
-	i, ok := l.find(k)
-	if !ok {
-		l.items = append(l.items, leafItem{})
-		copy(l.items[i+1:], l.items[i:])
+	if i, ok := l.find(k); ok {
+		l.items[i] = leafItem{k, data}
+	} else {
+		l.items = slices.Insert(l.items, i, leafItem{k, data})
 	}
-	l.items[i] = leafItem{k, data}
 }
 
 func (l *leafEdit) del(k key) {

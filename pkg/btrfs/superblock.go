@@ -21,14 +21,10 @@ const (
 )
 
 type superblock struct {
-	fsid          [16]byte
 	metadataUUID  [16]byte // what tree block headers carry (== fsid unless METADATA_UUID)
-	generation    uint64
 	root          uint64
 	chunkRoot     uint64
 	logRoot       uint64
-	totalBytes    uint64
-	rootDirID     uint64
 	numDevices    uint64
 	sectorSize    uint32
 	nodeSize      uint32
@@ -58,17 +54,13 @@ func readSuperblock(dev io.ReaderAt, size int64) (superblock, error) {
 	if got, want := blockCsum(b), storedCsum(b); got != want {
 		return sb, corruptf("superblock checksum mismatch (stored %#08x, computed %#08x)", want, got)
 	}
-	copy(sb.fsid[:], b[0x20:])
-	sb.metadataUUID = sb.fsid
+	copy(sb.metadataUUID[:], b[0x20:]) // the fsid
 	if bytenr := le.Uint64(b[0x30:]); bytenr != superOffset {
 		return sb, corruptf("superblock says it lives at %d, not %d", bytenr, superOffset)
 	}
-	sb.generation = le.Uint64(b[0x48:])
 	sb.root = le.Uint64(b[0x50:])
 	sb.chunkRoot = le.Uint64(b[0x58:])
 	sb.logRoot = le.Uint64(b[0x60:])
-	sb.totalBytes = le.Uint64(b[0x70:])
-	sb.rootDirID = le.Uint64(b[0x80:])
 	sb.numDevices = le.Uint64(b[0x88:])
 	sb.sectorSize = le.Uint32(b[0x90:])
 	sb.nodeSize = le.Uint32(b[0x94:])
