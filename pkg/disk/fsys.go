@@ -43,6 +43,12 @@ func (f *FS) guard(err *error) {
 	}
 }
 
+// guarded runs fn behind guard.
+func guarded[T any](f *FS, fn func() (T, error)) (v T, err error) {
+	defer f.guard(&err)
+	return fn()
+}
+
 func (f *FS) corrupt(v any) error {
 	err := fmt.Errorf("corrupt %s filesystem (the %s reader failed: %v)", f.kind, f.kind, v)
 	if f.Name != "" {

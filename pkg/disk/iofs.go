@@ -49,11 +49,8 @@ func (f *FS) Lstat(name string) (fs.FileInfo, error) {
 	return f.lstat(name)
 }
 
-func (f *FS) lstat(name string) (fi fs.FileInfo, err error) {
-	fi, err = func() (fi fs.FileInfo, err error) {
-		defer f.guard(&err)
-		return f.fs.Stat(name)
-	}()
+func (f *FS) lstat(name string) (fs.FileInfo, error) {
+	fi, err := guarded(f, func() (fs.FileInfo, error) { return f.fs.Stat(name) })
 	if err != nil {
 		return nil, f.pathError("stat", name, err)
 	}
@@ -149,11 +146,8 @@ func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return f.readDir(p)
 }
 
-func (f *FS) readDir(name string) (ents []fs.DirEntry, err error) {
-	ents, err = func() (ents []fs.DirEntry, err error) {
-		defer f.guard(&err)
-		return f.fs.ReadDir(name)
-	}()
+func (f *FS) readDir(name string) ([]fs.DirEntry, error) {
+	ents, err := guarded(f, func() ([]fs.DirEntry, error) { return f.fs.ReadDir(name) })
 	if err != nil {
 		return nil, f.pathError("readdir", name, err)
 	}
@@ -194,10 +188,7 @@ func (f *FS) missing(name string) bool {
 		return false
 	}
 	parent := path.Dir(name)
-	ents, err := func() (ents []fs.DirEntry, err error) {
-		defer f.guard(&err)
-		return f.fs.ReadDir(parent)
-	}()
+	ents, err := guarded(f, func() ([]fs.DirEntry, error) { return f.fs.ReadDir(parent) })
 	if err != nil {
 		return f.missing(parent)
 	}
