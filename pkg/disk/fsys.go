@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -179,11 +180,7 @@ func checkFAT(dev vdisk.Disk) error {
 
 // FSName turns "/etc/x" or "etc/x" into the io/fs name "etc/x" ("." for the root).
 func FSName(name string) string {
-	p := strings.TrimPrefix(path.Clean("/"+name), "/")
-	if p == "" {
-		return "."
-	}
-	return p
+	return cmp.Or(strings.TrimPrefix(path.Clean("/"+name), "/"), ".")
 }
 
 func (f *FS) ext4() (*ext4.FileSystem, error) {

@@ -93,9 +93,7 @@ func (f *FS) follow(op, name string) (string, fs.FileInfo, error) {
 		if !path.IsAbs(target) {
 			target = path.Join("/", path.Dir(p), target)
 		}
-		if p = strings.TrimPrefix(path.Clean(target), "/"); p == "" {
-			p = "."
-		}
+		p = FSName(target)
 	}
 	return "", nil, &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("more than %d levels of symbolic links", maxLinks)}
 }
