@@ -203,12 +203,6 @@ func merge(carried, added []Entry, now time.Time) (entries []Entry, replaced []s
 		byPath[e.Path] = i
 	}
 	entries = append([]Entry{}, carried...)
-	addDir := func(p string) {
-		if _, ok := byPath[p]; !ok {
-			byPath[p] = len(entries)
-			entries = append(entries, Entry{Path: p, Mode: fs.ModeDir | 0o755, ModTime: now})
-		}
-	}
 	for _, a := range added {
 		p, err := cleanPath(a.Path)
 		if err != nil {
@@ -224,8 +218,10 @@ func merge(carried, added []Entry, now time.Time) (entries []Entry, replaced []s
 		for d := parentOf(p); d != ""; d = parentOf(d) {
 			if i, ok := byPath[d]; ok && !entries[i].IsDir() {
 				return nil, nil, fmt.Errorf("cannot add /%s: /%s is not a directory in ROOT", p, d)
+			} else if !ok {
+				byPath[d] = len(entries)
+				entries = append(entries, Entry{Path: d, Mode: fs.ModeDir | 0o755, ModTime: now})
 			}
-			addDir(d)
 		}
 		if i, ok := byPath[p]; ok {
 			if entries[i].IsDir() != a.IsDir() {

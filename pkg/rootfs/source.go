@@ -28,16 +28,13 @@ func (e *UncarriableError) Error() string {
 		more = fmt.Sprintf("\n  ... and %d more", len(list)-show)
 		list = list[:show]
 	}
-	return fmt.Sprintf("the image's ROOT filesystem holds %d entr%s that cannot be carried into a new ROOT:\n  %s%s\n"+
-		"remove them from the image (or start from a release image, whose ROOT has none), then run again",
-		len(e.Problems), plural(len(e.Problems), "y", "ies"), strings.Join(list, "\n  "), more)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
+	entries := "entries"
+	if len(e.Problems) == 1 {
+		entries = "entry"
 	}
-	return many
+	return fmt.Sprintf("the image's ROOT filesystem holds %d %s that cannot be carried into a new ROOT:\n  %s%s\n"+
+		"remove them from the image (or start from a release image, whose ROOT has none), then run again",
+		len(e.Problems), entries, strings.Join(list, "\n  "), more)
 }
 
 // readTree lists the original ROOT (everything but the root directory itself, whose metadata is
