@@ -195,13 +195,9 @@ func (o *Overlay) Discard(off, n int64) error {
 		_, err := o.WriteAt(make([]byte, n), off)
 		return err
 	}
-	if lo > off {
-		if _, err := o.WriteAt(make([]byte, lo-off), off); err != nil {
-			return err
-		}
-	}
-	if hi < off+n {
-		if _, err := o.WriteAt(make([]byte, off+n-hi), hi); err != nil {
+	// The partial blocks at either end are written as zeros (WriteAt of nothing does nothing).
+	for _, r := range []rng{{off, lo}, {hi, off + n}} {
+		if _, err := o.WriteAt(make([]byte, r.end-r.start), r.start); err != nil {
 			return err
 		}
 	}
