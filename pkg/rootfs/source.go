@@ -12,6 +12,7 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // UncarriableError names every entry of the original ROOT that a fresh filesystem cannot
@@ -116,7 +117,7 @@ func statEntry(old *disk.FS, p string) (Entry, []string, error) {
 		size := fi.Size()
 		e.Open = func() (io.ReadCloser, error) {
 			if allHole { // mkfs -d stores all-zero files as one hole: nothing to read
-				return io.NopCloser(io.LimitReader(zeros{}, size)), nil
+				return io.NopCloser(io.LimitReader(vdisk.Zeros{}, size)), nil
 			}
 			f, err := old.OpenFile(p, 0)
 			if err != nil {
@@ -150,12 +151,4 @@ func statEntry(old *disk.FS, p string) (Entry, []string, error) {
 		e.Path = path.Clean(p)
 	}
 	return e, problems, nil
-}
-
-// zeros reads as an endless run of zero bytes.
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
 }

@@ -36,6 +36,14 @@ func ReadFailure(err error) error {
 
 var zeros [64 << 10]byte
 
+// Zeros reads as an endless run of zero bytes.
+type Zeros struct{}
+
+func (Zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
 // IsZero reports whether b holds only zero bytes.
 func IsZero(b []byte) bool {
 	for len(b) > 0 {
