@@ -11,9 +11,7 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/btrfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // PartitionName is the GPT name of Flatcar's OEM partition.
@@ -25,13 +23,23 @@ const GrubCfgPath = "grub.cfg"
 // Autologin is the kernel argument that gives a root shell on the console; production images drop it.
 const Autologin = "flatcar.autologin"
 
-// Partition opens the OEM partition's filesystem of img.
+// Partition opens the OEM partition's filesystem of img: btrfs or ext4, the two Flatcar has
+// shipped. A read-only img makes WriteFile fail.
 func Partition(img *disk.Image) (disk.Partition, disk.WritableFS, error) {
 	p, err := img.FindPartition(PartitionName)
 	if err != nil {
 		return p, nil, err
 	}
-	fsys, err := openFS(img.Section(p), disk.PartitionName(p))
+	dev, name := img.Section(p), disk.PartitionName(p)
+	fsys, err := disk.OpenFS(dev, name)
+	switch {
+	case errors.Is(err, disk.ErrUnknownFS) || err == nil && fsys.Type() != "btrfs" && fsys.Type() != "ext4":
+		err = fmt.Errorf("%s has an unknown filesystem (no btrfs or ext4 superblock); flatcar-capo reads btrfs and ext4 (Flatcar's OEM is btrfs since 2983.x, ext4 before)", name)
+	case err != nil:
+		if kind, _ := disk.DetectFS(dev); kind == "ext4" { // the wording oem has always had
+			err = fmt.Errorf("the ext4 filesystem cannot be read (corrupt superblock or checksum?): %v", err)
+		}
+	}
 	if err != nil {
 		return p, nil, fmt.Errorf("%s: %w", img.Path, err) // err names the partition
 	}
@@ -81,31 +89,6 @@ func osReleaseValue(data []byte, key string) string {
 		}
 	}
 	return ""
-}
-
-// openFS opens the OEM partition's filesystem on dev, which name names in errors ("partition 6
-// (OEM)"): btrfs or ext4, the two Flatcar has shipped. A read-only dev makes WriteFile fail.
-func openFS(dev vdisk.Disk, name string) (disk.WritableFS, error) {
-	fsys, err := disk.OpenFS(dev, name)
-	if errors.Is(err, disk.ErrUnknownFS) || err == nil && fsys.Type() != "btrfs" && fsys.Type() != "ext4" {
-		return nil, fmt.Errorf("%s has an unknown filesystem (no btrfs or ext4 superblock); flatcar-capo reads btrfs and ext4 (Flatcar's OEM is btrfs since 2983.x, ext4 before)", name)
-	}
-	if err != nil {
-		if kind, _ := disk.DetectFS(dev); kind == "ext4" { // the wording oem has always had
-			return nil, fmt.Errorf("the ext4 filesystem cannot be read (corrupt superblock or checksum?): %v", err)
-		}
-	}
-	return fsys, err
-}
-
-// writeFile rewrites name in place. Content too big for a btrfs OEM's in-place rewrite gets a
-// message saying so and what to do, not the btrfs package's "unsupported layout".
-func writeFile(fsys disk.WritableFS, name string, data []byte) error {
-	err := fsys.WriteFile(name, data)
-	if b, ok := fsys.(*btrfs.FS); ok && errors.Is(err, btrfs.ErrNoRoom) {
-		return &NoRoomError{File: "/" + name, Size: len(data), MaxStored: b.MaxInline(), detail: err}
-	}
-	return err
 }
 
 // NoRoomError is a file too big for the in-place rewrite of a btrfs OEM partition. Nothing was

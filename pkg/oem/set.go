@@ -104,7 +104,13 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 	next := Plan(current, opts, extra)
 	res.After = ParseGrubConfig(next).Settings()
 	if res.Created || string(next) != string(current) {
-		if err := writeFile(fsys, GrubCfgPath, next); err != nil {
+		// Content too big for a btrfs OEM's in-place rewrite gets a message saying so and what to
+		// do, not the btrfs package's "unsupported layout".
+		err := fsys.WriteFile(GrubCfgPath, next)
+		if b, ok := fsys.(*btrfs.FS); ok && errors.Is(err, btrfs.ErrNoRoom) {
+			err = &NoRoomError{File: "/" + GrubCfgPath, Size: len(next), MaxStored: b.MaxInline(), detail: err}
+		}
+		if err != nil {
 			return res, fmt.Errorf("%s: writing OEM grub.cfg (%s): %w", img.Path, fsys.Type(), err)
 		}
 		res.Changed = true
