@@ -202,8 +202,6 @@ func splitPath(p string) []string {
 	return strings.Split(p[1:], "/")
 }
 
-func notExist(op, p string) error { return &os.PathError{Op: op, Path: p, Err: os.ErrNotExist} }
-
 // readInode returns the INODE_ITEM of ino.
 func (fs *FS) readInode(ino uint64) (inode, error) {
 	b, err := fs.lookup(fs.fsTree, key{ino, typeInodeItem, 0})
@@ -256,7 +254,7 @@ func (fs *FS) resolve(op, p string) (inode, error) {
 			return cur, &os.PathError{Op: op, Path: p, Err: err}
 		}
 		if !ok {
-			return cur, notExist(op, p)
+			return cur, &os.PathError{Op: op, Path: p, Err: os.ErrNotExist}
 		}
 		if cur, err = fs.readInode(e.location.objectID); err != nil {
 			return cur, &os.PathError{Op: op, Path: p, Err: err}

@@ -35,8 +35,8 @@ type UnsupportedFormatError struct {
 }
 
 func (e *UnsupportedFormatError) Error() string {
-	what := e.Kind + "-compressed"
-	if !e.compressed() {
+	what := e.Kind + "-compressed" // decompressing it gives an image
+	if !slices.Contains([]string{"bzip2", "gzip", "xz", "zstd"}, e.Kind) {
 		what = "a " + e.Kind + " image"
 	}
 	name := cmp.Or(e.Path, "the file")
@@ -48,11 +48,6 @@ func (e *UnsupportedFormatError) Error() string {
 }
 
 func (e *UnsupportedFormatError) Unwrap() error { return ErrNotDiskImage }
-
-// Compressed tells whether the file is a compressed stream (decompressing it gives an image).
-func (e *UnsupportedFormatError) compressed() bool {
-	return slices.Contains([]string{"bzip2", "gzip", "xz", "zstd"}, e.Kind)
-}
 
 const fetchHint = "flatcar-capo fetch downloads, verifies and decompresses release images"
 
