@@ -115,32 +115,30 @@ func CopySparse(ctx context.Context, dst, src *os.File) error {
 	if err := dst.Truncate(raw.Size()); err != nil {
 		return fmt.Errorf("cannot size %s: %w", dst.Name(), err)
 	}
-	return raw.Extents(ctx, func(off, n int64) error { return copyRange(ctx, dst, src, off, n) })
+	return raw.Extents(ctx, func(off, n int64) error {
+		for n > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			c := min(n, chunk)
+			if _, err := src.Seek(off, io.SeekStart); err != nil {
+				return err
+			}
+			if _, err := dst.Seek(off, io.SeekStart); err != nil {
+				return err
+			}
+			if _, err := io.CopyN(dst, src, c); err != nil {
+				return fmt.Errorf("copying %s to %s: %w", src.Name(), dst.Name(), err)
+			}
+			off += c
+			n -= c
+		}
+		return nil
+	})
 }
 
 // chunk bounds each copy so cancellation is noticed quickly.
 const chunk = 64 << 20
-
-func copyRange(ctx context.Context, dst, src *os.File, off, n int64) error {
-	for n > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		c := min(n, chunk)
-		if _, err := src.Seek(off, io.SeekStart); err != nil {
-			return err
-		}
-		if _, err := dst.Seek(off, io.SeekStart); err != nil {
-			return err
-		}
-		if _, err := io.CopyN(dst, src, c); err != nil {
-			return fmt.Errorf("copying %s to %s: %w", src.Name(), dst.Name(), err)
-		}
-		off += c
-		n -= c
-	}
-	return nil
-}
 
 // OpenFile is the one open of an image file (disk.Open, format detection, upload's checks). What
 // cannot be a disk image is refused before any read: a directory, a named pipe (opening one would

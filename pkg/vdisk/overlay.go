@@ -1,6 +1,7 @@
 package vdisk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -112,29 +113,17 @@ func (o *Overlay) ReadAt(p []byte, off int64) (int, error) {
 				next = min(end, o.own[i].start)
 			}
 		}
-		if err := readAll(r, p[pos-off:next-off], pos); err != nil {
-			return int(pos - off), err
+		// A short read at the end of r (a base whose size is not a whole number of its own
+		// blocks) reads as zeros.
+		buf := p[pos-off : next-off]
+		if n, err := r.ReadAt(buf, pos); n < len(buf) && err != io.EOF {
+			return int(pos - off), cmp.Or(err, io.ErrUnexpectedEOF)
+		} else if n < len(buf) {
+			clear(buf[n:])
 		}
 		pos = next
 	}
 	return len(p), eof
-}
-
-// readAll fills p from r at off; a short read at the end of r (a base whose size is not a
-// whole number of its own blocks) reads as zeros.
-func readAll(r io.ReaderAt, p []byte, off int64) error {
-	n, err := r.ReadAt(p, off)
-	if n == len(p) {
-		return nil
-	}
-	if err == io.EOF {
-		clear(p[n:])
-		return nil
-	}
-	if err == nil {
-		err = io.ErrUnexpectedEOF
-	}
-	return err
 }
 
 // WriteAt writes p into the overlay's file; the rest of a partly written block is copied up
