@@ -36,14 +36,12 @@ func (fs *FS) MaxInline() int {
 // the compressed form fits; otherwise it is stored uncompressed. Every change is computed and
 // checked in memory first; anything that would need a new tree block, a leaf split or extent
 // tree changes returns an ErrUnsupported error before anything is written.
-func (fs *FS) writeTo(dev io.WriterAt, p string, data []byte) error {
-	if err := fs.writeFile(dev, p, data); err != nil {
-		return &os.PathError{Op: "write", Path: p, Err: err}
-	}
-	return nil
-}
-
-func (fs *FS) writeFile(dev io.WriterAt, p string, data []byte) error {
+func (fs *FS) writeTo(dev io.WriterAt, p string, data []byte) (err error) {
+	defer func() {
+		if err != nil {
+			err = &os.PathError{Op: "write", Path: p, Err: err}
+		}
+	}()
 	names := splitPath(p)
 	if len(names) == 0 {
 		return errors.New("is the root directory")
