@@ -114,6 +114,7 @@ func (f *File) Commit(perm os.FileMode) error {
 		return errors.New("atomicfile: already committed or aborted")
 	}
 	defer forget(f)
+	f.done = true
 	var err error
 	if !f.NoSync {
 		err = f.File.Sync()
@@ -129,10 +130,8 @@ func (f *File) Commit(perm os.FileMode) error {
 	}
 	if err != nil {
 		os.Remove(f.File.Name())
-		f.done = true
 		return fmt.Errorf("cannot write %s: %w", f.Path, err)
 	}
-	f.done = true
 	return nil
 }
 

@@ -3,6 +3,7 @@ package btrfs
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 )
 
@@ -97,9 +98,7 @@ func (m *chunkMap) add(c chunk) error {
 		i < len(*m) && c.logical+c.length > (*m)[i].logical {
 		return corruptf("chunk [%d, +%d) overlaps another chunk", c.logical, c.length)
 	}
-	*m = append(*m, chunk{})
-	copy((*m)[i+1:], (*m)[i:])
-	(*m)[i] = c
+	*m = slices.Insert(*m, i, c)
 	return nil
 }
 

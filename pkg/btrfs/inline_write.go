@@ -1,6 +1,9 @@
 package btrfs
 
 import (
+	"bytes"
+	"cmp"
+	"compress/zlib"
 	"errors"
 	"fmt"
 	"io"
@@ -33,14 +36,12 @@ func (fs *FS) MaxInline() int {
 // the compressed form fits; otherwise it is stored uncompressed. Every change is computed and
 // checked in memory first; anything that would need a new tree block, a leaf split or extent
 // tree changes returns an ErrUnsupported error before anything is written.
-func (fs *FS) writeTo(dev io.WriterAt, p string, data []byte) error {
-	if err := fs.writeFile(dev, p, data); err != nil {
-		return &os.PathError{Op: "write", Path: p, Err: err}
-	}
-	return nil
-}
-
-func (fs *FS) writeFile(dev io.WriterAt, p string, data []byte) error {
+func (fs *FS) writeTo(dev io.WriterAt, p string, data []byte) (err error) {
+	defer func() {
+		if err != nil {
+			err = &os.PathError{Op: "write", Path: p, Err: err}
+		}
+	}()
 	names := splitPath(p)
 	if len(names) == 0 {
 		return errors.New("is the root directory")
@@ -215,7 +216,7 @@ func (w *writePlan) create(dir uint64, name string, content inlineData) error {
 	fs := w.fs
 	dk := key{dir, typeDirItem, nameHash(name)}
 	if b, err := fs.lookup(fs.fsTree, dk); err != nil || b != nil {
-		return firstOf(err, unsupportedf("another name in the directory has the same hash; appending to its DIR_ITEM is out of reach"))
+		return cmp.Or(err, unsupportedf("another name in the directory has the same hash; appending to its DIR_ITEM is out of reach"))
 	}
 	ino, err := fs.nextInode()
 	if err != nil {
@@ -278,4 +279,70 @@ func (fs *FS) nextDirIndex(dir uint64) (uint64, error) {
 		return 0, unsupportedf("directory index counter exhausted")
 	}
 	return max(b.keys[slot].offset+1, 2), nil
+}
+
+// Inode flags under which the kernel never compresses a file's data.
+const (
+	inodeNodatasum  = 1 << 0
+	inodeNodatacow  = 1 << 1
+	inodeNocompress = 1 << 3
+)
+
+// zlibLevel is the kernel's default compress=zlib level; Go writes the same 0x78 0x5e header.
+const zlibLevel = 3
+
+// inlineData is new file content with the inline extent forms that can hold it.
+type inlineData struct {
+	raw     []byte
+	plainOK bool   // fits an uncompressed inline extent
+	zlib    []byte // a plain zlib stream (the kernel's inline format), or nil when it does not pay or fit
+}
+
+// newInlineData applies the kernel's inline rules (can_cow_file_range_inline) and those of
+// btrfs check: the stored bytes, compressed or not, stay within MaxInline; uncompressed
+// content must also be below a sector; compressed content may be up to a sector and must
+// shrink. It refuses content no inline form can hold.
+func (fs *FS) newInlineData(data []byte) (inlineData, error) {
+	d := inlineData{raw: data, plainOK: len(data) <= fs.MaxInline()}
+	if len(data) > 0 && len(data) <= int(fs.sb.sectorSize) {
+		var b bytes.Buffer
+		zw, _ := zlib.NewWriterLevel(&b, zlibLevel) // a constant valid level cannot fail
+		zw.Write(data)                              // a bytes.Buffer does not fail
+		zw.Close()
+		if b.Len() < len(data) && b.Len() <= fs.MaxInline() {
+			d.zlib = b.Bytes()
+		}
+	}
+	if !d.plainOK && d.zlib == nil {
+		return d, noRoomf("%d bytes do not fit in an inline extent (at most %d stored bytes, and at most %d before zlib compression); writing regular extents is out of reach",
+			len(data), fs.MaxInline(), fs.sb.sectorSize)
+	}
+	return d, nil
+}
+
+// extentBody builds an EXTENT_DATA body for generation gen.
+type extentBody func(gen uint64) []byte
+
+// forms lists the extent bodies to try, preferred first. A file whose extent was compressed
+// stays compressed when zlib pays off (as the kernel keeps compressing it); otherwise the plain
+// form comes first and zlib is the fallback when the plain one does not fit. mayCompress is
+// false for inodes the kernel would not compress.
+func (d inlineData) forms(wasCompressed, mayCompress bool) []extentBody {
+	plain := func(gen uint64) []byte { return marshalInlineExtent(gen, len(d.raw), compressNone, d.raw) }
+	packed := func(gen uint64) []byte { return marshalInlineExtent(gen, len(d.raw), compressZlib, d.zlib) }
+	switch {
+	case !mayCompress || d.zlib == nil:
+		if d.plainOK {
+			return []extentBody{plain}
+		}
+		return nil
+	case wasCompressed || !d.plainOK:
+		return []extentBody{packed}
+	}
+	return []extentBody{plain, packed}
+}
+
+// mayCompress is false for inodes whose flags forbid compression.
+func mayCompress(i inodeItem) bool {
+	return i.flags()&(inodeNodatasum|inodeNodatacow|inodeNocompress) == 0
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"io"
 	iofs "io/fs"
+	"os"
 	"path"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/fsfile"
 )
 
 // The FS is an io/fs filesystem (fs.FS, fs.ReadDirFS, fs.ReadFileFS, fs.StatFS) with io/fs
@@ -89,13 +92,13 @@ func (fs *FS) Open(name string) (iofs.File, error) {
 	info := fileInfo{name: path.Base(name), in: in.item}
 	switch {
 	case in.item.isDir():
-		return &dirFile{fs: fs, name: name, info: info}, nil
+		return &fsfile.Dir{Name: name, Info: info, List: func() ([]iofs.DirEntry, error) { return fs.readDir(name) }}, nil
 	case in.item.isRegular():
 		data, err := fs.readData(in)
 		if err != nil {
 			return nil, &iofs.PathError{Op: "open", Path: name, Err: err}
 		}
-		return &file{Reader: bytes.NewReader(data), info: info}, nil
+		return &fsfile.File{SectionReader: io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))), Info: info}, nil
 	}
 	return nil, &iofs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file or a directory (symbolic links are not followed)")}
 }
@@ -184,49 +187,78 @@ func (fs *FS) readDir(p string) ([]iofs.DirEntry, error) {
 	return out, nil
 }
 
-// file is an open regular file.
-type file struct {
-	*bytes.Reader
-	info fileInfo
+// inode is a resolved inode number with a copy of its INODE_ITEM.
+type inode struct {
+	ino  uint64
+	item inodeItem
 }
 
-func (f *file) Stat() (iofs.FileInfo, error) { return f.info, nil }
-func (f *file) Close() error                 { return nil }
-
-// dirFile is an open directory; its entries are listed on the first ReadDir.
-type dirFile struct {
-	fs      *FS
-	name    string
-	info    fileInfo
-	entries []iofs.DirEntry
-	read    bool
+// splitPath turns "/a/b" (or "a/b") into its clean components; "/" has none.
+func splitPath(p string) []string {
+	p = path.Clean("/" + p)
+	if p == "/" {
+		return nil
+	}
+	return strings.Split(p[1:], "/")
 }
 
-func (d *dirFile) Stat() (iofs.FileInfo, error) { return d.info, nil }
-func (d *dirFile) Close() error                 { return nil }
-func (d *dirFile) Read([]byte) (int, error) {
-	return 0, &iofs.PathError{Op: "read", Path: d.name, Err: errors.New("is a directory")}
+// readInode returns the INODE_ITEM of ino.
+func (fs *FS) readInode(ino uint64) (inode, error) {
+	b, err := fs.lookup(fs.fsTree, key{ino, typeInodeItem, 0})
+	if err != nil {
+		return inode{}, err
+	}
+	if b == nil {
+		return inode{}, corruptf("inode %d has a directory entry but no INODE_ITEM", ino)
+	}
+	if len(b) < inodeItemSize {
+		return inode{}, corruptf("INODE_ITEM of inode %d is %d bytes", ino, len(b))
+	}
+	return inode{ino, inodeItem(append([]byte(nil), b[:inodeItemSize]...))}, nil
 }
 
-// ReadDir returns the next n entries (all with n <= 0), as fs.ReadDirFile says.
-func (d *dirFile) ReadDir(n int) ([]iofs.DirEntry, error) {
-	if !d.read {
-		es, err := d.fs.readDir(d.name)
-		if err != nil {
-			return nil, err
+// lookupName finds name in directory dir through its DIR_ITEM (keyed by the name's hash);
+// ok is false when there is no such entry.
+func (fs *FS) lookupName(dir uint64, name string) (e dirEntry, ok bool, err error) {
+	b, err := fs.lookup(fs.fsTree, key{dir, typeDirItem, nameHash(name)})
+	if err != nil || b == nil {
+		return e, false, err
+	}
+	entries, err := parseDirItems(b)
+	if err != nil {
+		return e, false, err
+	}
+	for _, e := range entries {
+		if e.name == name {
+			if e.location.typ != typeInodeItem {
+				return e, false, unsupportedf("%q is a subvolume", name)
+			}
+			return e, true, nil
 		}
-		d.entries, d.read = es, true
 	}
-	if n <= 0 {
-		out := d.entries
-		d.entries = nil
-		return out, nil
+	return e, false, nil
+}
+
+// resolve walks p from the root directory.
+func (fs *FS) resolve(op, p string) (inode, error) {
+	cur, err := fs.readInode(fs.rootDir)
+	if err != nil {
+		return cur, wrapf(err, "root directory")
 	}
-	if len(d.entries) == 0 {
-		return nil, io.EOF
+	for _, name := range splitPath(p) {
+		if !cur.item.isDir() {
+			return cur, &os.PathError{Op: op, Path: p, Err: errors.New("a path component is not a directory")}
+		}
+		e, ok, err := fs.lookupName(cur.ino, name)
+		if err != nil {
+			return cur, &os.PathError{Op: op, Path: p, Err: err}
+		}
+		if !ok {
+			return cur, &os.PathError{Op: op, Path: p, Err: os.ErrNotExist}
+		}
+		if cur, err = fs.readInode(e.location.objectID); err != nil {
+			return cur, &os.PathError{Op: op, Path: p, Err: err}
+		}
 	}
-	n = min(n, len(d.entries))
-	out := d.entries[:n:n]
-	d.entries = d.entries[n:]
-	return out, nil
+	return cur, nil
 }

@@ -178,12 +178,14 @@ func parseFileExtent(b []byte) (fileExtent, error) {
 	return e, nil
 }
 
-// marshalInlineExtent is an uncompressed inline extent holding data.
-func marshalInlineExtent(gen uint64, data []byte) []byte {
-	b := make([]byte, extentInlineHdr+len(data))
+// marshalInlineExtent is an inline extent holding stored, the content of ramBytes bytes as
+// compression (compressNone or compressZlib) left it.
+func marshalInlineExtent(gen uint64, ramBytes int, compression uint8, stored []byte) []byte {
+	b := make([]byte, extentInlineHdr+len(stored))
 	le.PutUint64(b, gen)
-	le.PutUint64(b[8:], uint64(len(data)))
+	le.PutUint64(b[8:], uint64(ramBytes))
+	b[16] = compression
 	b[20] = extentInline
-	copy(b[extentInlineHdr:], data)
+	copy(b[extentInlineHdr:], stored)
 	return b
 }

@@ -48,7 +48,7 @@ func TestMarshalMatchesMkfs(t *testing.T) {
 		t.Errorf("DIR_INDEX\n got %x\nwant %x", got, index)
 	}
 	ext := item(key{ino, typeExtentData, 0})
-	if got := marshalInlineExtent(le.Uint64(ext), []byte(qemuGrub)); !bytes.Equal(got, ext) {
+	if got := marshalInlineExtent(le.Uint64(ext), len(qemuGrub), compressNone, []byte(qemuGrub)); !bytes.Equal(got, ext) {
 		t.Errorf("EXTENT_DATA\n got %x\nwant %x", got, ext)
 	}
 

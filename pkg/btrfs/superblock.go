@@ -2,7 +2,9 @@ package btrfs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/bits"
 )
@@ -21,14 +23,10 @@ const (
 )
 
 type superblock struct {
-	fsid          [16]byte
 	metadataUUID  [16]byte // what tree block headers carry (== fsid unless METADATA_UUID)
-	generation    uint64
 	root          uint64
 	chunkRoot     uint64
 	logRoot       uint64
-	totalBytes    uint64
-	rootDirID     uint64
 	numDevices    uint64
 	sectorSize    uint32
 	nodeSize      uint32
@@ -58,17 +56,13 @@ func readSuperblock(dev io.ReaderAt, size int64) (superblock, error) {
 	if got, want := blockCsum(b), storedCsum(b); got != want {
 		return sb, corruptf("superblock checksum mismatch (stored %#08x, computed %#08x)", want, got)
 	}
-	copy(sb.fsid[:], b[0x20:])
-	sb.metadataUUID = sb.fsid
+	copy(sb.metadataUUID[:], b[0x20:]) // the fsid
 	if bytenr := le.Uint64(b[0x30:]); bytenr != superOffset {
 		return sb, corruptf("superblock says it lives at %d, not %d", bytenr, superOffset)
 	}
-	sb.generation = le.Uint64(b[0x48:])
 	sb.root = le.Uint64(b[0x50:])
 	sb.chunkRoot = le.Uint64(b[0x58:])
 	sb.logRoot = le.Uint64(b[0x60:])
-	sb.totalBytes = le.Uint64(b[0x70:])
-	sb.rootDirID = le.Uint64(b[0x80:])
 	sb.numDevices = le.Uint64(b[0x88:])
 	sb.sectorSize = le.Uint32(b[0x90:])
 	sb.nodeSize = le.Uint32(b[0x94:])
@@ -107,4 +101,26 @@ func readSuperblock(dev io.ReaderAt, size int64) (superblock, error) {
 
 func pow2Between(v, lo, hi uint32) bool {
 	return v >= lo && v <= hi && bits.OnesCount32(v) == 1
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// csumSize is where a superblock or tree block's checksummed bytes start: the first 32 bytes
+// hold the checksum itself.
+const csumSize = 32
+
+// blockCsum is the crc32c of a superblock or tree block, as stored in its first 4 bytes.
+func blockCsum(b []byte) uint32 { return crc32.Checksum(b[csumSize:], castagnoli) }
+
+func storedCsum(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
+
+// setCsum stores the checksum of b and zeroes the rest of the checksum field.
+func setCsum(b []byte) {
+	clear(b[:csumSize])
+	binary.LittleEndian.PutUint32(b, blockCsum(b))
+}
+
+// nameHash is btrfs's DIR_ITEM key offset: crc32c seeded with ~1, without the final inversion.
+func nameHash(name string) uint64 {
+	return uint64(^crc32.Update(1, castagnoli, []byte(name)))
 }

@@ -81,7 +81,7 @@ func (fs *FS) readBlock(logical uint64, want uint8) (*block, error) {
 	for _, p := range phys {
 		buf := make([]byte, fs.sb.nodeSize)
 		if err := readFull(fs.dev, buf, p); err != nil {
-			firstErr = firstOf(firstErr, fmt.Errorf("reading tree block %d at device offset %d: %w", logical, p, err))
+			firstErr = cmp.Or(firstErr, fmt.Errorf("reading tree block %d at device offset %d: %w", logical, p, err))
 			continue
 		}
 		b, err := fs.parseBlock(logical, buf)
@@ -89,20 +89,12 @@ func (fs *FS) readBlock(logical uint64, want uint8) (*block, error) {
 			err = corruptf("tree block %d has level %d, its parent says %d", logical, b.level, want)
 		}
 		if err != nil {
-			firstErr = firstOf(firstErr, err)
+			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
 		return b, nil
 	}
 	return nil, firstErr
-}
-
-// firstOf keeps the first non-nil error.
-func firstOf(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 // parseBlock verifies a tree block image and decodes its header and item table.

@@ -4,10 +4,12 @@ package disk
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -33,14 +35,11 @@ type UnsupportedFormatError struct {
 }
 
 func (e *UnsupportedFormatError) Error() string {
-	what := e.Kind + "-compressed"
-	if !e.compressed() {
+	what := e.Kind + "-compressed" // decompressing it gives an image
+	if !slices.Contains([]string{"bzip2", "gzip", "xz", "zstd"}, e.Kind) {
 		what = "a " + e.Kind + " image"
 	}
-	name := e.Path
-	if name == "" {
-		name = "the file"
-	}
+	name := cmp.Or(e.Path, "the file")
 	fix := e.Fix
 	if e.Path != "" {
 		fix = strings.ReplaceAll(fix, "FILE", e.Path)
@@ -49,15 +48,6 @@ func (e *UnsupportedFormatError) Error() string {
 }
 
 func (e *UnsupportedFormatError) Unwrap() error { return ErrNotDiskImage }
-
-// Compressed tells whether the file is a compressed stream (decompressing it gives an image).
-func (e *UnsupportedFormatError) compressed() bool {
-	switch e.Kind {
-	case "bzip2", "gzip", "xz", "zstd":
-		return true
-	}
-	return false
-}
 
 const fetchHint = "flatcar-capo fetch downloads, verifies and decompresses release images"
 

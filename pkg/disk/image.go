@@ -1,10 +1,18 @@
 package disk
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"syscall"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/qcow2"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
@@ -90,4 +98,103 @@ func FromDisk(path string, d vdisk.Disk, writable bool) *Image {
 		d = vdisk.Protect(d)
 	}
 	return &Image{Path: path, Format: FormatRaw, Writable: writable, Disk: d}
+}
+
+// CopySparse copies src to an empty dst: a reflink where the filesystem can (btrfs, xfs: instant,
+// no data written), else reading only the data regions that SEEK_DATA/SEEK_HOLE report, so holes
+// stay holes and a 9 GiB image with 1 GiB of data costs 1 GiB of I/O. Data runs go through
+// copy_file_range where the kernel offers it.
+func CopySparse(ctx context.Context, dst, src *os.File) error {
+	if unix.IoctlFileClone(int(dst.Fd()), int(src.Fd())) == nil {
+		return nil
+	}
+	raw, err := vdisk.NewFile(src, false)
+	if err != nil {
+		return err
+	}
+	if err := dst.Truncate(raw.Size()); err != nil {
+		return fmt.Errorf("cannot size %s: %w", dst.Name(), err)
+	}
+	return raw.Extents(ctx, func(off, n int64) error {
+		for n > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			c := min(n, chunk)
+			if _, err := src.Seek(off, io.SeekStart); err != nil {
+				return err
+			}
+			if _, err := dst.Seek(off, io.SeekStart); err != nil {
+				return err
+			}
+			if _, err := io.CopyN(dst, src, c); err != nil {
+				return fmt.Errorf("copying %s to %s: %w", src.Name(), dst.Name(), err)
+			}
+			off += c
+			n -= c
+		}
+		return nil
+	})
+}
+
+// chunk bounds each copy so cancellation is noticed quickly.
+const chunk = 64 << 20
+
+// OpenFile is the one open of an image file (disk.Open, format detection, upload's checks). What
+// cannot be a disk image is refused before any read: a directory, a named pipe (opening one would
+// wait for a writer forever), a device (a link to /dev/zero reads as an endless empty disk), a
+// socket, an empty file. path is checked with stat first, then opened non-blocking in case it
+// changed in between, and checked again on the open descriptor.
+func OpenFile(path string, writable bool) (*os.File, fs.FileInfo, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR
+	}
+	return infile.OpenChecked(path, flag, func(st fs.FileInfo) error { return CheckFileInfo(path, st) },
+		func(err error) error { return openError(path, writable, err) })
+}
+
+// CheckFile is OpenFile's refusal without opening: for a path checked before any work starts
+// (build --base-image).
+func CheckFile(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return openError(path, false, err)
+	}
+	return CheckFileInfo(path, st)
+}
+
+// CheckFileInfo refuses what st says cannot be a disk image; the error wraps ErrNotDiskImage and,
+// as a wrong argument rather than a failed run, errs.ErrInvalid (exit code 2, as upload always had).
+func CheckFileInfo(path string, st fs.FileInfo) error {
+	m := st.Mode()
+	what, fix := infile.Describe(m), "give the path of an image file"
+	switch {
+	case m.IsRegular() && st.Size() > 0:
+		return nil
+	case m.IsRegular():
+		what, fix = "an empty file", "0 bytes hold no partition table (not even one of its 512-byte sectors); was a download or a copy cut short?"
+	case m.IsDir():
+		what += " (not a regular file)"
+	case m&fs.ModeNamedPipe != 0:
+		fix = "images are read at random offsets; save the stream to a file first"
+	case m&fs.ModeCharDevice != 0:
+		fix = "it has no size and reads without end (is it a link to /dev/zero?); give the path of an image file"
+	case m&fs.ModeDevice != 0:
+		fix = "copy it to an image file first (dd if=DEVICE of=disk.raw)"
+	}
+	return errs.Invalidf("%s is %s, %w: %s", path, what, ErrNotDiskImage, fix)
+}
+
+func openError(path string, writable bool, err error) error {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("image %s does not exist; check the path", path)
+	case errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS):
+		if writable {
+			return fmt.Errorf("image %s is not writable (%v); fix its permissions, or leave it untouched and write a copy with --output-file", path, err)
+		}
+		return fmt.Errorf("image %s is not readable: %v", path, err)
+	}
+	return fmt.Errorf("cannot open image %s: %w", path, err)
 }

@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,10 @@ import (
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
 	"github.com/diskfs/go-diskfs/filesystem/squashfs"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/btrfs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/fsfile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // FS as io/fs: fs.FS, fs.ReadDirFS, fs.ReadFileFS, fs.StatFS and fs.ReadLinkFS, with io/fs
@@ -44,11 +49,8 @@ func (f *FS) Lstat(name string) (fs.FileInfo, error) {
 	return f.lstat(name)
 }
 
-func (f *FS) lstat(name string) (fi fs.FileInfo, err error) {
-	fi, err = func() (fi fs.FileInfo, err error) {
-		defer f.guard(&err)
-		return f.fs.Stat(name)
-	}()
+func (f *FS) lstat(name string) (fs.FileInfo, error) {
+	fi, err := guarded(f, func() (fs.FileInfo, error) { return f.fs.Stat(name) })
 	if err != nil {
 		return nil, f.pathError("stat", name, err)
 	}
@@ -91,9 +93,7 @@ func (f *FS) follow(op, name string) (string, fs.FileInfo, error) {
 		if !path.IsAbs(target) {
 			target = path.Join("/", path.Dir(p), target)
 		}
-		if p = strings.TrimPrefix(path.Clean(target), "/"); p == "" {
-			p = "."
-		}
+		p = FSName(target)
 	}
 	return "", nil, &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("more than %d levels of symbolic links", maxLinks)}
 }
@@ -144,11 +144,8 @@ func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return f.readDir(p)
 }
 
-func (f *FS) readDir(name string) (ents []fs.DirEntry, err error) {
-	ents, err = func() (ents []fs.DirEntry, err error) {
-		defer f.guard(&err)
-		return f.fs.ReadDir(name)
-	}()
+func (f *FS) readDir(name string) ([]fs.DirEntry, error) {
+	ents, err := guarded(f, func() ([]fs.DirEntry, error) { return f.fs.ReadDir(name) })
 	if err != nil {
 		return nil, f.pathError("readdir", name, err)
 	}
@@ -189,10 +186,7 @@ func (f *FS) missing(name string) bool {
 		return false
 	}
 	parent := path.Dir(name)
-	ents, err := func() (ents []fs.DirEntry, err error) {
-		defer f.guard(&err)
-		return f.fs.ReadDir(parent)
-	}()
+	ents, err := guarded(f, func() ([]fs.DirEntry, error) { return f.fs.ReadDir(parent) })
 	if err != nil {
 		return f.missing(parent)
 	}
@@ -219,7 +213,7 @@ func (f *FS) Open(name string) (fs.File, error) {
 		return nil, err
 	}
 	if fi.IsDir() {
-		return &dirFile{fs: f, name: p, info: fi}, nil
+		return &fsfile.Dir{Name: p, Info: fi, List: func() ([]fs.DirEntry, error) { return f.readDir(p) }}, nil
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: errors.New("not a regular file or a directory")}
@@ -229,7 +223,7 @@ func (f *FS) Open(name string) (fs.File, error) {
 		return nil, f.pathError("open", p, err)
 	}
 	ra := &alignedReader{rs: h.(io.ReadSeeker), size: fi.Size()}
-	return &file{SectionReader: io.NewSectionReader(ra, 0, fi.Size()), info: fi}, nil
+	return &fsfile.File{SectionReader: io.NewSectionReader(ra, 0, fi.Size()), Info: fi}, nil
 }
 
 // ReaderAt opens a regular file for random access (following symbolic links).
@@ -238,58 +232,11 @@ func (f *FS) ReaderAt(name string) (io.ReaderAt, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	r, ok := h.(*file)
+	r, ok := h.(*fsfile.File)
 	if !ok {
 		return nil, 0, &fs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file")}
 	}
 	return r.SectionReader, r.Size(), nil
-}
-
-// file is an open regular file.
-type file struct {
-	*io.SectionReader
-	info fs.FileInfo
-}
-
-func (h *file) Stat() (fs.FileInfo, error) { return h.info, nil }
-func (h *file) Close() error               { return nil }
-
-// dirFile is an open directory; its entries are listed on the first ReadDir.
-type dirFile struct {
-	fs      *FS
-	name    string
-	info    fs.FileInfo
-	entries []fs.DirEntry
-	read    bool
-}
-
-func (d *dirFile) Stat() (fs.FileInfo, error) { return d.info, nil }
-func (d *dirFile) Close() error               { return nil }
-func (d *dirFile) Read([]byte) (int, error) {
-	return 0, &fs.PathError{Op: "read", Path: d.name, Err: errors.New("is a directory")}
-}
-
-// ReadDir returns the next n entries (all with n <= 0), as fs.ReadDirFile says.
-func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
-	if !d.read {
-		es, err := d.fs.readDir(d.name)
-		if err != nil {
-			return nil, err
-		}
-		d.entries, d.read = es, true
-	}
-	if n <= 0 {
-		out := d.entries
-		d.entries = nil
-		return out, nil
-	}
-	if len(d.entries) == 0 {
-		return nil, io.EOF
-	}
-	n = min(n, len(d.entries))
-	out := d.entries[:n:n]
-	d.entries = d.entries[n:]
-	return out, nil
 }
 
 // WriteFile replaces (or creates) a small file in place: the OEM edit (ext4). go-diskfs'
@@ -358,4 +305,86 @@ func (a *alignedReader) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// ReadFS is every filesystem flatcar-capo reads in an image (ext4, FAT and squashfs through
+// go-diskfs, btrfs through pkg/btrfs), in io/fs's shape.
+type ReadFS interface {
+	fs.ReadDirFS
+	fs.ReadFileFS
+	fs.StatFS
+	Type() string // "btrfs", "ext4", "FAT" or "squashfs"
+}
+
+// WritableFS adds the one edit made in place, the OEM step's: WriteFile replaces (or creates) a
+// small file. It fails on a read-only device and on FAT and squashfs.
+type WritableFS interface {
+	ReadFS
+	WriteFile(name string, data []byte) error
+}
+
+// ErrUnknownFS means a partition holds none of the filesystems OpenFS reads.
+var ErrUnknownFS = errors.New("unknown filesystem")
+
+// DetectFS names the filesystem on dev from its superblock magic: btrfs at 64 KiB + 0x40,
+// ext2/3/4 at 1 KiB + 0x38, squashfs at 0, FAT's boot sector signature and type string. Flatcar's
+// OEM switched from ext4 to btrfs in 2983.x, so the version alone does not tell. A read failure
+// (a corrupt qcow2 cluster, an I/O error) is returned as such, not as ErrUnknownFS.
+func DetectFS(dev io.ReaderAt) (string, error) {
+	var b [8]byte
+	n, err := dev.ReadAt(b[:], 0x10000+0x40)
+	if n == 8 && string(b[:]) == "_BHRfS_M" {
+		return "btrfs", nil
+	}
+	if err := vdisk.ReadFailure(err); err != nil {
+		return "", fmt.Errorf("reading the btrfs superblock: %w", err)
+	}
+	n, err = dev.ReadAt(b[:2], 0x400+0x38)
+	if n == 2 && binary.LittleEndian.Uint16(b[:2]) == 0xEF53 {
+		return "ext4", nil
+	}
+	if err := vdisk.ReadFailure(err); err != nil {
+		return "", fmt.Errorf("reading the ext4 superblock: %w", err)
+	}
+	var bs [512]byte
+	n, err = dev.ReadAt(bs[:], 0)
+	if err := vdisk.ReadFailure(err); err != nil {
+		return "", fmt.Errorf("reading the first sector: %w", err)
+	}
+	switch {
+	case n >= 4 && string(bs[:4]) == "hsqs":
+		return "squashfs", nil
+	case n == 512 && bs[510] == 0x55 && bs[511] == 0xAA && (string(bs[0x36:0x39]) == "FAT" || string(bs[0x52:0x55]) == "FAT"):
+		return "FAT", nil
+	}
+	return "", ErrUnknownFS
+}
+
+// OpenFS opens the filesystem on dev (a partition), whichever DetectFS finds; name names it in
+// errors ("partition 6 (OEM)"). A read-only dev makes WriteFile fail.
+func OpenFS(dev vdisk.Disk, name string) (WritableFS, error) {
+	kind, err := DetectFS(dev)
+	switch {
+	case errors.Is(err, ErrUnknownFS):
+		return nil, fmt.Errorf("%s has an %w (no btrfs, ext4, squashfs or FAT superblock)", name, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	switch kind {
+	case "btrfs":
+		f, err := btrfs.Open(dev, dev.Size())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return f, nil
+	case "ext4":
+		return OpenExt4(dev, name)
+	case "FAT":
+		return OpenFAT(dev, name)
+	}
+	var sb [16]byte
+	if _, err := dev.ReadAt(sb[:], 0); err != nil {
+		return nil, fmt.Errorf("%s: reading the squashfs superblock: %w", name, err)
+	}
+	return OpenSquashfs(dev, dev.Size(), int64(binary.LittleEndian.Uint32(sb[12:])), name)
 }

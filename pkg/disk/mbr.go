@@ -65,20 +65,15 @@ func WriteProtectiveMBR(s vdisk.Disk) error {
 	if n, err := s.ReadAt(mbr[:], 0); n != 512 {
 		return mbrReadError(err)
 	}
-	entries := make([]byte, 64)
-	sectors := s.Size() / sectorSize
-	size := uint32(0xFFFFFFFF)
-	if sectors-1 < 0xFFFFFFFF {
-		size = uint32(sectors - 1)
-	}
-	e := entries[0:16]
+	size := uint32(min(s.Size()/sectorSize-1, 0xFFFFFFFF))
+	clear(mbr[446:510])
+	e := mbr[446:462]
 	e[0] = 0x00                           // not bootable
 	e[1], e[2], e[3] = 0x00, 0x02, 0x00   // CHS start 0/0/2
 	e[4] = 0xEE                           // GPT protective
 	e[5], e[6], e[7] = 0xFF, 0xFF, 0xFF   // CHS end (max)
 	e[8], e[9], e[10], e[11] = 1, 0, 0, 0 // first LBA 1
 	e[12], e[13], e[14], e[15] = byte(size), byte(size>>8), byte(size>>16), byte(size>>24)
-	copy(mbr[446:510], entries)
 	mbr[510], mbr[511] = 0x55, 0xAA
 	_, err := s.WriteAt(mbr[:], 0)
 	return err

@@ -102,10 +102,7 @@ func (g *GrubConfig) scan(fn func(i int, name, rawValue string, topLevel bool)) 
 		if m := assignment.FindStringSubmatch(line); m != nil {
 			fn(i, m[1], m[2], depth == 0)
 		}
-		depth += depthChange(line)
-		if depth < 0 {
-			depth = 0
-		}
+		depth = max(0, depth+depthChange(line))
 	}
 }
 
@@ -127,8 +124,11 @@ func (g *GrubConfig) evaluate() (Settings, error) {
 		if err != nil {
 			return // past a bound: the rest is not evaluated
 		}
-		v, ok := unquote(raw, vars, MaxGrubValue)
-		if !ok && err == nil {
+		// The value is cut at the bound: one that doubles itself on every line would otherwise
+		// grow without end.
+		v := expand(raw, vars, MaxGrubValue)
+		if len(v) > MaxGrubValue {
+			v = v[:MaxGrubValue]
 			err = fmt.Errorf("grub.cfg line %d: $%s would expand to more than %d bytes", i+1, name, MaxGrubValue)
 		}
 		vars[name] = v
@@ -159,18 +159,9 @@ func (g *GrubConfig) Set(name, value string) {
 	g.trailingNewline = true
 }
 
-// unquote evaluates a GRUB word the way `set` sees it: double quotes allow $var expansion,
-// single quotes are literal, a bare word expands variables too. The result is cut at max bytes
-// (ok false then): a value that doubles itself on every line would otherwise grow without end.
-func unquote(raw string, vars map[string]string, max int) (string, bool) {
-	v := expand(raw, vars, max)
-	if len(v) > max {
-		return v[:max], false
-	}
-	return v, true
-}
-
-// expand is unquote without the cut; it stops once the result is longer than max.
+// expand evaluates a GRUB word the way `set` sees it: double quotes allow $var expansion,
+// single quotes are literal, a bare word expands variables too. It stops once the result is
+// longer than max.
 func expand(raw string, vars map[string]string, max int) string {
 	var b strings.Builder
 	for i := 0; i < len(raw) && b.Len() <= max; i++ {

@@ -23,13 +23,23 @@ const GrubCfgPath = "grub.cfg"
 // Autologin is the kernel argument that gives a root shell on the console; production images drop it.
 const Autologin = "flatcar.autologin"
 
-// Partition opens the OEM partition's filesystem of img.
+// Partition opens the OEM partition's filesystem of img: btrfs or ext4, the two Flatcar has
+// shipped. A read-only img makes WriteFile fail.
 func Partition(img *disk.Image) (disk.Partition, disk.WritableFS, error) {
 	p, err := img.FindPartition(PartitionName)
 	if err != nil {
 		return p, nil, err
 	}
-	fsys, err := openFS(img.Section(p), disk.PartitionName(p))
+	dev, name := img.Section(p), disk.PartitionName(p)
+	fsys, err := disk.OpenFS(dev, name)
+	switch {
+	case errors.Is(err, disk.ErrUnknownFS) || err == nil && fsys.Type() != "btrfs" && fsys.Type() != "ext4":
+		err = fmt.Errorf("%s has an unknown filesystem (no btrfs or ext4 superblock); flatcar-capo reads btrfs and ext4 (Flatcar's OEM is btrfs since 2983.x, ext4 before)", name)
+	case err != nil:
+		if kind, _ := disk.DetectFS(dev); kind == "ext4" { // the wording oem has always had
+			err = fmt.Errorf("the ext4 filesystem cannot be read (corrupt superblock or checksum?): %v", err)
+		}
+	}
 	if err != nil {
 		return p, nil, fmt.Errorf("%s: %w", img.Path, err) // err names the partition
 	}
@@ -80,3 +90,22 @@ func osReleaseValue(data []byte, key string) string {
 	}
 	return ""
 }
+
+// NoRoomError is a file too big for the in-place rewrite of a btrfs OEM partition. Nothing was
+// written when it is returned.
+type NoRoomError struct {
+	File      string
+	Size      int // bytes of the new content
+	MaxStored int // most bytes one inline extent stores (compressed content up to a sector may fit)
+	detail    error
+}
+
+func (e *NoRoomError) Error() string {
+	return fmt.Sprintf("the new %s (%d bytes) does not fit in the btrfs OEM partition: flatcar-capo rewrites a btrfs file in place "+
+		"as one inline extent, which stores at most %d bytes (zlib-compressed when that helps), and its tree leaf must have room too. "+
+		"Nothing was written. Shorten --linux-append (kernel arguments added by earlier runs stay: start again from the original "+
+		"image to drop them), or pass long kernel arguments another way (Ignition's kernelArguments)",
+		e.File, e.Size, e.MaxStored)
+}
+
+func (e *NoRoomError) Unwrap() error { return e.detail }

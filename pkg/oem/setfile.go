@@ -39,7 +39,21 @@ func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (re
 		return SetResult{}, err
 	}
 	if out.Path == "" {
-		return setInPlace(ctx, image, opts)
+		// The edit is a few KiB written at once: a cancellation is honoured only before it
+		// starts, so the image is either untouched or fully edited.
+		img, err := disk.Open(image, true)
+		if err != nil {
+			return SetResult{}, err
+		}
+		if err := ctx.Err(); err != nil {
+			img.Close()
+			return SetResult{}, err
+		}
+		res, err := Set(img, opts)
+		if cerr := img.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("%s: %w", image, cerr)
+		}
+		return res, err
 	}
 	if err := atomicfile.CheckPath(out.Path); err != nil { // before the copy
 		return SetResult{}, err
@@ -105,23 +119,5 @@ func SetFile(ctx context.Context, image string, out Output, opts SetOptions) (re
 		return res, err
 	}
 	_, _, err = convert.Write(ctx, rawSrc, out.Path, disk.FormatQcow2, convert.Options{Compress: out.Compress})
-	return res, err
-}
-
-// setInPlace edits a raw image itself. The edit is a few KiB written at once: a cancellation
-// is honoured only before it starts, so the image is either untouched or fully edited.
-func setInPlace(ctx context.Context, image string, opts SetOptions) (SetResult, error) {
-	img, err := disk.Open(image, true)
-	if err != nil {
-		return SetResult{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		img.Close()
-		return SetResult{}, err
-	}
-	res, err := Set(img, opts)
-	if cerr := img.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("%s: %w", image, cerr)
-	}
 	return res, err
 }

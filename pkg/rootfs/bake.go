@@ -59,7 +59,7 @@ func Bake(ctx context.Context, img *disk.Image, added []Entry, epoch time.Time) 
 	if err != nil {
 		return nil, err
 	}
-	res, err := pl.write(ctx, img, clear)
+	res, err := pl.write(ctx, img, part, clear)
 	if err != nil {
 		return nil, err
 	}
@@ -146,33 +146,20 @@ func newPlan(name string, dev vdisk.Disk, part string, added []Entry, epoch time
 	return &plan{src: name, root: root, carried: len(carried), added: len(added), entries: entries, replaced: replaced, uuid: fsUUID, epoch: ep}, nil
 }
 
-// fits checks the entries fit a ROOT of size bytes and returns the estimated need.
-func (pl *plan) fits(size int64) (int64, error) {
-	need, err := capacity(size, pl.entries)
-	if err != nil {
-		return need, fmt.Errorf("%s: %w; grow partition 9 (ROOT) of the image first, or add less", pl.src, err)
-	}
-	return need, nil
-}
-
-// write makes the fresh ROOT in img's ROOT partition (made to read as zeros first with zero) and
-// verifies it by reading it back. Everything it refuses (the entries do not fit) is refused
-// before the first write.
-func (pl *plan) write(ctx context.Context, img *disk.Image, zero func(off, n int64) error) (*Result, error) {
+// write makes the fresh ROOT in img's ROOT partition part (made to read as zeros first with
+// zero) and verifies it by reading it back. Everything it refuses (the entries do not fit) is
+// refused before the first write.
+func (pl *plan) write(ctx context.Context, img *disk.Image, part disk.Partition, zero func(off, n int64) error) (*Result, error) {
 	name := img.Path
-	part, err := findRoot(img)
+	need, err := capacity(part.Size, pl.entries)
 	if err != nil {
-		return nil, err
-	}
-	need, err := pl.fits(part.Size)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w; grow partition 9 (ROOT) of the image first, or add less", pl.src, err)
 	}
 	if err := zero(part.Start, part.Size); err != nil {
 		return nil, fmt.Errorf("clearing ROOT in %s: %w", name, err)
 	}
 	section := img.Section(part)
-	// ROOT reads as zeros now: Create's zero inode tables need not be written (zeroskip.go).
+	// ROOT reads as zeros now: Create's zero inode tables need not be written (zeroSkip).
 	zs := &zeroSkip{Disk: section, on: true}
 	st := stamps{since: time.Now().Truncate(time.Second), epoch: pl.epoch, keep: map[int64]bool{pl.root.ModTime.Unix(): true},
 		hashSeed: hashSeed(append(pl.uuid[:], fmt.Sprint(part.Size)...))}
@@ -216,12 +203,6 @@ func merge(carried, added []Entry, now time.Time) (entries []Entry, replaced []s
 		byPath[e.Path] = i
 	}
 	entries = append([]Entry{}, carried...)
-	addDir := func(p string) {
-		if _, ok := byPath[p]; !ok {
-			byPath[p] = len(entries)
-			entries = append(entries, Entry{Path: p, Mode: fs.ModeDir | 0o755, ModTime: now})
-		}
-	}
 	for _, a := range added {
 		p, err := cleanPath(a.Path)
 		if err != nil {
@@ -237,8 +218,10 @@ func merge(carried, added []Entry, now time.Time) (entries []Entry, replaced []s
 		for d := parentOf(p); d != ""; d = parentOf(d) {
 			if i, ok := byPath[d]; ok && !entries[i].IsDir() {
 				return nil, nil, fmt.Errorf("cannot add /%s: /%s is not a directory in ROOT", p, d)
+			} else if !ok {
+				byPath[d] = len(entries)
+				entries = append(entries, Entry{Path: d, Mode: fs.ModeDir | 0o755, ModTime: now})
 			}
-			addDir(d)
 		}
 		if i, ok := byPath[p]; ok {
 			if entries[i].IsDir() != a.IsDir() {
@@ -282,4 +265,30 @@ func rootUUID(dev vdisk.Disk) (*uuid.UUID, error) {
 		u = uuid.New()
 	}
 	return &u, nil
+}
+
+// zeroSkip passes writes to a device whose whole range reads as zeros (ROOT after vdisk.ZeroRange),
+// except all-zero writes to bytes not written since: those would change nothing. go-diskfs's
+// Create writes the inode tables as zeros (hundreds of MiB for a Flatcar ROOT); skipping them
+// keeps the image sparse and the bake fast. A zero write that overlaps anything written before
+// is passed through, so the device's content is exactly what it would be without skipping.
+type zeroSkip struct {
+	vdisk.Disk
+	on      bool
+	written vdisk.Ranges
+	skipped int64
+}
+
+func (z *zeroSkip) WriteAt(p []byte, off int64) (int, error) {
+	if !z.on {
+		return z.Disk.WriteAt(p, off)
+	}
+	end := off + int64(len(p))
+	if vdisk.IsZero(p) && !z.written.Overlaps(off, end) {
+		z.skipped += int64(len(p))
+		return len(p), nil
+	}
+	n, err := z.Disk.WriteAt(p, off)
+	z.written.Add(off, off+int64(n))
+	return n, err
 }

@@ -2,6 +2,7 @@ package rootfs
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
@@ -14,5 +15,20 @@ func (pl *plan) writeFile(ctx context.Context, f *os.File, name string) (*Result
 	if err != nil {
 		return nil, err
 	}
-	return pl.write(ctx, disk.FromDisk(name, raw, true), func(off, n int64) error { return vdisk.ZeroRange(f, off, n) })
+	img := disk.FromDisk(name, raw, true)
+	part, err := findRoot(img)
+	if err != nil {
+		return nil, err
+	}
+	return pl.write(ctx, img, part, func(off, n int64) error { return vdisk.ZeroRange(f, off, n) })
+}
+
+// fits is write's first check, that the entries fit a ROOT of size bytes, made before the
+// tests' bake copies the image.
+func (pl *plan) fits(size int64) (int64, error) {
+	need, err := capacity(size, pl.entries)
+	if err != nil {
+		return need, fmt.Errorf("%s: %w; grow partition 9 (ROOT) of the image first, or add less", pl.src, err)
+	}
+	return need, nil
 }

@@ -7,12 +7,12 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
 // UncarriableError names every entry of the original ROOT that a fresh filesystem cannot
@@ -29,57 +29,44 @@ func (e *UncarriableError) Error() string {
 		more = fmt.Sprintf("\n  ... and %d more", len(list)-show)
 		list = list[:show]
 	}
-	return fmt.Sprintf("the image's ROOT filesystem holds %d entr%s that cannot be carried into a new ROOT:\n  %s%s\n"+
-		"remove them from the image (or start from a release image, whose ROOT has none), then run again",
-		len(e.Problems), plural(len(e.Problems), "y", "ies"), strings.Join(list, "\n  "), more)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
+	entries := "entries"
+	if len(e.Problems) == 1 {
+		entries = "entry"
 	}
-	return many
+	return fmt.Sprintf("the image's ROOT filesystem holds %d %s that cannot be carried into a new ROOT:\n  %s%s\n"+
+		"remove them from the image (or start from a release image, whose ROOT has none), then run again",
+		len(e.Problems), entries, strings.Join(list, "\n  "), more)
 }
 
 // readTree lists the original ROOT (everything but the root directory itself, whose metadata is
 // returned separately), parents before children. Regular files are opened lazily from old.
 func readTree(old *disk.FS) (root Entry, entries []Entry, err error) {
-	var problems []string
-	root, rootProblems, err := statEntry(old, ".")
+	root, problems, err := statEntry(old, ".")
 	if err != nil {
 		return Entry{}, nil, err
 	}
-	problems = append(problems, rootProblems...)
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		des, err := old.ReadDir(dir)
+	err = fs.WalkDir(old, ".", func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
-			return fmt.Errorf("reading the directory %s in the original ROOT: %w", dir, err)
+			return fmt.Errorf("reading the directory %s in the original ROOT: %w", p, err)
 		}
-		sort.Slice(des, func(i, j int) bool { return des[i].Name() < des[j].Name() })
-		for _, de := range des {
-			p := de.Name()
-			if dir != "." {
-				p = dir + "/" + de.Name()
-			}
-			e, probs, err := statEntry(old, p)
-			if err != nil {
-				return err
-			}
-			if len(probs) > 0 {
-				problems = append(problems, probs...)
-				continue
-			}
-			entries = append(entries, e)
-			if e.IsDir() {
-				if err := walk(p); err != nil {
-					return err
-				}
-			}
+		if p == "." {
+			return nil
 		}
+		e, probs, err := statEntry(old, p)
+		if err != nil {
+			return err
+		}
+		if len(probs) > 0 {
+			problems = append(problems, probs...)
+			if de.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		entries = append(entries, e)
 		return nil
-	}
-	if err := walk("."); err != nil {
+	})
+	if err != nil {
 		return Entry{}, nil, err
 	}
 	if len(problems) > 0 {
@@ -130,7 +117,7 @@ func statEntry(old *disk.FS, p string) (Entry, []string, error) {
 		size := fi.Size()
 		e.Open = func() (io.ReadCloser, error) {
 			if allHole { // mkfs -d stores all-zero files as one hole: nothing to read
-				return io.NopCloser(io.LimitReader(zeros{}, size)), nil
+				return io.NopCloser(io.LimitReader(vdisk.Zeros{}, size)), nil
 			}
 			f, err := old.OpenFile(p, 0)
 			if err != nil {
@@ -164,12 +151,4 @@ func statEntry(old *disk.FS, p string) (Entry, []string, error) {
 		e.Path = path.Clean(p)
 	}
 	return e, problems, nil
-}
-
-// zeros reads as an endless run of zero bytes.
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
 }

@@ -159,38 +159,22 @@ func verify(nfs *disk.FS, root Entry, entries []Entry, sums map[string][sha256.S
 	for _, e := range entries {
 		want[e.Path] = e
 	}
-	seen := 0
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		des, err := nfs.ReadDir(dir)
-		if err != nil {
-			return err
-		}
-		for _, de := range des {
-			p := de.Name()
-			if dir != "." {
-				p = dir + "/" + p
-			}
-			e, ok := want[p]
-			if !ok {
-				return fmt.Errorf("/%s is in the new ROOT but was not asked for", p)
-			}
-			seen++
-			if err := verifyEntry(nfs, e, sums); err != nil {
-				return err
-			}
-			if e.IsDir() {
-				if err := walk(p); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
 	if err := verifyEntry(nfs, root, sums); err != nil {
 		return err
 	}
-	if err := walk("."); err != nil {
+	seen := 0
+	err := fs.WalkDir(nfs, ".", func(p string, de fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
+		}
+		e, ok := want[p]
+		if !ok {
+			return fmt.Errorf("/%s is in the new ROOT but was not asked for", p)
+		}
+		seen++
+		return verifyEntry(nfs, e, sums)
+	})
+	if err != nil {
 		return fmt.Errorf("verifying the new ROOT: %w", err)
 	}
 	if seen != len(entries) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -97,16 +98,8 @@ func ZeroRange(f *os.File, off, n int64) error {
 	if unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n) == nil {
 		return nil
 	}
-	zero := make([]byte, min(n, 1<<20))
-	for n > 0 {
-		c := min(n, int64(len(zero)))
-		if _, err := f.WriteAt(zero[:c], off); err != nil {
-			return err
-		}
-		off += c
-		n -= c
-	}
-	return nil
+	_, err := io.CopyN(io.NewOffsetWriter(f, off), Zeros{}, n)
+	return err
 }
 
 // PunchZeros turns every all-zero, block-aligned block in f's data ranges into a hole and

@@ -1,11 +1,13 @@
 package vdisk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -24,10 +26,34 @@ type Overlay struct {
 	f    *os.File
 	size int64
 	mu   sync.RWMutex
-	own  []rng // block-aligned ranges whose content is the file's (sorted, disjoint, merged)
+	own  Ranges // block-aligned ranges whose content is the file's
 }
 
 type rng struct{ start, end int64 }
+
+// Ranges is a set of byte ranges [start, end): sorted, disjoint, merged.
+type Ranges []rng
+
+// Overlaps reports whether [start, end) touches a range of the set.
+func (rs Ranges) Overlaps(start, end int64) bool {
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].end > start })
+	return i < len(rs) && rs[i].start < end
+}
+
+// Add puts [start, end) in the set, merging it with its neighbours.
+func (rs *Ranges) Add(start, end int64) {
+	if start >= end {
+		return
+	}
+	r := *rs
+	i := sort.Search(len(r), func(i int) bool { return r[i].end >= start })
+	j := i
+	for j < len(r) && r[j].start <= end {
+		start, end = min(start, r[j].start), max(end, r[j].end)
+		j++
+	}
+	*rs = slices.Replace(r, i, j, rng{start, end})
+}
 
 // NewOverlay makes an overlay over base whose file lives in dir.
 func NewOverlay(base Disk, dir string) (*Overlay, error) {
@@ -50,8 +76,7 @@ func (o *Overlay) Base() Disk { return o.base }
 func (o *Overlay) Touched(off, n int64) bool {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	i := sort.Search(len(o.own), func(i int) bool { return o.own[i].end > off })
-	return i < len(o.own) && o.own[i].start < off+n
+	return o.own.Overlaps(off, off+n)
 }
 
 // Close releases the overlay's file (the base is the caller's).
@@ -88,29 +113,17 @@ func (o *Overlay) ReadAt(p []byte, off int64) (int, error) {
 				next = min(end, o.own[i].start)
 			}
 		}
-		if err := readAll(r, p[pos-off:next-off], pos); err != nil {
-			return int(pos - off), err
+		// A short read at the end of r (a base whose size is not a whole number of its own
+		// blocks) reads as zeros.
+		buf := p[pos-off : next-off]
+		if n, err := r.ReadAt(buf, pos); n < len(buf) && err != io.EOF {
+			return int(pos - off), cmp.Or(err, io.ErrUnexpectedEOF)
+		} else if n < len(buf) {
+			clear(buf[n:])
 		}
 		pos = next
 	}
 	return len(p), eof
-}
-
-// readAll fills p from r at off; a short read at the end of r (a base whose size is not a
-// whole number of its own blocks) reads as zeros.
-func readAll(r io.ReaderAt, p []byte, off int64) error {
-	n, err := r.ReadAt(p, off)
-	if n == len(p) {
-		return nil
-	}
-	if err == io.EOF {
-		clear(p[n:])
-		return nil
-	}
-	if err == nil {
-		err = io.ErrUnexpectedEOF
-	}
-	return err
 }
 
 // WriteAt writes p into the overlay's file; the rest of a partly written block is copied up
@@ -143,7 +156,7 @@ func (o *Overlay) WriteAt(p []byte, off int64) (int, error) {
 	if _, err := o.f.WriteAt(buf, lo); err != nil {
 		return 0, fmt.Errorf("overlay: %w", err)
 	}
-	o.add(lo, hi)
+	o.own.Add(lo, hi)
 	return len(p), nil
 }
 
@@ -171,13 +184,9 @@ func (o *Overlay) Discard(off, n int64) error {
 		_, err := o.WriteAt(make([]byte, n), off)
 		return err
 	}
-	if lo > off {
-		if _, err := o.WriteAt(make([]byte, lo-off), off); err != nil {
-			return err
-		}
-	}
-	if hi < off+n {
-		if _, err := o.WriteAt(make([]byte, off+n-hi), hi); err != nil {
+	// The partial blocks at either end are written as zeros (WriteAt of nothing does nothing).
+	for _, r := range []rng{{off, lo}, {hi, off + n}} {
+		if _, err := o.WriteAt(make([]byte, r.end-r.start), r.start); err != nil {
 			return err
 		}
 	}
@@ -186,19 +195,8 @@ func (o *Overlay) Discard(off, n int64) error {
 	if err := ZeroRange(o.f, lo, hi-lo); err != nil {
 		return fmt.Errorf("overlay: %w", err)
 	}
-	o.add(lo, hi)
+	o.own.Add(lo, hi)
 	return nil
-}
-
-// add records [start, end) as the file's, merging with neighbours. Callers hold mu.
-func (o *Overlay) add(start, end int64) {
-	i := sort.Search(len(o.own), func(i int) bool { return o.own[i].end >= start })
-	j := i
-	for j < len(o.own) && o.own[j].start <= end {
-		start, end = min(start, o.own[j].start), max(end, o.own[j].end)
-		j++
-	}
-	o.own = append(o.own[:i], append([]rng{{start, end}}, o.own[j:]...)...)
 }
 
 // Extents are the base's extents outside the overlay's ranges, and within them the file's data
