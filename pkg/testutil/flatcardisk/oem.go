@@ -6,10 +6,11 @@ import (
 	"maps"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // OEMID and Version are what the default OEM partition says it is: a qemu image of this release.
@@ -153,10 +154,7 @@ func run(name string, args ...string) error { return runEnv(nil, name, args...) 
 
 // runEnv runs a tool with extra environment variables and reports its output when it fails.
 func runEnv(env []string, name string, args ...string) error {
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	if out, err := testutil.RunTool(env, name, args...); err != nil {
 		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return nil
