@@ -34,14 +34,30 @@ type Decision struct {
 // Decide keeps the newest keep images of every slot in every cloud and marks the rest for
 // removal (delete, or hide when hide is set). The newest are kept whether hidden or not (prune
 // never unhides); protected images stay but do not take a newer image's place.
+//
+// Every image gets one decision, however often a listing named it: an image listed twice
+// (pages that overlap) would otherwise be kept as the newest and deleted as an older copy.
 func Decide(imgs []Image, unsure []Image, keep int, hide bool, protect *ProtectSet) []Decision {
 	type key struct {
 		cloud string
 		slot  Slot
 	}
+	type imageKey struct{ cloud, id string }
+	decided := map[imageKey]bool{}
+	once := func(im Image) bool {
+		k := imageKey{im.Cloud, im.ID}
+		if decided[k] {
+			return false
+		}
+		decided[k] = true
+		return true
+	}
 	groups := map[key][]Image{}
 	var keys []key
 	for _, im := range imgs {
+		if !once(im) {
+			continue
+		}
 		k := key{im.Cloud, im.Slot}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
@@ -78,6 +94,9 @@ func Decide(imgs []Image, unsure []Image, keep int, hide bool, protect *ProtectS
 		}
 	}
 	for _, im := range unsure {
+		if !once(im) {
+			continue
+		}
 		out = append(out, Decision{Image: im, Action: Unsure, Reason: "no channel/method/version property and not a build-named image"})
 	}
 	return out
@@ -90,15 +109,25 @@ type Remover interface {
 }
 
 // Apply carries out the delete and hide decisions; every failure is kept and the rest go on.
+// An image that any decision keeps is never removed, whatever another decision says.
 func Apply(ctx context.Context, ds []Decision, r Remover) error {
+	type imageKey struct{ cloud, id string }
+	stays := map[imageKey]bool{}
+	for _, d := range ds {
+		if d.Action != Delete && d.Action != Hide {
+			stays[imageKey{d.Cloud, d.ID}] = true
+		}
+	}
 	var errs []error
 	for i := range ds {
 		d := &ds[i]
 		var err error
-		switch d.Action {
-		case Delete:
+		switch {
+		case (d.Action == Delete || d.Action == Hide) && stays[imageKey{d.Cloud, d.ID}]:
+			err = fmt.Errorf("the image is also listed as %s: left alone", Keep)
+		case d.Action == Delete:
 			err = r.Delete(ctx, d.Cloud, d.ID)
-		case Hide:
+		case d.Action == Hide:
 			err = r.Hide(ctx, d.Cloud, d.ID)
 		default:
 			continue

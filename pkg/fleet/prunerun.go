@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // PruneRequest is `prune`'s: the fleet file and the flags laid over it (Flags.Keep included),
@@ -13,7 +15,9 @@ type PruneRequest struct {
 	ConfigFile string
 	Flags      Config
 	Yes, Hide  bool
-	Protect    []string
+	// KeepGiven says --keep was given: then 0 or less is refused, not taken for the default.
+	KeepGiven bool
+	Protect   []string
 	// Images is where the images are listed and removed; nil: the clouds' Glance.
 	Images PruneCatalog
 }
@@ -36,6 +40,10 @@ type PruneReport struct {
 // run) applies. A cloud that fails is in the report and in the error, and the others go on:
 // the report is nil only when nothing was looked at.
 func Prune(ctx context.Context, r PruneRequest) (*PruneReport, error) {
+	if r.KeepGiven && r.Flags.Keep < 1 {
+		// Keeping none would delete the image CAPO finds by name for every new node of a slot.
+		return nil, errs.Invalidf("--keep %d: prune keeps at least the newest image of each slot, so --keep must be 1 or more; to remove a slot's last image, delete it by ID (openstack image delete ID)", r.Flags.Keep)
+	}
 	c, err := LoadMerged(r.ConfigFile, r.Flags)
 	if err != nil {
 		return nil, err

@@ -33,11 +33,14 @@ import (
 
 // Cloud is an authenticated connection to one cloud's image service in one region.
 type Cloud struct {
-	Name     string // the clouds.yaml name, or "env" for OS_* variables
-	Region   string
-	Project  string // the token's project ID (or the scope asked for)
-	Provider *gophercloud.ProviderClient
-	Image    *gophercloud.ServiceClient
+	Name    string // the clouds.yaml name, or "env" for OS_* variables
+	Region  string
+	Project string // the token's project ID (or the scope asked for)
+	// ProjectID is the token's project ID, "" when the token names none: the owner of the
+	// images that are this project's to prune.
+	ProjectID string
+	Provider  *gophercloud.ProviderClient
+	Image     *gophercloud.ServiceClient
 	// endpoints finds the cloud's other services (Barbican, for image signing) in its catalog.
 	endpoints gophercloud.EndpointOpts
 }
@@ -114,6 +117,7 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 	}
 	c.Provider = provider
 	c.Project = projectOf(provider, ao)
+	c.ProjectID = tokenProject(provider)
 	c.Image, err = openstack.NewImageV2(provider, eo)
 	if err != nil {
 		if errors.As(err, new(*gophercloud.ErrEndpointNotFound)) || strings.Contains(err.Error(), "endpoint") {
@@ -131,12 +135,17 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 // projectOf is the project the token is scoped to, by ID; the asked-for scope if the token
 // does not say.
 func projectOf(p *gophercloud.ProviderClient, ao gophercloud.AuthOptions) string {
+	return cmp.Or(tokenProject(p), ao.TenantID+"/"+ao.TenantName+"/"+ao.DomainID+ao.DomainName)
+}
+
+// tokenProject is the ID of the project the token is scoped to, "" when it names none.
+func tokenProject(p *gophercloud.ProviderClient) string {
 	if r, ok := p.GetAuthResult().(tokens.CreateResult); ok {
-		if pr, err := r.ExtractProject(); err == nil && pr != nil && pr.ID != "" {
+		if pr, err := r.ExtractProject(); err == nil && pr != nil {
 			return pr.ID
 		}
 	}
-	return ao.TenantID + "/" + ao.TenantName + "/" + ao.DomainID + ao.DomainName
+	return ""
 }
 
 func newTransport(tlsConfig *tls.Config) *http.Transport {

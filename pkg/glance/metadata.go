@@ -201,24 +201,32 @@ const (
 	PropertyMethod  = "flatcar_capo_method"
 )
 
-// ListToolImages lists the images this tool uploaded (tagged ToolTag), the os_hidden ones too
-// when hidden is true (Glance leaves them out of a default list).
+// ListToolImages lists the images this tool uploaded (tagged ToolTag) that the token's project
+// owns, the os_hidden ones too when hidden is true (Glance leaves them out of a default list).
+// Glance also lists other projects' public and shared images: they are left out (asked for by
+// owner, and checked, since a Glance or a proxy may ignore the filter), so that nothing decided
+// from this list touches or counts another project's image. Each image is listed once.
 func ListToolImages(ctx context.Context, c *Cloud, hidden bool) ([]images.Image, error) {
+	if c.ProjectID == "" {
+		return nil, fmt.Errorf("cloud %s: the token names no project, so this project's images cannot be told from others': use credentials scoped to a project (project_name or project_id in clouds.yaml)", c.Label())
+	}
 	all := []images.Image{}
+	seen := map[string]bool{}
 	hiddens := []bool{false}
 	if hidden {
 		hiddens = append(hiddens, true)
 	}
 	for _, h := range hiddens {
-		pages, err := images.List(c.Image, images.ListOpts{Tags: []string{ToolTag}, Hidden: h}).AllPages(ctx)
+		some, err := list(ctx, c, images.ListOpts{Tags: []string{ToolTag}, Hidden: h, Owner: c.ProjectID}, "listing the images tagged "+ToolTag)
 		if err != nil {
-			return nil, glanceError(c, "listing the images tagged "+ToolTag, err)
+			return nil, err
 		}
-		some, err := images.ExtractImages(pages)
-		if err != nil {
-			return nil, fmt.Errorf("listing the images tagged %s at %s: %w", ToolTag, c.Image.Endpoint, err)
+		for _, img := range some {
+			if img.Owner == c.ProjectID && !seen[img.ID] {
+				seen[img.ID] = true
+				all = append(all, img)
+			}
 		}
-		all = append(all, some...)
 	}
 	return all, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
@@ -424,13 +425,37 @@ func listByName(ctx context.Context, c *Cloud, name string) ([]images.Image, err
 	return all, nil
 }
 
-// list lists the images matching opts; what names the request in its errors.
+// list lists the images matching opts, each once (a Glance whose pages overlap repeats
+// some); what names the request in its errors. A next link that was followed already ends the
+// listing with an error: followed again, it would never end.
 func list(ctx context.Context, c *Cloud, opts images.ListOpts, what string) ([]images.Image, error) {
-	pages, err := images.List(c.Image, opts).AllPages(ctx)
+	var all []images.Image
+	seen, followed := map[string]bool{}, map[string]bool{}
+	err := images.List(c.Image, opts).EachPage(ctx, func(_ context.Context, p pagination.Page) (bool, error) {
+		some, err := images.ExtractImages(p)
+		if err != nil {
+			return false, err
+		}
+		for _, img := range some {
+			if !seen[img.ID] {
+				seen[img.ID] = true
+				all = append(all, img)
+			}
+		}
+		next, err := p.(images.ImagePage).NextPageURL()
+		if err != nil {
+			return false, err
+		}
+		if next != "" && followed[next] {
+			return false, fmt.Errorf("Glance answered with a next page it had already given (%s): the listing would never end, so it is not trusted; report it to the cloud operator", redact.URL(next))
+		}
+		followed[next] = true
+		return true, nil
+	})
 	if err != nil {
 		return nil, glanceError(c, what, err)
 	}
-	return images.ExtractImages(pages)
+	return all, nil
 }
 
 // DeleteImage deletes an image; one already gone is not an error.

@@ -3,16 +3,21 @@
 package glancetest
 
 import (
+	"cmp"
 	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,13 +33,56 @@ type Cloud struct {
 	srv *httptest.Server
 	URL string // Keystone's and Glance's endpoint
 
-	mu     sync.Mutex
-	images map[string]map[string]any
-	nextID int
-	damage bool
-	oneSec bool     // every image created in the same second
-	calls  []string // "METHOD /path", in order
-	onList func()   // runs after each list is answered (OnList)
+	mu      sync.Mutex
+	images  map[string]map[string]any
+	nextID  int
+	damage  bool
+	oneSec  bool     // every image created in the same second
+	calls   []string // "METHOD /path", in order
+	onList  func()   // runs after each list is answered (OnList)
+	hostile Hostile
+}
+
+// Project is the ID of the project the fake's tokens are scoped to: the owner of every image
+// its users create (PutFor makes images of other projects).
+const Project = "p1"
+
+// Token is the token the fake's Keystone hands out, shaped as Keystone's fernet tokens are.
+const Token = "gAAAAABpFakeKeystoneToken0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+
+// PageSize is how many images one list page holds when the client names no limit (Glance's
+// limit_param_default).
+const PageSize = 25
+
+// Hostile are the ways a real cloud's Glance (or a proxy in front of it) answers oddly, for the
+// tests of what prune and upload do with such answers. The zero value is a well-behaved Glance.
+type Hostile struct {
+	// RepeatIDs lists every image of a page twice, and the last image of a page again at the
+	// top of the next (a Glance whose marker paging overlaps).
+	RepeatIDs bool
+	// RepeatNext answers every page after the first with the first page's next link, so a
+	// client that follows it blindly never ends.
+	RepeatNext bool
+	// PageSize, when set, is the most images a page holds (a cloud with a small api_limit_max).
+	PageSize int
+	// EchoHeaders makes every error answer (HTTP 4xx/5xx) echo the request's headers in its
+	// body, as some proxies and gateways do (X-Auth-Token included).
+	EchoHeaders bool
+}
+
+// EchoHeaders writes the request's headers into w, as an echoing proxy's error page does.
+func EchoHeaders(w io.Writer, r *http.Request) {
+	fmt.Fprintf(w, "\n%s %s\n", r.Method, r.URL)
+	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
+		fmt.Fprintf(w, "%s: %s\n", k, strings.Join(r.Header[k], ", "))
+	}
+}
+
+// Misbehave makes the fake answer as h says from now on.
+func (f *Cloud) Misbehave(h Hostile) {
+	f.mu.Lock()
+	f.hostile = h
+	f.mu.Unlock()
 }
 
 // OnList makes fn run after each list of images is answered: what another run does between
@@ -64,11 +112,24 @@ func New(t testing.TB) *Cloud {
 	mux.HandleFunc("GET /v2/images/{id}", f.show)
 	mux.HandleFunc("PUT /v2/images/{id}/file", f.upload)
 	mux.HandleFunc("DELETE /v2/images/{id}", f.delete)
+	mux.HandleFunc("PATCH /v2/images/{id}", f.patch)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.calls = append(f.calls, r.Method+" "+r.URL.Path)
+		echo := f.hostile.EchoHeaders
 		f.mu.Unlock()
-		mux.ServeHTTP(w, r)
+		if !echo {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, r)
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+		if rec.Code >= 400 {
+			EchoHeaders(w, r)
+		}
 	}))
 	f.URL = f.srv.URL
 	t.Cleanup(f.srv.Close)
@@ -128,13 +189,13 @@ func (f *Cloud) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"code": 401, "message": "The request you have made requires authentication."}})
 		return
 	}
-	w.Header().Set("X-Subject-Token", "fake-token")
+	w.Header().Set("X-Subject-Token", Token)
 	writeJSON(w, http.StatusCreated, map[string]any{"token": map[string]any{
 		"methods":    []string{"password"},
 		"expires_at": time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"issued_at":  time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"user":       map[string]any{"id": "u1", "name": "demo", "domain": map[string]any{"id": "default", "name": "Default"}},
-		"project":    map[string]any{"id": "p1", "name": "demo", "domain": map[string]any{"id": "default", "name": "Default"}},
+		"project":    map[string]any{"id": Project, "name": "demo", "domain": map[string]any{"id": "default", "name": "Default"}},
 		"catalog": []any{map[string]any{"type": "image", "name": "glance", "id": "s1", "endpoints": []any{
 			map[string]any{"id": "e1", "interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": f.srv.URL},
 		}}},
@@ -147,6 +208,10 @@ func (f *Cloud) versions(w http.ResponseWriter, r *http.Request) {
 		"id": "v2.16", "status": "CURRENT", "links": []any{map[string]any{"rel": "self", "href": f.srv.URL + "/v2/"}}}}})
 }
 
+// list answers as Glance v2 does: only the images the token's project may see (its own, and
+// public or shared ones of other projects; community ones only when asked for), filtered by
+// name, tag (every one given), owner and os_hidden (absent: the images that are not hidden), in
+// pages of limit (PageSize) after marker with a next link while more follow.
 func (f *Cloud) list(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer func() {
@@ -156,15 +221,81 @@ func (f *Cloud) list(w http.ResponseWriter, r *http.Request) {
 			fn()
 		}
 	}()
-	name := r.URL.Query().Get("name")
+	q := r.URL.Query()
+	hidden := q.Get("os_hidden") == "true"
 	out := []map[string]any{}
 	for _, img := range f.images {
-		if name == "" || img["name"] == name {
-			out = append(out, img)
+		vis, _ := img["visibility"].(string)
+		own := img["owner"] == Project
+		switch {
+		case !own && vis != "public" && vis != "shared" && vis != "community",
+			!own && vis == "community" && q.Get("visibility") != "community",
+			q.Get("visibility") != "" && vis != q.Get("visibility"),
+			q.Has("name") && img["name"] != q.Get("name"),
+			q.Has("owner") && img["owner"] != q.Get("owner"),
+			img["os_hidden"] != hidden,
+			!hasTags(img, q["tag"]):
+			continue
+		}
+		out = append(out, img)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i]["created_at"].(string), out[j]["created_at"].(string)
+		return a < b || a == b && out[i]["id"].(string) < out[j]["id"].(string)
+	})
+	start := 0
+	if m := q.Get("marker"); m != "" {
+		start = -1
+		for i, img := range out {
+			if img["id"] == m {
+				start = i + 1
+			}
+		}
+		if start < 0 {
+			writeJSON(w, http.StatusNotFound, map[string]any{"message": "marker " + m + " could not be found"})
+			return
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i]["created_at"].(string) < out[j]["created_at"].(string) })
-	writeJSON(w, http.StatusOK, map[string]any{"images": out, "first": "/v2/images", "schema": "/v2/schemas/images"})
+	limit := PageSize
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
+		limit = n
+	}
+	limit = min(limit, cmp.Or(f.hostile.PageSize, 1000)) // Glance's api_limit_max
+
+	page := out[start:min(start+limit, len(out))]
+	body := map[string]any{"images": page, "first": "/v2/images", "schema": "/v2/schemas/images"}
+	if start+limit < len(out) && len(page) > 0 {
+		next := url.Values{}
+		for k, v := range q {
+			next[k] = v
+		}
+		next.Set("marker", page[len(page)-1]["id"].(string))
+		if f.hostile.RepeatNext && start > 0 {
+			next.Set("marker", out[min(limit, len(out))-1]["id"].(string))
+		}
+		body["next"] = "/v2/images?" + next.Encode()
+	}
+	if f.hostile.RepeatIDs {
+		var twice []map[string]any
+		if start > 0 {
+			twice = append(twice, out[start-1])
+		}
+		for _, img := range page {
+			twice = append(twice, img, img)
+		}
+		body["images"] = twice
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func hasTags(img map[string]any, want []string) bool {
+	tags, _ := img["tags"].([]string)
+	for _, t := range want {
+		if !slices.Contains(tags, t) {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *Cloud) create(w http.ResponseWriter, r *http.Request) {
@@ -178,9 +309,18 @@ func (f *Cloud) create(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("00000000-0000-0000-0000-%012d", f.nextID)
 	img["id"], img["status"], img["size"] = id, "queued", nil
 	img["created_at"] = f.createdAt()
-	if img["tags"] == nil {
-		img["tags"] = []string{}
+	img["owner"], img["os_hidden"] = Project, false
+	if img["visibility"] == nil {
+		img["visibility"] = "shared"
 	}
+	tags := []string{}
+	if t, ok := img["tags"].([]any); ok {
+		for _, v := range t {
+			s, _ := v.(string)
+			tags = append(tags, s)
+		}
+	}
+	img["tags"] = tags
 	f.images[id] = img
 	f.mu.Unlock()
 	writeJSON(w, http.StatusCreated, img)
@@ -226,22 +366,68 @@ func (f *Cloud) upload(w http.ResponseWriter, r *http.Request) {
 func (f *Cloud) delete(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.image(w, r); !ok {
+	img, ok := f.image(w, r)
+	if !ok || !f.mayChange(w, img) {
 		return
 	}
 	delete(f.images, r.PathValue("id"))
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// Put stores an image as if an earlier run had made it.
+// mayChange answers 403, as Glance does, when img belongs to another project (this fake's
+// tokens are not admin's); the caller holds f.mu.
+func (f *Cloud) mayChange(w http.ResponseWriter, img map[string]any) bool {
+	if img["owner"] != Project {
+		writeJSON(w, http.StatusForbidden, map[string]any{"message": "You are not permitted to modify this image."})
+		return false
+	}
+	return true
+}
+
+// patch applies a JSON patch (Glance's application/openstack-images-v2.1-json-patch) of
+// replace and add operations on top-level attributes: os_hidden, properties.
+func (f *Cloud) patch(w http.ResponseWriter, r *http.Request) {
+	var ops []struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&ops); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"message": err.Error()})
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	img, ok := f.image(w, r)
+	if !ok || !f.mayChange(w, img) {
+		return
+	}
+	for _, op := range ops {
+		if op.Op != "replace" && op.Op != "add" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"message": "unsupported op " + op.Op})
+			return
+		}
+		img[strings.TrimPrefix(op.Path, "/")] = op.Value
+	}
+	writeJSON(w, http.StatusOK, img)
+}
+
+// Put stores an image of this project as if an earlier run had made it.
 func (f *Cloud) Put(name, status string, data []byte, tags ...string) string {
+	return f.PutFor(nil, name, status, data, tags...)
+}
+
+// PutFor is Put with attributes and properties set or overridden: "owner" (another project's
+// image), "visibility", "os_hidden", "os_version" ...
+func (f *Cloud) PutFor(attrs map[string]any, name, status string, data []byte, tags ...string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
 	id := fmt.Sprintf("00000000-0000-0000-0000-%012d", f.nextID)
 	img := map[string]any{"id": id, "name": name, "status": status, "disk_format": "raw", "container_format": "bare",
 		"tags": append([]string{}, tags...), "size": nil, "visibility": "shared",
-		"created_at": f.createdAt()}
+		"created_at": f.createdAt(), "owner": Project, "os_hidden": false}
+	maps.Copy(img, attrs)
 	if data != nil {
 		sum := sha512.Sum512(data)
 		img["size"], img["os_hash_algo"], img["os_hash_value"] = len(data), "sha512", hex.EncodeToString(sum[:])
@@ -261,6 +447,14 @@ func (f *Cloud) Named(name string) map[string]string {
 		}
 	}
 	return out
+}
+
+// Has says whether image id exists.
+func (f *Cloud) Has(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.images[id]
+	return ok
 }
 
 // Count is how many calls matched "METHOD /path-prefix".
