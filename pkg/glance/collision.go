@@ -16,9 +16,10 @@ import (
 // Two pipelines may upload the same name at the same moment; CAPO needs exactly one image of
 // that name. Every upload marks its image with its owner (host, pid, process start), so another
 // run can tell an upload in flight from the leftover of a dead one, and once an upload is active
-// the runs agree on one winner by the same rule: the earliest created (then the lowest ID) for
-// reuse and fail, the latest for replace. A loser removes its own image and reuses the winner
-// (same content) or fails naming both (different content).
+// the runs agree on one winner by one rule, whatever each run's --on-exists: the earliest created
+// (then the lowest ID). A loser removes its own image and reuses the winner (same content) or
+// fails naming both (different content). An upload that was in flight when a run looked is that
+// run's rival, never an older image its --on-exists replace deletes.
 
 // PropertyUploadOwner holds "<host> <pid> <process start>" of the run uploading the image.
 const PropertyUploadOwner = "flatcar_capo_upload_owner"
@@ -102,21 +103,24 @@ func inFlight(img images.Image, since time.Time) bool {
 const bareWait = 3 * time.Second
 
 // waitForOthers waits until none of the images named req.Name is in flight, then lists again.
-// An upload that makes no progress within req.Wait is taken for dead.
-func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string, ...any)) ([]images.Image, error) {
+// An upload that makes no progress within req.Wait is taken for dead. flown are the IDs of the
+// uploads it saw in flight (other runs' concurrent uploads).
+func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string, ...any)) (same []images.Image, flown map[string]bool, err error) {
 	wait := req.wait()
 	start := time.Now()
 	deadline := start.Add(wait)
 	said := false
+	flown = map[string]bool{}
 	for {
 		same, err := listByName(ctx, c, req.Name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var flying []images.Image
 		for _, img := range same {
 			if inFlight(img, start) {
 				flying = append(flying, img)
+				flown[img.ID] = true
 			}
 		}
 		if len(flying) == 0 || time.Now().After(deadline) {
@@ -125,10 +129,11 @@ func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string
 				for i := range same {
 					if inFlight(same[i], start) {
 						delete(same[i].Properties, PropertyUploadOwner) // now an ordinary leftover
+						delete(flown, same[i].ID)
 					}
 				}
 			}
-			return same, nil
+			return same, flown, nil
 		}
 		if !said {
 			logf("another run is uploading %q (%s); waiting for it (up to %s)", req.Name, ids(flying), wait)
@@ -136,7 +141,7 @@ func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -169,7 +174,7 @@ func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, bef
 			return mine, "", nil
 		}
 		all := append([]images.Image{*mine}, rivals...)
-		sort.Slice(all, func(i, j int) bool { return winsOver(all[i], all[j], req.OnExists) })
+		sort.Slice(all, func(i, j int) bool { return winsOver(all[i], all[j]) })
 		winner := all[0]
 		if winner.ID == mine.ID {
 			// The others give way to this one by the same rule; nothing to do here.
@@ -204,12 +209,11 @@ func settle(ctx context.Context, c *Cloud, req *Request, mine *images.Image, bef
 	}
 }
 
-// winsOver orders the images of one name by the rule every run applies alike.
-func winsOver(a, b images.Image, mode OnExists) bool {
+// winsOver orders the images of one name by the rule every run applies alike, whatever its
+// --on-exists (a reuse run and a replace run that ordered them differently deleted each other's
+// copies and left none): the earliest created, then the lowest ID.
+func winsOver(a, b images.Image) bool {
 	if !a.CreatedAt.Equal(b.CreatedAt) {
-		if mode == Replace {
-			return a.CreatedAt.After(b.CreatedAt)
-		}
 		return a.CreatedAt.Before(b.CreatedAt)
 	}
 	return a.ID < b.ID

@@ -1,12 +1,16 @@
 package glance_test
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // A reuse run sees image X; before it reports X, a concurrent --on-exists replace run deletes X
@@ -53,6 +57,71 @@ func TestReuseNoticesAConcurrentReplace(t *testing.T) {
 			if got := f.Named("flatcar"); len(got) != 1 || got[y] != "active" {
 				t.Fatalf("images: %v", got)
 			}
+		})
+	}
+}
+
+// uploadCLI runs `flatcar-capo upload` against the fake clouds of glancetest.CloudsYAML.
+func uploadCLI(t *testing.T, file, name string, mode glance.OnExists) testutil.Result {
+	t.Helper()
+	return testutil.RunCmd(t, testutil.Cmd{Args: []string{"upload", file, "--name", name, "--cloud", "fake0", "--on-exists", string(mode), "-o", "json"},
+		Env: []string{"OS_CLIENT_CONFIG_FILE=" + os.Getenv("OS_CLIENT_CONFIG_FILE")}, Timeout: 2 * time.Minute})
+}
+
+func reportedID(t *testing.T, r testutil.Result) string {
+	t.Helper()
+	r.MustSucceed(t)
+	var out []glance.Result
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || len(out) != 1 {
+		t.Fatalf("report %q: %v", r.Stdout, err)
+	}
+	return out[0].ID
+}
+
+// A reuse run and a replace run of one name at once, with the same content. They used to order
+// the images by different rules (reuse the earliest, replace the latest), so they deleted each
+// other's copies (no image left) or kept both, and exited 0 naming IDs that no longer existed;
+// a replace run that waited for the reuse run's upload in flight deleted it right after the
+// reuse run reported it. Now one rule for every run: one image stays and both report it.
+func TestReuseAndReplaceConvergeOnOneImage(t *testing.T) {
+	file := rawImage(t, t.TempDir(), 45, 1<<20)
+	check := func(t *testing.T, f *glancetest.Cloud, name string, rs ...testutil.Result) {
+		t.Helper()
+		left := f.Named(name)
+		for _, r := range rs {
+			if id := reportedID(t, r); left[id] != "active" {
+				t.Errorf("a run reported %s, but Glance holds %v", id, left)
+			}
+		}
+		if len(left) != 1 {
+			t.Errorf("Glance holds %v, want exactly one image of %q", left, name)
+		}
+	}
+	for _, first := range []glance.OnExists{glance.Reuse, glance.Replace} {
+		second := glance.Replace
+		if first == glance.Replace {
+			second = glance.Reuse
+		}
+		t.Run(string(first)+" first, "+string(second)+" while it uploads", func(t *testing.T) {
+			f := glancetest.New(t)
+			glancetest.CloudsYAML(t, f)
+			f.Misbehave(glancetest.Hostile{UploadDelay: 2 * time.Second})
+			done := make(chan testutil.Result)
+			go func() { done <- uploadCLI(t, file, "flatcar", first) }()
+			for len(f.Named("flatcar")) == 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+			r2 := uploadCLI(t, file, "flatcar", second)
+			check(t, f, "flatcar", <-done, r2)
+		})
+		t.Run(string(first)+" and "+string(second)+" together", func(t *testing.T) {
+			f := glancetest.New(t)
+			glancetest.CloudsYAML(t, f)
+			f.Misbehave(glancetest.Hostile{UploadDelay: time.Second})
+			done := make(chan testutil.Result)
+			go func() { done <- uploadCLI(t, file, "flatcar", first) }()
+			r2 := uploadCLI(t, file, "flatcar", second)
+			check(t, f, "flatcar", <-done, r2)
 		})
 	}
 }

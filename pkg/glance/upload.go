@@ -117,6 +117,9 @@ type Result struct {
 func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := decideAndUpload(ctx, c, req)
+		if err == nil {
+			err = stillThere(ctx, c, req, res)
+		}
 		var gone *goneError
 		if errors.As(err, &gone) && attempt < 3 {
 			fmt.Fprintf(req.log(), "%s: the image %s was deleted while this run reused it (another run replaced it); looking again\n", c.Label(), gone.id)
@@ -124,6 +127,22 @@ func Upload(ctx context.Context, c *Cloud, req *Request) (*Result, error) {
 		}
 		return res, err
 	}
+}
+
+// stillThere lists the name once more before res is reported: another run (a concurrent
+// replace) may have deleted the image meanwhile, and a run must not report an ID that no longer
+// exists.
+func stillThere(ctx context.Context, c *Cloud, req *Request, res *Result) error {
+	same, err := listByName(ctx, c, req.Name)
+	if err != nil {
+		return err
+	}
+	for _, img := range same {
+		if img.ID == res.ID && img.Status == images.ImageStatusActive {
+			return nil
+		}
+	}
+	return &goneError{id: res.ID, name: req.Name}
 }
 
 // goneError is an image that disappeared or stopped being active while it was being reused.
@@ -145,7 +164,7 @@ func decideAndUpload(ctx context.Context, c *Cloud, req *Request) (*Result, erro
 		}
 	}
 	// Another run's upload of this name in flight is waited for, not taken for a leftover.
-	same, err := waitForOthers(ctx, c, req, logf)
+	same, flown, err := waitForOthers(ctx, c, req, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +201,9 @@ func decideAndUpload(ctx context.Context, c *Cloud, req *Request) (*Result, erro
 		}
 	}
 
+	// What --on-exists replace deletes are the images that were there before this run; an upload
+	// it saw in flight is a concurrent run's, which the runs settle by the one rule instead.
+	existing = slices.DeleteFunc(existing, func(img images.Image) bool { return flown[img.ID] })
 	img, err := createAndUpload(ctx, c, req, logf)
 	if err != nil {
 		return nil, err

@@ -65,6 +65,9 @@ type Hostile struct {
 	RepeatNext bool
 	// PageSize, when set, is the most images a page holds (a cloud with a small api_limit_max).
 	PageSize int
+	// UploadDelay holds every image's data this long before storing it (a slow upload, so that
+	// another run sees it in flight).
+	UploadDelay time.Duration
 	// EchoHeaders makes every error answer (HTTP 4xx/5xx) echo the request's headers in its
 	// body, as some proxies and gateways do (X-Auth-Token included).
 	EchoHeaders bool
@@ -348,6 +351,13 @@ func (f *Cloud) upload(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
+	f.mu.Lock()
+	delay := f.hostile.UploadDelay
+	if img, ok := f.images[r.PathValue("id")]; ok && delay > 0 {
+		img["status"] = "saving"
+	}
+	f.mu.Unlock()
+	time.Sleep(delay)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	img, ok := f.image(w, r)
