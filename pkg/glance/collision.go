@@ -2,47 +2,83 @@ package glance
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/filelock"
 )
 
 // Two pipelines may upload the same name at the same moment; CAPO needs exactly one image of
-// that name. Every upload marks its image with its owner (host, pid, process start), so another
+// that name. Every upload marks its image with its owner (a random token of the run), so another
 // run can tell an upload in flight from the leftover of a dead one, and once an upload is active
 // the runs agree on one winner by one rule, whatever each run's --on-exists: the earliest created
 // (then the lowest ID). A loser removes its own image and reuses the winner (same content) or
 // fails naming both (different content). An upload that was in flight when a run looked is that
 // run's rival, never an older image its --on-exists replace deletes.
 
-// PropertyUploadOwner holds "<host> <pid> <process start>" of the run uploading the image.
+// PropertyUploadOwner holds a random token of the run uploading the image: no host name or pid,
+// since a public image's properties are everyone's to read. While the run uploads it holds an
+// flock on a file named by the token in the temp directory, so another run on this machine tells
+// its upload in flight from a dead run's leftover; a run elsewhere cannot be told and is waited
+// for (up to --wait).
 const PropertyUploadOwner = "flatcar_capo_upload_owner"
 
 var selfOwner = func() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s %d %s", host, os.Getpid(), procStart(os.Getpid()))
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }()
 
-// procStart is field 22 of /proc/PID/stat (start time in clock ticks since boot): with the pid it
-// names one process, even after the pid is reused.
-func procStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+func ownerPath(token string) string {
+	return filepath.Join(os.TempDir(), "flatcar-capo-upload-"+token+".lock")
+}
+
+var ownerTokenRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// liveMark is this process's flock on its owner file, held while any of its uploads is under
+// way and removed when the last one ends.
+var liveMark struct {
+	mu sync.Mutex
+	n  int
+	f  *os.File
+}
+
+func holdOwner() {
+	liveMark.mu.Lock()
+	defer liveMark.mu.Unlock()
+	if liveMark.n++; liveMark.n > 1 {
+		return
+	}
+	f, err := os.OpenFile(ownerPath(selfOwner), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return ""
+		return // others cannot tell: they wait for this upload up to --wait
 	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		if f := strings.Fields(s[i+1:]); len(f) > 19 {
-			return f[19]
-		}
+	if ok, _ := filelock.TryLock(f, filelock.Exclusive); !ok {
+		f.Close()
+		return
 	}
-	return ""
+	liveMark.f = f
+}
+
+func releaseOwner() {
+	liveMark.mu.Lock()
+	defer liveMark.mu.Unlock()
+	if liveMark.n--; liveMark.n > 0 || liveMark.f == nil {
+		return
+	}
+	os.Remove(ownerPath(selfOwner))
+	liveMark.f.Close()
+	liveMark.f = nil
 }
 
 // ownerState says whether the run that made img is this one, is alive on this host, is dead
@@ -59,22 +95,24 @@ const (
 
 func owner(img images.Image) ownerState {
 	v, _ := img.Properties[PropertyUploadOwner].(string)
-	if v == "" {
+	switch {
+	case v == "":
 		return ownerNone
-	}
-	if v == selfOwner {
+	case v == selfOwner:
 		return ownerSelf
+	case !ownerTokenRe.MatchString(v):
+		return ownerUnknown // an older flatcar-capo's "host pid start"
 	}
-	f := strings.Fields(v)
-	host, _ := os.Hostname()
-	if len(f) != 3 || f[0] != host {
-		return ownerUnknown
-	}
-	pid, err := strconv.Atoi(f[1])
+	f, err := os.Open(ownerPath(v))
 	if err != nil {
-		return ownerUnknown
+		return ownerUnknown // a run on another machine
 	}
-	if procStart(pid) == f[2] && f[2] != "" {
+	defer f.Close()
+	free, err := filelock.TryLock(f, filelock.Shared)
+	switch {
+	case err != nil:
+		return ownerUnknown
+	case !free:
 		return ownerAlive
 	}
 	return ownerDead

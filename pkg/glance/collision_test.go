@@ -97,7 +97,7 @@ func TestUploadWaitsForAnUploadInFlight(t *testing.T) {
 	file := rawImage(t, t.TempDir(), 33, 4<<20)
 	c := connect(t, "local")
 	// A queued record owned by this test process (alive): what another run's create looks like.
-	id := createQueued(t, c, name, glance.SelfOwner)
+	id := createQueued(t, c, name, glance.SelfOwner(t))
 	r := upload(t, nil, file, "--name", name, "--cloud", "local", "--wait", "3s")
 	r.MustSucceed(t)
 	if !strings.Contains(r.Stderr, "another run is uploading") || !strings.Contains(r.Stderr, "taken for a dead run's leftover") {

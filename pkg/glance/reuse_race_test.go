@@ -62,9 +62,9 @@ func TestReuseNoticesAConcurrentReplace(t *testing.T) {
 }
 
 // uploadCLI runs `flatcar-capo upload` against the fake clouds of glancetest.CloudsYAML.
-func uploadCLI(t *testing.T, file, name string, mode glance.OnExists) testutil.Result {
+func uploadCLI(t *testing.T, file, name string, mode glance.OnExists, extra ...string) testutil.Result {
 	t.Helper()
-	return testutil.RunCmd(t, testutil.Cmd{Args: []string{"upload", file, "--name", name, "--cloud", "fake0", "--on-exists", string(mode), "-o", "json"},
+	return testutil.RunCmd(t, testutil.Cmd{Args: append([]string{"upload", file, "--name", name, "--cloud", "fake0", "--on-exists", string(mode), "-o", "json"}, extra...),
 		Env: []string{"OS_CLIENT_CONFIG_FILE=" + os.Getenv("OS_CLIENT_CONFIG_FILE")}, Timeout: 2 * time.Minute})
 }
 
