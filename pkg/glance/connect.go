@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -103,7 +104,7 @@ func Connect(ctx context.Context, name string) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cloud %s: invalid auth_url %q: %s", label, redact.URL(ao.IdentityEndpoint), redact.String(err.Error()))
 	}
-	provider.HTTPClient = http.Client{Transport: httpx.GuardRedirects(newTransport(tlsConfig))}
+	provider.HTTPClient = http.Client{Transport: tokenSecrets{httpx.GuardRedirects(newTransport(tlsConfig))}}
 	provider.UserAgent.Prepend("flatcar-capo")
 	provider.UseTokenLock()
 	// Renew a token that is about to expire before a request (a long upload must not start with a
@@ -146,6 +147,29 @@ func tokenProject(p *gophercloud.ProviderClient) string {
 		}
 	}
 	return ""
+}
+
+// tokenSecrets registers every Keystone token that goes over the wire (sent as X-Auth-Token,
+// issued as X-Subject-Token, renewals included) as a secret: proxies and gateways echo request
+// headers in their error pages, in forms no key-based masking catches (JSON arrays, HTML
+// tables), and the token must be masked like the password wherever a message shows one.
+type tokenSecrets struct{ rt http.RoundTripper }
+
+var seenTokens sync.Map
+
+func (t tokenSecrets) RoundTrip(r *http.Request) (*http.Response, error) {
+	registerToken(r.Header.Get("X-Auth-Token"))
+	resp, err := t.rt.RoundTrip(r)
+	if resp != nil {
+		registerToken(resp.Header.Get("X-Subject-Token"))
+	}
+	return resp, err
+}
+
+func registerToken(tok string) {
+	if _, seen := seenTokens.LoadOrStore(tok, true); !seen && tok != "" {
+		redact.Secret(tok)
+	}
 }
 
 func newTransport(tlsConfig *tls.Config) *http.Transport {

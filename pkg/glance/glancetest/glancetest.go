@@ -73,12 +73,10 @@ type Hostile struct {
 	EchoHeaders bool
 }
 
-// EchoHeaders writes the request's headers into w, as an echoing proxy's error page does.
+// EchoHeaders writes the request's headers into w as JSON, as an echoing gateway's error
+// page does.
 func EchoHeaders(w io.Writer, r *http.Request) {
-	fmt.Fprintf(w, "\n%s %s\n", r.Method, r.URL)
-	for _, k := range slices.Sorted(maps.Keys(r.Header)) {
-		fmt.Fprintf(w, "%s: %s\n", k, strings.Join(r.Header[k], ", "))
-	}
+	json.NewEncoder(w).Encode(map[string]any{"request": r.Method + " " + r.URL.String(), "headers": r.Header})
 }
 
 // Misbehave makes the fake answer as h says from now on.
