@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +50,9 @@ func (s *Signing) Validate() error {
 	if (s.CertUUID == "") == (s.Cert == nil) {
 		return errs.Invalidf("--sign-key needs exactly one of --sign-cert-uuid (a certificate in Barbican) and --sign-cert (a PEM file, stored in Barbican for you)")
 	}
+	if s.CertUUID != "" && !uuidRe.MatchString(s.CertUUID) {
+		return errs.Invalidf("--sign-cert-uuid %q is not a UUID (Barbican names secrets like 0c3e6a5b-5f41-4b9a-9d2b-3f1f6a7b8c9d: the last part of the secret's href in openstack secret list)", s.CertUUID)
+	}
 	if _, err := signing.GlanceKeyType(s.Key.Public()); err != nil {
 		return err
 	}
@@ -57,6 +61,8 @@ func (s *Signing) Validate() error {
 	}
 	return nil
 }
+
+var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 func (s *Signing) now() time.Time {
 	if s.Now != nil {
