@@ -29,6 +29,19 @@ type RecordValues struct {
 	UEFIOnly        bool // boots only with UEFI firmware (the qemu_uefi base; arm64 always)
 	// SBOMSHA256 is the sha256 of the image's SBOM (<artifact>.cdx.json): PropertySBOMSHA256.
 	SBOMSHA256 string
+	// Secrets name the credentials baked into the image (the record's carriesSecrets).
+	Secrets []string
+}
+
+// RefuseSecretsInPublic refuses --visibility public or community for an image that holds
+// credentials (secrets names their kinds): everyone in the cloud could boot it and read them.
+// Its error wraps errs.ErrInvalid.
+func RefuseSecretsInPublic(visibility string, secrets []string) error {
+	if len(secrets) == 0 || (visibility != "public" && visibility != "community") {
+		return nil
+	}
+	return errs.Invalidf("--visibility %s: the image holds %s, which every user of the cloud could read from a %s image: use --visibility private or shared, or build the image without them (pull through a mirror that needs no login, a proxy without a password)",
+		visibility, strings.Join(secrets, " and "), visibility)
 }
 
 // PropertySBOMSHA256 ties a Glance image to the SBOM written next to its artifact.

@@ -234,6 +234,9 @@ func UploadFile(ctx context.Context, u FileUpload) ([]*Result, error) {
 			return nil, err
 		}
 	}
+	if err := RefuseSecretsInPublic(u.Visibility, u.Metadata.Record.Secrets); err != nil {
+		return nil, err
+	}
 	u.Metadata.VirtualSize = req.VirtualSize
 	if req.Metadata, err = BuildMetadata(u.Metadata); err != nil {
 		return nil, err

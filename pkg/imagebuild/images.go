@@ -103,19 +103,29 @@ func (io *ImageOptions) inputs() []string {
 	return append(in, "proxy="+redact.URL(io.HTTPProxy)+","+redact.URL(io.HTTPSProxy)+","+io.NoProxy)
 }
 
-// CarriesSecret says whether the image holds a credential (a proxy password).
-func (io *ImageOptions) CarriesSecret() bool {
-	return io.NodeAuth || images.ProxyHasPassword(io.HTTPProxy) || images.ProxyHasPassword(io.HTTPSProxy)
+// CarriesSecret says whether the image holds a credential (registry logins, a proxy password).
+func (io *ImageOptions) CarriesSecret() bool { return len(io.SecretKinds()) > 0 }
+
+// SecretKinds name the credentials the image holds, as the build record lists them.
+func (io *ImageOptions) SecretKinds() []string {
+	var kinds []string
+	if io.NodeAuth {
+		kinds = append(kinds, "registry logins (--node-registry-auth)")
+	}
+	if images.ProxyHasPassword(io.HTTPProxy) || images.ProxyHasPassword(io.HTTPSProxy) {
+		kinds = append(kinds, "a proxy password (--http-proxy/--https-proxy)")
+	}
+	return kinds
 }
 
 // Warnings are what the build says before it starts about the settings it bakes in.
 func (io *ImageOptions) Warnings() []string {
 	var w []string
 	if io.NodeAuth {
-		w = append(w, "--node-registry-auth: the image will hold registry logins (in "+node.ContainerdAuthDropIn+", root-only) and is written 0600; anyone who can boot or read it can pull with them: do not make it public in Glance or share it, and prefer a read-only robot account")
+		w = append(w, "--node-registry-auth: the image will hold registry logins (in "+node.ContainerdAuthDropIn+", root-only) and is written 0600; anyone who can boot or read it can pull with them: build and upload refuse to make it public or community in Glance; do not share it, and prefer a read-only robot account")
 	}
 	if images.ProxyHasPassword(io.HTTPProxy) || images.ProxyHasPassword(io.HTTPSProxy) {
-		w = append(w, "the proxy URL carries a password: the image will hold it (in "+node.ProxyEnvFile+", root-only) and is written 0600; do not make the image public in Glance or share it")
+		w = append(w, "the proxy URL carries a password: the image will hold it (in "+node.ProxyEnvFile+", root-only) and is written 0600; build and upload refuse to make it public or community in Glance; do not share it")
 	}
 	if (io.HTTPProxy != "" || io.HTTPSProxy != "") && io.NoProxy == "" {
 		w = append(w, "NO_PROXY holds only "+images.NoProxyList("")+": add the API server and its load balancer, the service and pod CIDRs and .svc,.cluster.local with --no-proxy, or kubelet and containerd send cluster traffic to the proxy")

@@ -149,6 +149,9 @@ func (o *Options) validate() error {
 	if err := glance.ValidVisibility(o.Visibility); err != nil {
 		return err
 	}
+	if err := glance.RefuseSecretsInPublic(o.Visibility, o.Images.SecretKinds()); err != nil {
+		return err
+	}
 	switch o.DiskFormat {
 	case "", "qcow2", "raw":
 	default:

@@ -45,6 +45,10 @@ type Record struct {
 	Seconds   float64            `json:"seconds"` // the run's wall time up to writing the record
 	Reused    bool               `json:"reused"`
 	DryRun    *Plan              `json:"plan,omitempty"`
+
+	// CarriesSecrets names the credentials baked into the image (registry logins, a proxy
+	// password): upload and build refuse to make such an image public or community.
+	CarriesSecrets []string `json:"carriesSecrets,omitempty"`
 }
 
 // Inputs is everything that decides the artifact's content.
@@ -131,7 +135,7 @@ type StepTiming struct {
 func newRecord(o *Options) *Record {
 	return &Record{Method: o.Method, OEM: o.OEM, Arch: o.Release.Arch, Channel: o.Release.Channel,
 		KubernetesVersion: o.Kubernetes.Kubernetes, Tools: Tools{FlatcarCapo: o.ToolVersion},
-		Downloads: []Download{}, Artifacts: []Artifact{}, Steps: []StepTiming{}}
+		Downloads: []Download{}, Artifacts: []Artifact{}, Steps: []StepTiming{}, CarriesSecrets: o.Images.SecretKinds()}
 }
 
 // RecordPath is where the build record of an artifact lives.
@@ -157,6 +161,7 @@ func (r *Record) GlanceValues() glance.RecordValues {
 	if r.SBOM != nil {
 		v.SBOMSHA256 = r.SBOM.SHA256
 	}
+	v.Secrets = r.CarriesSecrets
 	return v
 }
 
