@@ -1,6 +1,7 @@
 package glance
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -9,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -21,6 +23,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
@@ -89,14 +92,14 @@ func (s *Signing) properties(ctx context.Context, c *Cloud, req *Request) (map[s
 	}
 	uuid := s.CertUUID
 	if uuid != "" {
-		cert, err := fetchCertificate(ctx, c, km, uuid)
+		cert, err := fetchCertificate(ctx, c, km, uuid, "--sign-cert-uuid")
 		if err != nil {
 			return nil, err
 		}
 		if err := signing.CheckCertificate(cert, s.Key, "in Barbican "+uuid, s.now()); err != nil {
 			return nil, err
 		}
-	} else if uuid, err = storeCertificate(ctx, c, km, s.Cert); err != nil {
+	} else if uuid, err = storeCertificate(ctx, c, km, s.Cert, req.log()); err != nil {
 		return nil, err
 	}
 	sumHex, err := req.localHashes.get(ctx, req, "sha512", c.Label())
@@ -121,56 +124,96 @@ func certName(cert *x509.Certificate) string {
 	return "flatcar-capo image signing certificate sha256:" + hex.EncodeToString(sum[:])
 }
 
-// storeCertificate stores cert in Barbican as castellan reads it (secret_type certificate, PEM
-// payload) unless a certificate of the same fingerprint is there, and returns its UUID.
-func storeCertificate(ctx context.Context, c *Cloud, km *gophercloud.ServiceClient, cert *x509.Certificate) (string, error) {
-	name := certName(cert)
-	pages, err := secrets.List(km, secrets.ListOpts{Name: name}).AllPages(ctx)
-	if err != nil {
-		return "", barbicanError(c, km, "listing certificates", err)
+// barbicanTimeout bounds each Barbican request, its answer's body included (httpx's stall
+// timeout): the transport is Glance's, which waits up to 10 minutes for an upload's answer.
+var barbicanTimeout = httpx.DefaultStallTimeout
+
+// barbicanCall runs one Barbican request under barbicanTimeout; a request cut off by it says so.
+func barbicanCall[T any](ctx context.Context, c *Cloud, km *gophercloud.ServiceClient, what string, call func(context.Context) (T, error)) (T, error) {
+	bctx, cancel := context.WithTimeout(ctx, barbicanTimeout)
+	defer cancel()
+	v, err := call(bctx)
+	if err != nil && ctx.Err() == nil && bctx.Err() != nil {
+		return v, fmt.Errorf("%s: Barbican at %s did not answer within %s; image signing needs it, nothing was uploaded", what, redact.URL(km.Endpoint), barbicanTimeout)
 	}
-	found, err := secrets.ExtractSecrets(pages)
 	if err != nil {
-		return "", barbicanError(c, km, "listing certificates", err)
+		return v, barbicanError(c, km, what, err)
+	}
+	return v, nil
+}
+
+// storeCertificate stores cert in Barbican as castellan reads it (secret_type certificate, PEM
+// payload) unless a certificate of the same fingerprint is there, and returns its UUID. A
+// secret found by the name is read and used only when it holds this very certificate: anyone
+// may store a secret under that name.
+func storeCertificate(ctx context.Context, c *Cloud, km *gophercloud.ServiceClient, cert *x509.Certificate, log io.Writer) (string, error) {
+	name := certName(cert)
+	found, err := barbicanCall(ctx, c, km, "listing certificates", func(ctx context.Context) ([]secrets.Secret, error) {
+		pages, err := secrets.List(km, secrets.ListOpts{Name: name}).AllPages(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return secrets.ExtractSecrets(pages)
+	})
+	if err != nil {
+		return "", err
 	}
 	for _, sec := range found {
-		if sec.Name == name && sec.SecretType == string(secrets.CertificateSecret) && sec.Status == "ACTIVE" {
-			return secretUUID(sec.SecretRef), nil
+		if sec.Name != name || sec.SecretType != string(secrets.CertificateSecret) || sec.Status != "ACTIVE" {
+			continue
 		}
+		id := secretUUID(sec.SecretRef)
+		theirs, err := fetchCertificate(ctx, c, km, id, "")
+		if err == nil && theirs.Equal(cert) {
+			return id, nil
+		}
+		why := "another certificate"
+		if err != nil {
+			why = "no certificate it could read (" + err.Error() + ")"
+		}
+		fmt.Fprintf(log, "%s: the Barbican secret %s is named %q but holds %s: not used; storing this certificate anew\n", c.Label(), id, name, why)
 	}
 	pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
 	// octet-stream, not text/plain: barbicanclient hands castellan a text payload as str, which
 	// cryptography's PEM loader refuses.
-	created, err := secrets.Create(ctx, km, secrets.CreateOpts{
-		Name:                   name,
-		SecretType:             secrets.CertificateSecret,
-		Payload:                base64.StdEncoding.EncodeToString(pemCert),
-		PayloadContentType:     "application/octet-stream",
-		PayloadContentEncoding: "base64",
-	}).Extract()
+	created, err := barbicanCall(ctx, c, km, "storing the certificate", func(ctx context.Context) (*secrets.Secret, error) {
+		return secrets.Create(ctx, km, secrets.CreateOpts{
+			Name:                   name,
+			SecretType:             secrets.CertificateSecret,
+			Payload:                base64.StdEncoding.EncodeToString(pemCert),
+			PayloadContentType:     "application/octet-stream",
+			PayloadContentEncoding: "base64",
+		}).Extract()
+	})
 	if err != nil {
-		return "", barbicanError(c, km, "storing the certificate", err)
+		return "", err
 	}
 	return secretUUID(created.SecretRef), nil
 }
 
-// fetchCertificate reads the certificate uuid from Barbican, as Glance will.
-func fetchCertificate(ctx context.Context, c *Cloud, km *gophercloud.ServiceClient, uuid string) (*x509.Certificate, error) {
-	sec, err := secrets.Get(ctx, km, uuid).Extract()
+// fetchCertificate reads the certificate uuid from Barbican, as Glance will; flag names the
+// option that named it (--sign-cert-uuid), "" for one found by name.
+func fetchCertificate(ctx context.Context, c *Cloud, km *gophercloud.ServiceClient, uuid, flag string) (*x509.Certificate, error) {
+	what := "reading the certificate " + uuid
+	sec, err := barbicanCall(ctx, c, km, what, func(ctx context.Context) (*secrets.Secret, error) {
+		return secrets.Get(ctx, km, uuid).Extract()
+	})
 	if err != nil {
-		if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if flag != "" && errors.As(err, new(*barbicanHTTPError)) && err.(*barbicanHTTPError).status == http.StatusNotFound {
 			return nil, errs.Invalidf("--sign-cert-uuid %s: Barbican of cloud %s has no such secret; store the certificate first (openstack secret store --secret-type certificate ...) or pass --sign-cert CERT.pem", uuid, c.Label())
 		}
-		return nil, barbicanError(c, km, "reading the certificate "+uuid, err)
+		return nil, err
 	}
 	if sec.SecretType != string(secrets.CertificateSecret) {
 		return nil, errs.Invalidf("--sign-cert-uuid %s is a %s secret in Barbican, not a certificate: Glance would refuse it", uuid, sec.SecretType)
 	}
-	data, err := secrets.GetPayload(ctx, km, uuid, secrets.GetPayloadOpts{PayloadContentType: "application/octet-stream"}).Extract()
+	data, err := barbicanCall(ctx, c, km, what, func(ctx context.Context) ([]byte, error) {
+		return secrets.GetPayload(ctx, km, uuid, secrets.GetPayloadOpts{PayloadContentType: "application/octet-stream"}).Extract()
+	})
 	if err != nil {
-		return nil, barbicanError(c, km, "reading the certificate "+uuid, err)
+		return nil, err
 	}
-	return signing.ParseCertificate(data, "--sign-cert-uuid "+uuid)
+	return signing.ParseCertificate(data, cmp.Or(flag, "the Barbican secret")+" "+uuid)
 }
 
 func secretUUID(ref string) string { return ref[strings.LastIndex(ref, "/")+1:] }
@@ -182,12 +225,19 @@ func barbicanError(c *Cloud, km *gophercloud.ServiceClient, what string, err err
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.As(err, &ue):
-		return fmt.Errorf("%s: Barbican at %s answered HTTP %d: %s; nothing was uploaded", what, redact.URL(km.Endpoint), ue.Actual, redact.Excerpt(ue.Body, 200))
+		return &barbicanHTTPError{fmt.Sprintf("%s: Barbican at %s answered HTTP %d: %s; nothing was uploaded", what, redact.URL(km.Endpoint), ue.Actual, redact.Excerpt(ue.Body, 200)), ue.Actual}
 	case isNetworkError(err):
 		return fmt.Errorf("%s: Barbican at %s is unreachable (%v); image signing needs it, nothing was uploaded", what, redact.URL(km.Endpoint), err)
 	}
 	return fmt.Errorf("%s at %s: %w; nothing was uploaded", what, redact.URL(km.Endpoint), err)
 }
+
+type barbicanHTTPError struct {
+	msg    string
+	status int
+}
+
+func (e *barbicanHTTPError) Error() string { return e.msg }
 
 // cached is what properties returned for c (nil without signing).
 func (s *Signing) cached(c *Cloud) map[string]string {

@@ -5,6 +5,7 @@ package glancetest
 import (
 	"cmp"
 	"crypto/sha512"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -24,23 +25,27 @@ import (
 	"time"
 )
 
-// Cloud is Keystone v3 and Glance v2 in one in-process httptest server, with just what
-// upload uses (token, catalog, list by name, create, upload data, show, delete). It keeps images
+// Cloud is Keystone v3, Glance v2 and Barbican v1 in one in-process httptest server, with just
+// what upload and prune use (token, catalog, list, create, upload data, show, patch, delete;
+// secrets listed by name, stored, shown, read). It keeps images
 // in memory and computes os_hash_value over the bytes it received, like Glance; damage makes it
 // store damaged bytes, to exercise the hash check. The real Keystone + Glance tests remain the
 // proof that upload works against OpenStack; this one makes the rare paths cheap to reach.
 type Cloud struct {
 	srv *httptest.Server
-	URL string // Keystone's and Glance's endpoint
+	URL string // Keystone's, Glance's and Barbican's endpoint
 
-	mu      sync.Mutex
-	images  map[string]map[string]any
-	nextID  int
-	damage  bool
-	oneSec  bool     // every image created in the same second
-	calls   []string // "METHOD /path", in order
-	onList  func()   // runs after each list is answered (OnList)
-	hostile Hostile
+	mu     sync.Mutex
+	images map[string]map[string]any
+	// secrets are Barbican's: metadata as Barbican shows it, and the payload apart.
+	secrets  map[string]map[string]any
+	payloads map[string][]byte
+	nextID   int
+	damage   bool
+	oneSec   bool     // every image created in the same second
+	calls    []string // "METHOD /path", in order
+	onList   func()   // runs after each list is answered (OnList)
+	hostile  Hostile
 }
 
 // Project is the ID of the project the fake's tokens are scoped to: the owner of every image
@@ -68,6 +73,8 @@ type Hostile struct {
 	// UploadDelay holds every image's data this long before storing it (a slow upload, so that
 	// another run sees it in flight).
 	UploadDelay time.Duration
+	// BarbicanHangs makes Barbican accept every request and never answer.
+	BarbicanHangs bool
 	// EchoHeaders makes every error answer (HTTP 4xx/5xx) echo the request's headers in its
 	// body, as some proxies and gateways do (X-Auth-Token included).
 	EchoHeaders bool
@@ -104,7 +111,7 @@ func (f *Cloud) Remove(id string) {
 // New starts a fake cloud for the test; it stops when the test ends.
 func New(t testing.TB) *Cloud {
 	t.Helper()
-	f := &Cloud{images: map[string]map[string]any{}}
+	f := &Cloud{images: map[string]map[string]any{}, secrets: map[string]map[string]any{}, payloads: map[string][]byte{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v3/auth/tokens", f.token)
 	mux.HandleFunc("GET /{$}", f.versions)
@@ -114,6 +121,12 @@ func New(t testing.TB) *Cloud {
 	mux.HandleFunc("PUT /v2/images/{id}/file", f.upload)
 	mux.HandleFunc("DELETE /v2/images/{id}", f.delete)
 	mux.HandleFunc("PATCH /v2/images/{id}", f.patch)
+	// Barbican lives under /barbican: gophercloud reads each endpoint's version document.
+	mux.HandleFunc("GET /barbican/{$}", f.barbicanVersions)
+	mux.HandleFunc("GET /barbican/v1/secrets", f.barbican(f.listSecrets))
+	mux.HandleFunc("POST /barbican/v1/secrets", f.barbican(f.createSecret))
+	mux.HandleFunc("GET /barbican/v1/secrets/{id}", f.barbican(f.showSecret))
+	mux.HandleFunc("GET /barbican/v1/secrets/{id}/payload", f.barbican(f.secretPayload))
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.calls = append(f.calls, r.Method+" "+r.URL.Path)
@@ -199,6 +212,8 @@ func (f *Cloud) token(w http.ResponseWriter, r *http.Request) {
 		"project":    map[string]any{"id": Project, "name": "demo", "domain": map[string]any{"id": "default", "name": "Default"}},
 		"catalog": []any{map[string]any{"type": "image", "name": "glance", "id": "s1", "endpoints": []any{
 			map[string]any{"id": "e1", "interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": f.srv.URL},
+		}}, map[string]any{"type": "key-manager", "name": "barbican", "id": "s2", "endpoints": []any{
+			map[string]any{"id": "e2", "interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": f.srv.URL + "/barbican"},
 		}}},
 	}})
 }
@@ -493,4 +508,108 @@ func CloudsYAML(t testing.TB, fakes ...*Cloud) {
 	}
 	t.Setenv("OS_CLIENT_CONFIG_FILE", path)
 	t.Setenv("OS_CLOUD", "")
+}
+
+// barbicanVersions is Barbican's version document.
+func (f *Cloud) barbicanVersions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": map[string]any{"values": []any{map[string]any{
+		"id": "v1", "status": "stable", "links": []any{map[string]any{"rel": "self", "href": f.srv.URL + "/barbican/v1/"}}}}}})
+}
+
+// barbican wraps a Barbican handler: with BarbicanHangs it answers nothing until the client
+// gives up.
+func (f *Cloud) barbican(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		hang := f.hostile.BarbicanHangs
+		f.mu.Unlock()
+		if hang {
+			<-r.Context().Done()
+			return
+		}
+		h(w, r)
+	}
+}
+
+// PutSecret stores a secret in Barbican as another user or tool would; it returns its UUID.
+func (f *Cloud) PutSecret(name, secretType string, payload []byte) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	id := fmt.Sprintf("5ec0e700-0000-4000-8000-%012d", f.nextID)
+	f.secrets[id] = map[string]any{"name": name, "secret_type": secretType, "status": "ACTIVE",
+		"secret_ref": f.srv.URL + "/barbican/v1/secrets/" + id, "created": "2026-12-01T00:00:00", "content_types": map[string]any{"default": "application/octet-stream"}}
+	f.payloads[id] = payload
+	return id
+}
+
+// Secrets are the UUIDs of Barbican's secrets named name.
+func (f *Cloud) Secrets(name string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for id, s := range f.secrets {
+		if s["name"] == name {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (f *Cloud) listSecrets(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []map[string]any{}
+	for _, id := range slices.Sorted(maps.Keys(f.secrets)) {
+		if s := f.secrets[id]; !r.URL.Query().Has("name") || s["name"] == r.URL.Query().Get("name") {
+			out = append(out, s)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"secrets": out, "total": len(out)})
+}
+
+func (f *Cloud) createSecret(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Name, SecretType, Payload, PayloadContentEncoding string
+	}
+	var raw map[string]string
+	if err := json.NewDecoder(r.Body).Decode(&raw); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"description": err.Error()})
+		return
+	}
+	body.Name, body.SecretType, body.Payload, body.PayloadContentEncoding = raw["name"], raw["secret_type"], raw["payload"], raw["payload_content_encoding"]
+	payload := []byte(body.Payload)
+	if body.PayloadContentEncoding == "base64" {
+		var err error
+		if payload, err = base64.StdEncoding.DecodeString(body.Payload); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"description": err.Error()})
+			return
+		}
+	}
+	id := f.PutSecret(body.Name, body.SecretType, payload)
+	writeJSON(w, http.StatusCreated, map[string]any{"secret_ref": f.srv.URL + "/barbican/v1/secrets/" + id})
+}
+
+func (f *Cloud) showSecret(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.secrets[r.PathValue("id")]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "title": "Not Found", "description": "Secret not found."})
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (f *Cloud) secretPayload(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.payloads[r.PathValue("id")]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "title": "Not Found", "description": "Secret not found."})
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(p)
 }
