@@ -165,7 +165,7 @@ func TestManifestsCAFileOnlyCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "m.yaml")
-	args := []string{"manifests", "--flavor", "sysext", "--kubernetes-version", "v1.33.4", "--insecure-no-hash", "--output-file", out, "--ca-file"}
+	args := []string{"manifests", "--flavor", "sysext", "--kubernetes-version", "v1.33.4", "--insecure-no-hash", "--sysext-url", "https://mirror.example/ext", "--output-file", out, "--ca-file"}
 	r := testutil.Run(t, append(args, withKey)...).MustFail(t, 2, "--ca-file", "PRIVATE KEY", "CERTIFICATE blocks")
 	if strings.Contains(r.Stdout+r.Stderr, keyB64) {
 		t.Error("the private key is printed")
@@ -189,7 +189,7 @@ func TestManifestsCAFileOnlyCertificates(t *testing.T) {
 		}
 		cas := res.Ignition.Ignition.Security.TLS.CertificateAuthorities
 		if len(cas) != 1 {
-			t.Fatalf("certificateAuthorities: %+v", cas)
+			t.Fatalf("certificateAuthorities: %+v (%v)\n%s", cas, res.Issues, clc)
 		}
 		if got, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(cas[0].Source, "data:;base64,")); !bytes.Equal(got, certPEM) {
 			t.Errorf("Ignition's CA is not the certificate alone:\n%s", got)
