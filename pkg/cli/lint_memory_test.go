@@ -12,14 +12,14 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
-// lintMaxRSS runs flatcar-capo lint FILE and returns its exit code, stderr and peak resident
-// memory (the child's rusage), in MiB.
+// lintMaxRSS runs flatcar-capo lint FILE and returns its exit code, output (stdout and stderr)
+// and peak resident memory (the child's rusage), in MiB.
 func lintMaxRSS(t *testing.T, file string) (int, string, int64) {
 	t.Helper()
 	cmd := exec.Command(testutil.Binary(t), "lint", file)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	var output strings.Builder
+	cmd.Stdout, cmd.Stderr = &output, &output
 	err := cmd.Run()
 	if cmd.ProcessState == nil {
 		t.Fatalf("lint did not run: %v", err)
@@ -28,7 +28,7 @@ func lintMaxRSS(t *testing.T, file string) (int, string, int64) {
 	if !ok {
 		t.Fatal("no rusage for the child")
 	}
-	return cmd.ProcessState.ExitCode(), stderr.String(), ru.Maxrss / 1024 // Linux: KiB
+	return cmd.ProcessState.ExitCode(), output.String(), ru.Maxrss / 1024 // Linux: KiB
 }
 
 // lint's memory is bounded, not ~150 times the file: it read every document into a tree first
