@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 )
 
 // Document is one YAML document of a manifest file, kept both as a node tree (for line numbers)
@@ -61,23 +64,40 @@ func ParseTemplateDocuments(file string, data []byte) ([]*Document, error) {
 }
 
 func parseDocuments(file string, data []byte, template bool) ([]*Document, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*Document
+	err := eachDocument(file, data, template, 0, func(d *Document) error {
+		docs = append(docs, d)
+		return nil
+	})
+	return docs, err
+}
+
+// eachDocument decodes data one document at a time and hands each to fn, so that a caller
+// keeps only what it needs (lint). maxBytes > 0 refuses a document larger than that, before its
+// tree is built. fn's error ends the stream and is returned as it is.
+func eachDocument(file string, data []byte, template bool, maxBytes int64, fn func(*Document) error) error {
+	lr := &docLimitReader{r: bytes.NewReader(data), limit: maxBytes}
+	dec := yaml.NewDecoder(lr)
 	for index := 0; ; index++ {
 		var root yaml.Node
+		lr.n = 0
 		err := dec.Decode(&root)
 		if errors.Is(err, io.EOF) {
-			return docs, nil
+			return nil
+		}
+		if lr.exceeded {
+			return errs.Invalidf("%s: document %d is larger than %s, more than a Kubernetes object can be (etcd takes at most 1.5 MiB): is it the right file?",
+				file, index, infile.Size(maxBytes))
 		}
 		if err != nil {
-			return docs, fmt.Errorf("%s: document %d: %w", file, index, err)
+			return fmt.Errorf("%s: document %d: %w", file, index, err)
 		}
 		if len(root.Content) == 0 || root.Content[0].Kind == yaml.ScalarNode && root.Content[0].Tag == "!!null" {
 			continue
 		}
 		node := root.Content[0]
 		if node.Kind != yaml.MappingNode {
-			return docs, fmt.Errorf("%s: document %d (line %d) is not a mapping", file, index, node.Line)
+			return fmt.Errorf("%s: document %d (line %d) is not a mapping", file, index, node.Line)
 		}
 		var refErrs []refError
 		if template {
@@ -85,12 +105,34 @@ func parseDocuments(file string, data []byte, template bool) ([]*Document, error
 		}
 		var obj map[string]any
 		if err := node.Decode(&obj); err != nil {
-			return docs, fmt.Errorf("%s: document %d (line %d): %w", file, index, node.Line, err)
+			return fmt.Errorf("%s: document %d (line %d): %w", file, index, node.Line, err)
 		}
-		docs = append(docs, &Document{File: file, Index: index, Line: node.Line, node: node, obj: obj, refErrors: refErrs,
+		if err := fn(&Document{File: file, Index: index, Line: node.Line, node: node, obj: obj, refErrors: refErrs,
 			APIVersion: getString(obj, "apiVersion"), Kind: getString(obj, "kind"),
-			Name: getString(obj, "metadata", "name"), Namespace: getString(obj, "metadata", "namespace")})
+			Name: getString(obj, "metadata", "name"), Namespace: getString(obj, "metadata", "namespace")}); err != nil {
+			return err
+		}
 	}
+}
+
+// docLimitReader fails a read once limit bytes were read since n was reset (limit 0: never).
+type docLimitReader struct {
+	r        io.Reader
+	n, limit int64
+	exceeded bool
+}
+
+func (l *docLimitReader) Read(p []byte) (int, error) {
+	if l.limit > 0 && l.n >= l.limit {
+		l.exceeded = true
+		return 0, errors.New("document too large")
+	}
+	if l.limit > 0 {
+		p = p[:min(int64(len(p)), l.limit-l.n)]
+	}
+	k, err := l.r.Read(p)
+	l.n += int64(k)
+	return k, err
 }
 
 // Path is a field path: strings are keys, ints are list indices.

@@ -130,6 +130,12 @@ func Variables(tmpl []byte) ([]string, error) {
 // Otherwise it stays a clusterctl template: unfilled references and escapes are kept verbatim,
 // and missing names the variables still to set.
 func Substitute(tmpl []byte, values map[string]string) (out []byte, missing []string, err error) {
+	return substitute(tmpl, values, func(_ string, _ varRef, v string) string { return v })
+}
+
+// substitute is Substitute with emit writing each filled reference r of tmpl, v its value as
+// clusterctl's envsubst makes it.
+func substitute(tmpl []byte, values map[string]string, emit func(tmpl string, r varRef, v string) string) (out []byte, missing []string, err error) {
 	s := string(tmpl)
 	refs, escapes, err := scanTemplate(s)
 	if err != nil {
@@ -159,7 +165,7 @@ func Substitute(tmpl []byte, values map[string]string) (out []byte, missing []st
 		}
 		b.WriteString(s[pos:r.start])
 		if resolved(r) {
-			b.WriteString(evalRef(r.text(s), lookup))
+			b.WriteString(emit(s, r, evalRef(r.text(s), lookup)))
 		} else {
 			b.WriteString(r.text(s))
 		}

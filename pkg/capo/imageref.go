@@ -134,7 +134,7 @@ spec:
         hash:
           algorithm: sha512
           value: %s
-`, src.URL, src.SHA512)
+`, yamlString(src.URL), src.SHA512)
 	return b.String(), nil
 }
 

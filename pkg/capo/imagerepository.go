@@ -23,7 +23,7 @@ func WithImageRepository(manifest []byte, repo string) ([]byte, error) {
 		t := bytes.TrimLeft(l, " ")
 		if string(t) == "clusterConfiguration:" {
 			indent := len(l) - len(t) + 2
-			out = append(out, []byte(strings.Repeat(" ", indent)+"imageRepository: "+repo))
+			out = append(out, []byte(strings.Repeat(" ", indent)+"imageRepository: "+yamlString(repo)))
 			n++
 		}
 	}

@@ -3,6 +3,7 @@ package capo
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -10,7 +11,10 @@ import (
 	"strings"
 	"sync"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 )
 
 // Input is one manifest file (or stdin) to lint.
@@ -79,35 +83,9 @@ func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, e
 		return nil, err
 	}
 	l := &linter{capi: capi, clc: map[string]*CLCResult{}}
-	var docs []*Document
-	for _, in := range inputs {
-		parse := ParseDocuments // a manifest for kubectl: its ${...} are the node's shell's
-		if IsClusterctlTemplate(in.Data) {
-			parse = ParseTemplateDocuments
-		}
-		ds, err := parse(in.Name, in.Data)
-		docs = append(docs, ds...)
-		if err != nil {
-			l.findings = append(l.findings, newFinding(&Document{File: in.Name, Line: yamlErrorLine(err)}, RuleYAML, nil, err.Error()))
-		}
-	}
-	perDoc := make([][]Finding, len(docs))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < workers(len(docs)); w++ {
-		wg.Go(func() {
-			for i := range next {
-				perDoc[i] = l.checkDocument(docs[i])
-			}
-		})
-	}
-	for i := range docs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, f := range perDoc {
-		l.findings = append(l.findings, f...)
+	docs, count, err := l.checkEach(inputs)
+	if err != nil {
+		return nil, err
 	}
 	l.findings = append(l.findings, l.checkFlatcarFormat(docs)...)
 	l.findings = append(l.findings, l.checkFormatChanges(docs)...)
@@ -122,7 +100,7 @@ func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, e
 		}
 		l.findings = append(l.findings, fs...)
 	}
-	rep := &LintReport{CAPIVersion: capi.String(), Documents: len(docs), Findings: l.findings}
+	rep := &LintReport{CAPIVersion: capi.String(), Documents: count, Findings: l.findings}
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
 		a, b := rep.Findings[i], rep.Findings[j]
 		if a.File != b.File {
@@ -143,8 +121,93 @@ func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, e
 	return rep, nil
 }
 
-// workers is one goroutine per CPU: the rules are CPU-bound (YAML and CLC translation).
-func workers(n int) int { return min(n, runtime.GOMAXPROCS(0)) }
+// What lint holds at once: one document of at most maxDocumentBytes while it is read (a
+// Kubernetes object is at most etcd's 1.5 MiB), and, for the rules across documents, the
+// CAPI/CAPO/ORC objects of all files, at most maxKeptNodes YAML nodes (some 4 MiB of YAML, the
+// objects of hundreds of clusters). A parsed document takes ~150 times its bytes, so holding
+// every document of a 20 MiB file took 3 GB.
+const (
+	maxDocumentBytes = 2 * infile.MiB
+	maxKeptNodes     = 500_000
+)
+
+// checkEach reads the inputs a document at a time, runs the one-document rules on each as it
+// comes (on every CPU), and keeps only what the rules across documents read (crossDocument).
+func (l *linter) checkEach(inputs []Input) (kept []*Document, count int, err error) {
+	type job struct {
+		seq int
+		d   *Document
+	}
+	type result struct {
+		seq int
+		fs  []Finding
+	}
+	var (
+		mu      sync.Mutex
+		results []result
+		wg      sync.WaitGroup
+	)
+	next := make(chan job, runtime.GOMAXPROCS(0))
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Go(func() {
+			for j := range next {
+				if fs := l.checkDocument(j.d); len(fs) > 0 {
+					mu.Lock()
+					results = append(results, result{j.seq, fs})
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	nodes := 0
+	for _, in := range inputs {
+		template := IsClusterctlTemplate(in.Data) // else a manifest for kubectl: its ${...} are the node's shell's
+		perr := eachDocument(in.Name, in.Data, template, maxDocumentBytes, func(d *Document) error {
+			if crossDocument(d) {
+				if nodes += countNodes(d.node); nodes > maxKeptNodes {
+					return errs.Invalidf("%s: lint holds the CAPI, CAPO and ORC objects of all its files to check them against each other, "+
+						"at most %d YAML nodes of them (%s has more by document %d): lint fewer clusters at a time", in.Name, maxKeptNodes, in.Name, d.Index)
+				}
+				kept = append(kept, d)
+			}
+			count++
+			next <- job{count, d}
+			return nil
+		})
+		if errors.Is(perr, errs.ErrInvalid) {
+			err = perr
+			break
+		}
+		if perr != nil {
+			l.findings = append(l.findings, newFinding(&Document{File: in.Name, Line: yamlErrorLine(perr)}, RuleYAML, nil, perr.Error()))
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err != nil {
+		return nil, 0, err
+	}
+	sort.Slice(results, func(i, j int) bool { return results[i].seq < results[j].seq })
+	for _, r := range results {
+		l.findings = append(l.findings, r.fs...)
+	}
+	return kept, count, nil
+}
+
+// crossDocument says whether a rule across documents reads d: the CAPI, CAPO and ORC objects
+// (machines and their owners, bootstrap configs, machine templates, ClusterClasses, ORC Images).
+func crossDocument(d *Document) bool {
+	g := d.Group()
+	return strings.HasSuffix(g, "cluster.x-k8s.io") || g == "openstack.k-orc.cloud"
+}
+
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, k := range n.Content {
+		c += countNodes(k)
+	}
+	return c
+}
 
 func inputIndex(inputs []Input, name string) int {
 	for i, in := range inputs {

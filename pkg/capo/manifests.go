@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
-	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 )
 
@@ -70,7 +70,8 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 			return nil, err
 		}
 	}
-	if err := setNamed(values, o); err != nil {
+	flags := map[string]string{} // the flag that gave each value, for messages
+	if err := setNamed(values, o, flags); err != nil {
 		return nil, err
 	}
 	flavor := o.Flavor
@@ -85,6 +86,18 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 		if values[VarSysextURL], err = SysextURL(flavor, o.SysextURL); err != nil {
 			return nil, err
 		}
+		flags[VarSysextURL] = "--sysext-url"
+	}
+	if _, ok := flags[VarImageID]; !ok && o.Image.ID != "" {
+		flags[VarImageID] = "--image-id"
+	}
+	for name := range values {
+		if _, ok := flags[name]; !ok && !slices.ContainsFunc(o.Sets, func(s string) bool { return strings.HasPrefix(s, name+"=") }) {
+			flags[name] = "--from-record"
+		}
+	}
+	if err := checkValues(values, RenderOptions{Flags: flags}.flag); err != nil {
+		return nil, err // before any download
 	}
 	if v := values[VarKubernetesVersion]; v != "" && !strings.HasPrefix(v, "v") && kubernetes.IsExact("v"+v) {
 		values[VarKubernetesVersion] = "v" + v // CAPI wants the v prefix
@@ -107,7 +120,7 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 	}
 	r, err := Render(RenderOptions{CAPIAPI: o.CAPIAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
 		InsecureNoHash: o.Sysext.InsecureNoHash, SysupdateURL: strings.TrimRight(o.Sysext.SysupdateURL, "/"), SysupdateKeyring: keyring,
-		SysextArch: sysextArch, WithoutAPILoadBalancer: o.WithoutAPILoadBalancer, ClusterClass: o.ClusterClass, Trust: trust})
+		SysextArch: sysextArch, WithoutAPILoadBalancer: o.WithoutAPILoadBalancer, ClusterClass: o.ClusterClass, Trust: trust, Flags: flags})
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +143,9 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 	return r, nil
 }
 
-// setNamed sets the variables of --image-name, --cluster-name and --kubernetes-version.
-func setNamed(values map[string]string, o ManifestsOptions) error {
+// setNamed sets the variables of --image-name, --cluster-name and --kubernetes-version, and
+// notes the flag of each in flags.
+func setNamed(values map[string]string, o ManifestsOptions, flags map[string]string) error {
 	for _, v := range []struct {
 		flag, name string
 		value      *string
@@ -145,7 +159,7 @@ func setNamed(values map[string]string, o ManifestsOptions) error {
 		if *v.value == "" {
 			return errs.Invalidf("--%s must not be empty", v.flag)
 		}
-		values[v.name] = *v.value
+		values[v.name], flags[v.name] = *v.value, "--"+v.flag
 	}
 	return nil
 }
@@ -168,7 +182,7 @@ func resolveKubernetes(ctx context.Context, values map[string]string, o Manifest
 	return nil
 }
 
-// nodeTrust reads --ca-file (into Ignition's certificateAuthorities and the nodes' trust
+// nodeTrust takes --ca-file's certificates (into Ignition's certificateAuthorities and the nodes' trust
 // store) and takes the proxies; Render validates them.
 func nodeTrust(o ManifestsOptions) (NodeTrust, error) {
 	t := NodeTrust{HTTPProxy: o.HTTPProxy, HTTPSProxy: o.HTTPSProxy, NoProxy: o.NoProxy}
@@ -176,13 +190,9 @@ func nodeTrust(o ManifestsOptions) (NodeTrust, error) {
 	if net.CAFile == "" {
 		return t, nil
 	}
-	if err := net.Validate(); err != nil { // the PEM check of --ca-file
+	if err := net.Validate(); err != nil { // reads --ca-file: its certificates, nothing else
 		return t, err
 	}
-	pem, err := infile.ReadFile("--ca-file", net.CAFile, infile.CA)
-	if err != nil {
-		return t, errs.Invalid(err)
-	}
-	t.CAPEM = pem
+	t.CAPEM = net.CAPEM()
 	return t, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
@@ -57,6 +58,16 @@ type RenderOptions struct {
 	// ClusterClass renders a Flatcar ClusterClass with its templates and a Cluster using it
 	// through topology (image, machine flavors and the rest as the Cluster's variables).
 	ClusterClass bool
+	// Flags names the flag that gave each value, for messages (default: --set VAR).
+	Flags map[string]string
+}
+
+// flag is the flag that gave the value of variable name.
+func (o RenderOptions) flag(name string) string {
+	if f := o.Flags[name]; f != "" {
+		return f
+	}
+	return "--set " + name
 }
 
 // Rendered is a rendered and validated cluster template.
@@ -126,10 +137,16 @@ func render(opts RenderOptions) (*Rendered, error) {
 	}
 	for name := range opts.Values {
 		if _, ok := slices.BinarySearch(vars, name); !ok {
-			return nil, fmt.Errorf("the template has no variable %s; it uses %s", name, strings.Join(vars, ", "))
+			return nil, fmt.Errorf("%s: the template has no variable %s; it uses %s", opts.flag(name), name, strings.Join(vars, ", "))
 		}
 	}
-	out, missing, err := Substitute(tmpl, opts.Values)
+	if err := checkValues(opts.Values, opts.flag); err != nil {
+		return nil, err
+	}
+	if v := opts.Values[VarImageName]; opts.ImageRef == ImageRefORC && v != "" && !strings.Contains(v, "${") && len(validation.IsDNS1123Subdomain(v)) > 0 {
+		return nil, fmt.Errorf("%s %q: with --image-ref orc the image name is also the name of the ORC Image object, a Kubernetes name: lower-case letters, digits, '-' and '.' (an RFC 1123 DNS subdomain); rename the image, or use --image-ref filter or id", opts.flag(VarImageName), v)
+	}
+	out, missing, err := substituteYAML(tmpl, opts.Values)
 	if err != nil {
 		return nil, err
 	}
@@ -147,20 +164,28 @@ func render(opts RenderOptions) (*Rendered, error) {
 		full[name] = sampleValue(name)
 	}
 	maps.Copy(full, opts.Values)
-	filled, _, err := Substitute(tmpl, full)
+	filled, _, err := substituteYAML(tmpl, full)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.validate(filled); err != nil {
+	if err := checkRoundTrip(tmpl, filled, full, opts.flag); err != nil {
+		return nil, err
+	}
+	if err := r.validate(filled, opts); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func (r *Rendered) validate(manifest []byte) error {
+func (r *Rendered) validate(manifest []byte, opts RenderOptions) error {
 	docs, err := ParseDocuments("rendered template", manifest)
 	if err != nil {
-		return fmt.Errorf("the rendered template is not valid YAML (check the values given with --set): %w", err)
+		var given []string
+		for name := range opts.Values {
+			given = append(given, opts.flag(name))
+		}
+		slices.Sort(given)
+		return fmt.Errorf("the rendered template is not valid YAML (check the values given: %s): %w", strings.Join(slices.Compact(given), ", "), err)
 	}
 	var problems []string
 	for _, d := range docs {

@@ -128,8 +128,9 @@ func TestRenderRejectsBadInput(t *testing.T) {
 		want string
 	}{
 		{"unknown variable", RenderOptions{Values: map[string]string{"NO_SUCH_VAR": "x"}}, "has no variable NO_SUCH_VAR"},
-		{"mistyped count", RenderOptions{Values: map[string]string{"WORKER_MACHINE_COUNT": "two"}}, "MachineDeployment"},
-		{"value breaking YAML", RenderOptions{Values: map[string]string{VarImageName: "a: b: c"}}, "not valid YAML"},
+		{"mistyped count", RenderOptions{Values: map[string]string{"WORKER_MACHINE_COUNT": "two"}}, "a whole number"},
+		// Inside a longer value (the Ignition config's URL) a value cannot be quoted.
+		{"value breaking YAML", RenderOptions{Flavor: FlavorSysext, Values: map[string]string{VarSysextURL: "http://x/a: b"}}, "cannot go into"},
 		{"unknown API", RenderOptions{CAPIAPI: "v1alpha4"}, "unknown CAPI API version"},
 	}
 	for _, tt := range tests {

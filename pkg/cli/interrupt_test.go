@@ -306,7 +306,9 @@ func allThreadsSleeping(pid int) bool {
 // reported, no .build-*/ and no .lock left. The build is stopped in a stalled download (headers
 // and a few bytes sent, then nothing), after the lock and the build directory exist. Each
 // signal pair is sent both ways: kill -TERM twice to the command, and SIGTERM to a `timeout`
-// that runs it (which forwards it to the command and to its process group).
+// that runs it (which forwards it to the command and to its process group). A SIGHUP (the
+// terminal or SSH session closed) is obeyed the same way: it used to kill the process on the
+// spot and leave .build-* and the lock.
 func TestBuildStoppedByTwoSIGTERMsCleansUp(t *testing.T) {
 	stalled := make(chan struct{}, 16)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -324,7 +326,7 @@ func TestBuildStoppedByTwoSIGTERMsCleansUp(t *testing.T) {
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.raw")
 	writeRaw(t, base, 64<<20)
-	for _, how := range []string{"kill -TERM twice", "timeout"} {
+	for _, how := range []string{"kill -TERM twice", "timeout", "kill -HUP"} {
 		t.Run(how, func(t *testing.T) {
 			for len(stalled) > 0 {
 				<-stalled
@@ -356,8 +358,12 @@ func TestBuildStoppedByTwoSIGTERMsCleansUp(t *testing.T) {
 				cmd.Process.Kill()
 				t.Fatalf("no build directory while downloading: the test would prove nothing")
 			}
-			cmd.Process.Signal(syscall.SIGTERM)
-			if how != "timeout" {
+			if how == "kill -HUP" { // a closed terminal or SSH session: the same cleanup
+				cmd.Process.Signal(syscall.SIGHUP)
+			} else {
+				cmd.Process.Signal(syscall.SIGTERM)
+			}
+			if how == "kill -TERM twice" {
 				time.Sleep(2 * time.Millisecond) // two signals, not one merged by the kernel
 				cmd.Process.Signal(syscall.SIGTERM)
 			}

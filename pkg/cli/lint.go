@@ -38,7 +38,11 @@ To check a migration (e.g. Ubuntu to Flatcar), give the current and the desired 
 order: a KubeadmControlPlane that appears in both is compared.
 
 Exits 1 when any error-level finding is reported; warnings alone exit 0. The rules are listed
-in docs/lint-rules.md.`,
+in docs/lint-rules.md.
+
+Documents are checked one at a time, so memory stays bounded: a document over 2 MiB (more than
+any Kubernetes object) and, across all files, CAPI/CAPO/ORC objects of more than 500,000 YAML
+nodes (the objects of hundreds of clusters) are refused (exit 2).`,
 		Example: `  flatcar-capo lint cluster.yaml
   kubectl get kcp,kubeadmconfigtemplate,openstackmachinetemplate,md -A -o yaml | flatcar-capo lint -
   flatcar-capo lint --capi-version 1.3.5 current.yaml desired.yaml -o json

@@ -59,7 +59,7 @@ func TestManifestsCommand(t *testing.T) {
 
 	testutil.Run(t, "manifests", "--set", "WORKER_MACHINE_COUNT").MustFail(t, 2, "is not VAR=value")
 	testutil.Run(t, "manifests", "--set", "NOPE=1").MustFail(t, 2, "has no variable NOPE")
-	testutil.Run(t, "manifests", "--set", "WORKER_MACHINE_COUNT=many").MustFail(t, 2, "MachineDeployment")
+	testutil.Run(t, "manifests", "--set", "WORKER_MACHINE_COUNT=many").MustFail(t, 2, "--set WORKER_MACHINE_COUNT", "a whole number")
 	testutil.Run(t, "manifests", "--capi-api", "v1alpha4").MustFail(t, 2, "v1beta2")
 	testutil.Run(t, "manifests", "--image-name", "").MustFail(t, 2, "must not be empty")
 }

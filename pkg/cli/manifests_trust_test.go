@@ -2,7 +2,12 @@ package cli_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,6 +135,64 @@ func TestManifestsNodeTrust(t *testing.T) {
 		testutil.Run(t, a...).MustFail(t, 2, strings.TrimLeft(bad[len(bad)-2], "-"))
 		if _, err := os.Stat(o); err == nil {
 			t.Errorf("%v: wrote %s", bad, o)
+		}
+	}
+}
+
+// manifests --ca-file with a PEM that holds the certificate and its private key (a common
+// bundle) used to copy the key into every node's user-data. Only CERTIFICATE blocks are taken:
+// any other block is refused (exit 2, nothing written, the key never printed), and the text
+// around the certificates (a bundle's comments) stays out of the manifest.
+func TestManifestsCAFileOnlyCertificates(t *testing.T) {
+	_, ca := fetchtest.NewTLSServer(t)
+	certPEM, err := os.ReadFile(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	keyB64 := base64.StdEncoding.EncodeToString(der)[:40]
+	dir := t.TempDir()
+	withKey := filepath.Join(dir, "bundle.pem")
+	if err := os.WriteFile(withKey, append(append([]byte{}, certPEM...), keyPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "m.yaml")
+	args := []string{"manifests", "--flavor", "sysext", "--kubernetes-version", "v1.33.4", "--insecure-no-hash", "--sysext-url", "https://mirror.example/ext", "--output-file", out, "--ca-file"}
+	r := testutil.Run(t, append(args, withKey)...).MustFail(t, 2, "--ca-file", "PRIVATE KEY", "CERTIFICATE blocks")
+	if strings.Contains(r.Stdout+r.Stderr, keyB64) {
+		t.Error("the private key is printed")
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a manifest was written")
+	}
+	commented := filepath.Join(dir, "commented.pem")
+	if err := os.WriteFile(commented, append([]byte("# Issuer: test CA\n"), certPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Run(t, append(args, commented)...).MustSucceed(t)
+	manifest, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, clc := range additionalConfigs(t, manifest) {
+		res := capo.TranspileCLC(clc)
+		if strings.Contains(clc, "Issuer") {
+			t.Errorf("the bundle's comment went into the nodes' CA:\n%s", clc)
+		}
+		cas := res.Ignition.Ignition.Security.TLS.CertificateAuthorities
+		if len(cas) != 1 {
+			t.Fatalf("certificateAuthorities: %+v (%v)\n%s", cas, res.Issues, clc)
+		}
+		if got, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(cas[0].Source, "data:;base64,")); !bytes.Equal(got, certPEM) {
+			t.Errorf("Ignition's CA is not the certificate alone:\n%s", got)
 		}
 	}
 }

@@ -228,7 +228,7 @@ func TestOEMSetBadInputs(t *testing.T) {
 		want  []string
 	}{
 		{"missing file", filepath.Join(dir, "nope.raw"), nil, 1, []string{"does not exist"}},
-		{"not a disk image", notDisk, nil, 1, []string{"no GPT", "Flatcar"}},
+		{"not a disk image", notDisk, nil, 2, []string{"no GPT", "Flatcar"}}, // invalid input (issue 44)
 		{"GPT without OEM", noOEM, nil, 1, []string{`no partition named "OEM"`}},
 		{"unknown filesystem", unknownFS, nil, 1, []string{"unknown filesystem"}},
 		{"corrupt btrfs superblock", corruptBtrfs, nil, 1, []string{"checksum"}},
@@ -287,7 +287,7 @@ func TestOEMShowAndInspectBadInputs(t *testing.T) {
 	notDisk := filepath.Join(dir, "zero.raw")
 	os.WriteFile(notDisk, make([]byte, 1<<20), 0o644)
 	testutil.Run(t, "oem", "show", filepath.Join(dir, "nope")).MustFail(t, 1, "does not exist")
-	testutil.Run(t, "inspect", notDisk).MustFail(t, 1, "no GPT")
+	testutil.Run(t, "inspect", notDisk).MustFail(t, 2, "no GPT")
 	testutil.Run(t, "inspect").MustFail(t, 2, "IMAGE")
 	testutil.Run(t, "inspect", notDisk, "--for", "Bad;Id").MustFail(t, 2, "invalid OEM id")
 }

@@ -24,8 +24,9 @@ const cleanupLimit = 60 * time.Second
 // exit: a user pressing it twice in a row meant once.
 const forceAfter = 2 * time.Second
 
-// interruptContext is cancelled by the first SIGINT or SIGTERM, which starts the command's own
-// cleanup and its report. Signals that follow are reported, not obeyed: GNU timeout sends
+// interruptContext is cancelled by the first SIGINT, SIGTERM or SIGHUP (a closed terminal or
+// SSH session, which would otherwise kill the process and leave a build's .build-* and lock),
+// which starts the command's own cleanup and its report. Signals that follow are reported, not obeyed: GNU timeout sends
 // SIGTERM to the child and again to its process group, and a supervisor may repeat itself; an
 // exit then used to skip the cleanup and leave a build's directory and lock. Only a second
 // Ctrl-C from a terminal, forceAfter after the first, or a cleanup that outlasts cleanupLimit
@@ -38,7 +39,7 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 func watchSignals(stderr io.Writer, fromTerminal bool, forceAfter, limit time.Duration) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
 		var first time.Time
@@ -61,8 +62,11 @@ func watchSignals(stderr io.Writer, fromTerminal bool, forceAfter, limit time.Du
 					forceExit(stderr, "a second Ctrl-C")
 				}
 				name, hint := "SIGTERM", "it stops by itself when the cleanup is done"
-				if s == os.Interrupt {
+				switch s {
+				case os.Interrupt:
 					name = "SIGINT (Ctrl-C)"
+				case syscall.SIGHUP:
+					name = "SIGHUP"
 				}
 				if fromTerminal {
 					hint = fmt.Sprintf("Ctrl-C again (%s after the first) forces the exit", forceAfter)

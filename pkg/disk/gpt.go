@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf16"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
@@ -36,7 +37,8 @@ var TypeNames = map[string]string{
 const sectorSize = 512
 
 // ErrNoGPT means the image has no (valid) GUID partition table.
-var ErrNoGPT = errors.New("no GPT partition table")
+// It is the caller's input that is not a disk image: errs.ErrInvalid (exit 2).
+var ErrNoGPT = errs.Invalid(errors.New("no GPT partition table"))
 
 // ErrInvalidLayout means a checksum-valid GPT whose partitions overlap or lie outside its usable
 // range: writing one partition would overwrite another (or the table), so every command refuses it.

@@ -95,6 +95,7 @@ func NewTransportTLS(o Options, cfg *tls.Config) http.RoundTripper {
 	tr.DialContext = (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext
 	tr.TLSHandshakeTimeout = dial
 	tr.ResponseHeaderTimeout = o.StallTimeout
+	tr.OnProxyConnectResponse = CheckProxyConnect
 	return GuardRedirects(&stallTransport{base: tr, timeout: o.StallTimeout})
 }
 

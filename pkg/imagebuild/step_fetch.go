@@ -8,7 +8,9 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
@@ -28,8 +30,10 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 		if err != nil {
 			return halt(state, err)
 		}
-		if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
+		if fi, err := os.Stat(abs); err != nil {
 			return halt(state, fmt.Errorf("--base-image %s: not a readable image file (%v)", o.BaseImage, err))
+		} else if !fi.Mode().IsRegular() {
+			return halt(state, errs.Invalidf("--base-image %s is %s, not an image file", o.BaseImage, infile.Describe(fi.Mode())))
 		}
 		rec.Base = BaseImage{File: abs}
 		keyBase.put(state, abs)

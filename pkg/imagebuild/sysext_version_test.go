@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
@@ -123,6 +124,33 @@ func TestBuildPreloadUnreachableRegistry(t *testing.T) {
 	r := testutil.Run(t, args...).MustFail(t, 1, "cannot reach mirror "+dead, "for 7 image(s)", "--no-preload-images")
 	if n := strings.Count(r.Stderr, "connection refused"); n != 1 {
 		t.Errorf("the dial error is said %d times, want once:\n%s", n, r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "flatcar-stable-4459.2.0-kube-"+kubetest.Version+"-sysext.qcow2")); err == nil {
+		t.Error("an image was written although preloading failed")
+	}
+}
+
+// Preloading through a proxy that refuses (CONNECT answered 403 Forbidden, as an air-gapped
+// site's proxy answers registry.k8s.io) is every image unreachable alike: one message naming the
+// proxy's refusal and the ways out (--registry-mirror, --images-file, --no-preload-images), not
+// one bare "Forbidden" per image.
+func TestBuildPreloadThroughRefusingProxy(t *testing.T) {
+	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs", "e2fsck", "debugfs")
+	mirror := kubetest.New(t, kubernetes.Options{}) // on 127.0.0.1, which Go never proxies
+	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
+	proxy := registrytest.StartRefusingProxy(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	args := append([]string{"build", "--method", "sysext", "--base-image", base, "--version", "4459.2.0",
+		"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out}, mirror.Args()...)
+	r := testutil.RunCmd(t, testutil.Cmd{Args: args, Env: []string{"HTTPS_PROXY=http://" + proxy.Host, "HTTP_PROXY=http://" + proxy.Host}}).
+		MustFail(t, 1, "cannot reach registry registry.k8s.io", "refused to connect", "403 Forbidden",
+			"--registry-mirror registry.k8s.io=https://", "--images-file", "--no-preload-images")
+	if n := strings.Count(r.Stderr, "cannot reach"); n != 1 {
+		t.Errorf("%d 'cannot reach' in the error, want 1:\n%s", n, r.Stderr)
+	}
+	if !strings.Contains(strings.Join(proxy.Seen(), "\n"), "CONNECT registry.k8s.io:443") {
+		t.Errorf("the build did not ask the proxy for registry.k8s.io: %v", proxy.Seen())
 	}
 	if _, err := os.Stat(filepath.Join(out, "flatcar-stable-4459.2.0-kube-"+kubetest.Version+"-sysext.qcow2")); err == nil {
 		t.Error("an image was written although preloading failed")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
@@ -43,8 +44,10 @@ type VerifiedFile struct {
 // the record names says (verify_contents.go). A missing record or key is the caller's
 // input (errs.ErrInvalid); a signature that fails is a finding, reported in the Verification.
 func VerifyArtifact(artifact string, pub crypto.PublicKey) (*Verification, error) {
-	if st, err := os.Stat(artifact); err != nil || !st.Mode().IsRegular() {
+	if st, err := os.Stat(artifact); err != nil {
 		return nil, errs.Invalidf("ARTIFACT %s: not a readable file (%v)", artifact, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, errs.Invalidf("ARTIFACT %s is %s, not the image file build wrote", artifact, infile.Describe(st.Mode()))
 	}
 	files, err := SignedFiles(artifact)
 	if err != nil {

@@ -150,6 +150,7 @@ func (o *Options) transport() (http.RoundTripper, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg // nil without a CA, as in Go's default transport
+	tr.OnProxyConnectResponse = httpx.CheckProxyConnect
 	return httpx.GuardRedirects(tr), nil
 }
 

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 )
 
 // unreachableError is a registry (or its mirror) that could not be reached at all: no DNS
-// answer, connection refused, a dial timeout. Every image on it fails alike, so Pull says it
+// answer, connection refused, a dial timeout, a proxy that refuses the host. Every image on it fails alike, so Pull says it
 // once, with what to do on a machine without internet.
 type unreachableError struct {
 	host     string // the host contacted
@@ -28,7 +30,7 @@ func (e *unreachableError) Unwrap() error { return e.err }
 func asUnreachable(r Ref, src source, err error) error {
 	var dns *net.DNSError
 	var op *net.OpError
-	if !errors.As(err, &dns) && !(errors.As(err, &op) && op.Op == "dial") {
+	if !errors.As(err, &dns) && !(errors.As(err, &op) && op.Op == "dial") && !errors.As(err, new(*httpx.ProxyRefusedError)) {
 		return nil
 	}
 	return &unreachableError{host: src.host, registry: r.Registry(), mirror: src.host != r.Repo.RegistryStr(), ref: r.Given, err: err}
@@ -57,7 +59,10 @@ func joinResolveErrors(errs []error) error {
 		cause := us[0].err
 		var dns *net.DNSError
 		var op *net.OpError
-		if errors.As(cause, &dns) {
+		var refused *httpx.ProxyRefusedError
+		if errors.As(cause, &refused) {
+			cause = refused // without the URL and Go's bare "Forbidden"
+		} else if errors.As(cause, &dns) {
 			cause = dns // "lookup HOST: no such host", without the URLs around it
 		} else if errors.As(cause, &op) {
 			cause = op // "dial tcp HOST: connect: connection refused", once (not per https and http try)

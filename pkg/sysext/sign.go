@@ -3,6 +3,7 @@ package sysext
 import (
 	"bytes"
 	"crypto"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -36,7 +37,10 @@ func readKey(flag, path string) (*openpgp.Entity, error) {
 	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("-----BEGIN ")) && !bytes.HasPrefix(bytes.TrimSpace(b), []byte("-----BEGIN PGP")) {
 		return nil, errs.Invalidf("%s %s is a PEM key or certificate (as Glance and cosign signing use), not OpenPGP: systemd-sysupdate verifies SHA256SUMS.gpg with gpg, so give an OpenPGP key (gpg --export[-secret-keys] --armor KEYID); $FLATCAR_CAPO_SIGN_KEY, if set for build, applies here too", flag, path)
 	}
-	if err != nil || len(el) == 0 {
+	if err == nil && len(el) == 0 {
+		err = errors.New("no key in it") // not "<nil>"
+	}
+	if err != nil {
 		return nil, errs.Invalidf("%s %s is not an OpenPGP key (armored or binary, as gpg --export[-secret-keys] writes it): %v", flag, path, err)
 	}
 	if len(el) > 1 {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math/bits"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
 // squashfs 4.0 superblock (96 bytes, little endian), the fields this package checks.
@@ -30,7 +32,7 @@ var compressionNames = map[uint16]string{1: "gzip", 2: "lzma", 3: "lzo", 4: "xz"
 // with the sizes named rather than later inside the reader).
 func readSuperblock(r io.ReaderAt, size int64) (*superblock, error) {
 	if size < superblockSize {
-		return nil, fmt.Errorf("not a squashfs image: %d bytes is smaller than a superblock (is the file empty or truncated?)", size)
+		return nil, errs.Invalidf("not a squashfs image: %d bytes is smaller than a superblock (is the file empty or truncated?)", size)
 	}
 	b := make([]byte, superblockSize)
 	if _, err := r.ReadAt(b, 0); err != nil {
@@ -38,7 +40,7 @@ func readSuperblock(r io.ReaderAt, size int64) (*superblock, error) {
 	}
 	le := binary.LittleEndian
 	if m := le.Uint32(b[0:]); m != squashfsMagic {
-		return nil, fmt.Errorf("not a squashfs image (magic %#08x, want hsqs); a sysext must be a squashfs file such as systemd-sysext and Flatcar's bakery make", m)
+		return nil, errs.Invalidf("not a squashfs image (magic %#08x, want hsqs); a sysext must be a squashfs file such as systemd-sysext and Flatcar's bakery make", m)
 	}
 	if major, minor := le.Uint16(b[28:]), le.Uint16(b[30:]); major != 4 || minor != 0 {
 		return nil, fmt.Errorf("squashfs version %d.%d is not supported by Linux (need 4.0)", major, minor)

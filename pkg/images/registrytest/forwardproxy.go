@@ -77,3 +77,20 @@ func tunnel(w http.ResponseWriter, to string) {
 	go func() { io.Copy(in, out); done <- struct{}{} }()
 	<-done
 }
+
+// StartRefusingProxy runs an HTTP proxy on 127.0.0.1 that lets nothing through: every CONNECT
+// and every request is answered 403 Forbidden, as an air-gapped site's proxy answers a host it
+// does not allow. It logs what it saw, as ForwardProxy does.
+func StartRefusingProxy(t testing.TB) *ForwardProxy {
+	t.Helper()
+	p := &ForwardProxy{}
+	p.Host = serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		entry := req.Method + " " + req.URL.String()
+		if req.Method == http.MethodConnect {
+			entry = "CONNECT " + req.Host
+		}
+		p.add(entry)
+		http.Error(w, "access denied by site policy", http.StatusForbidden)
+	}))
+	return p
+}

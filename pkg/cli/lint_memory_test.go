@@ -1,0 +1,82 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+)
+
+// lintMaxRSS runs flatcar-capo lint FILE and returns its exit code, output (stdout and stderr)
+// and peak resident memory (the child's rusage), in MiB.
+func lintMaxRSS(t *testing.T, file string) (int, string, int64) {
+	t.Helper()
+	cmd := exec.Command(testutil.Binary(t), "lint", file)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	var output strings.Builder
+	cmd.Stdout, cmd.Stderr = &output, &output
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		t.Fatalf("lint did not run: %v", err)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Fatal("no rusage for the child")
+	}
+	return cmd.ProcessState.ExitCode(), output.String(), ru.Maxrss / 1024 // Linux: KiB
+}
+
+// lint's memory is bounded, not ~150 times the file: it read every document into a tree first
+// (a 4 MiB file of tiny documents took 600 MB, 20 MiB took 3 GB). Now it checks each document as
+// it reads it and keeps only the CAPI/CAPO/ORC objects the rules across documents need, up to a
+// limit past which it refuses (exit 2) with what to do, and a document larger than any
+// Kubernetes object is refused before its tree is built.
+func TestLintMemoryIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tiny := write("tiny.yaml", strings.Repeat("a: b\n---\n", 4<<20/9))
+	code, stderr, rss := lintMaxRSS(t, tiny)
+	t.Logf("lint of 4 MiB of tiny documents: exit %d, max RSS %d MiB", code, rss)
+	if code != 0 || !strings.Contains(stderr, "466033 document(s) checked") {
+		t.Errorf("exit %d, want 0 with every document checked:\n%s", code, stderr)
+	}
+	if rss > 150 {
+		t.Errorf("lint of a 4 MiB file peaked at %d MiB, want under 150 MiB", rss)
+	}
+
+	var b strings.Builder
+	for i := 0; i < 80000; i++ {
+		fmt.Fprintf(&b, "apiVersion: cluster.x-k8s.io/v1beta1\nkind: Machine\nmetadata: {name: m%d}\n---\n", i)
+	}
+	capi := write("capi.yaml", b.String())
+	code, stderr, rss = lintMaxRSS(t, capi)
+	t.Logf("lint of 80,000 tiny Machines: exit %d, max RSS %d MiB", code, rss)
+	if code != 2 || !strings.Contains(stderr, "lint fewer clusters at a time") {
+		t.Errorf("exit %d, want 2 naming what to do:\n%s", code, stderr)
+	}
+	if rss > 400 {
+		t.Errorf("lint of 80,000 tiny Machines peaked at %d MiB, want under 400 MiB", rss)
+	}
+
+	b.Reset()
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n")
+	for i := 0; i < 300000; i++ {
+		fmt.Fprintf(&b, "  k%d: v\n", i)
+	}
+	code, stderr, rss = lintMaxRSS(t, write("big.yaml", b.String()))
+	t.Logf("lint of one 3.6 MiB document: exit %d, max RSS %d MiB", code, rss)
+	if code != 2 || !strings.Contains(stderr, "larger than 2 MiB") || !strings.Contains(stderr, "1.5 MiB") {
+		t.Errorf("exit %d, want 2 refusing the document:\n%s", code, stderr)
+	}
+}
