@@ -134,6 +134,10 @@ Restart=on-failure
 RestartSec=30
 `
 
+// SysupdateTimer is masked by every CAPO flavor's additionalConfig (enabled with manifests
+// --sysupdate-url): Flatcar 4515+ enables it, and its service fails with no transfer.
+const SysupdateTimer = "systemd-sysupdate.timer"
+
 // UpdateUnits are masked unless updates are kept: update-engine and locksmithd must not reboot
 // a node into another Flatcar behind the cluster's back (image-builder and CAPO mask them too).
 var UpdateUnits = []string{"update-engine.service", "locksmithd.service"}
