@@ -144,8 +144,8 @@ cat <<'EOF'
     export OS_CLIENT_CONFIG_FILE=~/.config/openstack/clouds.yaml
     flatcar-capo build --oem openstack --channel stable --cloud mycloud
     flatcar-capo build --oem openstack --channel stable --cloud mycloud --method sysext   # no VM
-    flatcar-capo manifests --flavor baked --image-name flatcar-stable-<version>-kube-v1.33.4 \
-        --kubernetes-version v1.33.4 --cluster-name mycluster --output-file cluster-template.yaml
+    flatcar-capo manifests --flavor baked --image-name flatcar-stable-<version>-kube-v1.36.1 \
+        --kubernetes-version v1.36.1 --cluster-name mycluster --output-file cluster-template.yaml
     export EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION=true
     clusterctl generate cluster mycluster --from cluster-template.yaml > mycluster.yaml
     kubectl apply -f mycluster.yaml

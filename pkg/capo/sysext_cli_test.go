@@ -69,6 +69,13 @@ func TestSysextPublishAndVerifiedManifests(t *testing.T) {
 	if noop := get(t, base+"/noop.conf"); !strings.Contains(noop, "MatchPattern=invalid@v.raw") {
 		t.Errorf("noop.conf: %s", noop)
 	}
+	// systemd >= 257 reads .transfer, LTS's 255 only .conf: the same transfers under both names.
+	if tr := get(t, base+"/kubernetes/kubernetes-v1.33.transfer"); tr != conf {
+		t.Errorf("kubernetes-v1.33.transfer differs from kubernetes-v1.33.conf:\n%s", tr)
+	}
+	if tr := get(t, base+"/noop.transfer"); tr != get(t, base+"/noop.conf") {
+		t.Errorf("noop.transfer differs from noop.conf:\n%s", tr)
+	}
 	if served := get(t, base+"/"+filepath.Base(raw)+".sha512"); !strings.HasPrefix(served, sum+"  ") {
 		t.Errorf(".sha512 served: %q", served)
 	}

@@ -15,7 +15,8 @@ const verificationBlock = `        verification:
 `
 
 // sysextCLC applies the sysext options to a flavor's additionalConfig: no verification.hash with
-// insecureNoHash, and systemd-sysupdate's transfer, noop config, timer and the kubernetes drop-in
+// insecureNoHash, and systemd-sysupdate's transfer, noop config, timer (enabled in place of the
+// flavor's mask) and the kubernetes drop-in
 // of CAPO's flatcar-sysext template for sysupdateURL (patch updates of version's minor).
 // With keyring (a binary OpenPGP keyring) the transfer says Verify=true and the keyring goes
 // where systemd-sysupdate's gpg reads it. arch (x86-64 when empty) names the sysext file.
@@ -56,19 +57,31 @@ func sysextCLC(flavor string, insecureNoHash bool, sysupdateURL string, keyring 
 		if err != nil {
 			return "", err
 		}
-		files := inlineFile("/etc/sysupdate.kubernetes.d/"+sysext.TransferName(version), string(conf)) +
-			inlineFile("/etc/sysupdate.d/noop.conf", sysext.SysupdateNoop)
+		// Both names of each transfer: the node's systemd reads exactly one (sysext.TransferExts),
+		// and manifests cannot know whether the image is LTS (255: .conf) or newer (.transfer).
+		var files string
+		for _, ext := range sysext.TransferExts {
+			files += inlineFile("/etc/sysupdate.kubernetes.d/"+sysext.TransferName(version, ext), string(conf)) +
+				inlineFile("/etc/sysupdate.d/"+sysext.NoopName(ext), sysext.SysupdateNoop)
+		}
 		if keyring != nil {
 			files += dataFile(sysext.ImportPubring, keyring)
 		}
 		clc = "storage:\n  files:\n" + files + strings.TrimPrefix(clc, "storage:\n  files:\n")
-		const units = "systemd:\n  units:\n"
-		if !strings.Contains(clc, units) {
-			return "", fmt.Errorf("embedded CLC has no systemd units")
+		if strings.Count(clc, timerMasked) != 1 {
+			return "", fmt.Errorf("embedded CLC does not mask systemd-sysupdate.timer once")
 		}
-		return strings.Replace(clc, units, units+sysupdateUnits, 1), nil
+		return strings.Replace(clc, timerMasked, sysupdateUnits, 1), nil
 	}
 }
+
+// timerMasked is every flavor's systemd-sysupdate.timer (templates/clc/*.yaml): Flatcar 4515+
+// enables the timer, and with no transfer its service fails every run. A mask holds however the
+// image enables it; --sysupdate-url replaces the entry with sysupdateUnits.
+const timerMasked = `  - name: systemd-sysupdate.timer
+    # Flatcar 4515+ enables it and its service fails with no transfer; manifests --sysupdate-url enables it.
+    mask: true
+`
 
 // inlineFile is a CLC storage.files entry with content inline.
 func inlineFile(path, content string) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
 func newBuildCommand() *cobra.Command {
@@ -99,6 +100,9 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	f.StringArrayVar(&o.Provision, "provision", nil, "your own shell script, run in the guest after ours (repeatable)")
 	f.StringArrayVar(&o.Sysext, "sysext", nil, "--method sysext: a prebuilt Kubernetes sysext FILE or URL instead of making one (repeatable)")
 	f.BoolVar(&o.KeepUpdates, "keep-updates", false, "do not mask update-engine and locksmithd")
+	f.BoolVar(&o.Node.KeepUSBStorage, "keep-usb-storage", false, "keep USB storage on (by default "+node.USBStorageConf+" turns it off, as image-builder does on Flatcar)")
+	f.StringArrayVar(&o.Node.EnableSysext, "enable-sysext", nil, "enable one of Flatcar's official extensions, e.g. zfs, podman, nvidia-drivers-570 ("+node.EnabledSysextConf+"; repeatable)")
+	f.StringVar(&o.Node.ReleaseFileServer, "release-file-server", "", "URL of your mirror of Flatcar's release server: the official extensions come from it ("+node.ReleaseFileServerArg+"=URL on the kernel command line)")
 	f.BoolVar(&o.Images.NoPreload, "no-preload-images", false, "do not preload kubeadm's container images (containerd settings are still written)")
 	f.StringArrayVar(&o.Images.Refs, "image", nil, "preload this image too, e.g. a CNI's or the cloud-controller-manager's (repeatable)")
 	f.StringVar(&o.Images.File, "images-file", "", "preload the images listed in FILE (one ref per line, # comments)")
@@ -169,6 +173,9 @@ func printBuild(w io.Writer, r *imagebuild.Record) error {
 	for _, a := range r.Artifacts {
 		fmt.Fprintf(w, "  %s  sha512 %s...\n", a.File, a.SHA512[:16])
 	}
+	if r.Base.MBRReplaced {
+		fmt.Fprintf(w, "  the base's hybrid MBR replaced with a protective MBR (Glance 2026.2 and Nova refuse a hybrid one)\n")
+	}
 	for _, g := range r.Glance {
 		fmt.Fprintf(w, "  Glance %s: %s (%s)\n", g.Cloud, g.ID, g.Action)
 	}
@@ -214,6 +221,9 @@ func printPlan(w io.Writer, r *imagebuild.Record) error {
 		for _, l := range p.Images.Lines() {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
+	}
+	for _, l := range p.Node.Lines() {
+		fmt.Fprintf(w, "  %s\n", l)
 	}
 	if mp, ok := p.MethodPlan.(interface{ Lines() []string }); ok {
 		for _, l := range mp.Lines() {

@@ -51,6 +51,9 @@ OUT is written to a temporary file next to it and renamed into place when comple
 			if err != nil {
 				return err
 			}
+			for _, w := range res.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+			}
 			return Report(cmd, res, func(w io.Writer) error {
 				kind := string(res.OutputFormat)
 				if res.Compressed {

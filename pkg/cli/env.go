@@ -31,7 +31,7 @@ func AlsoFromEnv(fs *pflag.FlagSet, flag string, vars ...string) {
 // appear: their environment variable holds a comma-separated list (FLATCAR_CAPO_CLOUD=a,b is
 // --cloud a --cloud b; image refs have no commas either). Others (--set, --property: KEY=a,b
 // is a legitimate value) take the whole variable as one value.
-var envListFlags = map[string]bool{"cloud": true, "tag": true, "image": true}
+var envListFlags = map[string]bool{"cloud": true, "tag": true, "image": true, "enable-sysext": true}
 
 func isRepeatable(f *pflag.Flag) bool {
 	t := f.Value.Type()

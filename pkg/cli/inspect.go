@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/inspect"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
@@ -72,7 +74,11 @@ func printInspect(w io.Writer, r *inspect.Report) error {
 	for _, p := range r.Partitions {
 		fmt.Fprintf(w, "  %d  %-12s %-16s %10s  %s\n", p.Number, p.Name, p.Type, progress.Bytes(p.Size), p.TypeGUID)
 	}
-	fmt.Fprintf(w, "MBR:        %s\n", r.MBR.Kind)
+	mbr := string(r.MBR.Kind)
+	if r.MBR.Kind == disk.MBRProtective {
+		mbr += " (one 0xEE entry over the disk, as Glance and Nova want)"
+	}
+	fmt.Fprintf(w, "MBR:        %s\n", mbr)
 	fmt.Fprintf(w, "OEM:        partition %d, %s, grub.cfg %s\n", r.OEM.Partition, r.OEM.Filesystem, map[bool]string{true: "present", false: "missing"}[r.OEM.GrubCfg])
 	fmt.Fprintf(w, "  oem_id:        %s\n", r.OEM.Settings.OEMID)
 	fmt.Fprintf(w, "  linux_append:  %s\n", r.OEM.Settings.LinuxAppend)
@@ -92,6 +98,17 @@ func printInspect(w io.Writer, r *inspect.Report) error {
 	fmt.Fprintf(w, "config.ign: %s\n", map[bool]string{true: "present (overrides user-data!)", false: "absent"}[r.ConfigIgn])
 	printExtensions(w, r.Extensions)
 	printContainerd(w, r.Containerd)
+	usb := "on (no /etc/modprobe.d file turns it off)"
+	if r.Node.USBStorageOff {
+		usb = "off (" + r.Node.USBStorageFile + ")"
+	}
+	fmt.Fprintf(w, "USB storage: %s\n", usb)
+	if len(r.Node.EnabledSysext) > 0 {
+		fmt.Fprintf(w, "Official extensions: %s (%s)\n", strings.Join(r.Node.EnabledSysext, ", "), node.EnabledSysextConf)
+	}
+	if r.Node.ReleaseFileServer != "" {
+		fmt.Fprintf(w, "Release file server: %s (%s on the kernel command line)\n", r.Node.ReleaseFileServer, node.ReleaseFileServerArg)
+	}
 	fmt.Fprintf(w, "Verdict for %s: %s\n", r.Target, r.Verdict)
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "  %-7s %s\n", f.Level+":", f.Message)

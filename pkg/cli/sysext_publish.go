@@ -24,14 +24,17 @@ Flatcar's sysext-bakery does:
                                       systemd-sysupdate checks with gpg when a transfer says Verify=true
   FILE.raw.sha512                     the sha512 of each (manifests --flavor sysext reads it for
                                       Ignition's verification.hash)
+  kubernetes/kubernetes-v1.NN.transfer
   kubernetes/kubernetes-v1.NN.conf    the systemd-sysupdate transfer of each Kubernetes minor present
                                       (the bakery's name and place): newer
                                       kubernetes-v1.NN.<patch>-<arch>.raw from --url; Verify=true
-                                      when signed. The same file is also written as
-                                      kubernetes-1.NN.conf, the name earlier versions used.
-  noop.conf                           keeps systemd-sysupdate away from the OS itself
+                                      when signed. systemd 257+ reads .transfer, systemd 255
+                                      (Flatcar LTS) only .conf: both are written, the same file.
+                                      It is also written as kubernetes-1.NN.conf, the name earlier
+                                      versions used.
+  noop.transfer, noop.conf            keeps systemd-sysupdate away from the OS itself
 
-So URL/kubernetes/kubernetes-v1.NN.conf, URL/noop.conf and URL/kubernetes-v1.NN.P-x86-64.raw
+So URL/kubernetes/kubernetes-v1.NN.{transfer,conf}, URL/noop.{transfer,conf} and URL/kubernetes-v1.NN.P-x86-64.raw
 are where CAPO's flatcar-sysext template and the bakery's docs look on extensions.flatcar.org.
 
 --url is where DIR will be served (the transfer files name it): http(s), no credentials, query
@@ -56,7 +59,7 @@ which installs it as /etc/systemd/import-pubring.gpg, where systemd-sysupdate's 
 				if p.Signature != "" {
 					signed = "signed by " + p.Signer + " (" + p.Signature + ", transfers say Verify=true)"
 				}
-				fmt.Fprintf(w, "Wrote SHA256SUMS, *.raw.sha512, %s and noop.conf in %s for %s, %s\n", strings.Join(p.Transfers, ", "), p.Dir, p.URL, signed)
+				fmt.Fprintf(w, "Wrote SHA256SUMS, *.raw.sha512 and %s in %s for %s, %s\n", strings.Join(p.Transfers, ", "), p.Dir, p.URL, signed)
 				return nil
 			})
 		},

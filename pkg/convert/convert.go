@@ -50,6 +50,7 @@ type Result struct {
 	DataBytes    int64       `json:"dataBytes"`   // bytes of the input that may hold data (holes excluded)
 	OutputBytes  int64       `json:"outputBytes"` // length of the output file
 	Seconds      float64     `json:"seconds"`
+	Warnings     []string    `json:"warnings,omitempty"` // what the output needs before a cloud takes it (a hybrid MBR)
 }
 
 // OutputFormat returns the format to write: to when given, else from out's extension
@@ -106,6 +107,9 @@ func File(ctx context.Context, in, out string, opts Options) (Result, error) {
 	}
 	defer img.Close()
 	res.InputFormat, res.OutputFormat, res.Compressed, res.VirtualSize = img.Format, format, opts.Compress, img.Size()
+	if mbr, err := disk.ReadMBR(img.Disk); err == nil && mbr.Kind == disk.MBRHybrid {
+		res.Warnings = append(res.Warnings, disk.HybridMBRAdvice(out))
+	}
 	if res.OutputBytes, res.DataBytes, err = Write(ctx, img.Disk, out, format, opts); err != nil {
 		return res, fmt.Errorf("converting %s to %s: %w", in, out, err)
 	}

@@ -3,9 +3,12 @@ package disk
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
@@ -84,6 +87,79 @@ func TestHybridMBRIsDetectedAndReplaced(t *testing.T) {
 	defer img.Close()
 	if mbr, _ = ReadMBR(img.Disk); mbr.Kind != MBRProtective {
 		t.Fatalf("after rewrite: %s", mbr.Kind)
+	}
+}
+
+// The protective MBR is the UEFI specification's, byte for byte (5.2.3, Table "Protective MBR
+// Partition Record"), on a disk CHS can address and one it cannot, over a hybrid MBR as sgdisk -h
+// writes it; the real gdisk and fdisk read it as one 0xEE entry over the whole disk.
+func TestProtectiveMBRIsTheUEFISpecifications(t *testing.T) {
+	testutil.RequireTools(t, "gdisk", "fdisk")
+	for _, size := range []int64{64 << 20, 16 << 30} {
+		path := makeGPT(t, true)
+		if err := os.Truncate(path, size); err != nil {
+			t.Fatal(err)
+		}
+		testutil.MustRun(t, "sgdisk", "-e", path) // the backup GPT to the new end, hybrid MBR kept
+		// The first and last MiB: the MBR, the GPTs and the partitions' starts (a whole read of
+		// the sparse 16 GiB file would take minutes).
+		ends := func() []byte {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			b := make([]byte, 2<<20)
+			if _, err := f.ReadAt(b[:1<<20], 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.ReadAt(b[1<<20:], size-1<<20); err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		before := ends()
+		img, err := Open(path, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mbr, _ := ReadMBR(img.Disk); mbr.Kind != MBRHybrid {
+			t.Fatalf("%d bytes: sgdisk -h made a %s MBR", size, mbr.Kind)
+		}
+		if err := WriteProtectiveMBR(img.Disk); err != nil {
+			t.Fatal(err)
+		}
+		img.Close()
+		got := ends()
+
+		sectors := size / 512
+		want := make([]byte, 512)
+		copy(want[:440], before[:440]) // boot code: kept
+		e := want[446:462]
+		e[1], e[2], e[3] = 0x00, 0x02, 0x00 // StartingCHS
+		e[4] = 0xEE
+		if c := (sectors - 1) / (255 * 63); c <= 1023 { // EndingCHS of the last block
+			h, s := (sectors-1)/63%255, (sectors-1)%63+1
+			e[5], e[6], e[7] = byte(h), byte(s)|byte(c>>8)<<6, byte(c)
+		} else {
+			e[5], e[6], e[7] = 0xFF, 0xFF, 0xFF
+		}
+		binary.LittleEndian.PutUint32(e[8:], 1)
+		binary.LittleEndian.PutUint32(e[12:], uint32(min(sectors-1, 0xFFFFFFFF)))
+		want[510], want[511] = 0x55, 0xAA
+		if !bytes.Equal(got[:512], want) {
+			t.Errorf("%d bytes: sector 0\n got %x\nwant %x", size, got[440:512], want[440:512])
+		}
+		if !bytes.Equal(got[512:], before[512:]) {
+			t.Errorf("%d bytes: WriteProtectiveMBR changed more than sector 0", size)
+		}
+		if out := testutil.MustRun(t, "gdisk", "-l", path); !strings.Contains(out, "MBR: protective") {
+			t.Errorf("gdisk -l does not see a protective MBR:\n%s", out)
+		}
+		out := testutil.MustRun(t, "fdisk", "-l", "-t", "dos", "-o", "Device,Start,Sectors,Id", path)
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), fmt.Sprintf("%s1 %d %d ee", path, 1, sectors-1)) || strings.Count(out, path) != 2 {
+			t.Errorf("fdisk -t dos does not see one 0xEE entry from sector 1 over %d sectors:\n%s", sectors-1, out)
+		}
 	}
 }
 

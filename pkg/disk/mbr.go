@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
@@ -58,25 +59,50 @@ func ReadMBR(s vdisk.Disk) (MBRInfo, error) {
 }
 
 // WriteProtectiveMBR replaces the four MBR partition entries with the single 0xEE entry of a
-// standard protective MBR, keeping the boot code (GRUB's boot.img still loads core.img from the
-// BIOS-BOOT partition, as in Flatcar 4459.2.0).
+// protective MBR as the UEFI specification (5.2.3, "Protective MBR") lays it out: not bootable,
+// starting CHS 0x000200, OSType 0xEE, ending CHS that of the disk's last block (0xFFFFFF when CHS
+// cannot hold it), StartingLBA 1, SizeInLBA the disk's size minus one (0xFFFFFFFF when larger),
+// the other three entries and the unique disk signature zero, 0xAA55 last. The boot code (0..439)
+// is kept: GRUB's boot.img still loads core.img from the BIOS-BOOT partition, as in Flatcar
+// 4459.2.0.
 func WriteProtectiveMBR(s vdisk.Disk) error {
 	var mbr [512]byte
 	if n, err := s.ReadAt(mbr[:], 0); n != 512 {
 		return mbrReadError(err)
 	}
-	size := uint32(min(s.Size()/sectorSize-1, 0xFFFFFFFF))
-	clear(mbr[446:510])
+	sectors := s.Size() / sectorSize
+	size := uint32(min(sectors-1, 0xFFFFFFFF))
+	clear(mbr[440:510])
 	e := mbr[446:462]
-	e[0] = 0x00                           // not bootable
-	e[1], e[2], e[3] = 0x00, 0x02, 0x00   // CHS start 0/0/2
-	e[4] = 0xEE                           // GPT protective
-	e[5], e[6], e[7] = 0xFF, 0xFF, 0xFF   // CHS end (max)
-	e[8], e[9], e[10], e[11] = 1, 0, 0, 0 // first LBA 1
-	e[12], e[13], e[14], e[15] = byte(size), byte(size>>8), byte(size>>16), byte(size>>24)
+	e[0] = 0x00                         // not bootable
+	e[1], e[2], e[3] = 0x00, 0x02, 0x00 // starting CHS: LBA 1
+	e[4] = 0xEE                         // GPT protective
+	copy(e[5:8], protectiveCHS(sectors-1))
+	binary.LittleEndian.PutUint32(e[8:12], 1) // StartingLBA
+	binary.LittleEndian.PutUint32(e[12:16], size)
 	mbr[510], mbr[511] = 0x55, 0xAA
 	_, err := s.WriteAt(mbr[:], 0)
 	return err
+}
+
+// protectiveCHS is the CHS address of lba in the geometry partitioning tools assume (255 heads,
+// 63 sectors a track), or 0xFFFFFF, the UEFI specification's value when CHS cannot hold it.
+func protectiveCHS(lba int64) []byte {
+	const heads, sectors = 255, 63
+	c := lba / (heads * sectors)
+	if c > 1023 {
+		return []byte{0xFF, 0xFF, 0xFF}
+	}
+	h, sec := lba/sectors%heads, lba%sectors+1
+	return []byte{byte(h), byte(sec) | byte(c>>8)<<6, byte(c)}
+}
+
+// HybridMBRAdvice says what a hybrid MBR in the image at path means for OpenStack and how to
+// fix it; convert, upload and inspect say it.
+func HybridMBRAdvice(path string) string {
+	return fmt.Sprintf("%s has a hybrid MBR (Flatcar LTS 4081 and releases before 4459.2.0): Glance 2026.2 refuses such images "+
+		"by default (its GPT/MBR safety check) and Nova's image inspection rejects them (Launchpad bug 2091114); fix: "+
+		"flatcar-capo oem set %s --id openstack --protective-mbr (flatcar-capo build writes the protective MBR itself)", path, path)
 }
 
 // mbrReadError keeps why sector 0 could not be read (a corrupt qcow2 says what it found).

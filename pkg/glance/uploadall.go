@@ -229,6 +229,7 @@ func UploadFile(ctx context.Context, u FileUpload) ([]*Result, error) {
 	if err := req.SetFile(u.File, u.DiskFormat); err != nil {
 		return nil, err // a compressed or foreign image is a failure (exit 1), like in every command
 	}
+	warnHybridMBR(u.File, u.Log)
 	if u.Record != nil {
 		if u.Metadata.Record, err = u.Record(u.File); err != nil {
 			return nil, err
@@ -325,5 +326,18 @@ func Qcow2AsRaw(path string) Opener {
 	return func() (io.ReaderAt, io.Closer, error) {
 		r, f, err := convert.RawReader(path)
 		return r, f, err
+	}
+}
+
+// warnHybridMBR says, before the upload, what a hybrid MBR means for the cloud and how to fix it:
+// Glance 2026.2 refuses the image, an older Glance takes it and Nova's inspection refuses it later.
+func warnHybridMBR(path string, log io.Writer) {
+	img, err := disk.Open(path, false)
+	if err != nil || log == nil {
+		return // SetFile opened it; an error here is not the upload's
+	}
+	defer img.Close()
+	if mbr, err := disk.ReadMBR(img.Disk); err == nil && mbr.Kind == disk.MBRHybrid {
+		fmt.Fprintf(log, "warning: %s\n", disk.HybridMBRAdvice(path))
 	}
 }

@@ -42,8 +42,9 @@ type Options struct {
 	CacheDir           string        // release and Kubernetes download cache
 	Network            httpx.Options // retries, stall timeout and deadline of every download
 
-	OEM         string // --oem, default openstack
-	KeepUpdates bool   // do not mask update-engine/locksmithd
+	OEM         string       // --oem, default openstack
+	KeepUpdates bool         // do not mask update-engine/locksmithd
+	Node        NodeSettings // USB storage, Flatcar's official extensions and their server (nodesettings.go)
 
 	Kubernetes kubernetes.Options // versions, mirrors, arch (filled from Release.Arch); exact after stepResolve
 	// KubernetesRequested is --kubernetes-version as given when it was stable or a minor.
@@ -158,6 +159,9 @@ func (o *Options) validate() error {
 		return fmt.Errorf("invalid --disk-format %q: qcow2 (default) or raw (for Ceph-backed Glance)", o.DiskFormat)
 	}
 	if _, err := glance.BuildMetadata(glance.MetadataInput{Properties: o.Properties, Tags: o.Tags, Record: glance.RecordValues{Arch: "amd64"}}); err != nil {
+		return err
+	}
+	if err := o.Node.validate(); err != nil {
 		return err
 	}
 	o.OEM = cmp.Or(o.OEM, DefaultOEM)

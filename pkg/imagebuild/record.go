@@ -72,6 +72,12 @@ type Inputs struct {
 	DiskSize         int64    `json:"diskSize,omitempty"`
 	Images           []string `json:"images,omitempty"`     // preload and containerd settings
 	Compressed       bool     `json:"compressed,omitempty"` // --compress (omitted when off: older keys stay)
+	// Since the protective MBR and USB storage off: a hybrid base's artifact and the USB default
+	// changed, so older records' keys no longer match (--keep-usb-storage alone changes nothing).
+	ProtectiveMBR     bool     `json:"protectiveMbr,omitempty"`
+	USBStorageOff     bool     `json:"usbStorageOff,omitempty"`
+	EnableSysext      []string `json:"enableSysext,omitempty"`
+	ReleaseFileServer string   `json:"releaseFileServer,omitempty"`
 
 	secrets string // hashed into Key, never stored (the proxies' passwords)
 }
@@ -101,6 +107,10 @@ type BaseImage struct {
 	SHA512   string `json:"sha512,omitempty"`
 	Verified bool   `json:"verified"`
 	Cached   bool   `json:"cached"`
+	// MBR is the base's MBR kind; a hybrid one (Flatcar LTS 4081, releases before 4459.2.0) is
+	// replaced with a protective MBR in the artifact (MBRReplaced), as Glance 2026.2 and Nova want.
+	MBR         string `json:"mbr,omitempty"`
+	MBRReplaced bool   `json:"mbrReplaced,omitempty"`
 }
 
 // Download is one verified Kubernetes download.

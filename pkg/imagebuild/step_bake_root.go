@@ -58,15 +58,15 @@ func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 	return multistep.ActionContinue
 }
 
-// imageEntries are the preloaded images' archive and the node's containerd settings and
-// import unit (stepImages planned them).
+// imageEntries are the node settings' files (nodesettings.go), the preloaded images' archive and
+// the node's containerd settings and import unit (stepImages planned them).
 func imageEntries(ctx context.Context, state multistep.StateBag) ([]rootfs.Entry, error) {
+	out := options(state).Node.entries() // USB storage, official extensions: with or without images
 	plan := keyImages.get(state)
 	if plan == nil {
-		return nil, nil
+		return out, nil
 	}
 	var size int64
-	var out []rootfs.Entry
 	if plan.Archive != nil {
 		a := plan.Archive
 		size = a.Size

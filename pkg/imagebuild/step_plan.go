@@ -32,6 +32,7 @@ type Plan struct {
 	Clouds              []string          `json:"clouds,omitempty"`
 	Flavor              string            `json:"flavor"`
 	Images              *ImagesDryRun     `json:"images,omitempty"` // what would be preloaded (images.go)
+	Node                NodeSettings      `json:"node"`             // USB storage, official extensions (nodesettings.go)
 	// Signed are the .sig files --sign-key would write; GlanceSigned says the upload is signed.
 	Signed       []string `json:"signed,omitempty"`
 	GlanceSigned bool     `json:"glanceSigned,omitempty"`
@@ -50,7 +51,7 @@ func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	p := &Plan{Method: o.Method, Channel: rel.Channel, FlatcarVersion: rel.Version, Arch: rel.Arch, Base: o.Base,
 		OEM: o.OEM, KubernetesVersion: o.Kubernetes.Kubernetes, Downloads: o.Kubernetes.Files(),
 		KubernetesRequested: o.KubernetesRequested, KubernetesFrom: o.KubernetesFrom, CrictlVersion: o.Kubernetes.Crictl, CNIVersion: o.Kubernetes.CNI, ImageName: o.ImageName,
-		Artifact: ArtifactPath(o), Clouds: o.Clouds, Flavor: flavors[o.Method]}
+		Artifact: ArtifactPath(o), Clouds: o.Clouds, Flavor: flavors[o.Method], Node: o.Node}
 	if !needsKubernetesDownloads(o) {
 		p.Downloads = []kubernetes.File{}
 	}

@@ -142,7 +142,8 @@ func inputs(o *Options, rel release.Release) (Inputs, error) {
 		OEM: o.OEM, Kubernetes: o.Kubernetes.Kubernetes, Crictl: o.Kubernetes.Crictl, CNI: o.Kubernetes.CNI,
 		KubernetesMirror: redact.URL(o.Kubernetes.Mirror), GitHubMirror: redact.URL(o.Kubernetes.GitHubMirror),
 		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize, Images: o.Images.inputs(),
-		Compressed: o.Compress, secrets: o.Images.secrets()}
+		Compressed: o.Compress, secrets: o.Images.secrets(),
+		ProtectiveMBR: true, USBStorageOff: !o.Node.KeepUSBStorage, EnableSysext: o.Node.EnableSysext, ReleaseFileServer: o.Node.ReleaseFileServer}
 	if o.BaseImage != "" {
 		fi, err := os.Stat(o.BaseImage)
 		if err != nil {

@@ -45,6 +45,7 @@ type Report struct {
 	ConfigIgn  bool            `json:"configIgn"`
 	Extensions Extensions      `json:"extensions"` // sysexts in ROOT (sysext.go)
 	Containerd Containerd      `json:"containerd"` // preloaded images, containerd settings (images.go)
+	Node       NodeSettings    `json:"node"`       // USB storage, official extensions, their server (node.go)
 	Target     string          `json:"target"`
 	Verdict    string          `json:"verdict"`
 	Findings   []Finding       `json:"findings"`
@@ -70,7 +71,8 @@ func newReport(path string) *Report {
 		Sysext: []SysextEntry{}, Markers: []string{}, Findings: []Finding{},
 		Extensions: Extensions{Links: []ExtensionLink{}, Stored: []StoredExtension{}},
 		Containerd: Containerd{Images: []PreloadedImage{}, Kubeadm: []string{}, Missing: []string{}, DropIns: []string{},
-			Registries: []RegistryHosts{}, AuthHosts: []string{}}}
+			Registries: []RegistryHosts{}, AuthHosts: []string{}},
+		Node: NodeSettings{EnabledSysext: []string{}}}
 }
 
 // Inspect reads img and judges it for target ("" = the image's own effective oem_id).
@@ -108,7 +110,9 @@ func Inspect(img *disk.Image, target string) (*Report, error) {
 	}
 	esp := r.openESP(img, parts)
 	r.FirstBoot = firstBootFlag(esp)
-	r.readContainerd(r.readExtensions(img, parts, esp))
+	root := r.readExtensions(img, parts, esp)
+	r.readContainerd(root)
+	r.readNode(root)
 	r.Target = cmp.Or(target, state.Settings.OEMID)
 	r.judge()
 	return r, nil

@@ -49,6 +49,7 @@ var reportShape = shape{
 		"dropIns": list{str}, "sandboxImage": str, "configPath": str,
 		"registries": list{shape{"registry": str, "server": str, "mirrors": list{str}, "ca": boolean, "overridePath": boolean}},
 		"proxy":      shape{"httpProxy": str, "httpsProxy": str, "noProxy": str, "hasPassword": boolean}, "authHosts": list{str}},
+	"node": shape{"usbStorageOff": boolean, "usbStorageFile": str, "enabledSysext": list{str}, "releaseFileServer": str},
 }
 
 // checkShape reports every documented field that is missing, null where a list or value is

@@ -127,7 +127,7 @@ func ruleAutologin(r *Report) {
 
 func ruleHybridMBR(r *Report) {
 	if r.MBR.Kind == disk.MBRHybrid {
-		r.add(LevelWarning, "hybrid-mbr", "the image has a hybrid MBR (Flatcar before 4459.2.0): newer Nova rejects it (Launchpad bug 2091114); fix: flatcar-capo oem set %s --id %s --protective-mbr", r.Image, r.Target)
+		r.add(LevelWarning, "hybrid-mbr", "the image has a hybrid MBR (Flatcar LTS 4081 and releases before 4459.2.0): Glance 2026.2 refuses it by default and newer Nova rejects it (Launchpad bug 2091114); fix: flatcar-capo oem set %s --id %s --protective-mbr", r.Image, r.Target)
 	}
 }
 

@@ -68,6 +68,23 @@ const (
 	ProxyEnvFile         = "/etc/flatcar-capo/proxy.env"                    // root-only: a proxy URL may carry a password
 )
 
+// Hardening and Flatcar's official extensions (build writes them, both methods; inspect reads them).
+const (
+	// USBStorageConf turns USB storage off (image-builder's disable_flatcar_usb does the same on
+	// Flatcar): modprobe runs /bin/false instead of loading the module, and udev's alias loads
+	// are blacklisted. build --keep-usb-storage leaves it out.
+	USBStorageConf = "/etc/modprobe.d/flatcar-capo-usb-storage.conf"
+	// EnabledSysextConf lists Flatcar's official extensions (zfs, podman, nvidia-drivers-...) by
+	// name, one a line: Flatcar's initrd downloads and enables them.
+	EnabledSysextConf = "/etc/flatcar/enabled-sysext.conf"
+	// ReleaseFileServerArg is the kernel argument that points the official extensions' downloads
+	// at a mirror of Flatcar's release server (set in the OEM grub.cfg's linux_append).
+	ReleaseFileServerArg = "flatcar.release_file_server_url"
+)
+
+// USBStorageOff is USBStorageConf's content.
+const USBStorageOff = "# flatcar-capo: USB storage off (build --keep-usb-storage keeps it)\ninstall usb-storage /bin/false\nblacklist usb-storage\n"
+
 // ImagesDropIn orders unit after the import unit; ProxyDropIn gives unit the proxy environment.
 func ImagesDropIn(unit string) string { return UnitDir + "/" + unit + ".d/05-flatcar-capo-images.conf" }
 func ProxyDropIn(unit string) string  { return UnitDir + "/" + unit + ".d/10-flatcar-capo-proxy.conf" }
@@ -116,6 +133,10 @@ EnvironmentFile=/run/metadata/flatcar
 Restart=on-failure
 RestartSec=30
 `
+
+// SysupdateTimer is masked by every CAPO flavor's additionalConfig (enabled with manifests
+// --sysupdate-url): Flatcar 4515+ enables it, and its service fails with no transfer.
+const SysupdateTimer = "systemd-sysupdate.timer"
 
 // UpdateUnits are masked unless updates are kept: update-engine and locksmithd must not reboot
 // a node into another Flatcar behind the cluster's back (image-builder and CAPO mask them too).

@@ -205,9 +205,12 @@ func TestTemplatesCarryTheDefinedUnits(t *testing.T) {
 				t.Fatalf("%s: %v", f, err)
 			}
 			var masked []string
-			dropIn := false
+			dropIn, timerMasked := false, false
 			for _, u := range c.Systemd.Units {
-				if u.Mask {
+				switch {
+				case u.Mask && u.Name == SysupdateTimer:
+					timerMasked = true
+				case u.Mask:
 					masked = append(masked, u.Name)
 				}
 				for _, d := range u.Dropins {
@@ -224,6 +227,9 @@ func TestTemplatesCarryTheDefinedUnits(t *testing.T) {
 			}
 			if !dropIn {
 				t.Errorf("%s: no %s", f, KubeadmDropIn)
+			}
+			if !timerMasked {
+				t.Errorf("%s: %s is not masked", f, SysupdateTimer)
 			}
 			if masked != nil && strings.Join(masked, " ") != strings.Join(UpdateUnits, " ") {
 				t.Errorf("%s masks %v, want pkg/node's UpdateUnits %v", f, masked, UpdateUnits)

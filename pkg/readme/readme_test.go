@@ -22,6 +22,10 @@ import (
 // README's pinned examples use it too.
 const releaseVersion = "4459.2.0"
 
+// kubernetesVersion is the Kubernetes the stand-in mirror serves as stable (and stable-1.36): the
+// current upstream release the README's examples name.
+const kubernetesVersion = "v1.36.1"
+
 // exampleHost is the placeholder mirror host of the README's air-gapped examples; the test points
 // each flag that names it at the matching local server.
 const exampleHost = "mirror.example"
@@ -150,7 +154,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 
-	kube := kubetest.New(t, kubernetes.Options{})
+	kube := kubetest.New(t, kubernetes.Options{Kubernetes: kubernetesVersion})
 	clouds := openstack()
 
 	w.mirrors = map[string]string{

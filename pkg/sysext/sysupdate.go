@@ -18,7 +18,7 @@ import (
 )
 
 // SysupdateConf is the systemd-sysupdate transfer of Flatcar's sysext-bakery (kubernetes/
-// kubernetes-v1.NN.conf, which CAPO's flatcar-sysext template installs in
+// kubernetes-v1.NN.transfer and .conf, which CAPO's flatcar-sysext template installs in
 // /etc/sysupdate.kubernetes.d/): newer patch releases of version's minor from the directory url,
 // %a being systemd's architecture name. verify makes systemd-sysupdate check SHA256SUMS.gpg.
 func SysupdateConf(version, url string, verify bool) ([]byte, error) {
@@ -47,7 +47,7 @@ CurrentSymlink=%s
 `, verify, url, minor(version), KubernetesDir, KubernetesLink)), nil
 }
 
-// SysupdateNoop (the bakery's noop.conf, /etc/sysupdate.d/noop.conf) keeps systemd-sysupdate
+// SysupdateNoop (the bakery's noop.transfer and noop.conf, in /etc/sysupdate.d/) keeps systemd-sysupdate
 // from touching the OS itself: only the component above is updated.
 const SysupdateNoop = `[Source]
 Type=regular-file
@@ -59,14 +59,24 @@ Type=regular-file
 Path=/
 `
 
-// TransferName is the bakery's transfer file of a Kubernetes minor, kubernetes-v1.35.conf,
-// published under TransferDir and installed in /etc/sysupdate.kubernetes.d/.
-func TransferName(version string) string {
+// TransferExts are the names of a transfer file, each written with the same content:
+// systemd >= 257 reads *.transfer and falls back to *.conf only when a directory set holds no
+// .transfer at all; systemd 255 (Flatcar LTS) reads only *.conf. With both in one directory every
+// systemd reads exactly one of them, whatever Flatcar the node runs.
+var TransferExts = []string{".transfer", ".conf"}
+
+// TransferName is the bakery's transfer file of a Kubernetes minor with ext (one of
+// TransferExts), kubernetes-v1.35.transfer, published under TransferDir and installed in
+// /etc/sysupdate.kubernetes.d/.
+func TransferName(version, ext string) string {
 	if m := minor(version); m != "" {
-		return "kubernetes-v" + m + ".conf"
+		return "kubernetes-v" + m + ext
 	}
 	return ""
 }
+
+// NoopName is the bakery's noop transfer with ext (noop.transfer, noop.conf).
+func NoopName(ext string) string { return "noop" + ext }
 
 // TransferDir is the bakery's directory of the Kubernetes transfers (extensions/kubernetes/).
 const TransferDir = "kubernetes"
@@ -104,7 +114,7 @@ type Published struct {
 	Dir       string            `json:"dir"`
 	URL       string            `json:"url"`
 	Sysexts   []PublishedSysext `json:"sysexts"`
-	Transfers []string          `json:"transfers"`           // kubernetes/kubernetes-v1.NN.conf (and the flat kubernetes-1.NN.conf)
+	Transfers []string          `json:"transfers"`           // kubernetes/kubernetes-v1.NN.{transfer,conf}, noop.{transfer,conf} (and the flat kubernetes-1.NN.conf)
 	Signature string            `json:"signature,omitempty"` // SHA256SUMS.gpg when signed
 	Signer    string            `json:"signer,omitempty"`    // the signing key's fingerprint
 	Verify    bool              `json:"verify"`              // the transfers' Verify=
@@ -127,8 +137,9 @@ type PublishOptions struct {
 // Publish makes dir a self-hosted bakery served at url, in the bakery's layout: SHA256SUMS over
 // every .raw (what systemd-sysupdate's url-file source reads), FILE.raw.sha512 beside each (what
 // manifests --flavor sysext reads for Ignition's verification.hash),
-// kubernetes/kubernetes-v1.NN.conf for each Kubernetes minor present (and the flat
-// kubernetes-1.NN.conf of earlier versions), noop.conf, and with a signing key SHA256SUMS.gpg.
+// kubernetes/kubernetes-v1.NN.transfer and .conf for each Kubernetes minor present (and the flat
+// kubernetes-1.NN.conf of earlier versions), noop.transfer and noop.conf, and with a signing key
+// SHA256SUMS.gpg.
 // Every name and the URL are checked before anything is written; each file is written to a
 // temporary name first.
 func Publish(dir string, o PublishOptions) (*Published, error) {
@@ -208,13 +219,23 @@ func Publish(dir string, o PublishOptions) (*Published, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, name := range []string{filepath.Join(TransferDir, TransferName(v)), FlatTransferName(v)} {
+		names := []string{FlatTransferName(v)}
+		for _, ext := range TransferExts {
+			names = append(names, filepath.Join(TransferDir, TransferName(v, ext)))
+		}
+		for _, name := range names {
 			if err := atomicfile.WriteFile(filepath.Join(dir, name), conf, 0o644); err != nil {
 				return nil, err
 			}
 			p.Transfers = append(p.Transfers, name)
 		}
 	}
+	for _, ext := range TransferExts {
+		if err := atomicfile.WriteFile(filepath.Join(dir, NoopName(ext)), []byte(SysupdateNoop), 0o644); err != nil {
+			return nil, err
+		}
+		p.Transfers = append(p.Transfers, NoopName(ext))
+	}
 	sort.Strings(p.Transfers)
-	return p, atomicfile.WriteFile(filepath.Join(dir, "noop.conf"), []byte(SysupdateNoop), 0o644)
+	return p, nil
 }

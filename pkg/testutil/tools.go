@@ -14,7 +14,7 @@ var Tools = map[string]string{
 	"prlimit": "test", "qemu-img": "test", "qemu-io": "test", "qemu-system-x86_64": "test",
 	"resize2fs": "test", "runc": "test", "setpriv": "test", "sgdisk": "test", "sha256sum": "test",
 	"ssh-keygen": "test", "timeout": "test", "umount": "test", "unsquashfs": "test", "uwsgi": "test",
-	"xorriso": "test", "barbican-wsgi-api": "test",
+	"xorriso": "test", "barbican-wsgi-api": "test", "gdisk": "test", "fdisk": "test", "modprobe": "test",
 	// Required by tests on other branches (sbom, signed sysupdate, fleet examples) that merge next.
 	"curl": "test", "gpg": "test", "gpgconf": "test", "python3": "test",
 	// make test-image and make bench install these; make test does not run their tests.
