@@ -31,7 +31,7 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 		if fi, err := os.Stat(abs); err != nil || !fi.Mode().IsRegular() {
 			return halt(state, fmt.Errorf("--base-image %s: not a readable image file (%v)", o.BaseImage, err))
 		}
-		rec.Base = BaseImage{File: abs}
+		rec.Base = BaseImage{File: filepath.Base(abs)} // the file's name: no build-host path goes into the record or SBOM
 		keyBase.put(state, abs)
 		note(state, "local base image %s (not verified: your file)", abs)
 		return multistep.ActionContinue
@@ -43,8 +43,8 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	if err != nil {
 		return halt(state, err)
 	}
-	rec.Base = BaseImage{File: res.File, URL: redact.URL(res.URL), SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
-	keyBase.put(state, res.File)
+	rec.Base = BaseImage{File: filepath.Base(res.File), URL: redact.URL(res.URL), SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
+	keyBase.put(state, res.File) // the cache's path, where this build reads it; the record names the file only
 	how := "downloaded"
 	if res.Cached {
 		how = "from the cache"
