@@ -44,7 +44,7 @@ gives the same bytes (a timestamp only from SOURCE_DATE_EPOCH). build writes a f
   flatcar-capo inspect image-builder-flatcar.qcow2 --sbom-file image-builder-flatcar.cdx.json`,
 		Args: ExactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := inspect.File(args[0], inspect.FileOptions{Target: target, SBOMFile: sbomFile, Tool: Version})
+			r, err := inspect.File(cmd.Context(), args[0], inspect.FileOptions{Target: target, SBOMFile: sbomFile, Tool: Version})
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"context"
 	"os"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
@@ -17,7 +18,7 @@ type FileOptions struct {
 
 // File checks o, opens the image at path, reports on it and writes the SBOM. A NOT READY
 // image is a report, not an error.
-func File(path string, o FileOptions) (*Report, error) {
+func File(ctx context.Context, path string, o FileOptions) (*Report, error) {
 	if o.Target != "" {
 		if err := oem.ValidateID(o.Target, true); err != nil {
 			return nil, err
@@ -43,7 +44,7 @@ func File(path string, o FileOptions) (*Report, error) {
 		return nil, err
 	}
 	if o.SBOMFile != "" {
-		inv, err := SBOM(img, r, o.Tool)
+		inv, err := SBOM(ctx, img, r, o.Tool)
 		if err != nil {
 			return nil, err
 		}
