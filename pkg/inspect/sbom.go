@@ -77,7 +77,7 @@ func SBOM(ctx context.Context, img *disk.Image, r *Report, tool string) (sbom.In
 			continue // no such directory: nothing installed there
 		}
 		if err != nil {
-			return inv, fmt.Errorf("the SBOM cannot list %s in ROOT: %w", dir, err)
+			return inv, fmt.Errorf("the SBOM cannot list %s in ROOT (nothing is left out silently): %w; the ext4 reader cannot read some entries (file names of 248-255 bytes are one): rename or remove it, or inspect without --sbom-file", dir, err)
 		}
 		for _, e := range ents {
 			if e.kind != "file" {
