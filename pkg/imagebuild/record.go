@@ -102,6 +102,16 @@ type BaseImage struct {
 	SHA512   string `json:"sha512,omitempty"`
 	Verified bool   `json:"verified"`
 	Cached   bool   `json:"cached"`
+	// SBOM is Flatcar's package SBOM of the release, verified like the image; nil when the
+	// release publishes none (or the base is a local file or not verified).
+	SBOM *FlatcarSBOM `json:"sbom,omitempty"`
+}
+
+// FlatcarSBOM is where Flatcar publishes its SBOM of the release and its verified sha512.
+type FlatcarSBOM struct {
+	URL      string `json:"url"`
+	SHA512   string `json:"sha512"`
+	Verified bool   `json:"verified"`
 }
 
 // Download is one verified Kubernetes download.

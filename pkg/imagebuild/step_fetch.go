@@ -11,6 +11,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
 // stepFetch gets the base image exactly as `flatcar-capo fetch` does (verified, cached; the
@@ -54,5 +55,30 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 		verified = "NOT verified (--insecure-skip-verify)"
 	}
 	note(state, "%s image %s, %s, %s", o.Base, redact.URL(res.URL), how, verified)
+	if res.Verified {
+		if err := fetchFlatcarSBOM(ctx, state, res); err != nil {
+			return halt(state, err)
+		}
+	}
 	return multistep.ActionContinue
+}
+
+// fetchFlatcarSBOM records Flatcar's package SBOM of the release, checked like the image, for
+// the build's SBOM to refer to. Not for an unverified base: an SBOM says what a verified
+// release holds.
+func fetchFlatcarSBOM(ctx context.Context, state multistep.StateBag, res *fetch.Result) error {
+	o, rec := options(state), record(state)
+	rel := keyRelease.get(state)
+	rel.Channel, rel.Arch, rel.Version = res.Channel, res.Arch, res.Version // resolved
+	s, err := fetch.FetchSBOM(ctx, o.client(), rel, o.Keyring, nil)
+	if err != nil {
+		return fmt.Errorf("Flatcar's SBOM of release %s: %w", res.Version, err)
+	}
+	if s == nil {
+		note(state, "release %s publishes no %s: the SBOM lists the release without it", res.Version, release.SBOMFile)
+		return nil
+	}
+	rec.Base.SBOM = &FlatcarSBOM{URL: redact.URL(s.URL), SHA512: s.SHA512, Verified: s.Verified}
+	note(state, "Flatcar's SBOM %s, verified (OpenPGP + SHA512)", redact.URL(s.URL))
+	return nil
 }
