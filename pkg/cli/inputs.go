@@ -23,17 +23,18 @@ const inputAnnotation = "flatcar-capo/input"
 // TestEveryFileFlagRefusesNonFiles fails for a flag whose help speaks of a file, a directory,
 // a PEM or a keyring and that is neither here nor in its list of flags that read nothing.
 var inputFlags = map[string]string{
-	"config":      "config",
-	"protect":     "protect",
-	"from-record": "record",
-	"keyring":     "keyring",
-	"registry-ca": "ca",
-	"ca-file":     "ca",
-	"images-file": "images-file",
-	"os-release":  "os-release",
-	"sysext":      "sysext",
-	"binaries":    "binaries",
-	"base-image":  "image",
+	"config":       "config",
+	"protect":      "protect",
+	"from-record":  "record",
+	"keyring":      "keyring",
+	"registry-ca":  "ca",
+	"ca-file":      "ca",
+	"images-file":  "images-file",
+	"os-release":   "os-release",
+	"sysext":       "sysext",
+	"binaries":     "binaries",
+	"base-image":   "image",
+	"flatcar-sbom": "spdx",
 	// signing (build/upload: PEM or cosign; sysext publish: OpenPGP) and its checks
 	"sign-key":      "signing-key",
 	"sign-cert":     "cert",
@@ -52,7 +53,7 @@ var inputKinds = map[string]infile.Kind{
 	"config": infile.Config, "protect": infile.Protect, "record": infile.Record, "keyring": infile.Keyring,
 	"ca": infile.CA, "images-file": infile.ImagesFile, "os-release": infile.OSRelease, "sysext": infile.SysextRef,
 	"sysext-file": infile.Sysext, "binaries": infile.Binaries, "manifest": infile.Manifest,
-	"signing-key": infile.SigningKey, "public-key": infile.PublicKey, "cert": infile.Cert,
+	"signing-key": infile.SigningKey, "public-key": infile.PublicKey, "cert": infile.Cert, "spdx": infile.SPDX,
 }
 
 // markInputs annotates the input flags of c and of every command under it.

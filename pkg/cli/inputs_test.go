@@ -46,6 +46,7 @@ var fileish = regexp.MustCompile(`\bFILE\b|(?i)\bfile\b|\bdirectory\b|\bPEM\b|\b
 // baseArgs are what a command needs besides the flag under test for cobra to run it (positional
 // arguments); ok.yaml and ok.raw are small regular files the test makes.
 var baseArgs = map[string][]string{
+	"flatcar-capo inspect":        {"ok.raw"},
 	"flatcar-capo lint":           {"ok.yaml"},
 	"flatcar-capo sysext inspect": {"ok.raw"},
 	"flatcar-capo sysext publish": {"."},
@@ -132,7 +133,7 @@ func TestEveryFileFlagRefusesNonFiles(t *testing.T) {
 	kinds := map[string]infile.Kind{"config": infile.Config, "protect": infile.Protect, "record": infile.Record,
 		"keyring": infile.Keyring, "ca": infile.CA, "images-file": infile.ImagesFile, "os-release": infile.OSRelease,
 		"sysext": infile.SysextRef, "binaries": infile.Binaries, "argument": infile.Manifest,
-		"signing-key": infile.SigningKey, "public-key": infile.PublicKey, "cert": infile.Cert}
+		"signing-key": infile.SigningKey, "public-key": infile.PublicKey, "cert": infile.Cert, "spdx": infile.SPDX}
 	for _, c := range cases {
 		var bads []bad
 		switch k, known := kinds[c.kind]; {

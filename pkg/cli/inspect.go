@@ -15,7 +15,7 @@ import (
 
 func newInspectCommand() *cobra.Command {
 	var (
-		target, sbomFile string
+		target, sbomFile, flatcarSBOM string
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect IMAGE",
@@ -40,13 +40,20 @@ elsewhere: the image file (sha512), the Flatcar version of its os-release, every
 in ROOT (sha512), every file in /opt/bin and /opt/cni/bin (sha256) and the preloaded container
 images (pkg:oci with digest and platform). It is written whatever the verdict; the same image
 gives the same bytes (a timestamp only from SOURCE_DATE_EPOCH). build writes a fuller one,
-<artifact>.cdx.json, with sources and versions from its record.`,
+<artifact>.cdx.json, with sources and versions from its record.
+
+--flatcar-sbom PATH (with --sbom-file) refers the SBOM to Flatcar's own package SBOM of the
+image's release (flatcar_production_image_sbom.json, SPDX JSON, published beside the release's
+images): an external reference of type "bom" on the Flatcar component with the file's name and
+sha512. inspect cannot verify a local file and says so (flatcar-capo:flatcar:sbom:verified
+false); build fetches it and checks it against the release's signed DIGESTS.`,
 		Example: `  flatcar-capo inspect flatcar.raw --for openstack
   flatcar-capo inspect flatcar.qcow2 -o json | jq .verdict
-  flatcar-capo inspect image-builder-flatcar.qcow2 --sbom-file image-builder-flatcar.cdx.json`,
+  flatcar-capo inspect image-builder-flatcar.qcow2 --sbom-file image-builder-flatcar.cdx.json
+  flatcar-capo inspect flatcar.qcow2 --sbom-file flatcar.cdx.json --flatcar-sbom flatcar_production_image_sbom.json`,
 		Args: ExactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := inspect.File(args[0], inspect.FileOptions{Target: target, SBOMFile: sbomFile, Tool: Version})
+			r, err := inspect.File(cmd.Context(), args[0], inspect.FileOptions{Target: target, SBOMFile: sbomFile, FlatcarSBOM: flatcarSBOM, Tool: Version})
 			if err != nil {
 				return err
 			}
@@ -64,6 +71,7 @@ gives the same bytes (a timestamp only from SOURCE_DATE_EPOCH). build writes a f
 	}
 	cmd.Flags().StringVar(&target, "for", "", "target platform to judge against, e.g. openstack (default: the image's oem_id)")
 	cmd.Flags().StringVar(&sbomFile, "sbom-file", "", "also write the CycloneDX JSON SBOM of what the image holds to PATH")
+	cmd.Flags().StringVar(&flatcarSBOM, "flatcar-sbom", "", "with --sbom-file: refer to Flatcar's package SBOM of the release (flatcar_production_image_sbom.json) at PATH")
 	AddOutputFlag(cmd.Flags())
 	return cmd
 }

@@ -23,7 +23,9 @@ openssl pkey -pubout writes it, or a PEM certificate). It also checks that ARTIF
 its signed record describes (its sha512), and reads the image (as inspect --sbom-file does) to
 check that it holds what the signed SBOM says: the SBOM's sha256 is the record's, each sysext's
 sha512, each /opt/bin and /opt/cni/bin file the SBOM lists (sha256) and every preloaded image
-digest. A mismatch names the component and both values.
+digest. A mismatch names the component and both values. ARTIFACT's file name must be the one
+the record gives (a signed image copied over another image's name fails), and verify prints the
+record's image name and versions. When a signature fails, the contents are not read.
 
 The signatures are cosign's blob signatures (base64 of an ASN.1 ECDSA or RSA PKCS#1 v1.5
 signature over the file's SHA-256), so cosign checks the same files without flatcar-capo:
@@ -43,11 +45,12 @@ Exit 0 when everything verifies, 1 when a signature, the image or its contents d
 			if err != nil {
 				return err
 			}
-			v, err := imagebuild.VerifyArtifact(args[0], pub)
+			v, err := imagebuild.VerifyArtifact(cmd.Context(), args[0], pub)
 			if err != nil {
 				return err
 			}
 			if err := Report(cmd, v, func(w io.Writer) error {
+				fmt.Fprintf(w, "image: %s (the signed record's: Flatcar %s, Kubernetes %s, method %s)\n", v.ImageName, v.FlatcarVersion, v.KubernetesVersion, v.Method)
 				for _, f := range v.Files {
 					verdict := "verified"
 					if !f.OK {

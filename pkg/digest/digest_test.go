@@ -1,8 +1,10 @@
 package digest
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/sha512"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,3 +43,21 @@ func TestFilesReadsOnceForEveryHash(t *testing.T) {
 		t.Errorf("reading a directory: %v, want an error naming it", err)
 	}
 }
+
+// A cancelled hash (verify's Ctrl-C or SIGTERM on a large image) stops within one read and says
+// so, rather than reading the file to its end.
+func TestFilesContextStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := &countingReader{}
+	if _, _, err := Reader(ctx, "endless", r, sha256.New()); !errors.Is(err, context.Canceled) || r.n > 0 {
+		t.Errorf("Reader on a cancelled context: %v after %d bytes", err, r.n)
+	}
+	if _, _, err := FilesContext(ctx, "/dev/zero", sha512.New()); !errors.Is(err, context.Canceled) {
+		t.Errorf("FilesContext(/dev/zero) on a cancelled context: %v", err)
+	}
+}
+
+type countingReader struct{ n int }
+
+func (c *countingReader) Read(p []byte) (int, error) { c.n += len(p); return len(p), nil }

@@ -78,8 +78,12 @@ func OpenExt4(dev vdisk.Disk, name string) (*FS, error) {
 	if err := checkExt4(dev); err != nil {
 		return nil, fmt.Errorf("%s: corrupt ext4 filesystem: %w", name, err)
 	}
+	view, err := withoutChecksums(dev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: corrupt ext4 filesystem: %w", name, err)
+	}
 	f, err := open(name, "ext4", func() (filesystem.FileSystem, error) {
-		return ext4.Read(Backend(dev, true), dev.Size(), 0, 512)
+		return ext4.Read(Backend(view, true), dev.Size(), 0, 512)
 	})
 	if err != nil && !strings.HasPrefix(err.Error(), name+":") {
 		err = fmt.Errorf("%s: unreadable ext4 filesystem: %v", name, err)

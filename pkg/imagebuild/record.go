@@ -58,7 +58,7 @@ type Inputs struct {
 	Version          string   `json:"version"`
 	Arch             string   `json:"arch"`
 	Base             string   `json:"base"`
-	BaseImage        string   `json:"baseImage,omitempty"` // path:size:mtime of --base-image
+	BaseImage        string   `json:"baseImage,omitempty"` // name:size:mtime of --base-image (its path is in the key only)
 	ReleaseServer    string   `json:"releaseServer,omitempty"`
 	OEM              string   `json:"oem"`
 	Kubernetes       string   `json:"kubernetesVersion"`
@@ -66,8 +66,8 @@ type Inputs struct {
 	CNI              string   `json:"cniVersion"`
 	KubernetesMirror string   `json:"kubernetesMirror"`
 	GitHubMirror     string   `json:"githubMirror"`
-	Provision        []string `json:"provision,omitempty"` // sha256:path of each script
-	Sysext           []string `json:"sysext,omitempty"`    // sha512:FILE|URL of each --sysext (its content)
+	Provision        []string `json:"provision,omitempty"` // sha256:name of each script
+	Sysext           []string `json:"sysext,omitempty"`    // sha512:name|URL of each --sysext (its content)
 	KeepUpdates      bool     `json:"keepUpdates"`
 	DiskSize         int64    `json:"diskSize,omitempty"`
 	Images           []string `json:"images,omitempty"`     // preload and containerd settings
@@ -79,13 +79,18 @@ type Inputs struct {
 	EnableSysext      []string `json:"enableSysext,omitempty"`
 	ReleaseFileServer string   `json:"releaseFileServer,omitempty"`
 
-	secrets string // hashed into Key, never stored (the proxies' passwords)
+	secrets string   // hashed into Key, never stored (the proxies' passwords)
+	paths   []string // local paths of inputs, hashed into Key, never stored (build-host paths)
 }
 
 // Key is the sha256 of the canonical JSON of the inputs.
 func (in Inputs) Key() string {
 	b, _ := json.Marshal(in)
-	s := sha256.Sum256(append(b, in.secrets...))
+	b = append(b, in.secrets...)
+	for _, p := range in.paths {
+		b = append(append(b, 0), p...)
+	}
+	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
 
@@ -93,7 +98,7 @@ func (in Inputs) Key() string {
 type Tools struct {
 	FlatcarCapo   string `json:"flatcarCapo"`
 	Packer        string `json:"packer,omitempty"`
-	PackerPath    string `json:"packerPath,omitempty"`
+	PackerPath    string `json:"packerPath,omitempty"` // the packer binary's name (not its build-host path)
 	Accelerator   string `json:"accelerator,omitempty"`
 	QEMU          string `json:"qemu,omitempty"`
 	Ignition      string `json:"ignitionSpec,omitempty"`
@@ -111,6 +116,16 @@ type BaseImage struct {
 	// replaced with a protective MBR in the artifact (MBRReplaced), as Glance 2026.2 and Nova want.
 	MBR         string `json:"mbr,omitempty"`
 	MBRReplaced bool   `json:"mbrReplaced,omitempty"`
+	// SBOM is Flatcar's package SBOM of the release, verified like the image; nil when the
+	// release publishes none (or the base is a local file or not verified).
+	SBOM *FlatcarSBOM `json:"sbom,omitempty"`
+}
+
+// FlatcarSBOM is where Flatcar publishes its SBOM of the release and its verified sha512.
+type FlatcarSBOM struct {
+	URL      string `json:"url"`
+	SHA512   string `json:"sha512"`
+	Verified bool   `json:"verified"`
 }
 
 // Download is one verified Kubernetes download.

@@ -27,6 +27,9 @@ func (r *Record) inventory(at time.Time) sbom.Inventory {
 		Subject: sbom.Subject{Name: r.ImageName, Method: r.Method},
 		Flatcar: sbom.Flatcar{Channel: r.Channel, Version: r.FlatcarVersion, Arch: r.Arch, File: r.Base.File, URL: r.Base.URL,
 			SHA512: r.Base.SHA512, Verified: r.Base.Verified}}
+	if s := r.Base.SBOM; s != nil {
+		inv.Flatcar.SBOM = &sbom.Ref{URL: s.URL, SHA512: s.SHA512, Verified: s.Verified}
+	}
 	if len(r.Artifacts) > 0 {
 		inv.Subject.File, inv.Subject.SHA512 = r.Artifacts[0].File, r.Artifacts[0].SHA512
 	}

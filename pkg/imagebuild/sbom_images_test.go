@@ -52,9 +52,12 @@ func TestSBOMPreloadedImagesBuildAndInspect(t *testing.T) {
 	keyPath, signer := signingtest.Key(t, dir, "sign.pem", signingtest.P256)
 	pub := signingtest.PublicKey(t, dir, "sign.pub", signer)
 	out := filepath.Join(dir, "out")
-	testutil.RunCmd(t, testutil.Cmd{Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}, Args: append([]string{"build", "--method", "sysext", "--sign-key", keyPath,
-		"--base-image", base, "--version", "4459.2.0", "--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out,
-		"--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile}, mirror.Args()...)}).MustSucceed(t)
+	build := func() testutil.Result {
+		return testutil.RunCmd(t, testutil.Cmd{Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}, Args: append([]string{"build", "--method", "sysext", "--sign-key", keyPath,
+			"--base-image", base, "--version", "4459.2.0", "--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out,
+			"--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile}, mirror.Args()...)}).MustSucceed(t)
+	}
+	build()
 	artifact := filepath.Join(out, "flatcar-stable-4459.2.0-kube-v1.33.4-sysext.qcow2")
 	rec, err := imagebuild.ReadRecord(artifact)
 	if err != nil || rec.SBOM == nil {
@@ -63,6 +66,19 @@ func TestSBOMPreloadedImagesBuildAndInspect(t *testing.T) {
 	built, err := os.ReadFile(filepath.Join(out, rec.SBOM.File))
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// A CI rerun reuses the artifact: its record keeps the preloaded images, its SBOM stays as it
+	// was, and what it signs again verifies (issue 44: it used to rewrite both without the images).
+	if r := build(); !strings.Contains(r.Stderr+r.Stdout, "reusing ") {
+		t.Fatalf("the rerun did not reuse the artifact:\n%s", r.Stderr)
+	}
+	if again, _ := os.ReadFile(filepath.Join(out, rec.SBOM.File)); !bytes.Equal(again, built) {
+		t.Errorf("the rerun rewrote the SBOM:\n%s", again)
+	}
+	if rerun, err := imagebuild.ReadRecord(artifact); err != nil || !rerun.Reused || len(rerun.Images) != len(rec.Images) || len(rec.Images) != 7 ||
+		rerun.SBOM == nil || *rerun.SBOM != *rec.SBOM {
+		t.Errorf("the rerun's record: %+v, %v (first build's: %d images, SBOM %+v)", rerun, err, len(rec.Images), rec.SBOM)
 	}
 	fromBuild := decodeBOM(t, built)
 

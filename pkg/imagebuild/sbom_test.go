@@ -41,10 +41,10 @@ func TestBuildSBOM(t *testing.T) {
 	srv.Publish(t, fetchtest.Release{Channel: "stable", Arch: "amd64", Version: "4459.2.0", Image: "openstack",
 		Content: content, Signer: key.Current, Key: key, SignedAt: time.Now().Add(-time.Hour), Current: true, WithoutBZ2: true})
 	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
-	run := func(out string) (*imagebuild.Record, []byte) {
+	run := func(out, cache string) (*imagebuild.Record, []byte) {
 		t.Helper()
 		testutil.Run(t, append([]string{"build", "--method", "sysext", "--no-preload-images", "--release-server", srv.ReleaseServer(), "--keyring", keyring,
-			"--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out}, mirror.Args()...)...).MustSucceed(t)
+			"--cache-dir", cache, "--output-dir", out}, mirror.Args()...)...).MustSucceed(t)
 		artifact := filepath.Join(out, name+".qcow2")
 		rec, err := imagebuild.ReadRecord(artifact)
 		if err != nil {
@@ -62,10 +62,30 @@ func TestBuildSBOM(t *testing.T) {
 		}
 		return rec, b
 	}
-	rec, b := run(filepath.Join(dir, "a"))
-	_, again := run(filepath.Join(dir, "b"))
+	// Two runners: other caches, other output directories (issue 44: the cache's path was in
+	// the SBOM and the record). Same artifact and SBOM bytes; the records differ only in when
+	// and how long they ran; no build-host path, host name or pid is in any of them.
+	cacheA, cacheB := filepath.Join(dir, "runner-a", "cache"), filepath.Join(dir, "runner-b", "other-cache")
+	rec, b := run(filepath.Join(dir, "a"), cacheA)
+	_, again := run(filepath.Join(dir, "b"), cacheB)
 	if !bytes.Equal(b, again) {
 		t.Errorf("the same inputs gave different SBOMs:\n%s\n---\n%s", b, again)
+	}
+	if x, y := testutil.SHA256File(t, filepath.Join(dir, "a", name+".qcow2")), testutil.SHA256File(t, filepath.Join(dir, "b", name+".qcow2")); x != y {
+		t.Errorf("the same inputs gave different artifacts (sha256 %s, %s)", x, y)
+	}
+	recA, _ := os.ReadFile(filepath.Join(dir, "a", name+".qcow2.build.json"))
+	recB, _ := os.ReadFile(filepath.Join(dir, "b", name+".qcow2.build.json"))
+	if x, y := withoutTimes(t, recA), withoutTimes(t, recB); x != y {
+		t.Errorf("the records differ in more than their times:\n%s\n---\n%s", x, y)
+	}
+	host, _ := os.Hostname()
+	for what, data := range map[string][]byte{"record": recA, "SBOM": b} {
+		for _, leak := range []string{dir, cacheA, os.TempDir() + "/", `"` + host + `"`, host + ":"} {
+			if strings.Contains(string(data), leak) {
+				t.Errorf("the %s holds the build host's %q:\n%s", what, leak, data)
+			}
+		}
 	}
 
 	var bom cdx.BOM
@@ -122,4 +142,17 @@ func TestBuildSBOM(t *testing.T) {
 	if err := json.Unmarshal(b, &generic); err != nil || generic["metadata"].(map[string]any)["timestamp"] == nil {
 		t.Errorf("no timestamp from the build's SOURCE_DATE_EPOCH: %v", err)
 	}
+}
+
+// withoutTimes is a record's JSON without what says when and how long it ran (steps, seconds).
+func withoutTimes(t *testing.T, b []byte) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "steps")
+	delete(m, "seconds")
+	out, _ := json.MarshalIndent(m, "", "  ")
+	return string(out)
 }

@@ -2,6 +2,7 @@ package imagebuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
+	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
 // stepFetch gets the base image exactly as `flatcar-capo fetch` does (verified, cached; the
@@ -35,7 +37,7 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 		} else if !fi.Mode().IsRegular() {
 			return halt(state, errs.Invalidf("--base-image %s is %s, not an image file", o.BaseImage, infile.Describe(fi.Mode())))
 		}
-		rec.Base = BaseImage{File: abs}
+		rec.Base = BaseImage{File: filepath.Base(abs)} // the file's name: no build-host path goes into the record or SBOM
 		keyBase.put(state, abs)
 		note(state, "local base image %s (not verified: your file)", abs)
 		return multistep.ActionContinue
@@ -47,8 +49,8 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	if err != nil {
 		return halt(state, err)
 	}
-	rec.Base = BaseImage{File: res.File, URL: redact.URL(res.URL), SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
-	keyBase.put(state, res.File)
+	rec.Base = BaseImage{File: filepath.Base(res.File), URL: redact.URL(res.URL), SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
+	keyBase.put(state, res.File) // the cache's path, where this build reads it; the record names the file only
 	how := "downloaded"
 	if res.Cached {
 		how = "from the cache"
@@ -58,5 +60,35 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 		verified = "NOT verified (--insecure-skip-verify)"
 	}
 	note(state, "%s image %s, %s, %s", o.Base, redact.URL(res.URL), how, verified)
+	if res.Verified {
+		if err := fetchFlatcarSBOM(ctx, state, res); err != nil {
+			return halt(state, err)
+		}
+	}
 	return multistep.ActionContinue
+}
+
+// fetchFlatcarSBOM records Flatcar's package SBOM of the release, checked like the image, for
+// the build's SBOM to refer to. Not for an unverified base: an SBOM says what a verified
+// release holds.
+func fetchFlatcarSBOM(ctx context.Context, state multistep.StateBag, res *fetch.Result) error {
+	o, rec := options(state), record(state)
+	rel := keyRelease.get(state)
+	rel.Channel, rel.Arch, rel.Version = res.Channel, res.Arch, res.Version // resolved
+	s, err := fetch.FetchSBOM(ctx, o.client(), rel, o.Keyring, nil)
+	var unsigned *fetch.UnsignedSBOMError
+	if errors.As(err, &unsigned) {
+		note(state, "warning: Flatcar's SBOM of release %s: %v", res.Version, redact.String(unsigned.Error()))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("Flatcar's SBOM of release %s: %w", res.Version, err)
+	}
+	if s == nil {
+		note(state, "release %s publishes no %s: the SBOM lists the release without it", res.Version, release.SBOMFile)
+		return nil
+	}
+	rec.Base.SBOM = &FlatcarSBOM{URL: redact.URL(s.URL), SHA512: s.SHA512, Verified: s.Verified}
+	note(state, "Flatcar's SBOM %s, verified (OpenPGP + SHA512)", redact.URL(s.URL))
+	return nil
 }

@@ -45,7 +45,7 @@ func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.
 		keyLogFile.put(state, res.LogFile)
 	}
 	rec.Tools.Packer, rec.Tools.Accelerator = res.PackerVersion, res.Accelerator
-	rec.Tools.PackerPath = o.Packer
+	rec.Tools.PackerPath = filepath.Base(o.Packer)
 	if err != nil {
 		return halt(state, cmp.Or(ctx.Err(), err))
 	}

@@ -52,11 +52,16 @@ func (*stepRecord) Run(ctx context.Context, state multistep.StateBag) multistep.
 		}
 		rec.Artifacts = append(append(rec.Artifacts[:0], a), keyExtra.get(state)...) // the extra files were hashed when made
 	}
-	if err := rec.writeSBOM(artifact, keyEpoch.get(state)); err != nil {
-		return halt(state, err)
+	reused := keyReused.get(state)
+	if !reused { // a reused artifact keeps its SBOM (stepReuse checked it is the record's)
+		if err := rec.writeSBOM(artifact, keyEpoch.get(state)); err != nil {
+			return halt(state, err)
+		}
 	}
 	if err := rec.write(artifact); err != nil {
-		os.Remove(sbom.Path(artifact)) // the artifact stays half-built and is removed: so is its SBOM
+		if !reused {
+			os.Remove(sbom.Path(artifact)) // the artifact stays half-built and is removed: so is its SBOM
+		}
 		return halt(state, err)
 	}
 	keyRecorded.put(state, true)

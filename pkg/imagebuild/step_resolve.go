@@ -149,7 +149,9 @@ func inputs(o *Options, rel release.Release) (Inputs, error) {
 		if err != nil {
 			return in, fmt.Errorf("--base-image: %w", err)
 		}
-		in.BaseImage = fmt.Sprintf("%s:%d:%d", o.BaseImage, fi.Size(), fi.ModTime().UnixNano())
+		// The record keeps the file's name; its path (a build-host path) only goes into the key.
+		in.BaseImage = fmt.Sprintf("%s:%d:%d", filepath.Base(o.BaseImage), fi.Size(), fi.ModTime().UnixNano())
+		in.paths = append(in.paths, o.BaseImage)
 	} else {
 		in.ReleaseServer = redact.URL(rel.Server)
 	}
@@ -158,7 +160,7 @@ func inputs(o *Options, rel release.Release) (Inputs, error) {
 		if err != nil {
 			return in, fmt.Errorf("--provision: %w", err)
 		}
-		in.Provision = append(in.Provision, sum+":"+p)
+		in.Provision = append(in.Provision, sum+":"+filepath.Base(p)) // the content decides, not where it lies
 	}
 	return in, nil
 }

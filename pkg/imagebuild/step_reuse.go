@@ -2,16 +2,21 @@ package imagebuild
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
 // stepReuse keeps a finished artifact whose record has the same inputs and whose sha512 still
-// matches the record; the later steps then only upload and rewrite the record. --force skips it.
+// matches the record (and whose SBOM is the one the record names); the later steps then only
+// upload, rewrite the record and sign. --force skips it.
 // It holds the artifact's lock (lockArtifact) from here to the end of the build.
 type stepReuse struct {
 	lock       *os.File
@@ -59,8 +64,15 @@ func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep
 		note(state, "%s does not match its record (sha512); rebuilding", artifact)
 		return multistep.ActionContinue
 	}
-	// Keep what described the artifact; timings and uploads are this run's.
+	if why := sbomMismatch(artifact, old); why != "" {
+		note(state, "%s; rebuilding", why)
+		return multistep.ActionContinue
+	}
+	// Keep everything that described the artifact (its preloaded images and its SBOM, which the
+	// record step leaves as it is): the record, the SBOM and the image stay in agreement, and a
+	// re-signed rerun verifies. Timings and uploads are this run's.
 	rec.Base, rec.Downloads, rec.Artifacts, rec.Tools = old.Base, old.Downloads, old.Artifacts, old.Tools
+	rec.Images, rec.SBOM = old.Images, old.SBOM
 	rec.Reused = true
 	keyReused.put(state, true)
 	note(state, "reusing %s: its record matches these inputs and its sha512 verifies (--force rebuilds)", artifact)
@@ -77,4 +89,21 @@ func (s *stepReuse) Cleanup(multistep.StateBag) {
 	if s.createdOut != "" {
 		os.Remove(s.createdOut) // only when empty (a failed or cancelled build): nothing of the user's is touched
 	}
+}
+
+// sbomMismatch says why the SBOM the old record names is not the one next to the artifact
+// ("": it is, or the record names none); a reused artifact keeps it as it is.
+func sbomMismatch(artifact string, old *Record) string {
+	if old.SBOM == nil {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(artifact), filepath.Base(old.SBOM.File))
+	b, err := infile.ReadFile("SBOM", p, infile.SBOM)
+	if err != nil {
+		return fmt.Sprintf("the SBOM %s cannot be read (%v)", p, err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != old.SBOM.SHA256 {
+		return fmt.Sprintf("the SBOM %s is not the one its record names (sha256)", p)
+	}
+	return ""
 }

@@ -3,12 +3,12 @@ package imagebuild
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
@@ -47,7 +47,7 @@ func (*stepSign) Run(ctx context.Context, state multistep.StateBag) multistep.St
 func SignedFiles(artifact string) ([]string, error) {
 	recPath := RecordPath(artifact)
 	files := []string{artifact, recPath}
-	data, err := os.ReadFile(recPath)
+	data, err := infile.ReadFile("build record", recPath, infile.Record)
 	if err != nil {
 		return nil, err
 	}

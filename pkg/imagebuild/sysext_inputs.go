@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ type sysextSource struct {
 	ModTime time.Time
 }
 
-// sysextInputs names each --sysext by its content, "<sha512>:<FILE|URL>": a changed file at the
+// sysextInputs names each --sysext by its content, "<sha512>:<file name|URL>": a changed file at the
 // same path, or a URL serving new content, is another input and rebuilds. URLs are downloaded
 // into dir (made when needed; "" for a dry run, which keeps the URLs as given).
 func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) ([]string, map[string]sysextSource, error) {
@@ -56,7 +57,11 @@ func sysextInputs(ctx context.Context, o *Options, dir func() (string, error)) (
 		}
 		src.ModTime = fi.ModTime()
 		srcs[s] = src
-		in = append(in, src.SHA512+":"+redact.URL(s))
+		name := redact.URL(s)
+		if src.Path == s { // a local file: its name, not its build-host path (the sha512 decides)
+			name = filepath.Base(s)
+		}
+		in = append(in, src.SHA512+":"+name)
 	}
 	return in, srcs, nil
 }

@@ -1,7 +1,12 @@
 package imagebuild
 
 import (
+	"context"
 	"crypto"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,6 +26,11 @@ type Verification struct {
 	// SHA512 is the artifact's, compared with the one its (signed) record holds.
 	SHA512 string `json:"sha512"`
 	OK     bool   `json:"ok"`
+	// What the signed record says the image is (shown so a user sees which image passed).
+	ImageName         string `json:"imageName"`
+	FlatcarVersion    string `json:"flatcarVersion"`
+	KubernetesVersion string `json:"kubernetesVersion"`
+	Method            string `json:"method"`
 	// ContentsChecked counts the components of the signed SBOM compared with what the image
 	// holds (verify_contents.go); Mismatches are those that differ.
 	ContentsChecked int        `json:"contentsChecked"`
@@ -40,62 +50,137 @@ type VerifiedFile struct {
 
 // VerifyArtifact checks what --sign-key signed for artifact with pub: each file's detached
 // signature (as cosign verify-blob does), and that the artifact is the one its record describes
-// (the record's sha512, the record being signed itself), and that the image holds what the SBOM
-// the record names says (verify_contents.go). A missing record or key is the caller's
-// input (errs.ErrInvalid); a signature that fails is a finding, reported in the Verification.
-func VerifyArtifact(artifact string, pub crypto.PublicKey) (*Verification, error) {
+// (its file name and the record's sha512, the record being signed itself), and, when every
+// signature verifies, that the image holds what the SBOM the record names says
+// (verify_contents.go). The record, the SBOM and the signatures are read through infile (no pipe
+// or device, bounded sizes); hashing the image stops when ctx is cancelled. A missing record or
+// key is the caller's input (errs.ErrInvalid); a signature that fails is a finding, reported in
+// the Verification.
+func VerifyArtifact(ctx context.Context, artifact string, pub crypto.PublicKey) (*Verification, error) {
 	if st, err := os.Stat(artifact); err != nil {
 		return nil, errs.Invalidf("ARTIFACT %s: not a readable file (%v)", artifact, err)
 	} else if !st.Mode().IsRegular() {
 		return nil, errs.Invalidf("ARTIFACT %s is %s, not the image file build wrote", artifact, infile.Describe(st.Mode()))
 	}
-	files, err := SignedFiles(artifact)
+	recBytes, err := infile.ReadFile("build record", RecordPath(artifact), infile.Record)
 	if err != nil {
+		if errors.Is(err, errs.ErrInvalid) {
+			return nil, err
+		}
 		return nil, errs.Invalidf("%s has no build record %s to verify (%v): verify checks what build --sign-key wrote", artifact, RecordPath(artifact), err)
 	}
-	v := &Verification{Artifact: artifact, OK: true}
-	for _, f := range files {
-		vf := VerifiedFile{File: filepath.Base(f), Signature: filepath.Base(f) + signing.SigSuffix, OK: true}
-		err := signing.VerifyFile(pub, f, f+signing.SigSuffix)
-		switch {
-		case errors.Is(err, errs.ErrInvalid):
-			return nil, err
-		case errors.Is(err, signing.ErrBadSignature):
-			vf.Problem = "the signature does not verify with this key: the file was changed, or signed by another key"
-		case errors.Is(err, os.ErrNotExist):
-			vf.Problem = "missing: " + err.Error()
-		case err != nil:
-			vf.Problem = err.Error()
-		}
-		if vf.Problem != "" {
-			vf.OK, v.OK = false, false
-		}
-		v.Files = append(v.Files, vf)
-	}
-	if len(files) < 3 {
-		v.Notes = append(v.Notes, "the record names no SBOM: only the image and its record were checked")
-	}
-	rec, err := ReadRecord(artifact)
-	if err != nil {
+	var rec Record
+	if err := json.Unmarshal(recBytes, &rec); err != nil {
 		return nil, errs.Invalidf("%s is not a build record: %v", RecordPath(artifact), err)
 	}
-	sum, _, err := digest.SHA512(artifact)
+	v := &Verification{Artifact: artifact, OK: true, ImageName: rec.ImageName, FlatcarVersion: rec.FlatcarVersion,
+		KubernetesVersion: rec.KubernetesVersion, Method: rec.Method}
+	// The image, hashed once for its signature (sha256) and the record (sha512).
+	sums, _, err := digest.FilesContext(ctx, artifact, sha256.New(), sha512.New())
 	if err != nil {
 		return nil, err
 	}
-	v.SHA512 = sum
-	if len(rec.Artifacts) == 0 || rec.Artifacts[0].SHA512 != sum {
+	v.SHA512 = sums[1]
+	if err := v.verifySignature(pub, artifact, sums[0], nil); err != nil {
+		return nil, err
+	}
+	if err := v.verifySignature(pub, RecordPath(artifact), sha256Hex(recBytes), nil); err != nil {
+		return nil, err
+	}
+	var sbomBytes []byte
+	if rec.SBOM != nil && rec.SBOM.File != "" {
+		p := filepath.Join(filepath.Dir(artifact), filepath.Base(rec.SBOM.File))
+		if sbomBytes, err = infile.ReadFile("SBOM", p, infile.SBOM); errors.Is(err, errs.ErrInvalid) {
+			return nil, err
+		}
+		if err := v.verifySignature(pub, p, sha256Hex(sbomBytes), err); err != nil {
+			return nil, err
+		}
+	} else {
+		v.Notes = append(v.Notes, "the record names no SBOM: only the image and its record were checked")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The record describes this image: its file name (a signed image renamed is another
+	// image's name), and its sha512.
+	if want := recordedFile(&rec); want != filepath.Base(artifact) {
+		v.OK = false
+		v.Notes = append(v.Notes, fmt.Sprintf("%s: the record describes %s, not %s: the signed image was renamed or copied over another's name; give it its own name back (%s) or verify the image by the name it was built under",
+			problemName, want, filepath.Base(artifact), want))
+	}
+	if len(rec.Artifacts) == 0 || rec.Artifacts[0].SHA512 != v.SHA512 {
 		want := "none"
 		if len(rec.Artifacts) > 0 {
 			want = rec.Artifacts[0].SHA512
 		}
 		v.OK = false
-		v.Notes = append(v.Notes, fmt.Sprintf("the image's sha512 %s... is not the record's (%s): it is not the image the record describes", short(sum), short(want)))
+		v.Notes = append(v.Notes, fmt.Sprintf("the image's sha512 %s... is not the record's (%s): it is not the image the record describes", short(v.SHA512), short(want)))
 	}
-	if rec.SBOM != nil {
-		v.checkContents(artifact, rec)
+	switch {
+	case sbomBytes == nil:
+	case !v.signaturesOK():
+		// An SBOM or record that is not what was signed says nothing: reading the image to
+		// compare it would be work for no verdict.
+		v.Notes = append(v.Notes, "the contents were not checked against the SBOM: a signature failed, so the record and SBOM are not the ones signed")
+	default:
+		v.checkContents(ctx, artifact, &rec, sbomBytes)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return v, nil
+}
+
+// problemName starts a note that Problems lists as a failure.
+const problemName = "name"
+
+// recordedFile is the artifact's file name the record gives ("none").
+func recordedFile(rec *Record) string {
+	if len(rec.Artifacts) == 0 || rec.Artifacts[0].File == "" {
+		return "none"
+	}
+	return rec.Artifacts[0].File
+}
+
+// verifySignature checks path's detached signature against its sha256 and adds the verdict;
+// readErr is why path itself could not be read. A signature that cannot be a signature (a pipe,
+// a device, a huge file) or a key that cannot verify is the caller's input: returned.
+func (v *Verification) verifySignature(pub crypto.PublicKey, path, sum string, readErr error) error {
+	vf := VerifiedFile{File: filepath.Base(path), Signature: filepath.Base(path) + signing.SigSuffix, OK: true}
+	err := readErr
+	if err == nil {
+		err = signing.VerifySHA256(pub, sum, path+signing.SigSuffix)
+	}
+	switch {
+	case errors.Is(err, errs.ErrInvalid):
+		return err
+	case errors.Is(err, signing.ErrBadSignature):
+		vf.Problem = "the signature does not verify with this key: the file was changed, or signed by another key"
+	case errors.Is(err, os.ErrNotExist):
+		vf.Problem = "missing: " + err.Error()
+	case err != nil:
+		vf.Problem = err.Error()
+	}
+	if vf.Problem != "" {
+		vf.OK, v.OK = false, false
+	}
+	v.Files = append(v.Files, vf)
+	return nil
+}
+
+func (v *Verification) signaturesOK() bool {
+	for _, f := range v.Files {
+		if !f.OK {
+			return false
+		}
+	}
+	return true
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 // Problems lists what failed, one line each.
@@ -107,7 +192,7 @@ func (v *Verification) Problems() string {
 		}
 	}
 	for _, n := range v.Notes {
-		if strings.HasPrefix(n, "the image's sha512") {
+		if strings.HasPrefix(n, "the image's sha512") || strings.HasPrefix(n, problemName+": ") {
 			p = append(p, n)
 		}
 	}

@@ -1,13 +1,10 @@
 package imagebuild
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"fmt"
 	"maps"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
@@ -32,19 +29,12 @@ func (m Mismatch) String() string {
 // with the SBOM the record names: the SBOM's sha256 is the record's, each sysext's sha512,
 // each /opt/bin and /opt/cni/bin file the SBOM lists (a download that is the binary itself),
 // and every preloaded image digest, both ways.
-func (v *Verification) checkContents(artifact string, rec *Record) {
+func (v *Verification) checkContents(ctx context.Context, artifact string, rec *Record, b []byte) {
 	fail := func(format string, a ...any) {
 		v.OK = false
 		v.ContentsError = fmt.Sprintf(format, a...)
 	}
-	sbomPath := filepath.Join(filepath.Dir(artifact), filepath.Base(rec.SBOM.File))
-	b, err := os.ReadFile(sbomPath)
-	if err != nil {
-		fail("the SBOM %s cannot be read: %v", rec.SBOM.File, err)
-		return
-	}
-	sum := sha256.Sum256(b)
-	if got := hex.EncodeToString(sum[:]); got != rec.SBOM.SHA256 {
+	if got := sha256Hex(b); got != rec.SBOM.SHA256 {
 		v.mismatch(Mismatch{Component: "SBOM " + rec.SBOM.File, Expected: "sha256 " + rec.SBOM.SHA256, ExpectedBy: "the record",
 			Found: "sha256 " + got, FoundIn: "the file"})
 	}
@@ -63,7 +53,7 @@ func (v *Verification) checkContents(artifact string, rec *Record) {
 		if err != nil {
 			return sbom.Inventory{}, err
 		}
-		return inspect.SBOM(img, r, "")
+		return inspect.SBOM(ctx, img, r, "")
 	}()
 	if err != nil {
 		fail("the image's contents cannot be read to check them against the SBOM: %v", err)

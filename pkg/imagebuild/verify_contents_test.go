@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
@@ -53,6 +56,9 @@ func TestVerifyContents(t *testing.T) {
 		t.Fatalf("the record lists no sysext: %+v", rec.Artifacts)
 	}
 	ok := verify().MustSucceed(t)
+	if want := "image: k8s (the signed record's: Flatcar 4459.2.0, Kubernetes " + rec.KubernetesVersion + ", method sysext)"; !strings.Contains(ok.Stdout, want) {
+		t.Errorf("verify does not say which image passed (%q):\n%s", want, ok.Stdout)
+	}
 	if !regexp.MustCompile(`contents: the image holds what the SBOM lists \([1-9][0-9]* components checked\)`).MatchString(ok.Stdout) {
 		t.Fatalf("verify did not check the contents:\n%s", ok.Stdout)
 	}
@@ -105,6 +111,67 @@ func TestVerifyContents(t *testing.T) {
 	// Restored, it verifies again.
 	resign(origSBOM, true)
 	verify().MustSucceed(t)
+
+	verifyCopiesAndHostileFiles(t, artifact, pub, dir)
+}
+
+// verifyCopiesAndHostileFiles (issue 44): a signed image with its signed record put under another
+// image's name fails; a record, signature or SBOM that is a FIFO or a device is refused at once
+// (exit 2) instead of hanging or filling memory; with a key that signed nothing here every
+// signature fails and the image's contents are not read.
+func verifyCopiesAndHostileFiles(t *testing.T, artifact, pub, dir string) {
+	copyAs := func(to string, skip ...string) string {
+		t.Helper()
+		other := filepath.Join(to, "other.qcow2")
+		os.MkdirAll(to, 0o755)
+		for _, suffix := range []string{"", ".sig", ".build.json", ".build.json.sig", ".cdx.json", ".cdx.json.sig"} {
+			if slices.Contains(skip, suffix) {
+				continue
+			}
+			name := other + suffix
+			if strings.HasPrefix(suffix, ".cdx.json") {
+				name = filepath.Join(to, "k8s.qcow2"+suffix) // the record names the SBOM by its own name
+			}
+			b, err := os.ReadFile(artifact + suffix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(name, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return other
+	}
+	run := func(a ...string) testutil.Result {
+		return testutil.RunCmd(t, testutil.Cmd{Args: a, Timeout: 2 * time.Minute})
+	}
+	other := copyAs(filepath.Join(dir, "renamed"))
+	r := run("verify", other, "--key", pub).MustFail(t, 1, "the record describes k8s.qcow2, not other.qcow2")
+	if !strings.Contains(r.Stdout, "image: k8s ") {
+		t.Errorf("verify does not name the record's image:\n%s", r.Stdout)
+	}
+
+	for _, c := range []struct{ suffix, want string }{
+		{".build.json", "named pipe"}, {".sig", "named pipe"}, {".cdx.json", "character device"}} {
+		d := filepath.Join(dir, "hostile"+strings.ReplaceAll(c.suffix, ".", "-"))
+		other := copyAs(d, c.suffix)
+		p := other + c.suffix
+		if c.suffix == ".cdx.json" {
+			if err := os.Symlink("/dev/zero", filepath.Join(d, "k8s.qcow2.cdx.json")); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run("verify", other, "--key", pub).MustFail(t, 2, c.want)
+	}
+
+	_, otherSigner := signingtest.Key(t, dir, "other.pem", signingtest.P256)
+	otherPub := signingtest.PublicKey(t, dir, "other.pub", otherSigner)
+	r = run("verify", artifact, "--key", otherPub).MustFail(t, 1, "the signature does not verify")
+	if !strings.Contains(r.Stdout, "the contents were not checked") || strings.Contains(r.Stdout, "components checked") {
+		t.Errorf("verify read the image's contents after every signature failed:\n%s", r.Stdout)
+	}
 }
 
 // resignSBOM writes inv as artifact's SBOM, names its sha256 in the record and signs both again

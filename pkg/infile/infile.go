@@ -40,6 +40,9 @@ const (
 var (
 	Config     = Kind{Name: "fleet file (YAML)", Max: 4 * MiB}
 	Record     = Kind{Name: "build record (JSON)", Max: 4 * MiB}
+	SBOM       = Kind{Name: "CycloneDX SBOM (JSON)", Max: 64 * MiB}
+	SPDX       = Kind{Name: "Flatcar SBOM (SPDX JSON, flatcar_production_image_sbom.json)", Max: 256 * MiB}
+	Signature  = Kind{Name: "detached signature", Max: 64 * KiB}
 	Manifest   = Kind{Name: "manifest (YAML)", Max: 64 * MiB}
 	Protect    = Kind{Name: "manifest or build record, or a directory of them", Max: 64 * MiB, FileOrDir: true}
 	Keyring    = Kind{Name: "OpenPGP keyring", Max: 4 * MiB}

@@ -1,23 +1,26 @@
 package inspect
 
 import (
+	"context"
 	"os"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
 )
 
 // FileOptions are `inspect`'s: the platform to judge against ("": the image's own oem_id) and,
-// when SBOMFile is set, where the SBOM of what the image holds goes (Tool names the writer).
+// when SBOMFile is set, where the SBOM of what the image holds goes (Tool names the writer),
+// referring to Flatcar's package SBOM at FlatcarSBOM when set.
 type FileOptions struct {
-	Target, SBOMFile, Tool string
+	Target, SBOMFile, FlatcarSBOM, Tool string
 }
 
 // File checks o, opens the image at path, reports on it and writes the SBOM. A NOT READY
 // image is a report, not an error.
-func File(path string, o FileOptions) (*Report, error) {
+func File(ctx context.Context, path string, o FileOptions) (*Report, error) {
 	if o.Target != "" {
 		if err := oem.ValidateID(o.Target, true); err != nil {
 			return nil, err
@@ -33,6 +36,16 @@ func File(path string, o FileOptions) (*Report, error) {
 			}
 		}
 	}
+	var flatcarSBOM *sbom.Ref
+	if o.FlatcarSBOM != "" {
+		if o.SBOMFile == "" {
+			return nil, errs.Invalidf("--flatcar-sbom %s adds Flatcar's SBOM to the SBOM inspect writes: add --sbom-file PATH", o.FlatcarSBOM)
+		}
+		var err error
+		if flatcarSBOM, err = readFlatcarSBOM(o.FlatcarSBOM); err != nil {
+			return nil, err
+		}
+	}
 	img, err := disk.Open(path, false)
 	if err != nil {
 		return nil, err
@@ -43,9 +56,15 @@ func File(path string, o FileOptions) (*Report, error) {
 		return nil, err
 	}
 	if o.SBOMFile != "" {
-		inv, err := SBOM(img, r, o.Tool)
+		inv, err := SBOM(ctx, img, r, o.Tool)
 		if err != nil {
 			return nil, err
+		}
+		if flatcarSBOM != nil {
+			if inv.Flatcar.Version == "" {
+				return nil, errs.Invalidf("--flatcar-sbom %s: %s has no Flatcar os-release to attach it to; inspect it without --flatcar-sbom", o.FlatcarSBOM, path)
+			}
+			inv.Flatcar.SBOM = flatcarSBOM
 		}
 		if _, err := inv.Write(o.SBOMFile); err != nil {
 			return nil, err

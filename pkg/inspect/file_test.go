@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 func TestFileVerdictAndSBOM(t *testing.T) {
 	img := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
 	out := filepath.Join(t.TempDir(), "img.cdx.json")
-	r, err := File(img, FileOptions{Target: "openstack", SBOMFile: out, Tool: "test"})
+	r, err := File(context.Background(), img, FileOptions{Target: "openstack", SBOMFile: out, Tool: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestFileVerdictAndSBOM(t *testing.T) {
 	if inv, err := sbom.Read(b); err != nil || !strings.Contains(string(b), filepath.Base(img)) {
 		t.Errorf("the SBOM at %s: %+v, %v; want one naming the image", out, inv, err)
 	}
-	if r, err = File(img, FileOptions{}); err != nil || r.Verdict == NotReady || r.Target != "qemu" {
+	if r, err = File(context.Background(), img, FileOptions{}); err != nil || r.Verdict == NotReady || r.Target != "qemu" {
 		t.Errorf("for its own oem_id: %+v, %v; want qemu, not NOT READY", r, err)
 	}
 	for name, o := range map[string]FileOptions{
@@ -39,11 +40,11 @@ func TestFileVerdictAndSBOM(t *testing.T) {
 		"sbom is image":  {SBOMFile: img},
 		"sbom no parent": {SBOMFile: filepath.Join(t.TempDir(), "missing", "x.json")},
 	} {
-		if _, err := File(img, o); !errors.Is(err, errs.ErrInvalid) {
+		if _, err := File(context.Background(), img, o); !errors.Is(err, errs.ErrInvalid) {
 			t.Errorf("%s: err %v, want invalid", name, err)
 		}
 	}
-	if _, err := File(filepath.Join(t.TempDir(), "none.img"), FileOptions{}); err == nil || !strings.Contains(err.Error(), "none.img") {
+	if _, err := File(context.Background(), filepath.Join(t.TempDir(), "none.img"), FileOptions{}); err == nil || !strings.Contains(err.Error(), "none.img") {
 		t.Errorf("a missing image: err %v, want one naming it", err)
 	}
 }

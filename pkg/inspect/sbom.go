@@ -1,18 +1,21 @@
 package inspect
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/sha512"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"path"
 	"path/filepath"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/epoch"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
@@ -29,15 +32,18 @@ var archNames = map[string]string{"x86-64": "amd64", "arm64": "arm64"}
 // elsewhere, or to check one against its build's SBOM): the Flatcar version of its os-release,
 // the image file's sha512, every sysext stored in ROOT (sha512), every file in /opt/bin and
 // /opt/cni/bin (sha256) and the preloaded container images. tool is flatcar-capo's version.
-func SBOM(img *disk.Image, r *Report, tool string) (sbom.Inventory, error) {
+// What cannot be read fails it (nothing is left out silently), a file larger than any binary or
+// sysext can be is refused rather than hashed for hours, and ctx stops the hashing.
+func SBOM(ctx context.Context, img *disk.Image, r *Report, tool string) (sbom.Inventory, error) {
 	inv := sbom.Inventory{Tool: tool, Subject: sbom.Subject{File: filepath.Base(img.Path)}}
 	if t, ok, err := epoch.Get(); ok && err == nil {
 		inv.Time = t
 	}
-	sum, _, err := digest.SHA512(img.Path)
+	sums, _, err := digest.FilesContext(ctx, img.Path, sha512.New())
 	if err != nil {
 		return inv, err
 	}
+	sum := sums[0]
 	inv.Subject.SHA512 = sum
 	if h := r.Extensions.Host; h.ID == "flatcar" && h.VersionID != "" {
 		inv.Flatcar = sbom.Flatcar{Version: h.VersionID, Arch: archNames[h.Architecture], File: filepath.Base(img.Path), SHA512: sum}
@@ -55,10 +61,10 @@ func SBOM(img *disk.Image, r *Report, tool string) (sbom.Inventory, error) {
 	}
 	fsys, err := openExt4(img, root)
 	if err != nil {
-		return inv, nil // the report says why ROOT is unreadable; the SBOM lists what was found
+		return inv, fmt.Errorf("the SBOM cannot list what ROOT holds: %w", err)
 	}
 	for _, x := range r.Extensions.Stored {
-		s, err := hashIn(fsys, x.Path, sha512.New())
+		s, err := hashIn(ctx, fsys, x.Path, sha512.New(), maxSysext)
 		if err != nil {
 			return inv, err
 		}
@@ -67,15 +73,18 @@ func SBOM(img *disk.Image, r *Report, tool string) (sbom.Inventory, error) {
 	}
 	for _, dir := range binDirs {
 		ents, err := readDir(fsys, dir)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // no such directory: nothing installed there
+		}
+		if err != nil {
+			return inv, fmt.Errorf("the SBOM cannot list %s in ROOT (nothing is left out silently): %w; the ext4 reader cannot read some entries (file names of 248-255 bytes are one): rename or remove it, or inspect without --sbom-file", dir, err)
 		}
 		for _, e := range ents {
 			if e.kind != "file" {
 				continue
 			}
 			p := path.Join(dir, e.name)
-			s, err := hashIn(fsys, p, sha256.New())
+			s, err := hashIn(ctx, fsys, p, sha256.New(), maxBinary)
 			if err != nil {
 				return inv, err
 			}
@@ -85,13 +94,26 @@ func SBOM(img *disk.Image, r *Report, tool string) (sbom.Inventory, error) {
 	return inv, nil
 }
 
-func hashIn(fsys *disk.FS, p string, h hash.Hash) (string, error) {
+// The most bytes a file the SBOM hashes can sensibly hold: a binary in /opt/bin (kubelet is
+// ~80 MiB) and a stored sysext (--sysext takes at most 16 GiB). A larger one (a sparse file of
+// a TiB) is refused, not read for hours.
+const (
+	maxBinary = 2 << 30
+	maxSysext = 16 << 30
+)
+
+func hashIn(ctx context.Context, fsys *disk.FS, p string, h hash.Hash, limit int64) (string, error) {
 	ra, size, err := fsys.ReaderAt(disk.FSName(p))
 	if err != nil {
 		return "", fmt.Errorf("ROOT %s: %w", p, err)
 	}
-	if _, err := io.Copy(h, io.NewSectionReader(ra, 0, size)); err != nil {
-		return "", fmt.Errorf("ROOT %s: %w", p, err)
+	if size > limit {
+		return "", fmt.Errorf("ROOT %s is %s, more than such a file can sensibly be (at most %s): not hashed for the SBOM; this image is not one flatcar-capo built, remove the file or inspect without --sbom-file",
+			p, infile.Size(size), infile.Size(limit))
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	sums, _, err := digest.Reader(ctx, "ROOT "+p, io.NewSectionReader(ra, 0, size), h)
+	if err != nil {
+		return "", err
+	}
+	return sums[0], nil
 }

@@ -145,6 +145,10 @@ func ImageFile(image, compression string) string {
 	return name
 }
 
+// SBOMFile is Flatcar's package SBOM (SPDX 2.x JSON, written by the scripts repo's
+// build_library), published beside the images of a release with the same signed companions.
+const SBOMFile = "flatcar_production_image_sbom.json"
+
 // Every artifact X has these companions on the server.
 const (
 	DigestsSuffix       = ".DIGESTS"     // MD5, SHA1 and SHA512 sections

@@ -47,6 +47,15 @@ type Flatcar struct {
 	File, URL              string // the base image file and where it came from
 	SHA512                 string // the base image's verified sha512
 	Verified               bool   // checked against Flatcar's signed DIGESTS
+	SBOM                   *Ref   // Flatcar's own package SBOM; nil: none published or given
+}
+
+// Ref is another SBOM this one refers to (CycloneDX external reference of type "bom"): Flatcar's
+// SPDX package SBOM, left as Flatcar signed it rather than converted into components.
+type Ref struct {
+	URL      string // where it is published, or its file name for one given to inspect
+	SHA512   string
+	Verified bool // its SHA512 is in the release's clear-signed DIGESTS
 }
 
 // File is one downloaded binary or archive (kubeadm, kubelet, kubectl, crictl, CNI plugins),
@@ -70,6 +79,7 @@ const (
 	propChannel  = "flatcar-capo:flatcar:channel"
 	propArch     = "flatcar-capo:flatcar:arch"
 	propVerified = "flatcar-capo:flatcar:verified"
+	propSBOMVer  = "flatcar-capo:flatcar:sbom:verified"
 	propImage    = "flatcar-capo:image:name"
 	propMethod   = "flatcar-capo:build:method"
 	propPlatform = "flatcar-capo:oci:platform"
@@ -94,8 +104,8 @@ func (inv Inventory) BOM() *cdx.BOM {
 		comps = append(comps, cdx.Component{Type: cdx.ComponentTypeOS, BOMRef: "flatcar", Name: "flatcar", Version: f.Version,
 			Description: "Flatcar Container Linux " + f.Channel + " " + f.Version + " (" + f.File + ")",
 			PackageURL:  purl("generic", "", "flatcar", f.Version, map[string]string{"arch": f.Arch, "channel": f.Channel, "download_url": f.URL}),
-			Hashes:      hashes(cdx.HashAlgoSHA512, f.SHA512), ExternalReferences: refs(f.URL),
-			Properties: props(propChannel, f.Channel, propArch, f.Arch, propVerified, fmt.Sprint(f.Verified))})
+			Hashes:      hashes(cdx.HashAlgoSHA512, f.SHA512), ExternalReferences: flatcarRefs(f),
+			Properties: props(propChannel, f.Channel, propArch, f.Arch, propVerified, fmt.Sprint(f.Verified), propSBOMVer, sbomVerified(f.SBOM))})
 	}
 	for _, f := range inv.Files {
 		c := cdx.Component{Type: cdx.ComponentTypeApplication, BOMRef: "file:" + cmp.Or(f.Path, f.Name), Name: f.Name, Version: f.Version,
@@ -168,6 +178,27 @@ func refs(u string) *[]cdx.ExternalReference {
 		return nil
 	}
 	return &[]cdx.ExternalReference{{Type: cdx.ERTypeDistribution, URL: u}}
+}
+
+// flatcarRefs are the release's download and, when there is one, Flatcar's package SBOM.
+func flatcarRefs(f Flatcar) *[]cdx.ExternalReference {
+	r := refs(f.URL)
+	if f.SBOM == nil {
+		return r
+	}
+	if r == nil {
+		r = &[]cdx.ExternalReference{}
+	}
+	*r = append(*r, cdx.ExternalReference{Type: cdx.ERTypeBOM, URL: f.SBOM.URL, Hashes: hashes(cdx.HashAlgoSHA512, f.SBOM.SHA512),
+		Comment: "Flatcar's package SBOM (SPDX JSON) of this release"})
+	return r
+}
+
+func sbomVerified(r *Ref) string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprint(r.Verified)
 }
 
 // props pairs names and values, leaving out empty values.

@@ -47,6 +47,8 @@ func TestSBOMValidatesAgainstCycloneDXSchema(t *testing.T) {
 	inv := sample()
 	inv.Files = append(inv.Files, File{Name: "bridge", SHA256: strings.Repeat("77", 32), Path: "/opt/cni/bin/bridge"})
 	inv.Sysexts[0].Path = "/opt/extensions/kubernetes/kubernetes-v1.33.4-x86-64.raw"
+	inv.Flatcar.SBOM = &Ref{URL: "https://stable.release.flatcar-linux.net/amd64-usr/4459.2.0/flatcar_production_image_sbom.json",
+		SHA512: strings.Repeat("ab", 64), Verified: true} // Flatcar's SBOM, an external reference of type bom
 	b, err := inv.Encode()
 	if err != nil {
 		t.Fatal(err)

@@ -10,11 +10,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 )
 
 // SigSuffix names a blob's detached signature: ARTIFACT.sig beside ARTIFACT, as `cosign sign-blob
@@ -57,17 +57,27 @@ var ErrBadSignature = errors.New("signature does not verify")
 // VerifyFile checks the detached signature sigPath of the file at path with pub, as cosign
 // verify-blob does.
 func VerifyFile(pub crypto.PublicKey, path, sigPath string) error {
-	raw, err := os.ReadFile(sigPath)
+	sumHex, _, err := digest.SHA256(path)
 	if err != nil {
+		return err
+	}
+	return VerifySHA256(pub, sumHex, sigPath)
+}
+
+// VerifySHA256 checks the detached signature sigPath with pub against a file's sha256 (hex), for
+// a caller that hashed the file itself (verify hashes the image once for its sha256 and sha512).
+// The signature is read through infile: a pipe or device is refused, a huge file cut off.
+func VerifySHA256(pub crypto.PublicKey, sumHex, sigPath string) error {
+	raw, err := infile.ReadFile("signature", sigPath, infile.Signature)
+	if err != nil {
+		if errors.Is(err, errs.ErrInvalid) {
+			return err
+		}
 		return fmt.Errorf("reading the signature: %w", err)
 	}
 	sig, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(raw)))
 	if err != nil {
 		return fmt.Errorf("%s is not a base64 signature: %w", sigPath, err)
-	}
-	sumHex, _, err := digest.SHA256(path)
-	if err != nil {
-		return err
 	}
 	sum, _ := hex.DecodeString(sumHex)
 	ok := false

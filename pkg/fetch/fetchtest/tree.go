@@ -27,17 +27,24 @@ type Release struct {
 	Current                       bool // also the channel's "current"
 	WithoutImg                    bool // publish only the .bz2, like releases before 3602.2.0
 	WithoutBZ2                    bool // publish only the .img (big images: spares compressing them)
+	// SBOM, when set, is published as Flatcar's package SBOM of the release
+	// (flatcar_production_image_sbom.json), signed like the images.
+	SBOM []byte
 }
 
 // Dir is the URL path of the release directory.
 func (r Release) Dir() string { return fmt.Sprintf("/%s/%s-usr/%s/", r.Channel, r.Arch, r.Version) }
+
+// SBOMPath is the URL path of Flatcar's package SBOM of the release.
+func (r Release) SBOMPath() string { return r.Dir() + "flatcar_production_image_sbom.json" }
 
 // ImgPath and BZ2Path are the URL paths of the two downloads.
 func (r Release) ImgPath() string { return r.Dir() + "flatcar_production_" + r.Image + "_image.img" }
 func (r Release) BZ2Path() string { return r.ImgPath() + ".bz2" }
 
 // Publish puts the release on the server: version.txt (also under current/ when Current), the
-// .img and .img.bz2 (multi-block bzip2 made in Go), each with DIGESTS, DIGESTS.asc and .sig.
+// .img and .img.bz2 (multi-block bzip2 made in Go) and the SBOM when given, each with DIGESTS,
+// DIGESTS.asc and .sig.
 func (s *Server) Publish(t testing.TB, r Release) {
 	t.Helper()
 	vt := []byte(fmt.Sprintf("FLATCAR_VERSION=%s\nFLATCAR_VERSION_ID=%s\nFLATCAR_BUILD=%s\nFLATCAR_SDK_VERSION=%s\n",
@@ -51,6 +58,9 @@ func (s *Server) Publish(t testing.TB, r Release) {
 	}
 	if !r.WithoutImg {
 		s.PublishFile(t, r, r.ImgPath(), r.Content)
+	}
+	if r.SBOM != nil {
+		s.PublishFile(t, r, r.SBOMPath(), r.SBOM)
 	}
 }
 

@@ -51,6 +51,9 @@ type ReleaseOptions struct {
 	// Sysexts are built into the images' /usr as Flatcar's containerd-flatcar is (Options.Sysexts),
 	// e.g. registrytest.ContainerdSysext for a real containerd.
 	Sysexts []string
+	// WithoutSBOM publishes no flatcar_production_image_sbom.json, as releases before Flatcar
+	// published SBOMs.
+	WithoutSBOM bool
 }
 
 // Release is what PublishRelease published.
@@ -61,13 +64,38 @@ type Release struct {
 	Channel       string
 	Version       string
 	Images        map[string]fetchtest.Release // by image name: "qemu", "openstack"
+	SBOM          []byte                       // the published flatcar_production_image_sbom.json; nil: none
+}
+
+// SBOM is an SPDX 2.3 JSON document in the shape of Flatcar's package SBOM of a release
+// (flatcar_production_image_sbom.json): the release's packages with their versions and purls.
+func SBOM(version string) []byte {
+	pkg := func(name, ver string) string {
+		return fmt.Sprintf(`{"SPDXID": "SPDXRef-Package-%s", "name": %q, "versionInfo": %q, "downloadLocation": "NOASSERTION",
+      "externalRefs": [{"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl", "referenceLocator": "pkg:ebuild/%s@%s"}]}`,
+			strings.ReplaceAll(name, "/", "-"), name, ver, name, ver)
+	}
+	return []byte(fmt.Sprintf(`{
+  "spdxVersion": "SPDX-2.3",
+  "dataLicense": "CC0-1.0",
+  "SPDXID": "SPDXRef-DOCUMENT",
+  "name": "flatcar_production_image-%[1]s",
+  "documentNamespace": "https://flatcar.org/spdx/flatcar_production_image-%[1]s",
+  "creationInfo": {"created": "2026-01-01T00:00:00Z", "creators": ["Tool: flatcar-capo stand-in"]},
+  "packages": [
+    %[2]s,
+    %[3]s
+  ]
+}
+`, version, pkg("app-containers/containerd", "2.1.5"), pkg("sys-apps/systemd", "256.10")))
 }
 
 // PublishRelease publishes the guest as the current stable Flatcar release on srv, version
 // Version (what the guest's os-release says):
 // flatcar_production_qemu_image.img (OEM qemu) and flatcar_production_openstack_image.img
-// (OEM openstack), qcow2 as Flatcar's, each with DIGESTS, DIGESTS.asc (clear-signed by a fresh
-// test key) and .sig, and version.txt; no .bz2 (compressing ~200 MB per test is not worth it).
+// (OEM openstack), qcow2 as Flatcar's, and Flatcar's package SBOM (unless WithoutSBOM), each
+// with DIGESTS, DIGESTS.asc (clear-signed by a fresh test key) and .sig, and version.txt; no .bz2
+// (compressing ~200 MB per test is not worth it).
 // The images are the cached qcow2 files mapped read-only, not copies on the heap.
 func PublishRelease(t testing.TB, srv *fetchtest.Server, opts ReleaseOptions) *Release {
 	t.Helper()
@@ -75,6 +103,9 @@ func PublishRelease(t testing.TB, srv *fetchtest.Server, opts ReleaseOptions) *R
 	r := &Release{
 		Key: fetchtest.NewKey(t, "Flatcar-capo Test Buildbot", now), ReleaseServer: srv.ReleaseServer(),
 		Channel: "stable", Version: Version, Images: map[string]fetchtest.Release{},
+	}
+	if !opts.WithoutSBOM {
+		r.SBOM = SBOM(Version)
 	}
 	r.Keyring = filepath.Join(t.TempDir(), "keyring.asc")
 	if err := os.WriteFile(r.Keyring, r.Key.PublicArmored(t), 0o644); err != nil {
@@ -92,7 +123,7 @@ func PublishRelease(t testing.TB, srv *fetchtest.Server, opts ReleaseOptions) *R
 		}
 		rel := fetchtest.Release{Channel: r.Channel, Arch: "amd64", Version: Version, Image: oem,
 			Content: data, Signer: r.Key.Current, Key: r.Key, SignedAt: now.Add(-time.Hour),
-			Current: true, WithoutBZ2: true}
+			Current: true, WithoutBZ2: true, SBOM: r.SBOM}
 		srv.Publish(t, rel)
 		r.Images[oem] = rel
 	}
