@@ -23,7 +23,6 @@ import (
 var admissionValues = map[string]string{
 	"CONTROL_PLANE_MACHINE_COUNT":            "1",
 	"WORKER_MACHINE_COUNT":                   "2",
-	"KUBERNETES_VERSION":                     "v1.34.4",
 	"OPENSTACK_CLOUD":                        "openstack",
 	"OPENSTACK_CLOUD_CACERT_B64":             base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")),
 	"OPENSTACK_CLOUD_YAML_B64":               base64.StdEncoding.EncodeToString([]byte("clouds:\n  openstack:\n    auth: {auth_url: https://keystone.example:5000/v3}\n")),
@@ -58,7 +57,7 @@ func admissionCombos(t *testing.T) [][]string {
 	}
 	for _, flavor := range []string{"baked", "sysext-baked"} {
 		combos = append(combos, []string{"--clusterclass", "--flavor", flavor},
-			append([]string{"--clusterclass", "--flavor", flavor, "--api-server-load-balancer=false", "--image-ref", "orc", imageID}, trust...))
+			append([]string{"--clusterclass", "--flavor", flavor, "--api-server-load-balancer=false"}, trust...))
 	}
 	return combos
 }
@@ -100,7 +99,7 @@ func TestManifestsAdmittedByCAPI(t *testing.T) {
 // renderAdmission runs `flatcar-capo manifests args` with every variable set, into dir/name.yaml.
 func renderAdmission(t *testing.T, dir, name string, args []string) string {
 	t.Helper()
-	args = append([]string{"manifests", "--cluster-name", name, "--set", "CLUSTER_CLASS_NAME=" + name}, args...)
+	args = append([]string{"manifests", "--cluster-name", name, "--kubernetes-version", "v1.34.4"}, args...)
 	var res struct{ Missing []string }
 	r := testutil.Run(t, append(args, "-o", "json")...).MustSucceed(t)
 	if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil {

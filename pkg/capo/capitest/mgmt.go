@@ -208,7 +208,7 @@ current-context: capitest
 		}
 		args := []string{"--webhook-port", fmt.Sprint(pp[p].webhook), "--webhook-cert-dir", c.WebhookDir,
 			"--health-addr", fmt.Sprintf("127.0.0.1:%d", pp[p].health), "--diagnostics-address", fmt.Sprintf("127.0.0.1:%d", pp[p].diag),
-			"--insecure-diagnostics", "--leader-elect=false", "--kubeconfig", m.Kubeconfig}
+			"--insecure-diagnostics", "--leader-elect=false"}
 		if g := providers[p].gates; g != "" {
 			args = append(args, "--feature-gates="+g)
 		}
@@ -344,6 +344,7 @@ func (m *Management) run(name, bin string, args ...string) error {
 	defer f.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr, cmd.Dir = f, f, m.Dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.Kubeconfig) // the managers' (controller-runtime's) client
 	// Gone with the test binary, should it die before its cleanup.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
