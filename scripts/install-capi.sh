@@ -5,7 +5,8 @@
 # manager (sigs.k8s.io/cluster-api-provider-openstack), and beside the binaries each module's CRDs
 # (config/crd/bases) and admission webhooks (config/webhook/manifests.yaml), copied from the
 # module tree with the same relative paths; ORC's CRDs (--image-ref orc) the same way. Cached:
-#   $CACHE/capi/$V/{capi,cabpk,kcp}-manager, config/..., bootstrap/kubeadm/config/..., controlplane/kubeadm/config/...
+#   $CACHE/capi/$V/{capi,cabpk,kcp}-manager, config/... (core/config/... since v1.14), bootstrap/kubeadm/config/...,
+#   controlplane/kubeadm/config/...
 #   $CACHE/capo/$CAPO_VERSION/capo-manager, config/...
 #   $CACHE/orc/$ORC_VERSION/config/crd/bases
 # ($CACHE = ${XDG_CACHE_HOME:-~/.cache}/flatcar-capo, as install-kubernetes.sh; a rerun only checks,
@@ -46,7 +47,7 @@ manifests() {
     fi
   done
   chmod -R u+w "$to/.manifests.tmp"
-  rm -rf "$to/config" "$to/bootstrap" "$to/controlplane"
+  rm -rf "$to/config" "$to/core" "$to/bootstrap" "$to/controlplane"
   mv "$to/.manifests.tmp"/* "$to/" && rmdir "$to/.manifests.tmp" && touch "$to/.manifests"
 }
 
@@ -78,9 +79,13 @@ for v in $first "$CAPO_VERSION" ${CAPI_VERSIONS#"$first"}; do
     continue
   fi
   d=$cache/capi/$v; mkdir -p "$d"
-  managers "$d" "sigs.k8s.io/cluster-api@$v" capi-manager=sigs.k8s.io/cluster-api \
+  s=$(src "sigs.k8s.io/cluster-api@$v")
+  # The core manager and its config are the module root's up to v1.13, core/ since v1.14.
+  core=.; pkg=sigs.k8s.io/cluster-api
+  [ -f "$s/core/main.go" ] && core=core pkg=$pkg/core
+  managers "$d" "sigs.k8s.io/cluster-api@$v" "capi-manager=$pkg" \
     cabpk-manager=sigs.k8s.io/cluster-api/bootstrap/kubeadm kcp-manager=sigs.k8s.io/cluster-api/controlplane/kubeadm
-  manifests "$(src "sigs.k8s.io/cluster-api@$v")" "$d" . bootstrap/kubeadm controlplane/kubeadm
+  manifests "$s" "$d" "$core" bootstrap/kubeadm controlplane/kubeadm
 done
 log "ready in $(( $(date +%s) - total )) s: $cache/capi $cache/capo $cache/orc"
 echo "$cache"

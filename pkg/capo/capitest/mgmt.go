@@ -41,10 +41,22 @@ type provider struct {
 }
 
 var providers = map[string]provider{
-	Core:           {sub: ".", gates: "ClusterTopology=true"},
+	Core:           {sub: ".", gates: "ClusterTopology=true"}, // core/ since v1.14: coreSub
 	Bootstrap:      {sub: "bootstrap/kubeadm", labels: contract("v1beta1", "v1beta2"), gates: "KubeadmBootstrapFormatIgnition=true"},
 	ControlPlane:   {sub: "controlplane/kubeadm", labels: contract("v1beta1", "v1beta2"), gates: "ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"},
 	Infrastructure: {sub: ".", labels: contract("v1beta1")},
+}
+
+// sub is where p's manifests are under root: the core's moved from the module root to core/
+// in CAPI v1.14 (scripts/install-capi.sh copies them with their paths).
+func (d dirs) sub(p string) (root, sub string) {
+	if p == Infrastructure {
+		return d.CAPO, providers[p].sub
+	}
+	if _, err := os.Stat(filepath.Join(d.CAPI, "core", "config")); p == Core && err == nil {
+		return d.CAPI, "core"
+	}
+	return d.CAPI, providers[p].sub
 }
 
 func contract(versions ...string) map[string]string {
@@ -177,19 +189,19 @@ current-context: capitest
 		return err
 	}
 	if !slices.Contains(o.Providers, Core) {
-		if err := add(d.CAPI, ".", nil, 0, "*.yaml"); err != nil {
+		root, sub := d.sub(Core)
+		if err := add(root, sub, nil, 0, "*.yaml"); err != nil {
 			return err
 		}
 	}
 	for _, p := range o.Providers {
-		root := d.CAPI
 		if p == Infrastructure {
-			root = d.CAPO
 			if err := add(d.ORC, ".", nil, 0, "*_images.yaml"); err != nil {
 				return err
 			}
 		}
-		if err := add(root, providers[p].sub, providers[p].labels, pp[p].webhook, "*.yaml"); err != nil {
+		root, sub := d.sub(p)
+		if err := add(root, sub, providers[p].labels, pp[p].webhook, "*.yaml"); err != nil {
 			return err
 		}
 	}
@@ -235,11 +247,8 @@ current-context: capitest
 	}
 	var hooks []map[string]any
 	for _, p := range order {
-		root := d.CAPI
-		if p == Infrastructure {
-			root = d.CAPO
-		}
-		b, err := os.ReadFile(filepath.Join(root, providers[p].sub, "config", "webhook", "manifests.yaml"))
+		root, sub := d.sub(p)
+		b, err := os.ReadFile(filepath.Join(root, sub, "config", "webhook", "manifests.yaml"))
 		if err != nil {
 			return err
 		}
