@@ -45,15 +45,21 @@ func cacheDir() string {
 	return filepath.Join(cache, "flatcar-capo")
 }
 
-// buildDirs returns p's managers and manifests, waiting (by its lock, at most an hour) for a
-// scripts/install-capi.sh still running; it skips the test (fails it in strict mode) when they
-// are missing after that.
-func buildDirs(t testing.TB, p Pairing) dirs {
+// buildDirs returns the managers and manifests of providers in p, waiting (by its lock, at most
+// an hour) for a scripts/install-capi.sh still running; it skips the test (fails it in strict
+// mode) when they are missing after that.
+func buildDirs(t testing.TB, p Pairing, providers []string) dirs {
 	t.Helper()
 	top := cacheDir()
 	d := dirs{CAPI: filepath.Join(top, "capi", p.CAPI), CAPO: filepath.Join(top, "capo", p.CAPO), ORC: filepath.Join(top, "orc", ORCVersion)}
-	need := []string{filepath.Join(d.CAPI, "capi-manager"), filepath.Join(d.CAPI, "cabpk-manager"), filepath.Join(d.CAPI, "kcp-manager"),
-		filepath.Join(d.CAPI, ".manifests"), filepath.Join(d.CAPO, "capo-manager"), filepath.Join(d.CAPO, ".manifests"), filepath.Join(d.ORC, ".manifests")}
+	need := []string{filepath.Join(d.CAPI, ".manifests")} // the core's CRDs, always installed
+	for _, pr := range providers {
+		if pr == Infrastructure {
+			need = append(need, filepath.Join(d.CAPO, "capo-manager"), filepath.Join(d.CAPO, ".manifests"), filepath.Join(d.ORC, ".manifests"))
+		} else {
+			need = append(need, filepath.Join(d.CAPI, pr+"-manager"))
+		}
+	}
 	missing := func() error {
 		for _, f := range need {
 			if _, err := os.Stat(f); err != nil {

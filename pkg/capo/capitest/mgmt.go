@@ -107,7 +107,7 @@ func Start(t testing.TB, o Options) *Management {
 		o.Providers = AllProviders
 	}
 	kdir := kubetest.RealDir(t)
-	d := buildDirs(t, o.Pairing)
+	d := buildDirs(t, o.Pairing, o.Providers)
 	dir, err := os.MkdirTemp("", "capitest-")
 	if err != nil {
 		t.Fatal(err)
