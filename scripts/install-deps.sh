@@ -60,6 +60,12 @@ if [ "$profile" = test ]; then
   mkdir -p "$(dirname "$k8s_log")"
   echo "install-deps: building Kubernetes in the background if not cached (output: $k8s_log)" >&2
   setsid nohup nice -n 19 "$(dirname "$0")/install-kubernetes.sh" >>"$k8s_log" 2>&1 </dev/null &
+  # The same for the CAPI and CAPO managers (scripts/install-capi.sh: ~460 CPU-s per CAPI
+  # version and ~230 for CAPO cold) that pkg/capo's admission test runs on that kube-apiserver.
+  capi_log=${XDG_CACHE_HOME:-$HOME/.cache}/flatcar-capo/capi/build.log
+  mkdir -p "$(dirname "$capi_log")"
+  echo "install-deps: building the CAPI/CAPO managers in the background if not cached (output: $capi_log)" >&2
+  setsid nohup nice -n 19 "$(dirname "$0")/install-capi.sh" >>"$capi_log" 2>&1 </dev/null &
 fi
 # Packer >= 1.10 with the QEMU plugin (what users run; Debian has 1.6.6 only): built from the Go
 # module proxy and cached when none is found (first run ~2-5 min, then ~1 s). The demo runs

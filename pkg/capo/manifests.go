@@ -82,6 +82,9 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckUUIDs(values); err != nil {
+		return nil, err
+	}
 	if o.SysextURL != "" {
 		if values[VarSysextURL], err = SysextURL(flavor, o.SysextURL); err != nil {
 			return nil, err

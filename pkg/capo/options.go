@@ -1,6 +1,7 @@
 package capo
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
@@ -21,6 +22,32 @@ func ParseSets(sets []string) (map[string]string, error) {
 		values[k] = v
 	}
 	return values, nil
+}
+
+// VarExternalNetworkID is CAPO's variable of the external network (router, floating IPs).
+const VarExternalNetworkID = "OPENSTACK_EXTERNAL_NETWORK_ID"
+
+// uuidVars are the variables CAPO's CRDs (format: uuid) and the ClusterClass's variable schema
+// take only as a UUID: the API server refuses a network or image name there.
+var uuidVars = []struct{ name, flag, fix string }{
+	{VarExternalNetworkID, "--set " + VarExternalNetworkID, "openstack network show -f value -c id NETWORK"},
+	{VarImageID, "--image-id (or --set " + VarImageID + ")", "openstack image show -f value -c id IMAGE"},
+}
+
+// uuidPattern is the API server's format: uuid (k8s.io/kube-openapi's strfmt).
+var uuidPattern = regexp.MustCompile(`(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)
+
+// CheckUUIDs refuses a value the management cluster would refuse for a UUID variable (a
+// ${...} left for clusterctl passes).
+func CheckUUIDs(values map[string]string) error {
+	for _, v := range uuidVars {
+		val, ok := values[v.name]
+		if !ok || strings.Contains(val, "${") || uuidPattern.MatchString(val) {
+			continue
+		}
+		return errs.Invalidf("%s %q is not a UUID: CAPO takes the ID, not the name (%s)", v.flag, val, v.fix)
+	}
+	return nil
 }
 
 // SysextURL checks --sysext-url for a flavor and returns it as VarSysextURL's value.

@@ -83,6 +83,8 @@ type Rendered struct {
 	Documents []string `json:"documents"`
 	// UserData is the estimated user-data size of each bootstrap config, by document.
 	UserData []UserDataEstimate `json:"userData"`
+	// ClusterctlInit installs the providers with the feature gates the output needs.
+	ClusterctlInit string `json:"clusterctlInit"`
 }
 
 // UserDataEstimate is the base64 size of a bootstrap config's user-data as Nova receives it.
@@ -157,7 +159,8 @@ func render(opts RenderOptions) (*Rendered, error) {
 		}
 		out = append([]byte("# Rendered by flatcar-capo manifests: Flatcar nodes on CAPO.\n"), out...)
 	}
-	r := &Rendered{Manifest: out, Flavor: cmp.Or(opts.Flavor, FlavorBaked), Variables: vars, Missing: missing}
+	r := &Rendered{Manifest: out, Flavor: cmp.Or(opts.Flavor, FlavorBaked), Variables: vars, Missing: missing,
+		ClusterctlInit: ClusterctlInit(opts.ClusterClass)}
 	// Validate a fully filled copy: sample values stand in for what clusterctl fills later.
 	full := map[string]string{}
 	for _, name := range missing { // the others have a value or a default

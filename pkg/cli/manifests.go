@@ -48,6 +48,8 @@ KubeadmConfigTemplate, carrying the flavor's Ignition settings, plus the cluster
 Cluster with topology: version is topology.version, and the variables imageName,
 controlPlaneFlavor, workerFlavor, externalNetworkID, cloudName, dnsNameservers and sshKeyName are
 patched into the templates, so a new image or Kubernetes version is a change of the Cluster.
+CAPI refuses every ClusterClass and topology Cluster unless the management cluster runs with the
+ClusterTopology feature gate: ` + capo.GateTopology + ` beside ` + capo.GateIgnition + ` at clusterctl init.
 
 Placeholders use clusterctl's ${VAR} syntax and CAPO's variable names; fill some with --set (or
 --image-name, --kubernetes-version, --cluster-name) and leave the rest to
@@ -109,7 +111,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&o.Flavor, "flavor", capo.FlavorBaked, "template flavor: "+strings.Join(capo.FlavorNames(), ", ")+" (see above)")
 	f.StringVar(&o.SysextURL, "sysext-url", "", "--flavor sysext: directory URL serving kubernetes-<version>-<arch>.raw (sets "+capo.VarSysextURL+")")
 	f.BoolVar(&apiLoadBalancer, "api-server-load-balancer", true, "an Octavia load balancer in front of the API server; =false for clouds without Octavia renders CAPO's without-lb variant: the API server's floating IP on one control plane machine (CONTROL_PLANE_MACHINE_COUNT is 1)")
-	f.BoolVar(&o.ClusterClass, "clusterclass", false, "a Flatcar ClusterClass with its templates, and a Cluster using it through topology: image, Kubernetes version (topology.version) and machine flavors are the Cluster's; CAPI v1beta2, --flavor baked or sysext-baked")
+	f.BoolVar(&o.ClusterClass, "clusterclass", false, "a Flatcar ClusterClass with its templates, and a Cluster using it through topology: image, Kubernetes version (topology.version) and machine flavors are the Cluster's; CAPI v1beta2, --flavor baked or sysext-baked; needs "+capo.GateTopology+" at clusterctl init")
 	f.StringVar(&o.Image.Ref, "image-ref", capo.ImageRefFilter, "how machine templates name the image: filter (image.filter.name), id (image.id, the Glance ID), orc (imageRef to an ORC Image, CAPO >= v0.11)")
 	f.StringVar(&o.Image.ID, "image-id", "", "the Glance image ID for --image-ref id or orc (sets "+capo.VarImageID+"; default: from --from-record)")
 	f.StringVar(&o.Image.Source, "image-source", "", "URL of the image's qcow2 on your HTTP server: a managed ORC Image downloads it (sha512-checked, onDelete: detach); implies --image-ref orc")
@@ -162,6 +164,7 @@ func printManifests(cmd *cobra.Command, rep manifestsReport) error {
 	} else {
 		fmt.Fprintln(w, "Every variable is set: the output is a manifest for kubectl apply.")
 	}
+	fmt.Fprintf(w, "The management cluster needs these feature gates (CAPI refuses the output without them): %s\n", rep.ClusterctlInit)
 	return nil
 }
 

@@ -20,13 +20,20 @@ func TestManifestsClusterClass(t *testing.T) {
 		"--image-name", "flatcar-stable-capo", "--kubernetes-version", "v1.34.1", "--output-file", out}
 	for _, kv := range []string{"CONTROL_PLANE_MACHINE_COUNT=3", "WORKER_MACHINE_COUNT=2", "OPENSTACK_CLOUD=openstack",
 		"OPENSTACK_CLOUD_CACERT_B64=Y2E=", "OPENSTACK_CLOUD_YAML_B64=eQ==", "OPENSTACK_CONTROL_PLANE_MACHINE_FLAVOR=m1.large",
-		"OPENSTACK_NODE_MACHINE_FLAVOR=m1.medium", "OPENSTACK_DNS_NAMESERVERS=192.0.2.53", "OPENSTACK_EXTERNAL_NETWORK_ID=ext-net",
+		"OPENSTACK_NODE_MACHINE_FLAVOR=m1.medium", "OPENSTACK_DNS_NAMESERVERS=192.0.2.53", "OPENSTACK_EXTERNAL_NETWORK_ID=3f8b1b8e-5c1a-4b8e-9d0c-2a6f4e1d7c90",
 		"OPENSTACK_FAILURE_DOMAIN=nova", "OPENSTACK_SSH_KEY_NAME=ops"} {
 		args = append(args, "--set", kv)
 	}
 	r := testutil.Run(t, args...).MustSucceed(t)
 	if !strings.Contains(r.Stderr, "Validated 8 documents") || !strings.Contains(r.Stderr, "Every variable is set") {
 		t.Fatalf("summary:\n%s", r.Stderr)
+	}
+	// CAPI refuses a ClusterClass without the ClusterTopology gate: the next step says so.
+	if want := capo.GateIgnition + " " + capo.GateTopology + " clusterctl init --infrastructure openstack"; !strings.Contains(r.Stderr, want) {
+		t.Errorf("summary lacks %q:\n%s", want, r.Stderr)
+	}
+	if help := testutil.Run(t, "manifests", "--help").MustSucceed(t).Stdout; strings.Count(help, capo.GateTopology) < 2 {
+		t.Errorf("manifests --help names %s in the --clusterclass text and flag fewer than twice:\n%s", capo.GateTopology, help)
 	}
 	data, _ := os.ReadFile(out)
 	m := string(data)

@@ -117,8 +117,9 @@ func TestManifestsFlavors(t *testing.T) {
 			}
 			out := filepath.Join(dir, flavor+".yaml")
 			r = testutil.Run(t, append(args, "--output-file", out)...).MustSucceed(t)
-			if !strings.Contains(r.Stderr, "Flavor "+flavor+".") || !strings.Contains(r.Stderr, "Every variable is set") {
-				t.Errorf("summary:\n%s", r.Stderr)
+			if !strings.Contains(r.Stderr, "Flavor "+flavor+".") || !strings.Contains(r.Stderr, "Every variable is set") ||
+				!strings.Contains(r.Stderr, capo.GateIgnition+" clusterctl init") || strings.Contains(r.Stderr, capo.GateTopology) {
+				t.Errorf("summary (want the clusterctl init with the Ignition gate only):\n%s", r.Stderr)
 			}
 			lint := testutil.Run(t, "lint", out).MustSucceed(t)
 			if !strings.Contains(lint.Stdout, "0 error(s), 0 warning(s)") {
