@@ -58,7 +58,13 @@ managers() {
   for p in "$@"; do [ -n "$force" ] || [ ! -x "$to/${p%%=*}" ] && need=1; done
   [ -z "$need" ] && return 0
   local s=$work/${mv//[\/@]/_}
-  mkdir -p "$s" && (cd "$s" && go mod init scratch >/dev/null 2>&1 && go get "$mv" >&2)
+  mkdir -p "$s" && (cd "$s" && go mod init scratch >/dev/null 2>&1)
+  # CAPI v1.14 moved its API types to the module sigs.k8s.io/cluster-api/api, which its go.mod
+  # requires at v0.0.0 and replaces with ./api: a scratch module pins the published one instead.
+  if grep -q '^replace sigs.k8s.io/cluster-api/api => ./api' "$(src "$mv")/go.mod"; then
+    (cd "$s" && go mod edit -replace "sigs.k8s.io/cluster-api/api=sigs.k8s.io/cluster-api/api@${mv#*@}")
+  fi
+  (cd "$s" && go get "$mv" >&2)
   for p in "$@"; do
     [ -z "$force" ] && [ -x "$to/${p%%=*}" ] && continue
     local start; start=$(date +%s)
