@@ -18,7 +18,13 @@ import (
 // drop-in that only sets sandbox_image shows that a partial table is merged key by key into the
 // base's, not put in its place (ours restates the runc options anyway, for containerd 1.x).
 func TestContainerdMergesDropIn(t *testing.T) {
-	bin := filepath.Join(registrytest.ContainerdDir(t), "containerd")
+	for _, v := range registrytest.ContainerdMatrix {
+		t.Run("containerd-"+v, func(t *testing.T) { testContainerdMergesDropIn(t, v) })
+	}
+}
+
+func testContainerdMergesDropIn(t *testing.T, version string) {
+	bin := filepath.Join(registrytest.ContainerdDirOf(t, version), "containerd")
 	dump := func(t *testing.T, dropIn string) string {
 		t.Helper()
 		dir := t.TempDir()
@@ -46,7 +52,7 @@ func TestContainerdMergesDropIn(t *testing.T) {
 			t.Errorf("merged config lacks %q:\n%s", w, got)
 		}
 	}
-	// What 2.1.5 does with a partial table: merged key by key into the base's (not replaced), so
+	// What 2.x does with a partial table: merged key by key into the base's (not replaced), so
 	// the base's runc options survive a drop-in that does not mention them.
 	partial := dump(t, "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"registry.k8s.io/pause:3.10\"\n")
 	if !strings.Contains(partial, "SystemdCgroup = true") || !strings.Contains(partial, "sandbox = 'registry.k8s.io/pause:3.10'") {
