@@ -68,6 +68,7 @@ type Inputs struct {
 	DiskSize         int64    `json:"diskSize,omitempty"`
 	Images           []string `json:"images,omitempty"`     // preload and containerd settings
 	Compressed       bool     `json:"compressed,omitempty"` // --compress (omitted when off: older keys stay)
+	Containerd       string   `json:"containerd,omitempty"` // --containerd-version and its runc (omitted without)
 
 	secrets string // hashed into Key, never stored (the proxies' passwords)
 }

@@ -143,6 +143,9 @@ func inputs(o *Options, rel release.Release) (Inputs, error) {
 		KubernetesMirror: redact.URL(o.Kubernetes.Mirror), GitHubMirror: redact.URL(o.Kubernetes.GitHubMirror),
 		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize, Images: o.Images.inputs(),
 		Compressed: o.Compress, secrets: o.Images.secrets()}
+	if o.Containerd.Version != "" {
+		in.Containerd = o.Containerd.Version + " runc " + o.Containerd.Runc
+	}
 	if o.BaseImage != "" {
 		fi, err := os.Stat(o.BaseImage)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
@@ -73,6 +74,16 @@ func (*stepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.
 	}
 	if err != nil {
 		return halt(state, err)
+	}
+	if c, err := makeContainerdSysext(ctx, state, work); err != nil {
+		return halt(state, err)
+	} else if c != nil {
+		for _, x := range exts {
+			if x.Name == sysext.ContainerdName {
+				return halt(state, errs.Invalidf("--sysext %s is a containerd sysext and --containerd-version makes one too; give one of them", x.Source))
+			}
+		}
+		exts = append(exts, *c)
 	}
 	var notes []string
 	for i := range exts {
