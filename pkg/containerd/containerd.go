@@ -34,7 +34,11 @@ func DefaultRuncFor(v string) string {
 	if r, ok := defaultRunc[v]; ok {
 		return r
 	}
-	minor := v[:strings.LastIndex(v+".", ".")]
+	i := strings.LastIndex(v, ".")
+	if i < 0 {
+		return ""
+	}
+	minor := v[:i]
 	best, bestPatch := "", -1
 	for k, r := range defaultRunc {
 		var p int
