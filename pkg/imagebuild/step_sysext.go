@@ -286,6 +286,10 @@ func (sysextMethod) Plan(ctx context.Context, o *Options, p *Plan) error {
 	if len(sp.Sysexts) == 0 {
 		sp.Sysexts = []string{"made from the Kubernetes " + o.Kubernetes.Kubernetes + " release binaries (" + name + ")"}
 	}
+	if c := o.Containerd; c.Version != "" {
+		file, _ := sysext.ContainerdFileName(c.Version, o.Release.Arch)
+		sp.Sysexts = append(sp.Sysexts, fmt.Sprintf("made from containerd %s and runc %s (%s; %s -> /dev/null)", c.Version, c.Runc, file, sysext.ContainerdMask))
+	}
 	p.MethodPlan = sp
 	return nil
 }
