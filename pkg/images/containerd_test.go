@@ -3,6 +3,7 @@ package images_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -46,8 +47,12 @@ func testContainerdMergesDropIn(t *testing.T, version string) {
 		}
 	}
 	got := dump(t, ours)
-	// 2.x migrates the merged version-2 config to version 3 (single-quoted TOML strings).
-	for _, w := range []string{"version = 3", "SystemdCgroup = true", "config_path = '/etc/containerd/certs.d'", "sandbox = 'registry.k8s.io/pause:3.10'", "runtime_type = 'io.containerd.runc.v2'"} {
+	// 2.x migrates the merged version-2 config to its own (single-quoted TOML strings): version 3
+	// up to 2.2, version 4 from 2.3.
+	if !regexp.MustCompile(`(?m)^version = [34]$`).MatchString(got) {
+		t.Errorf("merged config is not migrated to version 3 or 4:\n%s", got)
+	}
+	for _, w := range []string{"SystemdCgroup = true", "config_path = '/etc/containerd/certs.d'", "sandbox = 'registry.k8s.io/pause:3.10'", "runtime_type = 'io.containerd.runc.v2'"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("merged config lacks %q:\n%s", w, got)
 		}

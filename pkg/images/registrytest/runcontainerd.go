@@ -95,10 +95,17 @@ func (c *Containerd) Pull(ref string) (string, error) {
 // Bin is the directory of this containerd's binaries (ctr, crictl).
 func (c *Containerd) Bin() string { return c.bin }
 
-// Crictl runs crictl against this containerd and returns its output.
+// Crictl runs crictl against this containerd and returns its standard output (with its
+// standard error after it when it fails: crictl warns there about its missing config file).
 func (c *Containerd) Crictl(args ...string) (string, error) {
-	out, err := exec.Command(filepath.Join(c.bin, "crictl"), append([]string{"--runtime-endpoint", "unix://" + c.Socket, "--timeout", "30s"}, args...)...).CombinedOutput()
-	return string(out), err
+	cmd := exec.Command(filepath.Join(c.bin, "crictl"), append([]string{"--runtime-endpoint", "unix://" + c.Socket, "--timeout", "30s"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out) + stderr.String(), err
+	}
+	return string(out), nil
 }
 
 // Log is containerd's log so far.
