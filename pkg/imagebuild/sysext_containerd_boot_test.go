@@ -2,7 +2,6 @@ package imagebuild_test
 
 import (
 	"context"
-	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,9 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
 	"github.com/flatcar-capo/flatcar-capo/pkg/containerd/containerdtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
@@ -26,7 +27,7 @@ const ownContainerd = "2.3.7"
 // TestOwnContainerdGuestBoots (issue 45's acceptance): a stand-in release whose /usr ships
 // containerd 2.1.5 as Flatcar's containerd-flatcar, built with `build --method sysext
 // --containerd-version 2.3.7` (its tarball and runc from a stand-in of GitHub serving the real
-// 2.3.7 binaries) and the Kubernetes images preloaded, boots in the stand-in guest: the
+// 2.3.7 binaries) and kubeadm's images preloaded (Kubernetes stand-ins), boots in the stand-in guest: the
 // containerd daemon that runs is 2.3.7 (ctr version's server), containerd-flatcar is masked and
 // not merged, and every preloaded image was imported by it, pinned.
 func TestOwnContainerdGuestBoots(t *testing.T) {
@@ -35,16 +36,13 @@ func TestOwnContainerdGuestBoots(t *testing.T) {
 	dir := t.TempDir()
 	srv := fetchtest.NewServer(t)
 	rel := standin.PublishRelease(t, srv, standin.ReleaseOptions{Sysexts: []string{registrytest.ContainerdSysext(t, dir)}})
-	bin := kubetest.RealNodeDir(t)
-	mirror := kubetest.NewReal(t, bin, registrytest.ContainerdDir(t))
+	// The Kubernetes stand-ins do: this proof is about containerd (the node proof runs the real
+	// Kubernetes on the built-in one).
+	mirror := kubetest.New(t, kubernetes.Options{})
 	runc, _ := exec.LookPath("runc")
 	containerdtest.Publish(t, mirror.Server, containerd.Options{Version: ownContainerd}, own, runc)
 	reg := registrytest.Start(t)
-	refs, err := registrytest.KubeadmImageList(context.Background(), bin, kubetest.RealVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pushed, err := reg.PushKubeadm(context.Background(), refs)
+	pushed, err := reg.PushKubeadm(context.Background(), kubetest.KubeadmImages(kubetest.Version, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +53,7 @@ func TestOwnContainerdGuestBoots(t *testing.T) {
 	start := time.Now()
 	testutil.RunCmd(t, testutil.Cmd{Args: args, Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}}).MustSucceed(t)
 	t.Logf("build --method sysext --containerd-version %s: %.1fs", ownContainerd, time.Since(start).Seconds())
-	name := "flatcar-" + rel.Channel + "-" + rel.Version + "-kube-" + kubetest.RealVersion + "-sysext"
+	name := "flatcar-" + rel.Channel + "-" + rel.Version + "-kube-" + kubetest.Version + "-sysext"
 	raw := filepath.Join(dir, "node.raw")
 	testutil.Run(t, "convert", filepath.Join(out, name+".qcow2"), raw).MustSucceed(t)
 
@@ -92,24 +90,17 @@ func TestOwnContainerdGuestBoots(t *testing.T) {
 	if got := ssh("systemd-sysext list --no-pager; ls /usr/lib/extension-release.d/"); strings.Contains(got, "containerd-flatcar") {
 		t.Errorf("Flatcar's containerd-flatcar is still merged:\n%s", got)
 	}
-	var list struct {
-		Images []struct {
-			RepoTags []string `json:"repoTags"`
-			Pinned   bool     `json:"pinned"`
-		} `json:"images"`
-	}
-	if err := json.Unmarshal([]byte(ssh("sudo crictl --runtime-endpoint unix:///run/containerd/containerd.sock images -o json")), &list); err != nil {
-		t.Fatal(err)
-	}
-	pinned := map[string]bool{}
-	for _, im := range list.Images {
-		for _, tag := range im.RepoTags {
-			pinned[tag] = im.Pinned
-		}
-	}
+	// Imported by containerd 2.3.7's ctr (the import unit's PATH is /usr/bin) and pinned.
+	ls := ssh("sudo ctr -n k8s.io images ls")
 	for _, r := range pushed.Refs {
-		if !pinned[r] {
-			t.Errorf("%s is not in containerd %s pinned: %+v", r, ownContainerd, list.Images)
+		pinned := false
+		for _, l := range strings.Split(ls, "\n") {
+			if strings.HasPrefix(l, r+" ") && strings.Contains(l, images.PinnedLabel) {
+				pinned = true
+			}
+		}
+		if !pinned {
+			t.Errorf("%s is not in containerd %s pinned:\n%s", r, ownContainerd, ls)
 		}
 	}
 	if err := g.Shutdown(); err != nil {
