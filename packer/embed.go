@@ -17,6 +17,6 @@ const Template = "flatcar-capo.pkr.hcl.tmpl"
 // Scripts are the provisioning scripts, in the order the template runs them around the user's
 // own scripts: Setup before, Sysprep after.
 var (
-	Setup   = []string{"scripts/install-kubernetes.sh", "scripts/configure-containerd.sh", "scripts/install-images.sh"}
+	Setup   = []string{"scripts/install-containerd-sysext.sh", "scripts/install-kubernetes.sh", "scripts/configure-containerd.sh", "scripts/install-images.sh"}
 	Sysprep = "scripts/sysprep.sh"
 )

@@ -97,6 +97,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	f.StringVar(&o.BaseImage, "base-image", "", "use this local raw or qcow2 Flatcar image instead of downloading one")
 	f.StringVar(&o.OEM, "oem", imagebuild.DefaultOEM, "OEM id of the output (flatcar.oem.id)")
 	addKubernetesFlags(f, &o.Kubernetes, kubernetes.DefaultVersion)
+	addContainerdFlags(f, &o.Containerd)
 	f.StringArrayVar(&o.Provision, "provision", nil, "your own shell script, run in the guest after ours (repeatable)")
 	f.StringArrayVar(&o.Sysext, "sysext", nil, "--method sysext: a prebuilt Kubernetes sysext FILE or URL instead of making one (repeatable)")
 	f.BoolVar(&o.KeepUpdates, "keep-updates", false, "do not mask update-engine and locksmithd")

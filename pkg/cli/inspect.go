@@ -127,6 +127,9 @@ func printInspect(w io.Writer, r *inspect.Report) error {
 // printExtensions shows the sysexts systemd-sysext would find in ROOT (pkg/inspect/sysext.go).
 func printExtensions(w io.Writer, x inspect.Extensions) {
 	fmt.Fprintf(w, "Extensions: ROOT %s; judged against %s\n", x.Root, x.Host.Source)
+	if x.Root == "ext4" {
+		fmt.Fprintf(w, "  containerd the node runs: %s\n", x.Containerd)
+	}
 	for _, l := range x.Links {
 		to := ""
 		if l.Target != "" {
@@ -134,6 +137,8 @@ func printExtensions(w io.Writer, x inspect.Extensions) {
 		}
 		verdict := "would merge"
 		switch {
+		case l.Kind == "masked":
+			verdict = "masked"
 		case !l.Checked:
 			verdict = "not checked"
 		case !l.WouldMerge:

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
@@ -78,7 +79,14 @@ func addKubernetesFlags(fs *pflag.FlagSet, k *kubernetes.Options, version string
 	fs.StringVar(&k.Crictl, "crictl-version", "", "cri-tools release for crictl (default v<minor>.0 of the resolved Kubernetes, as image-builder)")
 	fs.StringVar(&k.CNI, "cni-version", "", "containernetworking/plugins release (default: one that fits the Kubernetes minor, "+kubernetes.DefaultCNIVersion+" for 1.33+)")
 	fs.StringVar(&k.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "replaces "+kubernetes.DefaultMirror+": kubelet/kubeadm/kubectl are <mirror>/<version>/bin/linux/<arch>/<name>(.sha256)")
-	fs.StringVar(&k.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces "+kubernetes.DefaultGitHubMirror+" for the crictl and CNI plugin releases")
+	fs.StringVar(&k.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces "+kubernetes.DefaultGitHubMirror+" for the crictl, CNI plugin, containerd and runc releases")
+}
+
+// addContainerdFlags registers the containerd that replaces Flatcar's (build, sysext create
+// containerd); its releases come from --github-mirror.
+func addContainerdFlags(fs *pflag.FlagSet, c *containerd.Options) {
+	fs.StringVar(&c.Version, "containerd-version", "", "containerd release to run instead of Flatcar's built-in one, e.g. 2.3.7: its release tarball and runc from --github-mirror become a containerd sysext that masks containerd-flatcar")
+	fs.StringVar(&c.Runc, "runc-version", "", "runc release for --containerd-version (default: the one that containerd release names, e.g. v1.5.2 for 2.3.7)")
 }
 
 // signFlags are --sign-key, --sign-cert-uuid and --sign-cert, which `upload` and `build` share.

@@ -7,9 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
@@ -24,7 +26,8 @@ kubernetes-<version>-<arch>.raw at first boot, and 'build --method sysext' bakes
 
   create   make the Kubernetes sysext from the Kubernetes release binaries (sha256-checked),
            in pure Go, without root: for users who keep Flatcar's stock image and serve
-           sysexts themselves (e.g. with manifests --flavor sysext --sysext-url)
+           sysexts themselves (e.g. with manifests --flavor sysext --sysext-url);
+           'create containerd' makes the containerd sysext that 'build --containerd-version' bakes
   inspect  show a sysext's extension-release and files, and whether Flatcar would merge it
 
 A sysext is merged only when /etc/extensions/NAME.raw carries
@@ -45,9 +48,10 @@ func newSysextCreateCommand() *cobra.Command {
 		compression string
 		level       int
 		outFile     string
+		ctr         containerd.Options
 	)
 	cmd := &cobra.Command{
-		Use:   "create --kubernetes-version VERSION [--output-file FILE]",
+		Use:   "create [kubernetes|containerd] --kubernetes-version VERSION | --containerd-version VERSION [--output-file FILE]",
 		Short: "Make the Kubernetes sysext (kubelet, kubeadm, kubectl, crictl, CNI plugins, units)",
 		Long: `Downloads kubelet, kubeadm and kubectl (dl.k8s.io), crictl and the CNI plugins (GitHub releases),
 checks each against its published .sha256 (kept in the download cache), and writes a sysext with
@@ -69,7 +73,22 @@ Install it on a Flatcar node (or let 'manifests --flavor sysext' do it at first 
   /etc/extensions/kubernetes.raw -> /opt/extensions/kubernetes/kubernetes-v1.33.4-x86-64.raw
 
 Offline: --binaries DIR uses files you downloaded yourself instead (kubelet, kubeadm, kubectl in
-DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
+DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).
+
+'create containerd --containerd-version V' makes instead the containerd sysext that
+'build --containerd-version V' bakes (Flatcar's sysext-bakery layout): containerd's release tarball
+(--github-mirror)/containerd/containerd/releases/download/vV/containerd-V-linux-ARCH.tar.gz and runc
+(--github-mirror)/opencontainers/runc/releases/download/vR/runc.ARCH, each checked against its
+published .sha256sum / runc.sha256sum, laid out as
+
+  /usr/bin/{containerd,ctr,containerd-shim-runc-v2,containerd-stress,runc}
+  /usr/share/containerd/config.toml   Flatcar's (imports /etc/containerd/conf.d/*.toml)
+  /usr/lib/systemd/system/containerd.service, multi-user.target.d/10-containerd-service.conf
+  /usr/lib/extension-release.d/extension-release.containerd   (SYSEXT_VERSION_ID=V)
+
+On a node it replaces Flatcar's own only when that one is masked:
+  /opt/extensions/containerd/containerd-V-x86-64.raw, linked as /etc/extensions/containerd.raw
+  /etc/extensions/containerd-flatcar.raw -> /dev/null`,
 		Example: `  # The Kubernetes sysext for x86-64 Flatcar nodes
   flatcar-capo sysext create --kubernetes-version stable
 
@@ -79,10 +98,20 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
       --output-file /srv/www/extensions/kubernetes-v1.33.4-arm64.raw
 
   # Air-gapped: from binaries downloaded elsewhere
-  flatcar-capo sysext create --kubernetes-version v1.33.4 --binaries ./k8s-v1.33.4 --output-file kubernetes.raw`,
-		Args: ExactArgs(0),
+  flatcar-capo sysext create --kubernetes-version v1.33.4 --binaries ./k8s-v1.33.4 --output-file kubernetes.raw
+
+  # containerd 2.3.7 with the runc its release names, from a mirror in GitHub's layout
+  flatcar-capo sysext create containerd --containerd-version 2.3.7 --github-mirror https://mirror.example/github`,
+		Args: sysextCreateArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			net.Log = cmd.ErrOrStderr()
+			if len(args) == 1 && args[0] == sysext.ContainerdName {
+				return runSysextCreateContainerd(cmd, ctr, dl, net, outFile, binaries,
+					sysext.CreateOptions{ReleaseID: releaseID, Compression: compression, Level: level, LevelGiven: cmd.Flags().Changed("compression-level")})
+			}
+			if cmd.Flags().Changed("containerd-version") || cmd.Flags().Changed("runc-version") {
+				return Usagef("--containerd-version and --runc-version are for 'sysext create containerd'")
+			}
 			made, err := sysext.MakeKubernetes(cmd.Context(), sysext.MakeOptions{
 				Image:    sysext.CreateOptions{ReleaseID: releaseID, Compression: compression, Level: level, LevelGiven: cmd.Flags().Changed("compression-level")},
 				Download: dl, Network: net, Binaries: binaries, OutputFile: outFile,
@@ -108,9 +137,40 @@ DIR or DIR/bin; optional cni-plugins*.tgz or cni/, crictl*.tar.gz or crictl).`,
 	f.StringVar(&releaseID, "release-id", "_any", "extension-release ID: _any (as Flatcar's bakery) or flatcar (adds SYSEXT_LEVEL=1.0)")
 	f.StringVar(&compression, "compression", "gzip", "squashfs compression: gzip or zstd (zstd is 6x slower through go-diskfs)")
 	f.IntVar(&level, "compression-level", sysext.DefaultGzipLevel, "gzip level: 1 (fastest) to 9 (6: 7% smaller, 4x slower)")
-	f.StringVar(&outFile, "output-file", "", "where to write the sysext (default: kubernetes-<version>-<arch>.raw)")
+	f.StringVar(&outFile, "output-file", "", "where to write the sysext (default: kubernetes-<version>-<arch>.raw, containerd-<version>-<arch>.raw)")
+	addContainerdFlags(f, &ctr)
 	AddOutputFlag(f)
 	return cmd
+}
+
+// sysextCreateArgs takes no argument (the Kubernetes sysext) or the sysext to make.
+func sysextCreateArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 1 || (len(args) == 1 && args[0] != sysext.KubernetesName && args[0] != sysext.ContainerdName) {
+		return Usagef("%s takes one optional argument, kubernetes (the default) or containerd; got %q", cmd.CommandPath(), strings.Join(args, " "))
+	}
+	return nil
+}
+
+func runSysextCreateContainerd(cmd *cobra.Command, ctr containerd.Options, dl kubernetes.Options, net httpx.Options, outFile, binaries string, image sysext.CreateOptions) error {
+	if ctr.Version == "" {
+		return Usagef("sysext create containerd needs --containerd-version, e.g. 2.3.7")
+	}
+	if binaries != "" || cmd.Flags().Changed("kubernetes-version") {
+		return Usagef("--binaries and --kubernetes-version are for the Kubernetes sysext, not 'sysext create containerd'")
+	}
+	ctr.Arch, ctr.GitHubMirror, ctr.CacheDir = dl.Arch, dl.GitHubMirror, dl.CacheDir
+	made, err := sysext.MakeContainerd(cmd.Context(), sysext.MakeContainerdOptions{Image: image, Download: ctr, Network: net,
+		OutputFile: outFile, DefaultCacheDir: fetch.DefaultCacheDir, Log: cmd.ErrOrStderr()})
+	if err != nil {
+		return err
+	}
+	return Report(cmd, made, func(w io.Writer) error {
+		name, _ := sysext.ContainerdFileName(made.Version, made.Arch)
+		fmt.Fprintf(w, "Wrote %s: %s (%s of files, %s), %d entries\n", made.Path, progress.Bytes(made.Size), progress.Bytes(made.Bytes), made.Compression, len(made.Files))
+		fmt.Fprintf(w, "  sha256 %s\n  sha512 %s\n", made.SHA256, made.SHA512)
+		fmt.Fprintf(w, "On a node: %s, linked as %s, with %s -> /dev/null (masks Flatcar's own)\n", node.ExtensionFile(sysext.ContainerdName, name), sysext.ContainerdLink, sysext.ContainerdMask)
+		return nil
+	})
 }
 
 func newSysextInspectCommand() *cobra.Command {

@@ -34,7 +34,7 @@ func (noTools) Preflight(context.Context, *Options, multistep.StateBag) (string,
 
 // allSteps is the whole list for o.Method: the common steps before and after the method's.
 func allSteps(o *Options) []multistep.Step {
-	steps := []multistep.Step{&stepResolve{}, &stepReuse{}, &stepPreflight{}, &stepWorkDir{}, &stepKubernetes{}, &stepFetch{}, &stepWorkCopy{}}
+	steps := []multistep.Step{&stepResolve{}, &stepReuse{}, &stepPreflight{}, &stepWorkDir{}, &stepKubernetes{}, &stepContainerd{}, &stepFetch{}, &stepWorkCopy{}}
 	steps = append(steps, methods[o.Method].Steps()...)
 	return append(steps, &stepOEM{}, &stepInspect{}, &stepConvert{}, &stepRecord{}, &stepUpload{}, &stepSign{})
 }

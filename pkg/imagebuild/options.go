@@ -7,6 +7,7 @@ package imagebuild
 import (
 	"cmp"
 	"fmt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
 	"io"
 	"os"
 	"path/filepath"
@@ -54,6 +55,9 @@ type Options struct {
 	Provision      []string     // user scripts run after ours (absolute paths)
 	Sysext         []string     // --sysext FILE|URL for the sysext method
 	Images         ImageOptions // container images preloaded, containerd settings
+	// Containerd is --containerd-version/--runc-version: the containerd sysext that replaces
+	// Flatcar's own (empty Version: Flatcar's). Arch and GitHubMirror come from the build's.
+	Containerd containerd.Options
 
 	// Packer method.
 	Packer, QEMUBinary, Accelerator string
@@ -200,6 +204,9 @@ func (o *Options) validate() error {
 		fmt.Fprintf(o.Log, "warning: %s\n", w)
 	}
 	if err := o.Kubernetes.Validate(); err != nil {
+		return err
+	}
+	if err := o.validateContainerd(); err != nil {
 		return err
 	}
 	if st, err := os.Stat(o.OutputDir); o.OutputDir != "" && err == nil && !st.IsDir() { // before any work

@@ -78,6 +78,7 @@ type Inputs struct {
 	USBStorageOff     bool     `json:"usbStorageOff,omitempty"`
 	EnableSysext      []string `json:"enableSysext,omitempty"`
 	ReleaseFileServer string   `json:"releaseFileServer,omitempty"`
+	Containerd        string   `json:"containerd,omitempty"` // --containerd-version and its runc (omitted without)
 
 	secrets string   // hashed into Key, never stored (the proxies' passwords)
 	paths   []string // local paths of inputs, hashed into Key, never stored (build-host paths)

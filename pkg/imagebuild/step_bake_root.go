@@ -11,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
 // stepBakeRoot writes the sysexts, their /etc/extensions links, the kubeadm.service drop-in and
@@ -27,6 +28,9 @@ func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multiste
 	for _, x := range keySysexts.get(state) {
 		layout.Extensions = append(layout.Extensions, rootfs.Extension{Name: x.Name, FileName: x.FileName, Source: x.Path})
 		extra = append(extra, Artifact{File: filepath.Base(x.Path), Bytes: x.Bytes, SHA512: x.SHA512})
+		if x.Name == sysext.ContainerdName { // ours replaces Flatcar's: mask it, as the bakery documents
+			layout.Masked = append(layout.Masked, sysext.FlatcarContainerdName)
+		}
 	}
 	entries, err := layout.Entries()
 	if err != nil {

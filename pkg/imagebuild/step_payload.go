@@ -27,6 +27,10 @@ func (*stepPayload) Run(ctx context.Context, state multistep.StateBag) multistep
 	if err := writeImagesPayload(ctx, state, dir); err != nil {
 		return halt(state, fmt.Errorf("payload: %w", err))
 	}
+	// --containerd-version: packer/scripts/install-containerd-sysext.sh installs it.
+	if _, err := makeContainerdSysext(ctx, state, filepath.Join(dir, "containerd")); err != nil {
+		return halt(state, fmt.Errorf("payload: %w", err))
+	}
 	keyPayload.put(state, dir)
 	note(state, "%d files in %s", len(set.Files)+1, dir)
 	return multistep.ActionContinue

@@ -144,6 +144,9 @@ func inputs(o *Options, rel release.Release) (Inputs, error) {
 		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize, Images: o.Images.inputs(),
 		Compressed: o.Compress, secrets: o.Images.secrets(),
 		ProtectiveMBR: true, USBStorageOff: !o.Node.KeepUSBStorage, EnableSysext: o.Node.EnableSysext, ReleaseFileServer: o.Node.ReleaseFileServer}
+	if o.Containerd.Version != "" {
+		in.Containerd = o.Containerd.Version + " runc " + o.Containerd.Runc
+	}
 	if o.BaseImage != "" {
 		fi, err := os.Stat(o.BaseImage)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
+	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
@@ -73,6 +74,16 @@ func (*stepSysext) Run(ctx context.Context, state multistep.StateBag) multistep.
 	}
 	if err != nil {
 		return halt(state, err)
+	}
+	if c, err := makeContainerdSysext(ctx, state, work); err != nil {
+		return halt(state, err)
+	} else if c != nil {
+		for _, x := range exts {
+			if x.Name == sysext.ContainerdName {
+				return halt(state, errs.Invalidf("--sysext %s is a containerd sysext and --containerd-version makes one too; give one of them", x.Source))
+			}
+		}
+		exts = append(exts, *c)
 	}
 	var notes []string
 	for i := range exts {
@@ -274,6 +285,10 @@ func (sysextMethod) Plan(ctx context.Context, o *Options, p *Plan) error {
 	sp := SysextPlan{Sysexts: o.Sysext, Stored: path.Join(sysext.KubernetesDir, name), Link: sysext.KubernetesLink, KeepUpdates: o.KeepUpdates}
 	if len(sp.Sysexts) == 0 {
 		sp.Sysexts = []string{"made from the Kubernetes " + o.Kubernetes.Kubernetes + " release binaries (" + name + ")"}
+	}
+	if c := o.Containerd; c.Version != "" {
+		file, _ := sysext.ContainerdFileName(c.Version, o.Release.Arch)
+		sp.Sysexts = append(sp.Sysexts, fmt.Sprintf("made from containerd %s and runc %s (%s; %s -> /dev/null)", c.Version, c.Runc, file, sysext.ContainerdMask))
 	}
 	p.MethodPlan = sp
 	return nil

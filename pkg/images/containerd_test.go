@@ -3,6 +3,7 @@ package images_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -18,7 +19,13 @@ import (
 // drop-in that only sets sandbox_image shows that a partial table is merged key by key into the
 // base's, not put in its place (ours restates the runc options anyway, for containerd 1.x).
 func TestContainerdMergesDropIn(t *testing.T) {
-	bin := filepath.Join(registrytest.ContainerdDir(t), "containerd")
+	for _, v := range registrytest.ContainerdMatrix {
+		t.Run("containerd-"+v, func(t *testing.T) { testContainerdMergesDropIn(t, v) })
+	}
+}
+
+func testContainerdMergesDropIn(t *testing.T, version string) {
+	bin := filepath.Join(registrytest.ContainerdDirOf(t, version), "containerd")
 	dump := func(t *testing.T, dropIn string) string {
 		t.Helper()
 		dir := t.TempDir()
@@ -40,13 +47,17 @@ func TestContainerdMergesDropIn(t *testing.T) {
 		}
 	}
 	got := dump(t, ours)
-	// 2.x migrates the merged version-2 config to version 3 (single-quoted TOML strings).
-	for _, w := range []string{"version = 3", "SystemdCgroup = true", "config_path = '/etc/containerd/certs.d'", "sandbox = 'registry.k8s.io/pause:3.10'", "runtime_type = 'io.containerd.runc.v2'"} {
+	// 2.x migrates the merged version-2 config to its own (single-quoted TOML strings): version 3
+	// up to 2.2, version 4 from 2.3.
+	if !regexp.MustCompile(`(?m)^version = [34]$`).MatchString(got) {
+		t.Errorf("merged config is not migrated to version 3 or 4:\n%s", got)
+	}
+	for _, w := range []string{"SystemdCgroup = true", "config_path = '/etc/containerd/certs.d'", "sandbox = 'registry.k8s.io/pause:3.10'", "runtime_type = 'io.containerd.runc.v2'"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("merged config lacks %q:\n%s", w, got)
 		}
 	}
-	// What 2.1.5 does with a partial table: merged key by key into the base's (not replaced), so
+	// What 2.x does with a partial table: merged key by key into the base's (not replaced), so
 	// the base's runc options survive a drop-in that does not mention them.
 	partial := dump(t, "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"registry.k8s.io/pause:3.10\"\n")
 	if !strings.Contains(partial, "SystemdCgroup = true") || !strings.Contains(partial, "sandbox = 'registry.k8s.io/pause:3.10'") {

@@ -29,6 +29,7 @@ var rules = []rule{
 	ruleOEMReleaseDiffers,
 	ruleMarkerDiffers,
 	ruleSysextLinks,
+	ruleContainerd,
 	ruleImages,
 }
 

@@ -23,13 +23,16 @@ type Extensions struct {
 	Host   sysext.Host       `json:"host"`
 	Links  []ExtensionLink   `json:"links"`
 	Stored []StoredExtension `json:"stored"`
+	// Containerd is which containerd the node runs: "built-in" (Flatcar's containerd-flatcar),
+	// the version of a containerd sysext that replaces it, or "none" (masked, nothing instead).
+	Containerd string `json:"containerd"`
 }
 
 // ExtensionLink is one entry NAME.raw of a search path.
 type ExtensionLink struct {
 	Path     string `json:"path"`     // /etc/extensions/kubernetes.raw
 	Name     string `json:"name"`     // kubernetes: extension-release.NAME must match
-	Kind     string `json:"kind"`     // symlink, file or directory
+	Kind     string `json:"kind"`     // symlink, file, directory, or masked (a link to /dev/null)
 	Target   string `json:"target"`   // the symlink's target as written ("" for a file)
 	Resolved string `json:"resolved"` // the image file it leads to ("" when dangling)
 	Size     int64  `json:"size"`
@@ -83,7 +86,38 @@ func (r *Report) readExtensions(img *disk.Image, parts []disk.Partition, esp *di
 		}
 	}
 	x.Stored = storedExtensions(fsys, x.Links)
+	x.Containerd = containerdOf(x.Links)
 	return fsys
+}
+
+// containerdOf says which containerd the node runs: a containerd sysext that merges, with its
+// SYSEXT_VERSION_ID, when Flatcar's containerd-flatcar is masked; else Flatcar's own.
+func containerdOf(links []ExtensionLink) string {
+	masked, ours := false, ""
+	for _, l := range links {
+		switch {
+		case l.Name == sysext.FlatcarContainerdName && l.Kind == "masked":
+			masked = true
+		case l.Name == sysext.ContainerdName && l.WouldMerge:
+			ours = cmpOr(l.ExtensionRelease[sysext.ContainerdVersionKey], "unknown version") + " (" + l.Resolved + ")"
+		}
+	}
+	switch {
+	case masked && ours != "":
+		return ours
+	case masked:
+		return "none"
+	case ours != "":
+		return "built-in (containerd-flatcar is not masked, so both sysexts carry /usr/bin/containerd): " + ours + " is not reliably the one that runs"
+	}
+	return "built-in"
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func judgeLink(fsys *disk.FS, p, name, kind string, host sysext.Host) ExtensionLink {
@@ -94,6 +128,10 @@ func judgeLink(fsys *disk.FS, p, name, kind string, host sysext.Host) ExtensionL
 	}
 	resolved := p
 	if kind == "symlink" {
+		if t, err := fsys.ReadLink(disk.FSName(p)); err == nil && t == "/dev/null" {
+			l.Target, l.Kind, l.Reason = t, "masked", "masked (a link to /dev/null): systemd-sysext merges no "+name
+			return l
+		}
 		target, final, err := resolveLink(fsys, p)
 		l.Target = target
 		switch {
@@ -294,6 +332,17 @@ func espArch(esp *disk.FS) string {
 		return ""
 	}
 	return ""
+}
+
+// ruleContainerd: a node whose containerd-flatcar is masked with no containerd sysext instead
+// has no containerd (kubelet never starts a pod); ours beside an unmasked one is ambiguous.
+func ruleContainerd(r *Report) {
+	switch c := r.Extensions.Containerd; {
+	case c == "none":
+		r.add(LevelError, "containerd-missing", "%s links to /dev/null and no containerd sysext would merge: the node has no containerd; fix: bake one (flatcar-capo build --containerd-version) or remove the mask", node.ExtensionLink(sysext.FlatcarContainerdName))
+	case strings.HasPrefix(c, "built-in (containerd-flatcar is not masked"):
+		r.add(LevelWarning, "containerd-ambiguous", "a containerd sysext is linked but %s is not masked: both carry /usr/bin/containerd; fix: link %s to /dev/null (flatcar-capo build --containerd-version does)", node.ExtensionLink(sysext.FlatcarContainerdName), node.ExtensionLink(sysext.FlatcarContainerdName))
+	}
 }
 
 // Rules: a search-path entry that would not be merged leaves the node without what it carries

@@ -151,6 +151,8 @@ func ExtensionFile(name, fileName string) string { return path.Join(ExtensionsSt
 func Env() map[string]string {
 	return map[string]string{
 		"NODE_BIN_DIR":           BinDir,
+		"NODE_EXTENSIONS_STORE":  ExtensionsStore,
+		"NODE_EXTENSIONS_DIR":    ExtensionsDir,
 		"NODE_CNI_BIN_DIR":       CNIBinDir,
 		"NODE_KUBELET_UNIT":      KubeletUnit,
 		"NODE_KUBELET_DROPIN":    KubeletDropIn,

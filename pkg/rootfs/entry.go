@@ -104,7 +104,10 @@ type Extension struct {
 
 // Layout is everything a sysext bake adds to ROOT.
 type Layout struct {
-	Extensions  []Extension
+	Extensions []Extension
+	// Masked are sysexts kept from merging by a link to /dev/null (a containerd sysext masks
+	// Flatcar's built-in containerd-flatcar, as the bakery documents).
+	Masked      []string
 	KeepUpdates bool // do not mask update-engine and locksmithd
 }
 
@@ -127,6 +130,12 @@ func (l Layout) Entries() ([]Entry, error) {
 			return nil, fmt.Errorf("sysext %s: %w", x.Name, err)
 		}
 		entries = append(entries, raw, Symlink(inRoot(node.ExtensionLink(x.Name)), stored))
+	}
+	for _, m := range l.Masked {
+		if m == "" || strings.ContainsAny(m, "/ ") || names[m] {
+			return nil, fmt.Errorf("sysext %q cannot be masked (a bad name, or baked too)", m)
+		}
+		entries = append(entries, Symlink(inRoot(node.ExtensionLink(m)), "/dev/null"))
 	}
 	entries = append(entries, Bytes(inRoot(node.KubeadmDropIn), 0o644, []byte(node.KubeadmDropInContent)))
 	if !l.KeepUpdates {

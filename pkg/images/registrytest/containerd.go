@@ -2,7 +2,6 @@ package registrytest
 
 import (
 	"context"
-	_ "embed"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,37 +9,45 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
-// ContainerdVersion is the containerd scripts/install-containerd.sh builds (Flatcar's 2.1.x).
+// ContainerdVersion is the containerd scripts/install-containerd.sh builds by default (Flatcar
+// stable's 2.1.x): the stand-in guests' and the node proof's.
 const ContainerdVersion = "2.1.5"
+
+// ContainerdMatrix is every containerd the containerd proofs run against: Flatcar stable's
+// 2.1.5, beta's 2.2.x and upstream's 2.3.x and 2.4.x (what image-builder and the bakery ship).
+// scripts/install-deps.sh builds each (install-containerd.sh VERSION).
+var ContainerdMatrix = []string{"2.1.5", "2.2.9", "2.3.7", "2.4.2"}
 
 // ContainerdDir is the directory of containerd, ctr, containerd-shim-runc-v2 and crictl built by
 // scripts/install-containerd.sh; the test skips (fails in strict mode) when they are missing.
-func ContainerdDir(t testing.TB) string {
+func ContainerdDir(t testing.TB) string { return ContainerdDirOf(t, ContainerdVersion) }
+
+// ContainerdDirOf is ContainerdDir of another containerd version (install-containerd.sh VERSION).
+func ContainerdDirOf(t testing.TB, version string) string {
 	t.Helper()
 	cache := os.Getenv("XDG_CACHE_HOME")
 	if cache == "" {
 		home, _ := os.UserHomeDir()
 		cache = filepath.Join(home, ".cache")
 	}
-	dir := filepath.Join(cache, "flatcar-capo", "containerd", ContainerdVersion)
+	dir := filepath.Join(cache, "flatcar-capo", "containerd", version)
 	for _, b := range []string{"containerd", "ctr", "containerd-shim-runc-v2", "crictl"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			testutil.RequireEnv(t, err, "containerd "+ContainerdVersion+" (run scripts/install-containerd.sh)")
+			testutil.RequireEnv(t, err, "containerd "+version+" (run scripts/install-containerd.sh "+version+")")
 		}
 	}
 	return dir
 }
 
-//go:embed flatcar-containerd-config.toml
-var flatcarConfig string
-
-// FlatcarContainerdConfig is Flatcar's /usr/share/containerd/config.toml importing confd/*.toml.
+// FlatcarContainerdConfig is Flatcar's /usr/share/containerd/config.toml (the one the
+// containerd sysext of `build --containerd-version` carries) importing confd/*.toml.
 func FlatcarContainerdConfig(confd string) string {
-	return strings.ReplaceAll(flatcarConfig, "CONFD", confd)
+	return strings.ReplaceAll(sysext.FlatcarContainerdConfig, node.ContainerdConfDir, confd)
 }
 
 // CrictlInGuest is where ContainerdSysext puts the real crictl (the Kubernetes sysext's

@@ -17,10 +17,11 @@ type NodeFile struct {
 	Content []byte
 }
 
-// Containerd is containerd 2.1.5 running on this host with Flatcar's config.toml and a node's
+// Containerd is a real containerd (2.1.5, or one of ContainerdMatrix) running on this host with Flatcar's config.toml and a node's
 // /etc/containerd files (moved under its directory), to pull through the CRI as the node does.
 type Containerd struct {
 	Dir, Socket string
+	Version     string
 	bin         string
 	cmd         *exec.Cmd
 }
@@ -30,7 +31,13 @@ type Containerd struct {
 // settings) until the test ends. The native snapshotter and no NRI keep it to this directory.
 func StartContainerd(t testing.TB, files []NodeFile, env []string) *Containerd {
 	t.Helper()
-	bin := ContainerdDir(t)
+	return StartContainerdOf(t, ContainerdVersion, files, env)
+}
+
+// StartContainerdOf is StartContainerd with containerd version (ContainerdDirOf).
+func StartContainerdOf(t testing.TB, version string, files []NodeFile, env []string) *Containerd {
+	t.Helper()
+	bin := ContainerdDirOf(t, version)
 	dir, err := os.MkdirTemp("", "ctrd-") // short: the socket path has a length limit
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +58,7 @@ func StartContainerd(t testing.TB, files []NodeFile, env []string) *Containerd {
 	// debug: the log shows every registry request containerd makes (Log).
 	test := "version = 2\ndisabled_plugins = [\"io.containerd.nri.v1.nri\"]\n[debug]\n  level = \"debug\"\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  snapshotter = \"native\"\n"
 	os.WriteFile(filepath.Join(etc, "conf.d", "99-test.toml"), []byte(test), 0o644)
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "c.sock"), bin: bin}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "c.sock"), Version: version, bin: bin}
 	cfg := strings.NewReplacer(`root = "/var/lib/containerd"`, `root = "`+dir+`/root"`, `state = "/run/containerd"`, `state = "`+dir+`/state"`,
 		`address = "/run/containerd/containerd.sock"`, `address = "`+c.Socket+`"`).Replace(FlatcarContainerdConfig(filepath.Join(etc, "conf.d")))
 	cfgFile := filepath.Join(dir, "config.toml")
@@ -83,6 +90,22 @@ func (c *Containerd) Pull(ref string) (string, error) {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, filepath.Join(c.bin, "crictl"), "--runtime-endpoint", "unix://"+c.Socket, "--timeout", "60s", "pull", ref).CombinedOutput()
 	return string(out), err
+}
+
+// Bin is the directory of this containerd's binaries (ctr, crictl).
+func (c *Containerd) Bin() string { return c.bin }
+
+// Crictl runs crictl against this containerd and returns its standard output (with its
+// standard error after it when it fails: crictl warns there about its missing config file).
+func (c *Containerd) Crictl(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(c.bin, "crictl"), append([]string{"--runtime-endpoint", "unix://" + c.Socket, "--timeout", "30s"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out) + stderr.String(), err
+	}
+	return string(out), nil
 }
 
 // Log is containerd's log so far.
