@@ -110,23 +110,3 @@ func TestTranspileCLCReportsLines(t *testing.T) {
 		}
 	}
 }
-
-// escapeDataURL must produce exactly what the transpiler writes.
-func TestEscapeDataURLMatchesTranspiler(t *testing.T) {
-	var all strings.Builder
-	for c := 0; c < 128; c++ { // ASCII: YAML reads \xNN above 0x7f as a code point
-		all.WriteByte(byte(c))
-	}
-	for _, s := range []string{"", "plain", "a b\n%é/+=", all.String()} {
-		res := TranspileCLC("storage:\n  files:\n  - path: /f\n    mode: 0644\n    contents:\n      inline: " + strconv.Quote(s) + "\n")
-		if s == "" {
-			continue // the transpiler writes no source for empty contents
-		}
-		if len(res.Ignition.Storage.Files) != 1 {
-			t.Fatalf("%q: %v", s, res.Issues)
-		}
-		if got, want := "data:,"+escapeDataURL(s), res.Ignition.Storage.Files[0].Contents.Source; got != want {
-			t.Fatalf("escapeDataURL(%q) = %q, transpiler wrote %q", s, got, want)
-		}
-	}
-}

@@ -40,7 +40,11 @@ func (o LintOptions) Validate() error {
 	if o.CAPIVersion == "" {
 		return nil
 	}
-	if _, err := ParseCAPIVersion(o.CAPIVersion); err != nil {
+	v, err := ParseCAPIVersion(o.CAPIVersion)
+	if err == nil {
+		err = v.checkSupported()
+	}
+	if err != nil {
 		return errs.Invalidf("invalid --capi-version: %v", err)
 	}
 	return nil
@@ -75,6 +79,9 @@ type LintReport struct {
 func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, error) {
 	opts.CAPIVersion = cmp.Or(opts.CAPIVersion, NewestCAPIVersion)
 	capi, err := ParseCAPIVersion(opts.CAPIVersion)
+	if err == nil {
+		err = capi.checkSupported()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -207,8 +214,27 @@ func (l *linter) checkDocument(d *Document) []Finding {
 		out = append(out, newFinding(d, RuleUnknownField, p,
 			fmt.Sprintf("%s %s has no field %q here", d.APIVersion, d.Kind, p[len(p)-1])))
 	}
+	out = append(out, checkCAPIValidation(d)...)
 	if b, ok := newBootstrapSpec(d); ok && b.ignition() {
 		out = append(out, l.checkIgnitionSpec(b)...)
+	}
+	return out
+}
+
+// checkCAPIValidation reports what CAPI's admission webhook of the document's kind refuses, with
+// the webhook's field path and message.
+func checkCAPIValidation(d *Document) []Finding {
+	causes, err := ValidateCAPI(context.Background(), d)
+	if err != nil {
+		return []Finding{newFinding(d, RuleCAPIValidation, nil, err.Error())}
+	}
+	var out []Finding
+	for _, c := range causes {
+		msg := fmt.Sprintf("CAPI's %s webhook refuses it: %s", d.Kind, c.Message)
+		if c.Field != "" {
+			msg = fmt.Sprintf("CAPI's %s webhook refuses it: %s: %s", d.Kind, c.Field, c.Message)
+		}
+		out = append(out, newFinding(d, RuleCAPIValidation, parseFieldPath(c.Field), msg))
 	}
 	return out
 }

@@ -9,7 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// AdditionalConfigLimit is CAPI v1.13's MaxLength of containerLinuxConfig.additionalConfig.
+// AdditionalConfigLimit is CAPI v1.14's MaxLength of containerLinuxConfig.additionalConfig.
 const AdditionalConfigLimit = 32768
 
 // checkIgnitionSpec runs the rules for a KubeadmConfigSpec with format: ignition.
