@@ -20,7 +20,7 @@ func TestLintRunsCAPIValidation(t *testing.T) {
 	want := map[string]string{
 		"KubeadmControlPlane spec.kubeadmConfigSpec.initConfiguration.timeouts.controlPlaneComponentHealthCheckSeconds": "must be set to the same value both in initConfiguration.timeouts (1200) and in joinConfiguration.timeouts (unset)",
 		"KubeadmControlPlane spec.kubeadmConfigSpec.joinConfiguration.timeouts.controlPlaneComponentHealthCheckSeconds": "Invalid value: \"unset\"",
-		"KubeadmConfigTemplate spec.template.spec.files[1].path":                                                         "path property must be unique among all files",
+		"KubeadmConfigTemplate spec.template.spec.files[1].path":                                                        "path property must be unique among all files",
 	}
 	got := map[string]Finding{}
 	for _, f := range rep.Findings {
