@@ -1,7 +1,6 @@
 package capo
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 
