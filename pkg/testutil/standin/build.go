@@ -51,7 +51,11 @@ func Build(ctx context.Context, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key, err := inputsHash(k)
+	ign, err := ignitionBinary(ctx)
+	if err != nil {
+		return "", err
+	}
+	key, err := inputsHash(k, ign)
 	if err != nil {
 		return "", err
 	}
@@ -88,7 +92,7 @@ func Build(ctx context.Context, opts Options) (string, error) {
 	if _, err := os.Stat(image); err == nil { // built by another process while we waited
 		return image, nil
 	}
-	if err := buildSystem(ctx, root, dir, k, opts); err != nil {
+	if err := buildSystem(ctx, root, dir, k, ign, opts); err != nil {
 		return "", err
 	}
 	if err := addSysexts(ctx, filepath.Join(dir, "usr.ext4"), diskOpts.USRAImage, opts); err != nil {
@@ -146,7 +150,7 @@ func diskHash(o flatcardisk.Options) string {
 
 // buildSystem makes dir/usr.ext4 (USR-A's filesystem) and dir/initrd.img unless they exist; the
 // Debian root is built in a temporary directory next to dir and removed afterwards.
-func buildSystem(ctx context.Context, root, dir string, k kernelInfo, opts Options) error {
+func buildSystem(ctx context.Context, root, dir string, k kernelInfo, ignition string, opts Options) error {
 	if _, err := os.Stat(filepath.Join(dir, "initrd.img")); err == nil {
 		return nil
 	}
@@ -168,7 +172,7 @@ func buildSystem(ctx context.Context, root, dir string, k kernelInfo, opts Optio
 	if err := makeUSR(ctx, usr, filepath.Join(tree, "usr")); err != nil {
 		return err
 	}
-	initrd, err := makeInitramfs(k)
+	initrd, err := makeInitramfs(k, ignition)
 	if err != nil {
 		return err
 	}
@@ -214,22 +218,19 @@ func makeUSR(ctx context.Context, file, tree string) error {
 	return nil
 }
 
-// inputsHash names a build by everything that goes into it.
-func inputsHash(k kernelInfo) (string, error) {
+// inputsHash names a build by everything that goes into it: with the kernel, the Ignition binary.
+func inputsHash(k kernelInfo, ignition string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n%d %d\n", builderVersion, strings.Join(Packages, ","),
-		strings.Join(wantModules, ","), initScript, osRelease(), USRASize, DiskSize)
+		strings.Join(wantModules, ","), initScript+udhcpcScript, osRelease(), USRASize, DiskSize)
 	fmt.Fprintf(h, "%q %q %q\n", enabled, masked, sourceDateEpoch)
 	fmt.Fprintf(h, "kernel %s\n", k.version)
-	kf, err := os.Open(k.path)
-	if err != nil {
-		return "", err
+	for _, f := range []string{k.path, ignition} {
+		if err := hashFile(h, f); err != nil {
+			return "", err
+		}
 	}
-	defer kf.Close()
-	if _, err := io.Copy(h, kf); err != nil {
-		return "", err
-	}
-	err = fs.WalkDir(guestFiles, "guest", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(guestFiles, "guest", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -242,4 +243,14 @@ func inputsHash(k kernelInfo) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func hashFile(h io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(h, f)
+	return err
 }
