@@ -2,6 +2,7 @@ package standin
 
 import (
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -108,12 +109,19 @@ func TestCABPKIgnitionOnConfigDrive(t *testing.T) {
 	wantContains(t, "id", must(t, g, "id"), "("+TestUserName+")", "(sudo)")
 	// The real Ignition did it, in the initramfs, from the config drive.
 	log := must(t, g, "cat /run/ignition.log")
-	wantContains(t, "/run/ignition.log", log, "Ignition 2.24.0", "config drive", `files: createFilesystemsFiles: createFiles: op(`)
+	wantContains(t, "/run/ignition.log", log, "Ignition v2.24.0", "mounting config drive", ignitionParsed(ign),
+		`writing file "/sysroot/etc/kubeadm.yml"`, `setting preset to enabled for "kubeadm.service"`)
 	// kubeadm.service's drop-in pulls in coreos-metadata, which reads the drive as afterburn does.
 	must(t, g, "sudo systemctl start coreos-metadata.service")
 	if got := must(t, g, "cat /run/metadata/flatcar | sort"); got != "COREOS_OPENSTACK_HOSTNAME=standin-md-0.novalocal\nCOREOS_OPENSTACK_INSTANCE_UUID="+uuid {
 		t.Errorf("/run/metadata/flatcar:\n%s", got)
 	}
+}
+
+// ignitionParsed is the line Ignition logs when it parses exactly config.
+func ignitionParsed(config []byte) string {
+	sum := sha512.Sum512(config)
+	return "parsing config with SHA512: " + hex.EncodeToString(sum[:])
 }
 
 // dataURL decodes a data: URL as Ignition does (base64 or percent-encoded).

@@ -40,7 +40,7 @@ func TestOpenStackMetadataService(t *testing.T) {
 	g := Boot(t, img, BootOptions{MetadataService: strings.TrimPrefix(srv.URL, "http://"), Key: key})
 	// Logged in with the key from the service's user_data: Ignition read it there.
 	wantContains(t, "id", must(t, g, "id"), "("+TestUserName+")", "(sudo)")
-	wantContains(t, "/run/ignition.log", must(t, g, "cat /run/ignition.log"), "169.254.169.254")
+	wantContains(t, "/run/ignition.log", must(t, g, "cat /run/ignition.log"), "GET http://169.254.169.254/openstack/latest/user_data", ignitionParsed(ign))
 	must(t, g, "sudo systemctl start coreos-metadata.service")
 	if got, want := must(t, g, "sort /run/metadata/flatcar"), "COREOS_OPENSTACK_HOSTNAME=standin-meta.novalocal\n"+
 		"COREOS_OPENSTACK_INSTANCE_ID=i-00000abc\nCOREOS_OPENSTACK_IPV4_LOCAL=169.254.169.15"; got != want {

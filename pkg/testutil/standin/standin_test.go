@@ -110,7 +110,8 @@ func TestFirstBootFwCfgThenGrow(t *testing.T) {
 	if out, err := g.SSH("test -e /boot/flatcar/first_boot"); err == nil {
 		t.Errorf("/boot/flatcar/first_boot still exists after the first boot %s", out)
 	}
-	wantContains(t, "/run/ignition.log", must(t, g, "cat /run/ignition.log"), "opt/org.flatcar-linux/config", `adding ssh keys to user "`+TestUserName+`"`)
+	wantContains(t, "/run/ignition.log", must(t, g, "cat /run/ignition.log"), "loading QEMU firmware config module", ignitionParsed(ign),
+		`adding ssh keys to user "`+TestUserName+`"`)
 	if _, err := g.SSH("test -e /oem/config.ign"); err == nil {
 		t.Error("/oem/config.ign exists: Ignition does not write it")
 	}
