@@ -82,7 +82,7 @@ if [ -n "$first_boot" ]; then
 	log "network: $(ip -4 -o addr show scope global | awk '{print $2, $4}' | tr '\n' ' ')"
 	# udev's /dev/disk/by-label links, where Ignition looks for the config drive (it may come late).
 	(while :; do
-		blkid | while IFS=: read -r dev tags; do
+		/usr/sbin/blkid -c /dev/null -s LABEL | while IFS=: read -r dev tags; do
 			label=$(echo "$tags" | sed -n 's/.* LABEL="\([^"]*\)".*/\1/p')
 			[ -n "$label" ] && mkdir -p /dev/disk/by-label && ln -sfn "$dev" "/dev/disk/by-label/$label"
 		done

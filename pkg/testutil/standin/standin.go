@@ -18,7 +18,7 @@ import (
 const Version = flatcardisk.Version
 
 // builderVersion changes whenever the build itself changes in a way the other inputs do not show.
-const builderVersion = "standin-4" // 4: real Ignition in the initramfs (scripts/install-ignition.sh)
+const builderVersion = "standin-4" // 4: real Ignition; the initramfs is made with the disk, not with /usr
 
 // Options select the variant of the guest.
 type Options struct {
