@@ -24,6 +24,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
+mkdir -p /tmp # Ignition mounts the config drive on a temporary directory
 log() { echo "initrd: $*" >/dev/kmsg; }
 fail() {
 	echo "` + InitrdFailedMarker + `: $*" >/dev/console
