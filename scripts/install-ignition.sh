@@ -32,16 +32,18 @@ work=$(mktemp -d)
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod CGO_ENABLED=1
 
-# libblkid's header and static library
-if [ -f /usr/include/blkid/blkid.h ] && [ -f /usr/lib/x86_64-linux-gnu/libblkid.a ]; then
-  blkid_root=
-else
-  (cd "$work" && apt-get download libblkid-dev >/dev/null 2>&1) ||
-    { log "ERROR: libblkid-dev is not installed and apt-get download libblkid-dev failed (apt-get install libblkid-dev)"; exit 1; }
-  dpkg-deb -x "$work"/libblkid-dev_*.deb "$work/blkid"
-  blkid_root=$work/blkid
+# libblkid's header and static library. An unpacked .deb stays in one place ($dir/libblkid-dev):
+# the cgo flags are part of Go's build cache keys, so a path that changes would recompile every
+# package that depends on net or os/user (~40 min on a loaded machine instead of a few).
+if [ ! -f /usr/include/blkid/blkid.h ] || [ ! -f /usr/lib/x86_64-linux-gnu/libblkid.a ]; then
+  blkid_root=$dir/libblkid-dev
+  if [ ! -f "$blkid_root/usr/include/blkid/blkid.h" ]; then
+    (cd "$work" && apt-get download libblkid-dev >/dev/null 2>&1) ||
+      { log "ERROR: libblkid-dev is not installed and apt-get download libblkid-dev failed (apt-get install libblkid-dev)"; exit 1; }
+    dpkg-deb -x "$work"/libblkid-dev_*.deb "$blkid_root"
+  fi
+  export CGO_CFLAGS="-O2 -g -I$blkid_root/usr/include" CGO_LDFLAGS="-O2 -g -L$blkid_root/usr/lib/x86_64-linux-gnu"
 fi
-export CGO_CFLAGS="-I$blkid_root/usr/include" CGO_LDFLAGS="-L$blkid_root/usr/lib/x86_64-linux-gnu"
 
 src=$(go mod download -json "github.com/coreos/ignition/v2@$IGNITION_VERSION" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p')
 [ -d "$src" ] || { log "ERROR: go mod download github.com/coreos/ignition/v2@$IGNITION_VERSION gave no directory"; exit 1; }
