@@ -57,6 +57,10 @@ grep -q 'opt/org.flatcar-linux/config/raw' internal/providers/qemu/qemu_fwcfg.go
 cp "$here/ignition/flatcar_spec2.go.in" config/flatcar_spec2.go
 perl -0pi -e 's/\treturn exp\.ParseCompatibleVersion\(raw\)/\tif cfg, rpt, err, ok := parseSpec2(raw); ok {\n\t\treturn cfg, rpt, err\n\t}\n\treturn exp.ParseCompatibleVersion(raw)/' config/config.go
 grep -q parseSpec2 config/config.go || { log "ERROR: the spec 2 patch did not apply to config/config.go"; exit 1; }
+# A template unit makes the files stage ask PID 1 for systemd's version over D-Bus (for a warning
+# about systemd < 240); the stand-in's initramfs has no systemd: the check is skipped.
+perl -0pi -e 's/if err := s\.warnOnOldSystemdVersion\(\); err != nil \{\n\t\t\treturn err\n\t\t\}/_ = s.warnOnOldSystemdVersion/' internal/exec/stages/files/units.go
+grep -q '_ = s.warnOnOldSystemdVersion' internal/exec/stages/files/units.go || { log "ERROR: the systemd version check patch did not apply"; exit 1; }
 go mod edit -require "github.com/flatcar/ignition@$FLATCAR_V0_VERSION"
 distro=github.com/coreos/ignition/v2/internal/distro
 nice -n 10 go build -trimpath -o "$work/ignition" -ldflags "-s -w -linkmode external -extldflags -static \
