@@ -2,8 +2,6 @@ package sysext
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/sha512"
 	_ "embed"
 	"fmt"
 	"io"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
-	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
@@ -80,13 +77,9 @@ func ContainerdSpec(in ContainerdInput) (Spec, error) {
 	if err != nil {
 		return Spec{}, err
 	}
-	rel := Release{"ID": "_any", "ARCHITECTURE": arch, "EXTENSION_RELOAD_MANAGER": "1", ContainerdVersionKey: in.Version}
-	switch in.ReleaseID {
-	case "", "_any":
-	case FlatcarID:
-		rel["ID"], rel["SYSEXT_LEVEL"] = FlatcarID, FlatcarSysextLevel
-	default:
-		return Spec{}, fmt.Errorf("release ID %q: use _any or flatcar", in.ReleaseID)
+	rel, err := extensionRelease(arch, in.ReleaseID, ContainerdVersionKey, in.Version)
+	if err != nil {
+		return Spec{}, err
 	}
 	if in.Tarball == "" || in.RuncBin == "" {
 		return Spec{}, fmt.Errorf("the containerd tarball and runc are both needed")
@@ -165,13 +158,5 @@ func MakeContainerd(ctx context.Context, o MakeContainerdOptions) (*Made, error)
 	if err != nil {
 		return nil, err
 	}
-	info, err := Create(ctx, spec, out)
-	if err != nil {
-		return nil, err
-	}
-	sums, _, err := digest.Files(info.Path, sha256.New(), sha512.New())
-	if err != nil {
-		return nil, err
-	}
-	return &Made{Info: info, SHA256: sums[0], SHA512: sums[1], Version: dl.Version, Arch: arch}, nil
+	return createAndHash(ctx, spec, out, dl.Version, arch)
 }

@@ -115,13 +115,9 @@ func KubernetesSpec(in KubernetesInput) (Spec, error) {
 	}
 	// SYSEXT_VERSION_ID is the extension's own version (os-release(5)); VERSION_ID would name the
 	// host OS version to match. A build with --sysext reads the Kubernetes version from it.
-	rel := Release{"ID": "_any", "ARCHITECTURE": arch, "EXTENSION_RELOAD_MANAGER": "1", KubernetesVersionKey: in.Version}
-	switch in.ReleaseID {
-	case "", "_any":
-	case FlatcarID:
-		rel["ID"], rel["SYSEXT_LEVEL"] = FlatcarID, FlatcarSysextLevel
-	default:
-		return Spec{}, fmt.Errorf("release ID %q: use _any or flatcar", in.ReleaseID)
+	rel, err := extensionRelease(arch, in.ReleaseID, KubernetesVersionKey, in.Version)
+	if err != nil {
+		return Spec{}, err
 	}
 	var files []File
 	for _, b := range []struct{ name, src string }{{"kubelet", in.Kubelet}, {"kubeadm", in.Kubeadm}, {"kubectl", in.Kubectl}} {
@@ -198,3 +194,18 @@ func cniFiles(src string) ([]File, error) {
 func inImage(p string) string { return strings.TrimPrefix(p, "/") }
 
 func isTarGz(p string) bool { return strings.HasSuffix(p, ".tgz") || strings.HasSuffix(p, ".tar.gz") }
+
+// extensionRelease is an extension-release of ours: ID=_any as the bakery writes (or
+// ID=flatcar with Flatcar's SYSEXT_LEVEL), the architecture, reload manager, and the extension's
+// own version under versionKey.
+func extensionRelease(arch, releaseID, versionKey, version string) (Release, error) {
+	rel := Release{"ID": "_any", "ARCHITECTURE": arch, "EXTENSION_RELOAD_MANAGER": "1", versionKey: version}
+	switch releaseID {
+	case "", "_any":
+	case FlatcarID:
+		rel["ID"], rel["SYSEXT_LEVEL"] = FlatcarID, FlatcarSysextLevel
+	default:
+		return nil, fmt.Errorf("release ID %q: use _any or flatcar", releaseID)
+	}
+	return rel, nil
+}

@@ -88,7 +88,16 @@ func MakeKubernetes(ctx context.Context, o MakeOptions) (*Made, error) {
 	if image.Compression == "gzip" {
 		in.CompressionLevel = image.Level
 	}
-	info, err := CreateKubernetes(ctx, in, out)
+	spec, err := KubernetesSpec(in)
+	if err != nil {
+		return nil, err
+	}
+	return createAndHash(ctx, spec, out, dl.Kubernetes, arch)
+}
+
+// createAndHash writes spec's sysext to out and hashes what it wrote, for the report.
+func createAndHash(ctx context.Context, spec Spec, out, version, arch string) (*Made, error) {
+	info, err := Create(ctx, spec, out)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +105,7 @@ func MakeKubernetes(ctx context.Context, o MakeOptions) (*Made, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Made{Info: info, SHA256: sums[0], SHA512: sums[1], Version: dl.Kubernetes, Arch: arch}, nil
+	return &Made{Info: info, SHA256: sums[0], SHA512: sums[1], Version: version, Arch: arch}, nil
 }
 
 // inputOf is the sysext's files: o.Binaries', or the verified downloads of dl.
