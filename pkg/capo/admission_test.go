@@ -170,10 +170,15 @@ func applyAdmission(t *testing.T, m *capitest.Management, c renderedCombo, appli
 	t.Logf("admitted %s: manifests %s (%s)", c.ns, strings.Join(c.args, " "), time.Since(start).Round(10*time.Millisecond))
 }
 
-// record notes each "resource.group/name" kubectl printed.
+// record notes each "resource.group/name" kubectl printed, a line each; other lines (the API
+// server's deprecation warnings for v1beta1, "Warning: cluster.x-k8s.io/v1beta1 Cluster is
+// deprecated; ...", come on the same output) are not objects.
 func record(applied map[string][]string, ns, out string) {
-	for _, l := range strings.Fields(out) {
-		if res, name, ok := strings.Cut(l, "/"); ok {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "Warning:") || len(strings.Fields(l)) != 1 {
+			continue
+		}
+		if res, name, ok := strings.Cut(strings.TrimSpace(l), "/"); ok {
 			applied[res] = append(applied[res], ns+"/"+name)
 		}
 	}

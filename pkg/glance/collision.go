@@ -171,6 +171,13 @@ func waitForOthers(ctx context.Context, c *Cloud, req *Request, logf func(string
 					}
 				}
 			}
+			// Only an upload of ours is a rival: a bare image (no owner mark) that stayed bare
+			// past bareWait is someone else's half-made image, an ordinary leftover.
+			for _, img := range same {
+				if _, owned := img.Properties[PropertyUploadOwner]; !owned {
+					delete(flown, img.ID)
+				}
+			}
 			return same, flown, nil
 		}
 		if !said {

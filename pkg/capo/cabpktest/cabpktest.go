@@ -362,7 +362,7 @@ func ManifestSets(cluster, version string) []string {
 	args := []string{"--cluster-name", cluster, "--kubernetes-version", version}
 	for _, kv := range []string{"CONTROL_PLANE_MACHINE_COUNT=1", "WORKER_MACHINE_COUNT=1", "OPENSTACK_CLOUD=local",
 		"OPENSTACK_CONTROL_PLANE_MACHINE_FLAVOR=m1.medium", "OPENSTACK_NODE_MACHINE_FLAVOR=m1.medium",
-		"OPENSTACK_DNS_NAMESERVERS=10.0.2.3", "OPENSTACK_EXTERNAL_NETWORK_ID=ext", "OPENSTACK_FAILURE_DOMAIN=nova",
+		"OPENSTACK_DNS_NAMESERVERS=10.0.2.3", "OPENSTACK_EXTERNAL_NETWORK_ID=6f1f7a5e-2b7e-4c1a-9d3e-0a5b8c7d9e10", "OPENSTACK_FAILURE_DOMAIN=nova",
 		"OPENSTACK_SSH_KEY_NAME=proof", "OPENSTACK_CLOUD_YAML_B64=" + base64.StdEncoding.EncodeToString([]byte("clouds: {}\n")),
 		"OPENSTACK_CLOUD_CACERT_B64=" + base64.StdEncoding.EncodeToString([]byte("\n"))} {
 		args = append(args, "--set", kv)
