@@ -46,11 +46,14 @@ func ownerPath(token string) string {
 var ownerTokenRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // liveMark is this process's flock on its owner file, held while any of its uploads is under
-// way and removed when the last one ends.
+// way. When the last one ends the lock goes, and the file too unless an upload failed: a failed
+// upload may have left a half-made image, and only the file, unlocked, tells the next run on this
+// machine that its maker is dead (without it, it is another machine's, waited for up to --wait).
 var liveMark struct {
-	mu sync.Mutex
-	n  int
-	f  *os.File
+	mu     sync.Mutex
+	n      int
+	f      *os.File
+	failed bool
 }
 
 func holdOwner() {
@@ -70,13 +73,16 @@ func holdOwner() {
 	liveMark.f = f
 }
 
-func releaseOwner() {
+func releaseOwner(failed bool) {
 	liveMark.mu.Lock()
 	defer liveMark.mu.Unlock()
+	liveMark.failed = liveMark.failed || failed
 	if liveMark.n--; liveMark.n > 0 || liveMark.f == nil {
 		return
 	}
-	os.Remove(ownerPath(selfOwner))
+	if !liveMark.failed {
+		os.Remove(ownerPath(selfOwner))
+	}
 	liveMark.f.Close()
 	liveMark.f = nil
 }

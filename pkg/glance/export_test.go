@@ -14,6 +14,6 @@ var ErrNotDiskImage = disk.ErrNotDiskImage
 // that fake another run's upload.
 func SelfOwner(t testing.TB) string {
 	holdOwner()
-	t.Cleanup(releaseOwner)
+	t.Cleanup(func() { releaseOwner(false) })
 	return selfOwner
 }

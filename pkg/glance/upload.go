@@ -338,7 +338,7 @@ func interruptedUpload(c *Cloud, err error, orphans []string) error {
 // uploadOnce makes one complete attempt; orphan is the ID of an image it made but could not delete.
 func uploadOnce(ctx context.Context, c *Cloud, req *Request) (img *images.Image, orphan string, err error) {
 	holdOwner() // from before the image exists until it is active or deleted
-	defer releaseOwner()
+	defer func() { releaseOwner(err != nil) }()
 	props := map[string]string{PropertyUploadOwner: selfOwner}
 	maps.Copy(props, req.Metadata.Properties)
 	maps.Copy(props, req.Signing.cached(c))
