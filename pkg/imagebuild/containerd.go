@@ -47,7 +47,7 @@ func (*stepContainerd) Run(ctx context.Context, state multistep.StateBag) multis
 		return multistep.ActionContinue
 	}
 	co := o.Containerd
-	co.CacheDir = cmp.Or(co.CacheDir, o.CacheDir, filepath.Join(keyWorkDir.get(state), "cache"))
+	co.CacheDir = cmp.Or(co.CacheDir, downloadCache(o, state))
 	set, err := containerd.Download(ctx, o.client(), co, indented{o.Log, "  "})
 	if err != nil {
 		return halt(state, err)

@@ -24,7 +24,7 @@ func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 		return multistep.ActionContinue
 	}
 	ko := o.Kubernetes
-	ko.CacheDir = cmp.Or(ko.CacheDir, o.CacheDir, filepath.Join(keyWorkDir.get(state), "cache"))
+	ko.CacheDir = cmp.Or(ko.CacheDir, downloadCache(o, state))
 	set, err := kubernetes.Download(ctx, o.client(), ko, indented{o.Log, "  "})
 	if err != nil {
 		return halt(state, err)
@@ -47,4 +47,10 @@ func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 // is among them (stepSysext refuses otherwise), so an air-gapped site needs no mirror.
 func needsKubernetesDownloads(o *Options) bool {
 	return o.Method != MethodSysext || len(o.Sysext) == 0
+}
+
+// downloadCache is where a step's verified downloads are kept when their own options name no
+// cache: --cache-dir, else the build directory's cache.
+func downloadCache(o *Options, state multistep.StateBag) string {
+	return cmp.Or(o.CacheDir, filepath.Join(keyWorkDir.get(state), "cache"))
 }
