@@ -30,6 +30,12 @@ ok() {
     "$dir/containerd" --version 2>/dev/null | grep -Eq " v?$CONTAINERD_VERSION[ +]"
 }
 if [ -z "$force" ] && ok; then echo "$dir"; exit 0; fi
+# One build at a time, and a test that needs this version waits for the lock
+# (registrytest.ContainerdDirOf) while install-deps.sh builds the matrix in the background.
+mkdir -p "$cache/containerd"
+exec 9>>"$cache/containerd/.build.lock"
+flock 9
+if [ -z "$force" ] && ok; then echo "$dir"; exit 0; fi
 start=$(date +%s)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -149,5 +150,14 @@ func TestPruneRefusesKeepZero(t *testing.T) {
 	runPrune(t, "--keep", "0", "--yes").MustFail(t, 2, "--keep must be 1 or more", "openstack image delete")
 	if !f.Has(id) {
 		t.Error("prune --keep 0 deleted the slot's image")
+	}
+	// The fleet file's keep: 0 too: it decodes as "not given", which must not mean 1 silently.
+	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(fleetFile, []byte("channels: [stable]\nkubernetesVersions: [v1.34.4]\nkeep: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runPrune(t, "--config", fleetFile, "--yes").MustFail(t, 2, "keep: 0", "keep must be 1 or more")
+	if !f.Has(id) {
+		t.Error("prune with keep: 0 in the fleet file deleted the slot's image")
 	}
 }

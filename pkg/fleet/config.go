@@ -57,6 +57,14 @@ func LoadConfig(path string) (Config, error) {
 		}
 		return c, errs.Invalidf("%s: %s (keys: channels, kubernetesVersions, methods, clouds, arch, releaseServer, kubernetesMirror, properties, buildArgs, outputDir, keep)", path, msg)
 	}
+	// keep: 0 decodes as "not given" (the default, 1): a file that says 0 must hear it is refused,
+	// as --keep 0 is, not have the newest image kept silently.
+	var given struct {
+		Keep *int `yaml:"keep"`
+	}
+	if err := yaml.Unmarshal(b, &given); err == nil && given.Keep != nil && *given.Keep < 1 {
+		return c, errs.Invalidf("%s: keep: %d: prune keeps at least the newest image of each slot, so keep must be 1 or more; to remove a slot's last image, delete it by ID (openstack image delete ID)", path, *given.Keep)
+	}
 	return c, nil
 }
 

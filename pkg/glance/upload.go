@@ -169,6 +169,7 @@ func decideAndUpload(ctx context.Context, c *Cloud, req *Request) (*Result, erro
 		return nil, err
 	}
 	res := &Result{Cloud: c.Name, Region: c.Region, Name: req.Name}
+	warnForeignNamesakes(ctx, c, req.Name, logf)
 
 	// Leftovers of an earlier failed run of this tool go first, so they never count as "existing".
 	var existing []images.Image
@@ -439,14 +440,42 @@ func waitActive(ctx context.Context, c *Cloud, id string, wait time.Duration) (*
 	}
 }
 
-// listByName lists the images named name, oldest first.
+// listByName lists the token's project's images named name, oldest first: asked for by owner and
+// checked again on the answer, as prune does. An admin token lists every project's images, and
+// another project's image is never reused, replaced, waited for or removed as a leftover.
 func listByName(ctx context.Context, c *Cloud, name string) ([]images.Image, error) {
-	all, err := list(ctx, c, images.ListOpts{Name: name}, fmt.Sprintf("listing the images named %q", name))
+	all, err := list(ctx, c, images.ListOpts{Name: name, Owner: c.ProjectID}, fmt.Sprintf("listing the images named %q", name))
 	if err != nil {
 		return nil, err
 	}
+	if c.ProjectID != "" {
+		all = slices.DeleteFunc(all, func(img images.Image) bool { return img.Owner != c.ProjectID })
+	}
 	sort.Slice(all, func(i, j int) bool { return all[i].CreatedAt.Before(all[j].CreatedAt) })
 	return all, nil
+}
+
+// warnForeignNamesakes says when images of other projects that this project can see (public,
+// community, shared, or all with an admin token) have the name: they are left alone, but CAPO,
+// which finds an image by name among all it can see, would find more than one.
+func warnForeignNamesakes(ctx context.Context, c *Cloud, name string, logf func(string, ...any)) {
+	if c.ProjectID == "" {
+		return
+	}
+	all, err := list(ctx, c, images.ListOpts{Name: name}, fmt.Sprintf("listing the images named %q", name))
+	if err != nil {
+		return // only a warning; listByName's own errors stop the upload
+	}
+	var foreign []string
+	for _, img := range all {
+		if img.Owner != c.ProjectID {
+			foreign = append(foreign, fmt.Sprintf("%s (project %s, %s)", img.ID, img.Owner, img.Visibility))
+		}
+	}
+	if len(foreign) > 0 {
+		logf("warning: other projects' images are named %q too: %s; they are left alone, but CAPO finding the image by name would see more than one: choose another --name, or give the manifests the image's ID (--image-id)",
+			name, strings.Join(foreign, ", "))
+	}
 }
 
 // list lists the images matching opts, each once (a Glance whose pages overlap repeats

@@ -220,3 +220,29 @@ func TestFakeReplaceWithinOneSecond(t *testing.T) {
 		t.Fatalf("images in the fake: %v, want only %s", got, res[0].ID)
 	}
 }
+
+// Another project's images of the name (public, shared, or any with an admin token) are never
+// replaced, reused or removed as leftovers, and the user hears that CAPO would see them too.
+// Before, replace tried to delete another project's public image after uploading (403: exit 1),
+// and with an admin token would have deleted it.
+func TestReplaceLeavesOtherProjectsNamesakesAlone(t *testing.T) {
+	f := glancetest.New(t)
+	glancetest.CloudsYAML(t, f)
+	file := rawImage(t, t.TempDir(), 46, 1<<20)
+	public := f.PutFor(map[string]any{"owner": "p2", "visibility": "public"}, "flatcar", "active", []byte("theirs"), glance.ToolTag)
+	shared := f.PutFor(map[string]any{"owner": "p3", "visibility": "shared"}, "flatcar", "saving", nil, glance.ToolTag)
+	own := f.Put("flatcar", "active", []byte("ours, older"))
+
+	r := uploadCLI(t, file, "flatcar", glance.Replace)
+	id := reportedID(t, r)
+	if !strings.Contains(r.Stderr, "other projects' images are named \"flatcar\"") || !strings.Contains(r.Stderr, public) || !strings.Contains(r.Stderr, "--image-id") {
+		t.Errorf("no warning naming the other projects' image %s:\n%s", public, r.Stderr)
+	}
+	left := f.Named("flatcar")
+	if left[public] != "active" || left[shared] != "saving" {
+		t.Errorf("another project's image was touched: Glance holds %v (theirs: %s, %s)", left, public, shared)
+	}
+	if _, ok := left[own]; ok || left[id] != "active" || len(left) != 3 {
+		t.Errorf("Glance holds %v, want our new %s beside the other projects' two, our older %s replaced", left, id, own)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
@@ -68,7 +67,7 @@ func buildDirs(t testing.TB, p Pairing, providers []string) dirs {
 		}
 		return nil
 	}
-	kubetest.WaitForScript(t, "scripts/install-capi.sh", filepath.Join(top, "capi", BuildLock), filepath.Join(top, "capi", BuildLog),
+	testutil.WaitForScript(t, "scripts/install-capi.sh", filepath.Join(top, "capi", BuildLock), filepath.Join(top, "capi", BuildLog),
 		func() bool { return missing() == nil })
 	testutil.RequireEnv(t, missing(), "the CAPI "+p.CAPI+" and CAPO "+p.CAPO+" managers built from the Go module proxy (run scripts/install-capi.sh)")
 	return d

@@ -35,11 +35,21 @@ func ContainerdDirOf(t testing.TB, version string) string {
 		home, _ := os.UserHomeDir()
 		cache = filepath.Join(home, ".cache")
 	}
-	dir := filepath.Join(cache, "flatcar-capo", "containerd", version)
-	for _, b := range []string{"containerd", "ctr", "containerd-shim-runc-v2", "crictl"} {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			testutil.RequireEnv(t, err, "containerd "+version+" (run scripts/install-containerd.sh "+version+")")
+	top := filepath.Join(cache, "flatcar-capo", "containerd")
+	dir := filepath.Join(top, version)
+	missing := func() error {
+		for _, b := range []string{"containerd", "ctr", "containerd-shim-runc-v2", "crictl"} {
+			if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+				return err
+			}
 		}
+		return nil
+	}
+	// install-deps.sh builds the matrix's other versions in the background on a fresh machine.
+	testutil.WaitForScript(t, "scripts/install-containerd.sh "+version, filepath.Join(top, ".build.lock"), filepath.Join(top, "build.log"),
+		func() bool { return missing() == nil })
+	if err := missing(); err != nil {
+		testutil.RequireEnv(t, err, "containerd "+version+" (run scripts/install-containerd.sh "+version+")")
 	}
 	return dir
 }
