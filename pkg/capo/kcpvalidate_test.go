@@ -2,6 +2,7 @@ package capo_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -20,10 +21,12 @@ import (
 // controlPlaneComponentHealthCheckSeconds (1200) and joinConfiguration.timeouts left it unset.
 // The gate on, as clusterctl's EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION=true sets it on KCP.
 func TestKubeadmControlPlaneSpecPassesCAPIValidation(t *testing.T) {
+	// Restored as it was: lint (capo.ValidateCAPI) turns the gate on once per process.
+	was := feature.Gates.Enabled(feature.KubeadmBootstrapFormatIgnition)
 	if err := feature.MutableGates.Set(string(feature.KubeadmBootstrapFormatIgnition) + "=true"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { feature.MutableGates.Set(string(feature.KubeadmBootstrapFormatIgnition) + "=false") })
+	t.Cleanup(func() { feature.MutableGates.Set(fmt.Sprintf("%s=%t", feature.KubeadmBootstrapFormatIgnition, was)) })
 	for _, tc := range []struct {
 		name string
 		o    capo.ManifestsOptions
