@@ -24,7 +24,7 @@ RACE_PKGS := ./pkg/bzip2/ ./pkg/qcow2/ ./pkg/squashfs/
 RACE_RUN := ^(TestConvertInProcess|TestFetchPipelineInProcess|TestStalledBodyFails|TestFake.*)$$
 RACE_RUN_PKGS := ./pkg/convert/ ./pkg/fetch/ ./pkg/glance/
 
-.PHONY: all build cross image image-packer dist dist-check test-image deps demo test test-unit test-go test-packer-guest node-proof race fuzz fuzz-oracles bench vet generate clean
+.PHONY: all build cross image image-packer dist dist-check test-image deps demo test test-unit test-go test-packer-guest node-proof race fuzz fuzz-oracles bench vet clean
 
 all: build
 
@@ -98,11 +98,6 @@ demo:
 	scripts/install-deps.sh demo
 	$(MAKE) --no-print-directory build
 	scripts/demo.sh
-
-# pkg/capo's mirror of the CAPI/CAPO/ORC/Kubernetes API types, from the versions go.mod pins:
-# rerun after bumping them (TestMirrorUpToDate fails until then).
-generate:
-	$(GO) generate ./pkg/capo
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }

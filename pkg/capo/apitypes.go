@@ -9,26 +9,70 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/capo/internal/apimirror"
+	orcv1alpha1 "github.com/k-orc/openstack-resource-controller/v2/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	capov1beta1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	kubeadmv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
+	kubeadmv1beta2 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kcpv1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
+	kcpv1beta2 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	clusterv1beta2 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
-// Documents decode into mirrors of their upstream Go types (internal/apimirror), generated from
-// the CAPI, CAPO, ORC and k8s.io/api versions go.mod pins: linking the upstream packages would
-// cost every command ~10 ms of package initialisation. The kinds are listed in internal/apigen.
-//
-//go:generate go run ./internal/apigen/cmd -o internal/apimirror/zz_generated.go
+// Documents decode strictly into their upstream Go types, in the versions go.mod pins (CAPI's
+// api module, CAPO, ORC, k8s.io/api), so that CAPI's own validation (validate.go) runs on the
+// very values a management cluster would get.
 
-// typeOf returns the mirror of a document's upstream type, or nil when this tool has none for it.
-func typeOf(d *Document) reflect.Type {
-	t, _, _ := apimirror.Lookup(d.APIVersion, d.Kind)
-	return t
+// apiTypes are the documents with an upstream type, by apiVersion and kind. Older CAPO versions
+// (v1alpha5 to v1alpha7) are not in CAPO v0.14's module: they are linted by the
+// version-independent rules only. ORC's Image is v2.4.0's, the ORC CAPO v0.14 pins.
+var apiTypes = typesByKind(
+	"v1", &corev1.Secret{}, &corev1.ConfigMap{},
+	"cluster.x-k8s.io/v1beta1", &clusterv1beta1.Cluster{}, &clusterv1beta1.MachineDeployment{},
+	&clusterv1beta1.MachineSet{}, &clusterv1beta1.Machine{}, &clusterv1beta1.MachinePool{},
+	&clusterv1beta1.MachineHealthCheck{},
+	"cluster.x-k8s.io/v1beta2", &clusterv1beta2.Cluster{}, &clusterv1beta2.ClusterClass{}, &clusterv1beta2.MachineDeployment{},
+	&clusterv1beta2.MachineSet{}, &clusterv1beta2.Machine{}, &clusterv1beta2.MachinePool{},
+	&clusterv1beta2.MachineHealthCheck{},
+	"bootstrap.cluster.x-k8s.io/v1beta1", &kubeadmv1beta1.KubeadmConfig{}, &kubeadmv1beta1.KubeadmConfigTemplate{},
+	"bootstrap.cluster.x-k8s.io/v1beta2", &kubeadmv1beta2.KubeadmConfig{}, &kubeadmv1beta2.KubeadmConfigTemplate{},
+	"controlplane.cluster.x-k8s.io/v1beta1", &kcpv1beta1.KubeadmControlPlane{}, &kcpv1beta1.KubeadmControlPlaneTemplate{},
+	"controlplane.cluster.x-k8s.io/v1beta2", &kcpv1beta2.KubeadmControlPlane{}, &kcpv1beta2.KubeadmControlPlaneTemplate{},
+	"infrastructure.cluster.x-k8s.io/v1beta1", &capov1beta1.OpenStackCluster{},
+	&capov1beta1.OpenStackClusterTemplate{}, &capov1beta1.OpenStackMachine{}, &capov1beta1.OpenStackMachineTemplate{},
+	"openstack.k-orc.cloud/v1alpha1", &orcv1alpha1.Image{},
+)
+
+// typesByKind reads a list of apiVersions, each followed by pointers to its types.
+func typesByKind(list ...any) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	var version string
+	for _, x := range list {
+		if s, ok := x.(string); ok {
+			version = s
+			continue
+		}
+		t := reflect.TypeOf(x).Elem()
+		out[version+"/"+t.Name()] = t
+	}
+	return out
 }
 
-// DecodeStrict decodes a document as into its upstream Go type, rejecting unknown fields and
-// mistyped values with upstream's errors; the value returned is the mirror type's. It fails for
-// documents whose apiVersion/kind this tool does not know.
+// lookupType is the upstream type of apiVersion/kind, or nil.
+func lookupType(apiVersion, kind string) reflect.Type { return apiTypes[apiVersion+"/"+kind] }
+
+// typeOf returns the upstream type of a document, or nil when this tool has none for it.
+func typeOf(d *Document) reflect.Type { return lookupType(d.APIVersion, d.Kind) }
+
+// newOf is a pointer to a new zero value of t.
+func newOf(t reflect.Type) any { return reflect.New(t).Interface() }
+
+// DecodeStrict decodes a document into its upstream Go type, rejecting unknown fields and
+// mistyped values; it returns a pointer to the upstream value. It fails for documents whose
+// apiVersion/kind this tool does not know.
 func DecodeStrict(d *Document) (any, error) {
-	t, pkgPath, name := apimirror.Lookup(d.APIVersion, d.Kind)
+	t := typeOf(d)
 	if t == nil {
 		return nil, fmt.Errorf("%s: no Go type known for %s %s", d, d.APIVersion, d.Kind)
 	}
@@ -36,11 +80,11 @@ func DecodeStrict(d *Document) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d, err)
 	}
-	v := reflect.New(t).Interface()
+	v := newOf(t)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return nil, fmt.Errorf("%s does not decode into %s.%s: %w", d, pkgPath, name, apimirror.UpstreamError(err))
+		return nil, fmt.Errorf("%s does not decode into %s.%s: %w", d, t.PkgPath(), t.Name(), err)
 	}
 	return v, nil
 }
@@ -144,7 +188,7 @@ func uncheckedNewer(d *Document) (known []string, ok bool) {
 	}
 	_, version, _ := strings.Cut(d.APIVersion, "/")
 	for _, v := range []string{"v1alpha1", "v1beta1", "v1beta2"} {
-		if t, _, _ := apimirror.Lookup(g+"/"+v, d.Kind); t != nil {
+		if lookupType(g+"/"+v, d.Kind) != nil {
 			if versionRank(version) <= versionRank(v) {
 				return nil, false
 			}

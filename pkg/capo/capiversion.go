@@ -7,9 +7,24 @@ import (
 	"strings"
 )
 
-// NewestCAPIVersion is the newest CAPI release this tool knows: the one whose API types it
-// links (go.mod's sigs.k8s.io/cluster-api).
-const NewestCAPIVersion = "1.13.0"
+// NewestCAPIVersion is the newest CAPI release this tool knows: the one whose API types and
+// validation it links (go.mod's sigs.k8s.io/cluster-api and sigs.k8s.io/cluster-api/api).
+const NewestCAPIVersion = "1.14.2"
+
+// V1beta1Warning is what `manifests --capi-api v1beta1` prints: the API's end is announced.
+const V1beta1Warning = "CAPI v1.16 stops serving the v1beta1 API (core, CABPK, KCP) that --capi-api v1beta1 renders: " +
+	"use --capi-api v1beta2 (the default, CAPI 1.11+) before upgrading the management cluster to CAPI v1.16"
+
+// checkSupported refuses a release newer than the API types this build links: its fields and
+// validation rules are unknown here.
+func (v CAPIVersion) checkSupported() error {
+	newest, _ := ParseCAPIVersion(NewestCAPIVersion)
+	if newest.Major < v.Major || newest.Major == v.Major && newest.Minor < v.Minor {
+		return fmt.Errorf("CAPI %d.%d is newer than this flatcar-capo knows (CAPI %s's types and validation, for CAPI 1.12 to 1.14 management clusters and the older releases' pitfalls): "+
+			"give --capi-version %d.%d, or use a flatcar-capo that knows CAPI %d.%d", v.Major, v.Minor, NewestCAPIVersion, newest.Major, newest.Minor, v.Major, v.Minor)
+	}
+	return nil
+}
 
 // CAPIVersion is a CAPI release number.
 type CAPIVersion struct{ Major, Minor, Patch int }
@@ -40,6 +55,9 @@ func (v CAPIVersion) Less(o CAPIVersion) bool {
 
 // base64FilesDecoded: CABPK's Ignition output decodes base64 files from CAPI 1.2.0.
 func (v CAPIVersion) base64FilesDecoded() bool { return !v.Less(CAPIVersion{1, 2, 0}) }
+
+// contentFormatKnown: KubeadmConfigSpec's files[].contentFormat exists from CAPI 1.14.0.
+func (v CAPIVersion) contentFormatKnown() bool { return !v.Less(CAPIVersion{1, 14, 0}) }
 
 // kcpFormatMutable: the KubeadmControlPlane webhook accepts a format change from 1.4.0 and
 // in the 1.3.6 and 1.2.12 patch releases (kubernetes-sigs/cluster-api#8242).

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// DecodeUpstream is decodeUpstream (apitypes_mirror_test.go) for the external tests.
-var DecodeUpstream = decodeUpstream
+// DecodeUpstream is DecodeStrict: documents decode into the upstream types themselves.
+var DecodeUpstream = DecodeStrict
 
 // Template is the embedded baked-flavor cluster template for a CAPI API version, unrendered.
 func Template(capiAPI string) ([]byte, error) {

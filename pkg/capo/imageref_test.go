@@ -42,7 +42,7 @@ func TestImageRefs(t *testing.T) {
 				var templates int
 				var orc *orcv1alpha1.Image
 				for _, d := range docs {
-					v, err := decodeUpstream(d)
+					v, err := DecodeStrict(d)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -2,11 +2,13 @@ package capo_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	bootstrapadmission "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks/admission"
 	"sigs.k8s.io/cluster-api/feature"
 	"sigs.k8s.io/yaml"
 
@@ -14,15 +16,17 @@ import (
 )
 
 // The control plane's KubeadmConfigSpec of every v1beta2 output passes the rule KCP's admission
-// webhook applies, (*KubeadmConfigSpec).Validate(isKCP=true) from CAPI's own API package: the
+// webhook applies, CAPI's own Validate(spec, isKCP=true) (a method on the API type before v1.14, the webhook package's since): the
 // real webhook refused the v1beta2 templates once, because initConfiguration.timeouts set
 // controlPlaneComponentHealthCheckSeconds (1200) and joinConfiguration.timeouts left it unset.
 // The gate on, as clusterctl's EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION=true sets it on KCP.
 func TestKubeadmControlPlaneSpecPassesCAPIValidation(t *testing.T) {
+	// Restored as it was: lint (capo.ValidateCAPI) turns the gate on once per process.
+	was := feature.Gates.Enabled(feature.KubeadmBootstrapFormatIgnition)
 	if err := feature.MutableGates.Set(string(feature.KubeadmBootstrapFormatIgnition) + "=true"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { feature.MutableGates.Set(string(feature.KubeadmBootstrapFormatIgnition) + "=false") })
+	t.Cleanup(func() { feature.MutableGates.Set(fmt.Sprintf("%s=%t", feature.KubeadmBootstrapFormatIgnition, was)) })
 	for _, tc := range []struct {
 		name string
 		o    capo.ManifestsOptions
@@ -60,7 +64,7 @@ func TestKubeadmControlPlaneSpecPassesCAPIValidation(t *testing.T) {
 					if err := yaml.Unmarshal(b, &s); err != nil {
 						t.Fatalf("%s: %v", tc.path, err)
 					}
-					if errs := s.Validate(true, field.NewPath(tc.path)); len(errs) > 0 {
+					if errs := bootstrapadmission.Validate(&s, true, field.NewPath(tc.path)); len(errs) > 0 {
 						t.Errorf("KCP's webhook would refuse the %s: %v", tc.kind, errs.ToAggregate())
 					}
 				}

@@ -44,7 +44,11 @@ func (o LintOptions) Validate() error {
 	if o.CAPIVersion == "" {
 		return nil
 	}
-	if _, err := ParseCAPIVersion(o.CAPIVersion); err != nil {
+	v, err := ParseCAPIVersion(o.CAPIVersion)
+	if err == nil {
+		err = v.checkSupported()
+	}
+	if err != nil {
 		return errs.Invalidf("invalid --capi-version: %v", err)
 	}
 	return nil
@@ -79,6 +83,9 @@ type LintReport struct {
 func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, error) {
 	opts.CAPIVersion = cmp.Or(opts.CAPIVersion, NewestCAPIVersion)
 	capi, err := ParseCAPIVersion(opts.CAPIVersion)
+	if err == nil {
+		err = capi.checkSupported()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -270,8 +277,36 @@ func (l *linter) checkDocument(d *Document) []Finding {
 		out = append(out, newFinding(d, RuleUnknownField, p,
 			fmt.Sprintf("%s %s has no field %q here", d.APIVersion, d.Kind, p[len(p)-1])))
 	}
-	if b, ok := newBootstrapSpec(d); ok && b.ignition() {
+	out = append(out, checkCAPIValidation(d)...)
+	b, ok := newBootstrapSpec(d)
+	if ok && !l.capi.contentFormatKnown() {
+		for i, f := range getList(b.spec, "files") {
+			if _, ok := get(f, "contentFormat"); ok {
+				out = append(out, newFinding(d, RuleUnknownField, b.path.Child("files", i, "contentFormat"),
+					fmt.Sprintf("files[].contentFormat is new in CAPI 1.14: CAPI %s's API server refuses it (kubectl's strict field validation) or drops it, and the file is written untemplated", l.capi)))
+			}
+		}
+	}
+	if ok && b.ignition() {
 		out = append(out, l.checkIgnitionSpec(b)...)
+	}
+	return out
+}
+
+// checkCAPIValidation reports what CAPI's admission webhook of the document's kind refuses, with
+// the webhook's field path and message.
+func checkCAPIValidation(d *Document) []Finding {
+	causes, err := ValidateCAPI(context.Background(), d)
+	if err != nil {
+		return []Finding{newFinding(d, RuleCAPIValidation, nil, err.Error())}
+	}
+	var out []Finding
+	for _, c := range causes {
+		msg := fmt.Sprintf("CAPI's %s webhook refuses it: %s", d.Kind, c.Message)
+		if c.Field != "" {
+			msg = fmt.Sprintf("CAPI's %s webhook refuses it: %s: %s", d.Kind, c.Field, c.Message)
+		}
+		out = append(out, newFinding(d, RuleCAPIValidation, parseFieldPath(c.Field), msg))
 	}
 	return out
 }

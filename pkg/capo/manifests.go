@@ -40,7 +40,8 @@ type ManifestsOptions struct {
 	ImageRepository string
 	// OutputFile, when set, is checked before any lookup and gets the manifest (0600).
 	OutputFile string
-	// Log (nil: none) gets each warning about the nodes' trust, once the template is rendered.
+	// Log (nil: none) gets each warning about the nodes' trust and the API version, once the
+	// template is rendered.
 	Log io.Writer
 }
 
@@ -127,7 +128,11 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range trust.Warnings(r.Flavor) {
+	warnings := trust.Warnings(r.Flavor)
+	if o.CAPIAPI == CAPIv1beta1 {
+		warnings = append(warnings, V1beta1Warning)
+	}
+	for _, w := range warnings {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, "warning: %s\n", w)
 		}

@@ -20,6 +20,7 @@ type Rule struct {
 const (
 	RuleYAML             = "yaml-invalid"
 	RuleUnknownField     = "unknown-field"
+	RuleCAPIValidation   = "capi-validation"
 	RuleFlatcarFormat    = "flatcar-format"
 	RuleRetryJoin        = "retry-join-ignition"
 	RuleGzip             = "ignition-gzip"
@@ -34,6 +35,7 @@ const (
 	RuleProviderID       = "provider-id-metadata"
 	RuleEnvsubst         = "metadata-envsubst"
 	RuleUserDataSize     = "user-data-size"
+	RuleCABPKRender      = "cabpk-render"
 	RuleFormatImmutable  = "format-immutable"
 	RuleImageFilter      = "image-filter"
 	RuleAdditionalSize   = "additional-config-size"
@@ -58,6 +60,8 @@ var Rules = []Rule{
 		"Fix the YAML syntax at the reported line; nothing after it was checked."},
 	{RuleUnknownField, SeverityWarning, "A field that the upstream Go type of the document (CAPI v1beta1/v1beta2, CAPO v1beta1) does not have: the API server rejects it under strict field validation or drops it silently.",
 		"Check the spelling and the API version; move the field to where the type defines it."},
+	{RuleCAPIValidation, SeverityError, "CAPI's own admission webhook refuses the document (KubeadmControlPlane, KubeadmControlPlaneTemplate, KubeadmConfig, KubeadmConfigTemplate, ClusterClass of v1beta2; CAPI v1.14.2's validation, run without a cluster as a management cluster with the KubeadmBootstrapFormatIgnition and ClusterTopology feature gates runs it): kubectl apply and clusterctl fail with this message.",
+		"Change the field the message names as it says. For the init/join timeouts: set controlPlaneComponentHealthCheckSeconds to the same value in initConfiguration.timeouts and joinConfiguration.timeouts (flatcar-capo manifests renders both)."},
 	{RuleUncheckedAPI, SeverityWarning, "A Cluster API or ORC document whose apiVersion/kind this flatcar-capo has no upstream Go type for, so its fields are not checked (a misspelt field goes unnoticed). CAPO's infrastructure.cluster.x-k8s.io/v1beta2 (CAPO v0.15) is one: its Go module is not available to this build, which knows CAPO v0.14.7's v1beta1.",
 		"Check the document with the provider's own validation (kubectl apply --dry-run=server against a management cluster with that CAPO), or use the infrastructure.cluster.x-k8s.io/v1beta1 documents that flatcar-capo manifests renders (CAPO v0.14's API, checked)."},
 	{RuleFlatcarFormat, SeverityError, "A MachineDeployment, MachineSet, Machine or KubeadmControlPlane pairs a Flatcar image with a bootstrap config whose format is cloud-config (the default): Flatcar has no cloud-init and the node never joins.",
@@ -86,11 +90,13 @@ var Rules = []Rule{
 		"Add to preKubeadmCommands: envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp and mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml."},
 	{RuleUserDataSize, SeverityError, "The estimated user-data (CABPK's Ignition config, base64-encoded as Nova receives it) is over Nova's 65535-byte limit: the server create call fails.",
 		"Move large files out of the bootstrap config: download them in preKubeadmCommands or bake them into the image."},
+	{RuleCABPKRender, SeverityError, "CABPK's own Ignition renderer (sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/ignition, CAPI v1.14.2; the same code in 1.12 and 1.13) refuses the bootstrap config: it writes no bootstrap data Secret and the Machine never boots. A files[] entry without permissions is the usual cause: CABPK reads the Container Linux Config it makes of files[] strictly and gives no default mode.",
+		"Set permissions on every files[] entry (for example \"0644\", or \"0600\" for secrets); otherwise change what the message names."},
 	{RuleFormatImmutable, SeverityError, "A KubeadmControlPlane changes its format (for example from Ubuntu's cloud-config to Flatcar's ignition) on a CAPI release whose webhook refuses that: format is mutable from CAPI 1.4.0, 1.3.6 and 1.2.12.",
 		"Upgrade CAPI to 1.4.0 or newer (or 1.3.6+, 1.2.12+) first. Then, in one update of the KubeadmControlPlane, set format: ignition with the Ignition settings, remove useExperimentalRetryJoin, and point machineTemplate at a new OpenStackMachineTemplate with the Flatcar image; KCP replaces the control plane machines one by one. (Unsetting useExperimentalRetryJoin was itself refused until kubernetes-sigs/cluster-api#9169 was fixed.)"},
 	{RuleImageFilter, SeverityError, "The OpenStackMachineTemplate's image filter does not match exactly one active Glance image in the given cloud, or its imageRef names an ORC Image that is not among the linted objects (or whose import filter does not match exactly one image): CAPO refuses to create the machine.",
 		"Upload the image (flatcar-capo upload), or make the name/tags unique; delete or deactivate duplicates. For imageRef, add the ORC Image (flatcar-capo manifests --image-ref orc writes it) in the same namespace."},
-	{RuleAdditionalSize, SeverityError, "additionalConfig is longer than 32768 bytes, the MaxLength CAPI v1.13's API puts on ignition.containerLinuxConfig.additionalConfig: the API server refuses the object.",
+	{RuleAdditionalSize, SeverityError, "additionalConfig is longer than 32768 bytes, the MaxLength CAPI v1.14's API puts on ignition.containerLinuxConfig.additionalConfig: the API server refuses the object.",
 		"Move large files out of additionalConfig: download them (storage.files with remote and verification.hash) or bake them into the image."},
 	{RuleRootVolume, SeverityWarning, "An OpenStackMachineTemplate's rootVolume.sizeGiB is below the image's min_disk (from --from-record or the cloud): Nova refuses to create the server.",
 		"Raise rootVolume.sizeGiB to at least the image's min_disk (its virtual size, rounded up to whole GiB)."},

@@ -9,7 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// AdditionalConfigLimit is CAPI v1.13's MaxLength of containerLinuxConfig.additionalConfig.
+// AdditionalConfigLimit is CAPI v1.14's MaxLength of containerLinuxConfig.additionalConfig.
 const AdditionalConfigLimit = 32768
 
 // checkIgnitionSpec runs the rules for a KubeadmConfigSpec with format: ignition.
@@ -29,6 +29,9 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 			add(RuleGzip, Path{"files", i, "encoding"}, "file %s uses encoding %s, which Ignition bootstrap data does not support", path, enc)
 		case enc == "base64" && !l.capi.base64FilesDecoded():
 			add(RuleBase64OldCAPI, Path{"files", i, "encoding"}, "file %s is base64-encoded: CAPI %s writes it to disk still encoded (decoded from 1.2.0)", path, l.capi)
+		}
+		if getString(f, "permissions") == "" {
+			add(RuleCABPKRender, Path{"files", i}, "file %s has no permissions: CABPK's Ignition renderer reads the Container Linux Config it makes of files[] strictly, and the transpiler's %q is an error there, so CABPK writes no bootstrap data and the Machine never boots", path, "mode unspecified for file, defaulting to 0644")
 		}
 	}
 
@@ -98,7 +101,7 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		size, _, err := estimateUserData(b, additional)
 		switch {
 		case err != nil:
-			add(RuleUserDataSize, nil, "cannot estimate the user-data: %v", err)
+			add(RuleCABPKRender, nil, "CABPK's Ignition renderer refuses this bootstrap config, so the Machine never gets its user-data: %v", err)
 		case size > UserDataLimit:
 			add(RuleUserDataSize, nil, "estimated user-data is %d bytes after base64, over Nova's limit of %d", size, UserDataLimit)
 		}

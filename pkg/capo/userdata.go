@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 
 	ignition "github.com/flatcar/ignition/config/v2_3"
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
 	"gopkg.in/yaml.v3"
+	kubeadmv1beta2 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/cloudinit"
+	cabpkignition "sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/ignition"
+	capicerts "sigs.k8s.io/cluster-api/util/certs"
+	"sigs.k8s.io/cluster-api/util/secret"
 )
 
 // UserDataLimit is Nova's cap on user_data, which is measured after base64 encoding.
@@ -20,152 +24,111 @@ const UserDataLimit = 65535
 // (apiVersion/kind headers, controlPlaneEndpoint, bootstrap token, discovery CA hashes).
 const kubeadmYAMLOverhead = 1536
 
-// kubeadmUnit is CABPK's kubeadm.service (bootstrap/kubeadm/internal/ignition/clc).
-const kubeadmUnit = `[Unit]
-Description=kubeadm
-# Run only once. After successful run, this file is moved to /tmp/.
-ConditionPathExists=/etc/kubeadm.yml
-After=network.target
-[Service]
-# To not restart the unit when it exits, as it is expected.
-Type=oneshot
-ExecStart=/etc/kubeadm.sh
-[Install]
-WantedBy=multi-user.target
-`
-
-// controlPlaneCerts are the files CABPK adds for a control plane node, with typical PEM sizes
-// for CAPI's RSA 2048 certificate authorities.
-var controlPlaneCerts = []struct {
-	path string
-	size int
-}{
-	{"/etc/kubernetes/pki/ca.crt", 1099}, {"/etc/kubernetes/pki/ca.key", 1679},
-	{"/etc/kubernetes/pki/etcd/ca.crt", 1099}, {"/etc/kubernetes/pki/etcd/ca.key", 1679},
-	{"/etc/kubernetes/pki/front-proxy-ca.crt", 1099}, {"/etc/kubernetes/pki/front-proxy-ca.key", 1679},
-	{"/etc/kubernetes/pki/sa.pub", 451}, {"/etc/kubernetes/pki/sa.key", 1679},
+// controlPlaneCerts are the files CABPK adds for a control plane node (the paths are CAPI's,
+// from secret.NewCertificatesForInitialControlPlane), with typical PEM sizes for CAPI's RSA 2048
+// certificate authorities: generating real keys would cost ~0.1 s per estimate.
+var controlPlaneCerts = map[secret.Purpose][2]int{
+	secret.ClusterCA: {1099, 1679}, secret.EtcdCA: {1099, 1679}, secret.FrontProxyCA: {1099, 1679},
+	secret.ServiceAccount: {451, 1679},
 }
 
-// estimateUserData builds the Ignition config CABPK would generate for a bootstrap spec (its
-// base config with users, files, commands, a kubeadm configuration of realistic size, control
-// plane certificates, merged with additionalConfig) and returns the base64 size Nova sees.
-// The base config is built directly with the transpiler's encoding (data URLs escaped as it
-// does) rather than through CLC: translating and validating it costs milliseconds per
-// document, too slow for linting thousands. additional may be nil. Files read from Secrets
-// (contentFrom) are not counted.
+// estimateUserData renders the Ignition config CABPK would generate for a bootstrap spec with
+// CAPI's own renderer (sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/ignition: users, files,
+// commands, kubeadm.service, NTP, disks, a kubeadm configuration of realistic size, control plane
+// certificates), merges additionalConfig as that renderer does (additional may be nil; it is
+// translated once by the caller, as lint shares translations), and returns the base64 size Nova
+// sees. Files read from Secrets (contentFrom) are not counted.
 func estimateUserData(b *bootstrapSpec, additional *igntypes.Config) (int, igntypes.Config, error) {
-	cfg, err := baseIgnition(b)
+	raw, err := renderUserData(b, nil)
 	if err != nil {
 		return 0, igntypes.Config{}, err
+	}
+	cfg, rep, err := ignition.Parse(raw)
+	if err != nil {
+		return 0, igntypes.Config{}, fmt.Errorf("reading CABPK's Ignition config: %v %s", err, rep.String())
 	}
 	if additional != nil {
 		cfg = ignition.Append(cfg, *additional)
-	}
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		return 0, igntypes.Config{}, err
+		if raw, err = json.Marshal(&cfg); err != nil {
+			return 0, igntypes.Config{}, err
+		}
 	}
 	return base64.StdEncoding.EncodedLen(len(raw)), cfg, nil
 }
 
-// baseIgnition is the Ignition config CABPK renders from a KubeadmConfigSpec before merging
-// additionalConfig (bootstrap/kubeadm/internal/ignition/clc).
-func baseIgnition(b *bootstrapSpec) (igntypes.Config, error) {
-	cfg := igntypes.Config{Ignition: igntypes.Ignition{Version: igntypes.MaxVersion.String()}}
-	for _, u := range getList(b.spec, "users") {
-		name := getString(u, "name")
-		user := igntypes.PasswdUser{Name: name, Gecos: getString(u, "gecos"), HomeDir: getString(u, "homeDir"),
-			Shell: getString(u, "shell"), PrimaryGroup: getString(u, "primaryGroup")}
-		if g := getString(u, "groups"); g != "" {
-			for _, group := range strings.Split(g, ", ") {
-				user.Groups = append(user.Groups, igntypes.Group(group))
-			}
-		}
-		for _, k := range getList(u, "sshAuthorizedKeys") {
-			user.SSHAuthorizedKeys = append(user.SSHAuthorizedKeys, igntypes.SSHAuthorizedKey(fmt.Sprint(k)))
-		}
-		if p := getString(u, "passwd"); p != "" {
-			user.PasswordHash = &p
-		}
-		cfg.Passwd.Users = append(cfg.Passwd.Users, user)
-		if sudo := getString(u, "sudo"); sudo != "" {
-			cfg.Storage.Files = append(cfg.Storage.Files, ignFile("/etc/sudoers.d/"+name, name+" "+sudo+"\n"))
+// renderUserData is CABPK's Ignition rendering of b's KubeadmConfigSpec (v1beta1 and v1beta2
+// share the fields it reads) with ign as the spec's ignition settings: the first control plane
+// node's (kubeadm init) for a control plane, a joining node's otherwise.
+func renderUserData(b *bootstrapSpec, ign *kubeadmv1beta2.IgnitionSpec) ([]byte, error) {
+	var spec kubeadmv1beta2.KubeadmConfigSpec
+	subset := map[string]any{}
+	for _, k := range []string{"files", "users", "ntp", "diskSetup", "mounts", "bootCommands", "preKubeadmCommands", "postKubeadmCommands"} {
+		if v, ok := b.spec[k]; ok {
+			subset[k] = v
 		}
 	}
-	for _, f := range getList(b.spec, "files") {
-		content := getString(f, "content")
-		if getString(f, "encoding") == "base64" {
-			if dec, err := base64.StdEncoding.DecodeString(content); err == nil {
-				content = string(dec)
-			}
-		}
-		cfg.Storage.Files = append(cfg.Storage.Files, ignFile(getString(f, "path"), content))
-	}
-	script := "#!/bin/bash\nset -e\n" + strings.Join(getStrings(b.spec, "preKubeadmCommands"), "\n") +
-		"\nkubeadm join --config /etc/kubeadm.yml\nmkdir -p /run/cluster-api && echo success > /run/cluster-api/bootstrap-success.complete\nmv /etc/kubeadm.yml /tmp/\n" +
-		strings.Join(getStrings(b.spec, "postKubeadmCommands"), "\n") + "\n"
-	cfg.Storage.Files = append(cfg.Storage.Files, ignFile("/etc/kubeadm.sh", script))
-	kubeadm := map[string]any{}
-	for _, c := range []string{"clusterConfiguration", "initConfiguration", "joinConfiguration"} {
-		if v, ok := b.spec[c]; ok {
-			kubeadm[c] = v
-		}
-	}
-	kubeadmYAML, err := yaml.Marshal(kubeadm)
+	raw, err := json.Marshal(subset)
 	if err != nil {
-		return cfg, fmt.Errorf("encoding the kubeadm configuration: %w", err)
+		return nil, err
 	}
-	cfg.Storage.Files = append(cfg.Storage.Files, ignFile("/etc/kubeadm.yml", string(kubeadmYAML)+strings.Repeat("x", kubeadmYAMLOverhead)))
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return nil, fmt.Errorf("reading the KubeadmConfigSpec: %w", err)
+	}
+	// CABPK refuses a file without permissions (lint's cabpk-render says so): the estimate
+	// counts the config as it is once fixed, with the transpiler's default mode.
+	for i := range spec.Files {
+		if spec.Files[i].Permissions == "" {
+			spec.Files[i].Permissions = "0644"
+		}
+	}
+	base := cloudinit.BaseUserData{BootCommands: spec.BootCommands, PreKubeadmCommands: spec.PreKubeadmCommands,
+		PostKubeadmCommands: spec.PostKubeadmCommands, AdditionalFiles: spec.Files, Users: spec.Users,
+		ControlPlane: b.controlPlane}
+	if spec.NTP.IsDefined() {
+		base.NTP = &spec.NTP
+	}
+	if spec.DiskSetup.IsDefined() {
+		base.DiskSetup = &spec.DiskSetup
+	}
+	base.Mounts = spec.Mounts
+	kubeadmYAML := func(c string, overhead int) (string, error) {
+		y, err := yaml.Marshal(b.spec[c])
+		return string(y) + strings.Repeat("x", overhead), err
+	}
 	if b.controlPlane {
-		cfg.Storage.Files = append(cfg.Storage.Files, controlPlaneCertFiles()...)
-	}
-	enabled := true
-	cfg.Systemd.Units = append(cfg.Systemd.Units, igntypes.Unit{Name: "kubeadm.service", Enabled: &enabled, Contents: kubeadmUnit})
-	if servers := getList(b.spec, "ntp", "servers"); len(servers) > 0 {
-		var conf strings.Builder
-		for _, s := range servers {
-			fmt.Fprintf(&conf, "server %v\n", s)
+		cluster, err := kubeadmYAML("clusterConfiguration", kubeadmYAMLOverhead)
+		if err != nil {
+			return nil, err
 		}
-		cfg.Storage.Files = append(cfg.Storage.Files, ignFile("/etc/ntp.conf", conf.String()))
-		cfg.Systemd.Units = append(cfg.Systemd.Units, igntypes.Unit{Name: "ntpd.service", Enabled: &enabled})
+		init, err := kubeadmYAML("initConfiguration", 0)
+		if err != nil {
+			return nil, err
+		}
+		out, _, err := cabpkignition.NewInitControlPlane(&cabpkignition.ControlPlaneInput{Ignition: ign,
+			ControlPlaneInput: &cloudinit.ControlPlaneInput{BaseUserData: base, Certificates: controlPlaneCertificates(),
+				ClusterConfiguration: cluster, InitConfiguration: init}})
+		return out, err
 	}
-	return cfg, nil
+	join, err := kubeadmYAML("joinConfiguration", kubeadmYAMLOverhead)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := cabpkignition.NewNode(&cabpkignition.NodeInput{Ignition: ign,
+		NodeInput: &cloudinit.NodeInput{BaseUserData: base, JoinConfiguration: join}})
+	return out, err
 }
 
-// controlPlaneCertFiles are the same for every control plane: built once.
-var controlPlaneCertFiles = sync.OnceValue(func() []igntypes.File {
+// controlPlaneCertificates are CAPI's certificates of a first control plane node with fake PEM
+// contents of realistic sizes, the same for every estimate.
+func controlPlaneCertificates() secret.Certificates {
+	certs := secret.NewCertificatesForInitialControlPlane(&kubeadmv1beta2.ClusterConfiguration{})
 	rng := rand.New(rand.NewPCG(1, 2))
-	var files []igntypes.File
-	for _, c := range controlPlaneCerts {
-		files = append(files, ignFile(c.path, fakePEM(rng, c.size)))
-	}
-	return files
-})
-
-// ignFile is a file as the transpiler writes inline contents: a percent-escaped data URL.
-func ignFile(path, content string) igntypes.File {
-	mode := 0o600
-	return igntypes.File{
-		Node: igntypes.Node{Filesystem: "root", Path: path},
-		FileEmbedded1: igntypes.FileEmbedded1{Mode: &mode,
-			Contents: igntypes.FileContents{Source: "data:," + escapeDataURL(content)}},
-	}
-}
-
-// escapeDataURL is dataurl.EscapeString (what the transpiler uses: RFC 2396 unreserved bytes
-// kept, every other byte %XX) without its per-byte fmt call, which dominated lint time.
-func escapeDataURL(s string) string {
-	const hex = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s)+len(s)/2)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.!~*'()", c) >= 0 {
-			b = append(b, c)
-		} else {
-			b = append(b, '%', hex[c>>4], hex[c&15])
+	for _, c := range certs {
+		if size, ok := controlPlaneCerts[c.Purpose]; ok {
+			c.KeyPair = &capicerts.KeyPair{Cert: []byte(fakePEM(rng, size[0])), Key: []byte(fakePEM(rng, size[1]))}
 		}
 	}
-	return string(b)
+	return certs
 }
 
 // fakePEM returns size bytes shaped like a PEM block (random base64 in 64-column lines), which

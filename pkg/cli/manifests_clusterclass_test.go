@@ -71,7 +71,7 @@ func TestManifestsClusterClass(t *testing.T) {
 		}
 	}
 	lint := testutil.Run(t, "lint", out).MustSucceed(t)
-	if !strings.Contains(lint.Stdout, "8 document(s) checked for CAPI 1.13.0: 0 error(s), 0 warning(s)") {
+	if !strings.Contains(lint.Stdout, "8 document(s) checked for CAPI 1.14.2: 0 error(s), 0 warning(s)") {
 		t.Errorf("lint:\n%s", lint.Stdout)
 	}
 

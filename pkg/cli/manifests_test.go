@@ -17,8 +17,14 @@ func TestManifestsCommand(t *testing.T) {
 	if !strings.Contains(r.Stdout, "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\n") || strings.Contains(r.Stdout, "cluster.x-k8s.io/v1beta1\nkind: Cluster\n") {
 		t.Fatalf("default is not CAPI v1beta2:\n%s", r.Stdout)
 	}
-	if old := testutil.Run(t, "manifests", "--capi-api", "v1beta1").MustSucceed(t).Stdout; !strings.Contains(old, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: KubeadmControlPlane\n") {
-		t.Fatalf("--capi-api v1beta1:\n%s", old)
+	old := testutil.Run(t, "manifests", "--capi-api", "v1beta1").MustSucceed(t)
+	if !strings.Contains(old.Stdout, "apiVersion: controlplane.cluster.x-k8s.io/v1beta1\nkind: KubeadmControlPlane\n") {
+		t.Fatalf("--capi-api v1beta1:\n%s", old.Stdout)
+	}
+	// v1beta1's end is announced: the choice warns and names the fix; the default does not.
+	if !strings.Contains(old.Stderr, "warning: CAPI v1.16 stops serving the v1beta1 API") || !strings.Contains(old.Stderr, "use --capi-api v1beta2") ||
+		strings.Contains(old.Stdout, "v1.16") || strings.Contains(r.Stderr, "v1beta1") {
+		t.Fatalf("--capi-api v1beta1 stderr:\n%s\ndefault stderr:\n%s", old.Stderr, r.Stderr)
 	}
 	if !strings.Contains(r.Stdout, "name: flatcar-stable-4459.2.0") || !strings.Contains(r.Stdout, "$${COREOS_OPENSTACK_HOSTNAME}") ||
 		!strings.Contains(r.Stdout, "${CLUSTER_NAME}") {
@@ -183,7 +189,7 @@ func TestLintCommand(t *testing.T) {
 
 	good, _ := os.ReadFile(testutil.Testdata("lint", "good.yaml"))
 	r = testutil.RunCmd(t, testutil.Cmd{Args: []string{"lint", "-"}, Stdin: string(good)}).MustSucceed(t)
-	if !strings.Contains(r.Stdout, "8 document(s) checked for CAPI 1.13.0: 0 error(s), 0 warning(s)") {
+	if !strings.Contains(r.Stdout, "8 document(s) checked for CAPI 1.14.2: 0 error(s), 0 warning(s)") {
 		t.Fatalf("stdin lint: %s", r.Stdout)
 	}
 	// Warnings alone do not fail CI.
@@ -210,5 +216,27 @@ func TestLintCommand(t *testing.T) {
 
 	testutil.Run(t, "lint").MustFail(t, 2, "FILE")
 	testutil.Run(t, "lint", "--capi-version", "latest", seed).MustFail(t, 2, "--capi-version")
+	testutil.Run(t, "lint", "--capi-version", "1.15", seed).MustFail(t, 2, "--capi-version", "CAPI 1.15 is newer", "--capi-version 1.14")
+	// CAPI's own webhooks, without a cluster: the v1beta2 template of 8eeba9d sets KCP's init
+	// timeout without the join one, which KCP's webhook refuses; a path written twice, CABPK's.
+	testutil.Run(t, "lint", testutil.Testdata("lint", "capi-validation.yaml")).MustFail(t, 1, "[capi-validation]",
+		"spec.kubeadmConfigSpec.initConfiguration.timeouts.controlPlaneComponentHealthCheckSeconds",
+		"controlPlaneComponentHealthCheckSeconds must be set to the same value both in initConfiguration.timeouts (1200) and in joinConfiguration.timeouts (unset)",
+		"spec.template.spec.files[1].path", "path property must be unique among all files")
+	// CAPI v1.14's fields are known (files[].contentFormat); on CAPI 1.12 and 1.13 that field is
+	// unknown, and lint says so.
+	for v, want := range map[string]string{"": "for CAPI 1.14.2: 0 error(s), 0 warning(s)", "1.14": "for CAPI 1.14.0: 0 error(s), 0 warning(s)",
+		"1.13.4": "files[].contentFormat is new in CAPI 1.14: CAPI 1.13.4's API server refuses it", "1.12": "for CAPI 1.12.0: 0 error(s), 1 warning(s)"} {
+		args := []string{"lint", testutil.Testdata("lint", "content-format.yaml")}
+		if v != "" {
+			args = append(args, "--capi-version", v)
+		}
+		if r = testutil.Run(t, args...).MustSucceed(t); !strings.Contains(r.Stdout, want) {
+			t.Errorf("--capi-version %q, v1.14's contentFormat: no %q in\n%s", v, want, r.Stdout)
+		}
+	}
+	// CABPK's own Ignition renderer refuses a file without permissions: the Machine never boots.
+	testutil.Run(t, "lint", testutil.Testdata("lint", "cabpk-render.yaml")).MustFail(t, 1, "[cabpk-render]",
+		"spec.template.spec.files[0]", "/etc/flatcar/update.conf has no permissions", `for example "0644"`)
 	testutil.Run(t, "lint", filepath.Join(t.TempDir(), "missing.yaml")).MustFail(t, 1, "reading", "missing.yaml")
 }
