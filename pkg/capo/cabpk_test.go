@@ -24,6 +24,10 @@ func TestCABPKRendersTheControlPlane(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "cluster.yaml")
 	testutil.Run(t, append([]string{"manifests", "--flavor", "sysext-baked", "--capi-api", "v1beta2", "--image-name", "img", "--output-file", file},
 		capitest.ManifestSets("proof", "v1.34.4")...)...).MustSucceed(t)
+	extra := capitest.Additions{Files: map[string]string{"/etc/cni/net.d/10-bridge.conflist": "{}"}, Users: []capitest.User{{Name: "checker", SSHKey: "ssh-ed25519 AAAA test", Groups: "sudo"}}}
+	if err := capitest.AddToSpecs(file, extra, extra); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	w := m.CreateCluster(t, file, "10.0.2.15:6443")
 	cp := w.BootstrapData(t, true, 3*time.Minute)
@@ -39,6 +43,7 @@ func TestCABPKRendersTheControlPlane(t *testing.T) {
 				Contents struct{ Source string }
 			}
 		}
+		Passwd  struct{ Users []struct{ Name string } }
 		Systemd struct {
 			Units []struct {
 				Name    string
@@ -69,6 +74,10 @@ func TestCABPKRendersTheControlPlane(t *testing.T) {
 	}
 	if !strings.Contains(files["/etc/kubernetes/pki/ca.crt"], "BEGIN CERTIFICATE") || !strings.Contains(files["/etc/kubernetes/pki/sa.key"], "PRIVATE KEY") {
 		t.Errorf("no cluster CA or service-account key on the control plane: %v", keys(files))
+	}
+	// CABPK writes a file's content as a CLC block scalar: a newline ends it.
+	if files["/etc/cni/net.d/10-bridge.conflist"] != "{}\n" || len(cfg.Passwd.Users) != 1 || cfg.Passwd.Users[0].Name != "checker" {
+		t.Errorf("the user's file or login: %q %+v", files["/etc/cni/net.d/10-bridge.conflist"], cfg.Passwd.Users)
 	}
 	dropin := false
 	for _, u := range cfg.Systemd.Units {
