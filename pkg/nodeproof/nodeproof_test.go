@@ -43,9 +43,11 @@ const bridgeCNI = `{
 // offline. Real kubeadm/kubelet/kubectl/CNI/crictl from a 127.0.0.1 mirror, kubeadm's real
 // control-plane images (built from source) preloaded through --registry-mirror, a `build`, then a
 // boot with no route to the registry or any mirror and, on a config drive as Nova gives it, the
-// Ignition CABPK makes of `flatcar-capo manifests`' KubeadmControlPlane. kubeadm init must run by
-// itself through the image's units, the node become Ready, every kube-system pod Running, a
-// second guest join with the KubeadmConfigTemplate's Ignition, and the registry see no pull.
+// bootstrap data Secret the real CABPK wrote for the control-plane Machine of the cluster
+// `flatcar-capo manifests` makes, applied to the real management side (capitest; the test plays
+// CAPO). kubeadm init must run by itself through the image's units, the node become Ready, every
+// kube-system pod Running, a second guest join with the Secret CABPK then writes for the
+// worker's Machine, CAPI find both Nodes, and the registry see no pull.
 func TestNodeProof(t *testing.T) {
 	testutil.RequireTools(t, "qemu-system-x86_64", "qemu-img", "mmdebstrap", "docker-registry")
 	bin := kubetest.RealDir(t)
@@ -378,8 +380,8 @@ type booted struct {
 	took time.Duration
 }
 
-// bootWorker starts a second guest from the same image with the KubeadmConfigTemplate's Ignition
-// (the token and CA hash of the first) in the background; the channel says when it answers SSH.
+// bootWorker starts a second guest from the same image with the worker's bootstrap data (CABPK's
+// join: a bootstrap token and the CA hash of the first) in the background; the channel says when it answers SSH.
 // The test's cleanup waits for the start and stops the guest, however the test ends.
 func bootWorker(t *testing.T, w proofBoot, peerPort int) <-chan booted {
 	t.Helper()
