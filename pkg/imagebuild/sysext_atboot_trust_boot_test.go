@@ -11,7 +11,6 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo/capitest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
@@ -60,9 +59,9 @@ func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
 	testutil.Run(t, append([]string{"manifests", "--flavor", "sysext", "--capi-api", "v1beta2", "--image-name", "flatcar-stable", "--output-file", manifest,
 		"--sysext-url", "https://" + guest(files.Host) + "/ext", "--sysext", ext, "--ca-file", reg.CAFile, "--https-proxy", proxyURL},
 		capitest.ManifestSets("trust", kubetest.RealVersion)...)...).MustSucceed(t)
-	drive, key := cabpkConfigDrive(t, manifest)
+	ign, key := cabpkIgnition(t, manifest)
 	start := time.Now()
-	g := standin.Boot(t, image, standin.BootOptions{ConfigDrive: drive, Key: key, Timeout: 900 * time.Second})
+	g := standin.Boot(t, image, standin.BootOptions{Ignition: ign, Key: key, Timeout: 900 * time.Second})
 	t.Logf("boot with the at-boot sysext download: %.0fs", time.Since(start).Seconds())
 	ssh := func(cmd string) string {
 		t.Helper()
@@ -119,11 +118,12 @@ func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
 // cluster would put into every node's bootstrap data (CAPO: the load balancer's or the node's).
 const guestIP = "10.0.2.15"
 
-// cabpkConfigDrive creates the cluster of manifest (the stand-in's test user, a fresh key:
+// cabpkIgnition creates the cluster of manifest (the stand-in's test user, a fresh key:
 // returned, added to the KubeadmControlPlane's users) on the real management side, plays CAPO
-// with guestIP as the endpoint, and writes the config drive Nova gives the first control-plane
-// server: the bootstrap data Secret CABPK wrote for its Machine as the user data.
-func cabpkConfigDrive(t *testing.T, manifest string) (drive, key string) {
+// with guestIP as the endpoint, and returns the bootstrap data Secret CABPK wrote for the first
+// control-plane Machine: the guest's Ignition (fw_cfg, as the stand-in image's platform, qemu,
+// reads it; the node proof gives it on a config drive, as Nova).
+func cabpkIgnition(t *testing.T, manifest string) (ign []byte, key string) {
 	t.Helper()
 	_, key = standin.TestUser(t)
 	login := capitest.Additions{Users: []capitest.User{{Name: standin.TestUserName, SSHKey: string(mustRead(t, key+".pub")), Groups: "sudo"}}}
@@ -132,13 +132,7 @@ func cabpkConfigDrive(t *testing.T, manifest string) (drive, key string) {
 	}
 	m := capitest.Start(t, capitest.Options{Pairing: capitest.Pairings[0], InfrastructureCRDs: true,
 		Providers: []string{capitest.Core, capitest.Bootstrap, capitest.ControlPlane}})
-	cp := m.CreateCluster(t, manifest, guestIP+":6443").BootstrapData(t, true, 5*time.Minute)
-	drive = filepath.Join(t.TempDir(), "config-2.iso")
-	if err := configdrive.Write(drive, cp.UserData, configdrive.MetaData{UUID: "6f1d2c3e-0000-4000-8000-000000000027", Name: "trust-control-plane",
-		Hostname: "trust-control-plane.novalocal"}); err != nil {
-		t.Fatal(err)
-	}
-	return drive, key
+	return m.CreateCluster(t, manifest, guestIP+":6443").BootstrapData(t, true, 5*time.Minute).UserData, key
 }
 
 func mustRead(t *testing.T, path string) []byte {
