@@ -256,7 +256,8 @@ const controlPlaneEndpoint = controlPlaneIP + ":6443"
 // proofPairing is the management side's: CAPI v1.12.10, CAPO v0.14.7's tested pairing (its
 // go.mod pins it; the admission test admits the v1beta2 defaults with it too). CAPI v1.12
 // supports workload clusters of Kubernetes v1.29-v1.35 (the guest's is v1.34.4) on a management
-// cluster of v1.31-v1.35 (capitest's kube-apiserver is the same v1.34.4 build).
+// cluster of v1.31-v1.35 (capitest's kube-apiserver is the same v1.34.4 build): the core
+// provider's matrix in its docs/book/src/reference/versions.md.
 var proofPairing = capitest.Pairings[0]
 
 // nodePath runs a command with both methods' binary dirs on PATH (the packer method's are in
