@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
-	"github.com/flatcar-capo/flatcar-capo/pkg/capo/cabpktest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/capo/capitest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
@@ -55,10 +55,11 @@ func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
 	}
 	proxyURL := "http://" + proxy.User + ":" + proxy.Pass + "@" + guest(proxy.Host)
 
-	manifest := testutil.Run(t, append([]string{"manifests", "--flavor", "sysext", "--capi-api", "v1beta2", "--image-name", "flatcar-stable",
+	manifest := filepath.Join(dir, "cluster.yaml")
+	testutil.Run(t, append([]string{"manifests", "--flavor", "sysext", "--capi-api", "v1beta2", "--image-name", "flatcar-stable", "--output-file", manifest,
 		"--sysext-url", "https://" + guest(files.Host) + "/ext", "--sysext", ext, "--ca-file", reg.CAFile, "--https-proxy", proxyURL},
-		cabpktest.ManifestSets("trust", kubetest.RealVersion)...)...).MustSucceed(t).Stdout
-	ign, key := cabpkIgnition(t, cabpktest.Node{Manifest: manifest})
+		capitest.ManifestSets("trust", kubetest.RealVersion)...)...).MustSucceed(t)
+	ign, key := cabpkIgnition(t, manifest)
 	start := time.Now()
 	g := standin.Boot(t, image, standin.BootOptions{Ignition: ign, Key: key, Timeout: 900 * time.Second})
 	t.Logf("boot with the at-boot sysext download: %.0fs", time.Since(start).Seconds())
@@ -117,21 +118,21 @@ func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
 // cluster would put into every node's bootstrap data (CAPO: the load balancer's or the node's).
 const guestIP = "10.0.2.15"
 
-// cabpkIgnition is the bootstrap data CABPK makes of n for a cluster at guestIP, with the
-// stand-in's test user (a fresh key: returned) added to n's users.
-func cabpkIgnition(t *testing.T, n cabpktest.Node) (ign []byte, key string) {
+// cabpkIgnition creates the cluster of manifest (the stand-in's test user, a fresh key:
+// returned, added to the KubeadmControlPlane's users) on the real management side, plays CAPO
+// with guestIP as the endpoint, and returns the bootstrap data Secret CABPK wrote for the first
+// control-plane Machine: the guest's Ignition (fw_cfg, as the stand-in image's platform, qemu,
+// reads it; the node proof gives it on a config drive, as Nova).
+func cabpkIgnition(t *testing.T, manifest string) (ign []byte, key string) {
 	t.Helper()
-	cluster, err := cabpktest.NewCluster(guestIP + ":6443")
-	if err != nil {
-		t.Fatal(err)
-	}
 	_, key = standin.TestUser(t)
-	pub := mustRead(t, key+".pub")
-	n.Users = append(n.Users, cabpktest.User{Name: standin.TestUserName, SSHKey: strings.TrimSpace(string(pub)), Groups: []string{"sudo"}})
-	if ign, err = cluster.Ignition(n); err != nil {
+	login := capitest.Additions{Users: []capitest.User{{Name: standin.TestUserName, SSHKey: string(mustRead(t, key+".pub")), Groups: "sudo"}}}
+	if err := capitest.AddToSpecs(manifest, login, capitest.Additions{}); err != nil {
 		t.Fatal(err)
 	}
-	return ign, key
+	m := capitest.Start(t, capitest.Options{Pairing: capitest.Pairings[0], InfrastructureCRDs: true,
+		Providers: []string{capitest.Core, capitest.Bootstrap, capitest.ControlPlane}})
+	return m.CreateCluster(t, manifest, guestIP+":6443").BootstrapData(t, true, 5*time.Minute).UserData, key
 }
 
 func mustRead(t *testing.T, path string) []byte {

@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/capo/cabpktest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/capo/capitest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
@@ -43,9 +43,11 @@ const bridgeCNI = `{
 // offline. Real kubeadm/kubelet/kubectl/CNI/crictl from a 127.0.0.1 mirror, kubeadm's real
 // control-plane images (built from source) preloaded through --registry-mirror, a `build`, then a
 // boot with no route to the registry or any mirror and, on a config drive as Nova gives it, the
-// Ignition CABPK makes of `flatcar-capo manifests`' KubeadmControlPlane. kubeadm init must run by
-// itself through the image's units, the node become Ready, every kube-system pod Running, a
-// second guest join with the KubeadmConfigTemplate's Ignition, and the registry see no pull.
+// bootstrap data Secret the real CABPK wrote for the control-plane Machine of the cluster
+// `flatcar-capo manifests` makes, applied to the real management side (capitest; the test plays
+// CAPO). kubeadm init must run by itself through the image's units, the node become Ready, every
+// kube-system pod Running, a second guest join with the Secret CABPK then writes for the
+// worker's Machine, CAPI find both Nodes, and the registry see no pull.
 func TestNodeProof(t *testing.T) {
 	testutil.RequireTools(t, "qemu-system-x86_64", "qemu-img", "mmdebstrap", "docker-registry")
 	bin := kubetest.RealDir(t)
@@ -107,34 +109,53 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	}
 	image := qcows[0]
 
+	// The cluster as a user creates it: `manifests`, applied to the real management side, which
+	// the test serves as CAPO would (see controlPlaneEndpoint).
+	key, pub := proofUser(t)
+	manifest := filepath.Join(dir, "cluster.yaml")
 	flavor := map[string]string{"sysext": "sysext-baked", "packer": "baked"}[method]
-	manifest := testutil.Run(t, append([]string{"manifests", "--flavor", flavor, "--capi-api", "v1beta2", "--image-name",
-		strings.TrimSuffix(filepath.Base(image), ".qcow2")}, cabpktest.ManifestSets("proof", kubetest.RealVersion)...)...).MustSucceed(t).Stdout
-	cluster, err := cabpktest.NewCluster(controlPlaneIP + ":6443")
+	testutil.Run(t, append([]string{"manifests", "--flavor", flavor, "--capi-api", "v1beta2", "--output-file", manifest, "--image-name",
+		strings.TrimSuffix(filepath.Base(image), ".qcow2")}, capitest.ManifestSets("proof", kubetest.RealVersion)...)...).MustSucceed(t)
+	cpMachine := proofMachine{name: "proof-control-plane-0", ip: controlPlaneIP, mac: "52:54:00:26:00:10", uuid: "6f1d2c3e-0000-4000-8000-000000000026"}
+	workerMachine := proofMachine{name: "proof-md-0-worker", ip: workerIP, mac: "52:54:00:26:00:11", uuid: "6f1d2c3e-0000-4000-8000-000000000027"}
+	if err := capitest.AddToSpecs(manifest, userSpecs(pub, cpMachine), userSpecs(pub, workerMachine)); err != nil {
+		t.Fatal(err)
+	}
+	apiPort, err := testutil.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	mgmt := capitest.Start(t, capitest.Options{Pairing: proofPairing, Providers: []string{capitest.Core, capitest.Bootstrap, capitest.ControlPlane},
+		InfrastructureCRDs: true, Routes: map[string]string{controlPlaneEndpoint: fmt.Sprintf("127.0.0.1:%d", apiPort)}})
+	step("management side started (" + proofPairing.String() + ")")
+	cluster := mgmt.CreateCluster(t, manifest, controlPlaneEndpoint)
+	cpm := cluster.BootstrapData(t, true, 5*time.Minute)
+	step("the control plane's bootstrap data Secret (CABPK) after the cluster was applied")
+	cp := proofNode(t, cpm.UserData, dir, image, key, cpMachine)
+	workerBoot := proofNode(t, nil, dir, image, key, workerMachine)
+	step("disks converted, the control plane's config drive written")
+
 	peerPort, err := testutil.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := proofNode(t, cluster, manifest, dir, image, proofMachine{name: "proof-control-plane-0", ip: controlPlaneIP,
-		mac: "52:54:00:26:00:10", uuid: "6f1d2c3e-0000-4000-8000-000000000026"})
-	workerBoot := proofNode(t, cluster, manifest, dir, image, proofMachine{name: "proof-md-0-worker", ip: workerIP,
-		mac: "52:54:00:26:00:11", uuid: "6f1d2c3e-0000-4000-8000-000000000027"})
-	step("Ignition rendered (control plane and worker), disks converted")
-
 	pullsBefore := reg.PullRequests()
 	g := standin.Boot(t, cp.raw, standin.BootOptions{ConfigDrive: cp.drive, Key: cp.key, Timeout: 15 * time.Minute, Memory: 3072, CPUs: 2,
-		Isolated: true, Peer: &standin.PeerNet{Port: peerPort, Listen: true, MAC: cp.mac}})
+		Isolated: true, Peer: &standin.PeerNet{Port: peerPort, Listen: true, MAC: cp.mac}, Forwards: []standin.Forward{{Host: apiPort, Guest: 6443}}})
+	cluster.Provision(t, cpm, "openstack:///"+cp.uuid, cp.ip)
 	step("boot to SSH")
 	ssh := quietSSH(g)
 	kubectl := "sudo " + nodePath + "kubectl --kubeconfig /etc/kubernetes/admin.conf "
 	waitBootstrap(t, g, 40*time.Minute)
 	step("kubeadm init (by kubeadm.service, " + kubeadmRuns(g) + ")")
-	// CAPI creates the MachineDeployment's machines once the control plane is initialized, not
-	// once it is Ready: the worker boots now, beside the control plane's start.
+	// CABPK writes the worker's bootstrap data once KCP saw the control plane initialized (the
+	// workload cluster's kubeadm-config, read at the endpoint) and CABPK made its bootstrap token
+	// there: the worker boots now, beside the control plane's start.
+	wm := cluster.BootstrapData(t, false, 10*time.Minute)
+	step("the worker's bootstrap data Secret (CABPK: a bootstrap token made in the workload cluster)")
+	workerBoot.writeDrive(t, wm.UserData)
 	workerBooted := bootWorker(t, workerBoot, peerPort)
+	cluster.Provision(t, wm, "openstack:///"+workerBoot.uuid, workerBoot.ip)
 	// kubelet collects images every 5 minutes (its first pass at start finds no image stats yet),
 	// so the forced pass is set up now: it comes during the Ready wait and the join, and is
 	// checked after them.
@@ -161,6 +182,14 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	step("node Ready, kube-system Running")
 	// The worker joins before the evidence is printed, so it shows both nodes (or why not).
 	worker, joinErr := joinWorker(t, g, workerBoot, <-workerBooted, step)
+	if joinErr == nil {
+		// The management side found both Nodes by their provider IDs, through the
+		// <cluster>-kubeconfig Secret at the endpoint.
+		for _, m := range []capitest.Machine{cpm, wm} {
+			t.Logf("Machine %s: Node %s", m.Name, cluster.WaitNodeRef(t, m, 5*time.Minute))
+		}
+		step("both Machines have their Node (CAPI's view of the workload cluster)")
+	}
 	pulls := reg.PullRequests() - pullsBefore
 	fmt.Printf("NODE-PROOF-BEGIN %s\n", method)
 	fmt.Println(retrySSH(g, kubectl+"get nodes -o wide"))
@@ -215,6 +244,22 @@ const (
 	workerIP       = "10.26.0.11"
 )
 
+// controlPlaneEndpoint is the cluster's API endpoint, the same address for all three who use it,
+// as CAPO with the API load balancer off gives the first control-plane server's: the worker
+// reaches it on the tenant network, the control plane is it (kubeadm puts it in the API
+// server's certificate: controlPlaneEndpoint and advertise address), and the management side
+// (CAPI's cluster cache, KCP, CABPK's token) reaches it as through a bastion: an HTTPS_PROXY
+// CONNECT tunnel (capitest.Options.Routes) into the control plane's hostfwd of port 6443, TLS
+// end to end and checked against this address. Not 127.0.0.1: that is each guest's own.
+const controlPlaneEndpoint = controlPlaneIP + ":6443"
+
+// proofPairing is the management side's: CAPI v1.12.10, CAPO v0.14.7's tested pairing (its
+// go.mod pins it; the admission test admits the v1beta2 defaults with it too). CAPI v1.12
+// supports workload clusters of Kubernetes v1.29-v1.35 (the guest's is v1.34.4) on a management
+// cluster of v1.31-v1.35 (capitest's kube-apiserver is the same v1.34.4 build): the core
+// provider's matrix in its docs/book/src/reference/versions.md.
+var proofPairing = capitest.Pairings[0]
+
 // nodePath runs a command with both methods' binary dirs on PATH (the packer method's are in
 // /opt/bin, which neither sshd's nor sudo's secure_path has).
 const nodePath = "env PATH=/usr/sbin:/usr/bin:/sbin:/bin:/opt/bin "
@@ -228,34 +273,36 @@ type proofBoot struct {
 	raw, drive, key string
 }
 
-// proofNode renders m's Ignition (the control plane's when m has the control-plane IP, else
-// the KubeadmConfigTemplate's join) with the network config Nova's ports give, writes its
-// config drive and converts its own disk from the built image.
-func proofNode(t *testing.T, cluster *cabpktest.Cluster, manifest, dir, image string, m proofMachine) proofBoot {
+// proofUser is the proof's login on both nodes: the stand-in's test user and its public key.
+func proofUser(t *testing.T) (key, pub string) {
 	t.Helper()
-	_, key := standin.TestUser(t)
-	pubKey, err := os.ReadFile(key + ".pub")
+	_, key = standin.TestUser(t)
+	b, err := os.ReadFile(key + ".pub")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := strings.TrimSpace(string(pubKey))
-	files := map[string]string{
+	return key, strings.TrimSpace(string(b))
+}
+
+// userSpecs are what a user of this proof adds to the KubeadmConfigSpec of m: a login, a CNI
+// configuration, and the network config Nova's ports would give (static: the guest-only network
+// has no DHCP).
+func userSpecs(pub string, m proofMachine) capitest.Additions {
+	return capitest.Additions{Users: []capitest.User{{Name: standin.TestUserName, SSHKey: pub, Groups: "sudo"}}, Files: map[string]string{
 		"/etc/cni/net.d/10-node-proof.conflist": bridgeCNI,
-		// The tenant port: static (no DHCP on the guest-only network), the default route.
+		// The tenant port: static, the default route.
 		"/etc/systemd/network/05-tenant.network": "[Match]\nMACAddress=" + m.mac + "\n\n[Network]\nAddress=" + m.ip +
 			"/24\n\n[Route]\nGateway=10.26.0.1\nGatewayOnLink=yes\n",
 		// SSH's way in (QEMU's user network): DHCP, and no default route of its own.
 		"/etc/systemd/network/04-ssh.network": "[Match]\nMACAddress=" + standin.UserNetMAC + "\n\n[Network]\nDHCP=yes\n",
-	}
-	ign, err := cluster.Ignition(cabpktest.Node{Manifest: manifest, ControlPlane: m.ip == controlPlaneIP, Files: files,
-		Users: []cabpktest.User{{Name: standin.TestUserName, SSHKey: pub, Groups: []string{"sudo"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}}
+}
+
+// proofNode converts m's own disk from the built image and, when userData is given (CABPK's
+// bootstrap data Secret), writes its config drive as Nova gives it.
+func proofNode(t *testing.T, userData []byte, dir, image, key string, m proofMachine) proofBoot {
+	t.Helper()
 	b := proofBoot{proofMachine: m, key: key, drive: filepath.Join(dir, m.name+"-config-2.iso"), raw: filepath.Join(dir, m.name+".raw")}
-	if err := configdrive.Write(b.drive, ign, configdrive.MetaData{UUID: m.uuid, Name: m.name, Hostname: m.name + ".novalocal"}); err != nil {
-		t.Fatal(err)
-	}
 	testutil.Run(t, "convert", image, b.raw).MustSucceed(t)
 	fi, err := os.Stat(b.raw)
 	if err != nil {
@@ -264,7 +311,18 @@ func proofNode(t *testing.T, cluster *cabpktest.Cluster, manifest, dir, image st
 	if err := os.Truncate(b.raw, fi.Size()+6<<30); err != nil { // room for etcd and the unpacked images
 		t.Fatal(err)
 	}
+	if userData != nil {
+		b.writeDrive(t, userData)
+	}
 	return b
+}
+
+// writeDrive writes b's config drive: the bootstrap data as its user data, Nova's metadata.
+func (b proofBoot) writeDrive(t *testing.T, userData []byte) {
+	t.Helper()
+	if err := configdrive.Write(b.drive, userData, configdrive.MetaData{UUID: b.uuid, Name: b.name, Hostname: b.name + ".novalocal"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // quietSSH runs a command in g and returns its trimmed output, errors included in it.
@@ -323,8 +381,8 @@ type booted struct {
 	took time.Duration
 }
 
-// bootWorker starts a second guest from the same image with the KubeadmConfigTemplate's Ignition
-// (the token and CA hash of the first) in the background; the channel says when it answers SSH.
+// bootWorker starts a second guest from the same image with the worker's bootstrap data (CABPK's
+// join: a bootstrap token and the CA hash of the first) in the background; the channel says when it answers SSH.
 // The test's cleanup waits for the start and stops the guest, however the test ends.
 func bootWorker(t *testing.T, w proofBoot, peerPort int) <-chan booted {
 	t.Helper()

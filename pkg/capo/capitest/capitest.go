@@ -32,6 +32,9 @@ const (
 	BuildLog  = "build.log"
 )
 
+// crdsOnly asks buildDirs for CAPO's and ORC's manifests only (Options.InfrastructureCRDs).
+const crdsOnly = "capo-crds"
+
 // dirs are scripts/install-capi.sh's outputs for a pairing.
 type dirs struct{ CAPI, CAPO, ORC string }
 
@@ -53,7 +56,9 @@ func buildDirs(t testing.TB, p Pairing, providers []string) dirs {
 	d := dirs{CAPI: filepath.Join(top, "capi", p.CAPI), CAPO: filepath.Join(top, "capo", p.CAPO), ORC: filepath.Join(top, "orc", ORCVersion)}
 	need := []string{filepath.Join(d.CAPI, ".manifests")} // the core's CRDs, always installed
 	for _, pr := range providers {
-		if pr == Infrastructure {
+		if pr == crdsOnly {
+			need = append(need, filepath.Join(d.CAPO, ".manifests"), filepath.Join(d.ORC, ".manifests"))
+		} else if pr == Infrastructure {
 			need = append(need, filepath.Join(d.CAPO, "capo-manager"), filepath.Join(d.CAPO, ".manifests"), filepath.Join(d.ORC, ".manifests"))
 		} else {
 			need = append(need, filepath.Join(d.CAPI, pr+"-manager"))

@@ -73,6 +73,13 @@ type Options struct {
 	// Providers to run (nil: AllProviders). The core's CRDs are always installed; a provider's
 	// CRDs and webhooks only when it runs (its conversion webhook is its manager).
 	Providers []string
+	// InfrastructureCRDs installs CAPO's (and ORC's Image) CRDs without running CAPO's manager:
+	// the test plays the infrastructure provider (Workload.Provision).
+	InfrastructureCRDs bool
+	// Routes are addresses off this host (host:port, e.g. a workload cluster's API endpoint on a
+	// guest-only network) that the managers reach as through a bastion, by the CONNECT proxy in
+	// their HTTPS_PROXY: address -> the 127.0.0.1 address that leads there (a QEMU hostfwd).
+	Routes map[string]string
 }
 
 // Management is a running management side. Kubeconfig is the admin's (system:masters).
@@ -85,6 +92,7 @@ type Management struct {
 	procs   []*process
 	client  *http.Client
 	api     string
+	proxy   string // the routes' proxy URL, when o.Routes
 }
 
 // Timing is how long one step took.
@@ -107,13 +115,24 @@ func Start(t testing.TB, o Options) *Management {
 		o.Providers = AllProviders
 	}
 	kdir := kubetest.RealDir(t)
-	d := buildDirs(t, o.Pairing, o.Providers)
+	need := o.Providers
+	if o.InfrastructureCRDs && !slices.Contains(need, Infrastructure) {
+		need = append(slices.Clone(need), crdsOnly)
+	}
+	d := buildDirs(t, o.Pairing, need)
 	dir, err := os.MkdirTemp("", "capitest-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &Management{Pairing: o.Pairing, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), kubectl: filepath.Join(kdir, "kubectl")}
 	t.Cleanup(func() { m.stop(t) })
+	if len(o.Routes) > 0 {
+		p, err := startRoutes(t, o.Routes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.proxy = p
+	}
 	if err := m.start(kdir, d, o); err != nil {
 		t.Fatalf("the management side (%s): %v", o.Pairing, err)
 	}
@@ -191,6 +210,15 @@ current-context: capitest
 	if !slices.Contains(o.Providers, Core) {
 		root, sub := d.sub(Core)
 		if err := add(root, sub, nil, 0, "*.yaml"); err != nil {
+			return err
+		}
+	}
+	if o.InfrastructureCRDs && !slices.Contains(o.Providers, Infrastructure) {
+		if err := add(d.ORC, ".", nil, 0, "*_images.yaml"); err != nil {
+			return err
+		}
+		root, sub := d.sub(Infrastructure)
+		if err := add(root, sub, providers[Infrastructure].labels, 0, "*.yaml"); err != nil {
 			return err
 		}
 	}
@@ -354,6 +382,11 @@ func (m *Management) run(name, bin string, args ...string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr, cmd.Dir = f, f, m.Dir
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.Kubeconfig) // the managers' (controller-runtime's) client
+	if m.proxy != "" {
+		// client-go's transports (CAPI's cluster cache, KCP's etcd port-forward) honour it; the
+		// management side's own 127.0.0.1 never goes through a proxy.
+		cmd.Env = append(cmd.Env, "HTTPS_PROXY="+m.proxy, "NO_PROXY=127.0.0.1,localhost")
+	}
 	// Gone with the test binary, should it die before its cleanup.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

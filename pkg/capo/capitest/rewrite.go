@@ -51,7 +51,7 @@ func joinDocs(docs []map[string]any) ([]byte, error) {
 
 // prepareCRDs is each CRD of files with labels added (the CAPI contract labels a provider's
 // kustomization adds, e.g. cluster.x-k8s.io/v1beta2: v1beta2) and, when it serves more than one
-// version, a conversion webhook at https://127.0.0.1:port/convert trusting caPEM.
+// version and port is not 0, a conversion webhook at https://127.0.0.1:port/convert trusting caPEM.
 func prepareCRDs(files []string, labels map[string]string, port int, caPEM []byte) ([]map[string]any, error) {
 	var out []map[string]any
 	for _, f := range files {
@@ -86,7 +86,7 @@ func prepareCRDs(files []string, labels map[string]string, port int, caPEM []byt
 					served++
 				}
 			}
-			if served > 1 {
+			if served > 1 && port != 0 { // port 0: no manager serves it (stored version only)
 				spec["conversion"] = map[string]any{"strategy": "Webhook", "webhook": map[string]any{
 					"conversionReviewVersions": []any{"v1", "v1beta1"},
 					"clientConfig": map[string]any{"url": fmt.Sprintf("https://127.0.0.1:%d/convert", port),

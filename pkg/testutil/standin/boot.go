@@ -41,7 +41,13 @@ type BootOptions struct {
 	// Peer adds a second NIC on a network this guest shares only with other guests (QEMU's
 	// socket netdev over 127.0.0.1: an Ethernet between the QEMU processes, the host not on it).
 	Peer *PeerNet
+	// Forwards are more of the host's 127.0.0.1 ports led to the guest's (QEMU hostfwd, as
+	// SSH's), e.g. a control plane's API server for the management side.
+	Forwards []Forward
 }
+
+// Forward leads the host's 127.0.0.1:Host to the guest's port Guest on its user network.
+type Forward struct{ Host, Guest int }
 
 // PeerNet is one guest's end of a guest-only network: the first guest listens on Port, the
 // others connect to it. No DHCP there: the guest's config gives the NIC (by MAC) its address.
@@ -137,18 +143,21 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 	if err != nil {
 		return nil, err
 	}
-	restrict := ""
+	userNet := "" // the user network's options
 	if opts.Isolated {
 		// IPv4 only, as most tenant networks: with slirp's IPv6 on, kubeadm may pick the
 		// guest's fec0:: address and run its IPv6 preflight on an IPv4 cluster.
-		restrict = ",restrict=on,ipv6=off"
+		userNet = ",restrict=on,ipv6=off"
+	}
+	for _, f := range opts.Forwards {
+		userNet += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", f.Host, f.Guest)
 	}
 	serial := filepath.Join(work, fmt.Sprintf("serial-%d.log", port))
 	args := append([]string{
 		"-accel", "tcg", "-m", strconv.Itoa(opts.Memory), "-smp", strconv.Itoa(max(opts.CPUs, 1)), "-no-reboot",
 		"-display", "none", "-vga", "none", "-monitor", "none", "-nodefaults",
 		"-chardev", "file,id=serial0,path=" + qemuboot.OptEscape(serial), "-serial", "chardev:serial0",
-		"-netdev", fmt.Sprintf("user,id=net0%s,hostfwd=tcp:127.0.0.1:%d-:22", restrict, port),
+		"-netdev", fmt.Sprintf("user,id=net0%s,hostfwd=tcp:127.0.0.1:%d-:22", userNet, port),
 		"-device", "virtio-net-pci,netdev=net0,mac=" + UserNetMAC,
 	}, drive...)
 	if p := opts.Peer; p != nil {
