@@ -2,18 +2,20 @@
 # Installs OpenStack compute from Debian 12's packages (Zed) for `make capo-proof` (issue 46):
 # Placement, Nova (api, conductor, scheduler, compute with libvirt; virt_type=qemu, i.e. TCG),
 # Neutron (ML2 is inside neutron-server; Linux bridge agent, DHCP, L3 and metadata agents),
-# RabbitMQ, libvirt, and genisoimage for Nova's ISO config drive (no Nova package depends on it).
+# RabbitMQ, MariaDB (Nova and Neutron write from several processes: sqlite refuses them "database is
+# locked"), libvirt, and genisoimage for Nova's ISO config drive (no Nova package depends on it).
 # Keystone and Glance come from the test profile (scripts/install-deps.sh). Idempotent: packages
 # already present are not asked for again. No service is started: PID 1 is not systemd here and the
 # harness (pkg/novatest) starts every daemon itself, so a policy-rc.d refuses start-up during install.
 # Usage: scripts/install-openstack-compute.sh [--list]
 set -euo pipefail
 # The packages that provide a tool pkg/testutil requires are named even when another pulls them in
-# (nova-compute, nova-common, python3-placement, neutron-common, libvirt-daemon, haproxy, dnsmasq-base, iproute2).
+# (nova-compute, nova-common, python3-placement, mariadb-server-core, mariadb-client-core, neutron-common,
+# libvirt-daemon, haproxy, dnsmasq-base, iproute2).
 pkgs=(nova-api nova-conductor nova-scheduler nova-compute nova-compute-kvm nova-common placement-api python3-placement
   neutron-server neutron-linuxbridge-agent neutron-dhcp-agent neutron-l3-agent neutron-metadata-agent neutron-common
   rabbitmq-server libvirt-daemon-system libvirt-daemon libvirt-clients genisoimage haproxy dnsmasq-base iproute2
-  ebtables iptables bridge-utils conntrack sudo python3-openstackclient keystone glance uwsgi-plugin-python3 qemu-utils)
+  mariadb-server mariadb-server-core mariadb-client-core python3-pymysql ebtables iptables bridge-utils conntrack sudo python3-openstackclient keystone glance uwsgi-plugin-python3 qemu-utils)
 if [ "${1:-}" = --list ]; then printf '%s\n' "${pkgs[@]}"; exit 0; fi
 
 missing=()

@@ -29,6 +29,8 @@ type confValues struct {
 	PlacementPort      int
 	NeutronPort        int
 	ForceConfigDrive   bool
+	NovaAPIDB, NovaDB  string // SQLAlchemy URLs of the MariaDB databases
+	NeutronDB          string
 }
 
 // authSection is the keystoneauth block every service uses to call another (and keystonemiddleware
@@ -60,7 +62,9 @@ auth_strategy = keystone
 connection = sqlite:///{{.Dir}}/placement/placement.sqlite
 ` + keystoneAuthtoken,
 
-	// One worker per service: 2 shared cores. sqlite databases (WAL) in Dir/nova.
+	// One worker per service: 2 shared cores. Nova's and Neutron's databases are MariaDB's: several
+	// of their processes write (api, conductor, scheduler; neutron's API and RPC workers), which
+	// sqlite refuses ("database is locked" on heartbeats, router updates).
 	"nova/nova.conf": `[DEFAULT]
 ` + transport + `my_ip = {{.TunnelIP}}
 state_path = {{.Dir}}/nova
@@ -88,9 +92,9 @@ api_paste_config = /etc/nova/api-paste.ini
 [api]
 auth_strategy = keystone
 [api_database]
-connection = sqlite:///{{.Dir}}/nova/nova_api.sqlite
+connection = {{.NovaAPIDB}}
 [database]
-connection = sqlite:///{{.Dir}}/nova/nova.sqlite
+connection = {{.NovaDB}}
 ` + keystoneAuthtoken + `[placement]
 ` + authSection + `
 [neutron]
@@ -134,7 +138,7 @@ notify_nova_on_port_status_changes = True
 notify_nova_on_port_data_changes = True
 dhcp_agents_per_network = 1
 [database]
-connection = sqlite:///{{.Dir}}/neutron/neutron.sqlite
+connection = {{.NeutronDB}}
 ` + keystoneAuthtoken + `[nova]
 ` + authSection + `
 [agent]

@@ -26,6 +26,7 @@ var Tools = map[string]string{
 	"neutron-l3-agent": "capo-proof", "neutron-metadata-agent": "capo-proof", "neutron-db-manage": "capo-proof",
 	"libvirtd": "capo-proof", "virtlogd": "capo-proof", "rabbitmq-server": "capo-proof", "genisoimage": "capo-proof",
 	"haproxy": "capo-proof", "dnsmasq": "capo-proof", "ip": "capo-proof", "unshare": "capo-proof",
+	"mariadbd": "capo-proof", "mariadb-install-db": "capo-proof", "mariadb": "capo-proof",
 	// TestStrictModeFailsSkips' tool that no machine has.
 	"flatcar-capo-no-such-tool": "",
 }
