@@ -129,12 +129,13 @@ func TestComputeBootsServer(t *testing.T) {
 	// The guest's console: booted, applied the config drive's user-data, got its address by DHCP
 	// and read the metadata service.
 	var console string
+	consoleDeadline := time.Now().Add(10 * time.Minute)
 	for {
 		console, err = servers.ShowConsoleOutput(ctx, nova, serverID, servers.ShowConsoleOutputOpts{}).Extract()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(console, userDataMarker+" metadata") || ctx.Err() != nil {
+		if strings.Contains(console, userDataMarker+" metadata") || ctx.Err() != nil || time.Now().After(consoleDeadline) {
 			break
 		}
 		time.Sleep(5 * time.Second)

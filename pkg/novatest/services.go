@@ -77,7 +77,7 @@ func (c *Cloud) up(ctx context.Context) error {
 	if err := writeConfigs(c.Dir, v); err != nil {
 		return err
 	}
-	for _, d := range []string{"nova/instances", "nova/lock", "neutron/lock", "placement", "libvirt/run", "libvirt/lib", "libvirt/log"} {
+	for _, d := range []string{"nova/instances", "nova/lock", "neutron/lock", "placement", "libvirt/run", "libvirt/lib"} {
 		if err := os.MkdirAll(filepath.Join(c.Dir, d), 0o700); err != nil {
 			return err
 		}
@@ -207,8 +207,8 @@ func (c *Cloud) startRabbit() (*proc, error) {
 
 // startLibvirt runs virtlogd and libvirtd in a mount namespace of their own in which
 // Dir/libvirt/etc is /etc/libvirt (the qemu.conf a privileged libvirtd reads has a fixed path),
-// and /run/libvirt, /var/lib/libvirt and /var/log/libvirt are Dir's: nothing of the host's
-// libvirt is read or written. The package's other files under /etc/libvirt are copied first,
+// /run/libvirt and /var/lib/libvirt are Dir's and /var/log/libvirt is LogDir/libvirt: nothing
+// of the host's libvirt is read or written. The package's other files under /etc/libvirt are copied first,
 // without its autostarted default network.
 func (c *Cloud) startLibvirt() (*proc, error) {
 	d := filepath.Join(c.Dir, "libvirt")
@@ -226,11 +226,15 @@ mount --make-rprivate /
 mount --bind "$1/etc" /etc/libvirt
 mount --bind "$1/run" /run/libvirt
 mount --bind "$1/lib" /var/lib/libvirt
-mount --bind "$1/log" /var/log/libvirt
+mount --bind "$2" /var/log/libvirt
 mkdir -p /var/lib/libvirt/qemu /var/log/libvirt/qemu
 virtlogd --config /etc/libvirt/virtlogd.conf --pid-file /run/libvirt/virtlogd.pid &
 exec libvirtd --config /etc/libvirt/libvirtd.conf --pid-file /run/libvirt/libvirtd.pid`
-	return c.start("libvirtd", nil, "unshare", "--mount", "--", "bash", "-c", script, "libvirtd", d)
+	logs := filepath.Join(c.LogDir, "libvirt") // the guests' QEMU logs: LogDir/libvirt/qemu
+	if err := os.MkdirAll(logs, 0o700); err != nil {
+		return nil, err
+	}
+	return c.start("libvirtd", nil, "unshare", "--mount", "--", "bash", "-c", script, "libvirtd", d, logs)
 }
 
 // startMariaDB runs a MariaDB of its own (data in Dir/mariadb, reached by its socket only) and
