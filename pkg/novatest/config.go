@@ -79,9 +79,8 @@ metadata_listen = 127.0.0.1
 metadata_listen_port = {{.MetaPort}}
 metadata_workers = 1
 force_config_drive = {{.ForceConfigDrive}}
-# The drive as a vfat disk on virtio, not an ISO on the IDE CD-ROM: the stand-in guest's
-# Ignition stand-in did not find the ISO's config-2 label on sr0 (the guest saw the drive).
-config_drive_format = vfat
+# Nova's default ISO 9660 drive (IDE CD-ROM): config_drive_format = vfat cannot work here, Nova
+# loop-mounts the drive to fill it and this host kernel has no vfat ("unknown filesystem type").
 # qcow2 kept as qcow2 in _base: no 3 GB raw copy of each image
 force_raw_images = False
 ram_allocation_ratio = 4.0
