@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real parts the tests and the demo drive (QEMU, Packer, GRUB, btrfs/ext4 tools,
 # Keystone + Glance, ...). Idempotent: packages already present are not asked for again.
-# Usage: scripts/install-deps.sh [--list] [test|demo|bench|image]   (default: test)
+# Usage: scripts/install-deps.sh [--list] [test|demo|bench|image|capo-proof]   (default: test)
 #   --list prints the profile's Debian packages, one a line, and installs nothing (pkg/testutil's
 #   TestInstallDepsInstallsEveryTool checks every tool the tests require against it).
 set -euo pipefail
@@ -29,12 +29,17 @@ image=(podman crun uidmap fuse-overlayfs slirp4netns)
 demo=(packer openssh-client keystone glance barbican-api python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap docker-registry
   squashfs-tools jq)
 
+# make capo-proof: OpenStack compute from Debian (Nova, Placement, Neutron, libvirt, RabbitMQ; ~234
+# packages on top of test), installed by its own script; not part of make test.
 case "$profile" in
+  capo-proof) want=("${common[@]}" "${test[@]}")
+    mapfile -t compute < <("$(dirname "$0")/install-openstack-compute.sh" --list)
+    if $list; then printf '%s\n' "${want[@]}" "${compute[@]}"; exit 0; fi ;;
   demo)  want=("${common[@]}" "${demo[@]}") ;;
   test)  want=("${common[@]}" "${test[@]}") ;;
   bench) want=("${common[@]}" "${test[@]}" "${bench[@]}") ;;
   image) want=("${common[@]}" "${test[@]}" "${image[@]}") ;;
-  *) echo "usage: $0 [test|demo|bench|image]" >&2; exit 2 ;;
+  *) echo "usage: $0 [test|demo|bench|image|capo-proof]" >&2; exit 2 ;;
 esac
 if $list; then printf '%s\n' "${want[@]}"; exit 0; fi
 
@@ -74,7 +79,7 @@ fi
 # built from the Go module proxy and cached (first run a few minutes, then ~0.1 s). Both beside
 # the apt install and each other, so the module downloads of one overlap the compiling of the other.
 builds=()
-if [ "$profile" != demo ]; then
+if [ "$profile" != demo ] && [ "$profile" != capo-proof ]; then
   "$(dirname "$0")/install-containerd.sh" >/dev/null & builds+=($!)
   "$(dirname "$0")/install-packer.sh" >/dev/null & builds+=($!)
 fi
@@ -92,5 +97,6 @@ if [ "$profile" = test ]; then
   echo "install-deps: building containerd 2.2.9, 2.3.7, 2.4.2 in the background if not cached (output: $ctr_log)" >&2
   setsid nohup nice -n 19 bash -c 'for v in 2.2.9 2.3.7 2.4.2; do "$0" "$v" || exit; done' "$(dirname "$0")/install-containerd.sh" >>"$ctr_log" 2>&1 </dev/null &
 fi
+if [ "$profile" = capo-proof ]; then "$(dirname "$0")/install-openstack-compute.sh"; fi
 # Go modules for the build and tests.
 if [ -f go.mod ] && command -v go >/dev/null; then go mod download; fi

@@ -19,6 +19,14 @@ var Tools = map[string]string{
 	"curl": "test", "gpg": "test", "gpgconf": "test", "python3": "test",
 	// make test-image and make bench install these; make test does not run their tests.
 	"podman": "image", "skopeo": "bench",
+	// make capo-proof (scripts/install-openstack-compute.sh, install-deps.sh capo-proof): pkg/novatest.
+	"nova-api": "capo-proof", "nova-conductor": "capo-proof", "nova-scheduler": "capo-proof",
+	"nova-compute": "capo-proof", "nova-manage": "capo-proof", "placement-manage": "capo-proof",
+	"neutron-server": "capo-proof", "neutron-linuxbridge-agent": "capo-proof", "neutron-dhcp-agent": "capo-proof",
+	"neutron-l3-agent": "capo-proof", "neutron-metadata-agent": "capo-proof", "neutron-db-manage": "capo-proof",
+	"libvirtd": "capo-proof", "virtlogd": "capo-proof", "rabbitmq-server": "capo-proof", "genisoimage": "capo-proof",
+	"haproxy": "capo-proof", "dnsmasq": "capo-proof", "ip": "capo-proof", "unshare": "capo-proof",
+	"mariadbd": "capo-proof", "mariadb-install-db": "capo-proof", "mariadb": "capo-proof",
 	// TestStrictModeFailsSkips' tool that no machine has.
 	"flatcar-capo-no-such-tool": "",
 }
