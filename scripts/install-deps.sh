@@ -14,12 +14,12 @@ common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-comm
   util-linux curl ca-certificates)
 test=(packer dropbear-bin openssh-client keystone python3-keystone glance glance-api glance-common python3-openstackclient
   uwsgi-core uwsgi-plugin-python3 cpio mmdebstrap gcc libc6-dev squashfs-tools docker-registry runc mount
-  gpg gpgconf python3-minimal barbican-api barbican-common python3-jsonschema iptables kmod)
+  gpg gpgconf python3-minimal barbican-api barbican-common python3-jsonschema iptables kmod libblkid-dev)
   # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks; docker-registry: the real
   # registry of the image-preload tests; kmod: modprobe reads the USB-storage modprobe.d file a build bakes; runc: the runtime of their containerd (no other package brings it);
   # barbican-api: the key manager Glance reads image-signing certificates from (signature tests);
   # python3-jsonschema: the SBOM against CycloneDX's schema; iptables: the node proof's kube-proxy image
-  # carries it, as upstream's distroless-iptables does.
+  # carries it, as upstream's distroless-iptables does; libblkid-dev: the stand-in guest's Ignition (cgo).
   # The packages that provide a required tool are named even when a meta package pulls them in.
 bench=(libguestfs-tools hyperfine time skopeo linux-perf) # skopeo: scripts/bench/preload.sh's baseline; linux-perf: profiles (perf record/stat) of the benches
 # make test-image: podman runs the container image (rootful podman, a non-root user inside).
@@ -27,7 +27,7 @@ image=(podman crun uidmap fuse-overlayfs slirp4netns)
 # make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq,
 # docker-registry (the image registry kubeadm's images are preloaded from).
 demo=(packer openssh-client keystone glance barbican-api python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap docker-registry
-  squashfs-tools jq)
+  squashfs-tools jq gcc libc6-dev libblkid-dev)
 
 case "$profile" in
   demo)  want=("${common[@]}" "${demo[@]}") ;;
@@ -80,6 +80,8 @@ if [ "$profile" != demo ]; then
     for v in 2.2.9 2.3.7 2.4.2; do nice -n 15 "$(dirname "$0")/install-containerd.sh" "$v" || exit; done; } >/dev/null & builds+=($!)
   "$(dirname "$0")/install-packer.sh" >/dev/null & builds+=($!)
 fi
+# The stand-in guest's Ignition (cgo; fetches libblkid-dev's .deb itself if apt has not installed it yet).
+"$(dirname "$0")/install-ignition.sh" >/dev/null & builds+=($!)
 if ((${#missing[@]})); then
   # Service start-up during install is refused in containers; that is harmless here.
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
