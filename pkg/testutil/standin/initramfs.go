@@ -122,9 +122,16 @@ if [ -n "$first_boot" ]; then
 	rm -f /esp/flatcar/first_boot
 	umount /esp
 	umount /sysusr/usr
-	# The real root's networkd starts from unconfigured NICs, as after Flatcar's initrd.
+	# The real root's networkd starts from unconfigured NICs, and they are down: the real root's
+	# udev renames eth0 to its predictable name (Flatcar's initrd udev names it already; this
+	# one has no udev), and the kernel refuses to rename a NIC that is up, which leaves it
+	# unprocessed: networkd waits for udev forever, no address, no SSH.
 	killall udhcpc 2>/dev/null
-	for n in /sys/class/net/*; do [ "${n##*/}" = lo ] || ip addr flush dev "${n##*/}"; done
+	for n in /sys/class/net/*; do
+		[ "${n##*/}" = lo ] && continue
+		ip addr flush dev "${n##*/}"
+		ip link set "${n##*/}" down
+	done
 	# Ignition's log into the journal (it reads the kernel ring buffer), as Flatcar's shows it.
 	while IFS= read -r line; do echo "ignition: $line" >/dev/kmsg; done </run/ignition.log
 fi
