@@ -14,12 +14,13 @@ common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-comm
   util-linux curl ca-certificates)
 test=(packer dropbear-bin openssh-client keystone python3-keystone glance glance-api glance-common python3-openstackclient
   uwsgi-core uwsgi-plugin-python3 cpio mmdebstrap gcc libc6-dev squashfs-tools docker-registry runc mount
-  gpg gpgconf python3-minimal barbican-api barbican-common python3-jsonschema iptables kmod libblkid-dev)
+  gpg gpgconf python3-minimal barbican-api barbican-common python3-jsonschema iptables kmod libblkid-dev gettext-base)
   # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks; docker-registry: the real
   # registry of the image-preload tests; kmod: modprobe reads the USB-storage modprobe.d file a build bakes; runc: the runtime of their containerd (no other package brings it);
   # barbican-api: the key manager Glance reads image-signing certificates from (signature tests);
   # python3-jsonschema: the SBOM against CycloneDX's schema; iptables: the node proof's kube-proxy image
-  # carries it, as upstream's distroless-iptables does; libblkid-dev: the stand-in guest's Ignition (cgo).
+  # carries it, as upstream's distroless-iptables does; libblkid-dev: the stand-in guest's Ignition (cgo);
+  # gettext-base: envsubst, which the templates' preKubeadmCommands run (pkg/capo runs them).
   # The packages that provide a required tool are named even when a meta package pulls them in.
 bench=(libguestfs-tools hyperfine time skopeo linux-perf) # skopeo: scripts/bench/preload.sh's baseline; linux-perf: profiles (perf record/stat) of the benches
 # make test-image: podman runs the container image (rootful podman, a non-root user inside).

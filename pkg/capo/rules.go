@@ -83,7 +83,7 @@ var Rules = []Rule{
 	{RuleProviderID, SeverityError, "The kubelet's provider-id is missing or does not come from coreos-metadata; CAPI matches Machines to Nodes by providerID.",
 		"Set kubeletExtraArgs provider-id: openstack:///${COREOS_OPENSTACK_INSTANCE_UUID} (needs Flatcar 3815.2.0 or newer)."},
 	{RuleEnvsubst, SeverityError, "The kubeadm configuration uses ${COREOS_OPENSTACK_*} but no preKubeadmCommand runs envsubst on /etc/kubeadm.yml, so kubeadm sees the literal text.",
-		"Add to preKubeadmCommands: envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp and mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml."},
+		"Add to preKubeadmCommands: install -m 0600 /dev/null /etc/kubeadm.yml.tmp (it holds the bootstrap token), envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp and mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml."},
 	{RuleUserDataSize, SeverityError, "The estimated user-data (CABPK's Ignition config, base64-encoded as Nova receives it) is over Nova's 65535-byte limit: the server create call fails.",
 		"Move large files out of the bootstrap config: download them in preKubeadmCommands or bake them into the image."},
 	{RuleFormatImmutable, SeverityError, "A KubeadmControlPlane changes its format (for example from Ubuntu's cloud-config to Flatcar's ignition) on a CAPI release whose webhook refuses that: format is mutable from CAPI 1.4.0, 1.3.6 and 1.2.12.",
