@@ -14,12 +14,13 @@ common=(qemu-system-x86 qemu-utils ovmf grub-pc-bin grub-efi-amd64-bin grub-comm
   util-linux curl ca-certificates)
 test=(packer dropbear-bin openssh-client keystone python3-keystone glance glance-api glance-common python3-openstackclient
   uwsgi-core uwsgi-plugin-python3 cpio mmdebstrap gcc libc6-dev squashfs-tools docker-registry runc mount
-  gpg gpgconf python3-minimal barbican-api barbican-common python3-jsonschema iptables kmod)
+  gpg gpgconf python3-minimal barbican-api barbican-common python3-jsonschema iptables kmod libblkid-dev gettext-base)
   # gcc + libc6-dev: cgo for `go test -race`; squashfs-tools: sysext checks; docker-registry: the real
   # registry of the image-preload tests; kmod: modprobe reads the USB-storage modprobe.d file a build bakes; runc: the runtime of their containerd (no other package brings it);
   # barbican-api: the key manager Glance reads image-signing certificates from (signature tests);
   # python3-jsonschema: the SBOM against CycloneDX's schema; iptables: the node proof's kube-proxy image
-  # carries it, as upstream's distroless-iptables does.
+  # carries it, as upstream's distroless-iptables does; libblkid-dev: the stand-in guest's Ignition (cgo);
+  # gettext-base: envsubst, which the templates' preKubeadmCommands run (pkg/capo runs them).
   # The packages that provide a required tool are named even when a meta package pulls them in.
 bench=(libguestfs-tools hyperfine time skopeo linux-perf) # skopeo: scripts/bench/preload.sh's baseline; linux-perf: profiles (perf record/stat) of the benches
 # make test-image: podman runs the container image (rootful podman, a non-root user inside).
@@ -27,7 +28,7 @@ image=(podman crun uidmap fuse-overlayfs slirp4netns)
 # make demo: packer + QEMU build, Keystone + Glance, the stand-in guest (mmdebstrap), sysexts, jq,
 # docker-registry (the image registry kubeadm's images are preloaded from).
 demo=(packer openssh-client keystone glance barbican-api python3-openstackclient uwsgi-plugin-python3 cpio mmdebstrap docker-registry
-  squashfs-tools jq)
+  squashfs-tools jq gcc libc6-dev libblkid-dev) # gcc, libc6-dev, libblkid-dev: the stand-in guest's Ignition (cgo), built on first use
 
 # make capo-proof: OpenStack compute from Debian (Nova, Placement, Neutron, libvirt, RabbitMQ; ~234
 # packages on top of test), installed by its own script; not part of make test.
@@ -86,6 +87,15 @@ fi
 if ((${#missing[@]})); then
   # Service start-up during install is refused in containers; that is harmless here.
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The stand-in guest's Ignition (scripts/install-ignition.sh: cgo, so after apt brought gcc and
+# libblkid-dev), built like Kubernetes: in the background at nice 19, not waited for; the
+# stand-in's tests wait for its lock, and find it cached (~0.3 s) once it is built.
+if [ "$profile" = test ]; then
+  ign_log=${XDG_CACHE_HOME:-$HOME/.cache}/flatcar-capo/ignition/build.log
+  mkdir -p "$(dirname "$ign_log")"
+  echo "install-deps: building the stand-in guest's Ignition in the background if not cached (output: $ign_log)" >&2
+  setsid nohup nice -n 19 "$(dirname "$0")/install-ignition.sh" >>"$ign_log" 2>&1 </dev/null &
 fi
 for pid in "${builds[@]}"; do wait "$pid"; done
 if [ "$profile" = test ]; then

@@ -87,7 +87,7 @@ var Rules = []Rule{
 	{RuleProviderID, SeverityError, "The kubelet's provider-id is missing or does not come from coreos-metadata; CAPI matches Machines to Nodes by providerID.",
 		"Set kubeletExtraArgs provider-id: openstack:///${COREOS_OPENSTACK_INSTANCE_UUID} (needs Flatcar 3815.2.0 or newer)."},
 	{RuleEnvsubst, SeverityError, "The kubeadm configuration uses ${COREOS_OPENSTACK_*} but no preKubeadmCommand runs envsubst on /etc/kubeadm.yml, so kubeadm sees the literal text.",
-		"Add to preKubeadmCommands: envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp and mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml."},
+		"Add to preKubeadmCommands: install -m 0600 /dev/null /etc/kubeadm.yml.tmp (it holds the bootstrap token), envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp and mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml."},
 	{RuleUserDataSize, SeverityError, "The estimated user-data (CABPK's Ignition config, base64-encoded as Nova receives it) is over Nova's 65535-byte limit: the server create call fails.",
 		"Move large files out of the bootstrap config: download them in preKubeadmCommands or bake them into the image."},
 	{RuleCABPKRender, SeverityError, "CABPK's own Ignition renderer (sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/ignition, CAPI v1.14.2; the same code in 1.12 and 1.13) refuses the bootstrap config: it writes no bootstrap data Secret and the Machine never boots. A files[] entry without permissions is the usual cause: CABPK reads the Container Linux Config it makes of files[] strictly and gives no default mode.",

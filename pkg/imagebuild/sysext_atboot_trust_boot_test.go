@@ -67,7 +67,7 @@ func TestSysextAtBootTrustsTheCAAndUsesTheProxy(t *testing.T) {
 		t.Helper()
 		out, err := g.SSH(cmd)
 		if err != nil {
-			diag, _ := g.SSH("sudo journalctl -b --no-pager -u ignition-standin.service -u containerd.service | tail -40")
+			diag, _ := g.SSH("sudo cat /run/ignition.log | tail -20; sudo journalctl -b --no-pager -u containerd.service | tail -20")
 			t.Fatalf("%v\n%s\n%s", err, out, diag)
 		}
 		return strings.TrimSpace(out)

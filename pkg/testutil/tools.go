@@ -16,7 +16,7 @@ var Tools = map[string]string{
 	"ssh-keygen": "test", "timeout": "test", "umount": "test", "unsquashfs": "test", "uwsgi": "test",
 	"xorriso": "test", "barbican-wsgi-api": "test", "gdisk": "test", "fdisk": "test", "modprobe": "test",
 	// Required by tests on other branches (sbom, signed sysupdate, fleet examples) that merge next.
-	"curl": "test", "gpg": "test", "gpgconf": "test", "python3": "test",
+	"curl": "test", "envsubst": "test", "gpg": "test", "gpgconf": "test", "python3": "test",
 	// make test-image and make bench install these; make test does not run their tests.
 	"podman": "image", "skopeo": "bench",
 	// make capo-proof (scripts/install-openstack-compute.sh, install-deps.sh capo-proof): pkg/novatest.

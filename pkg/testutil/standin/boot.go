@@ -38,6 +38,11 @@ type BootOptions struct {
 	// Isolated: QEMU's user network with restrict=on, so the guest reaches nothing on the host
 	// (no registry, no mirror); SSH still comes in through the port forward. IPv4 only.
 	Isolated bool
+	// MetadataService is a 127.0.0.1:PORT HTTP server the guest reaches as the OpenStack metadata
+	// service, http://169.254.169.254 (Ignition's and coreos-metadata's fallback when there is no
+	// config drive). QEMU's user network then is 169.254.169.0/24 (guest 169.254.169.15, host
+	// .2, DNS .3): QEMU refuses a guestfwd to 169.254.169.254 from its default 10.0.2.0/24.
+	MetadataService string
 	// Peer adds a second NIC on a network this guest shares only with other guests (QEMU's
 	// socket netdev over 127.0.0.1: an Ethernet between the QEMU processes, the host not on it).
 	Peer *PeerNet
@@ -151,6 +156,10 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 	}
 	for _, f := range opts.Forwards {
 		userNet += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", f.Host, f.Guest)
+	}
+	if opts.MetadataService != "" {
+		// One busybox nc per guest connection (a chardev would be a single connection).
+		restrict += ",net=169.254.169.0/24,guestfwd=tcp:169.254.169.254:80-cmd:busybox nc " + strings.Replace(opts.MetadataService, ":", " ", 1)
 	}
 	serial := filepath.Join(work, fmt.Sprintf("serial-%d.log", port))
 	args := append([]string{

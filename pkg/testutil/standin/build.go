@@ -51,6 +51,10 @@ func Build(ctx context.Context, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	ign, err := ignitionBinary(ctx)
+	if err != nil {
+		return "", err
+	}
 	key, err := inputsHash(k)
 	if err != nil {
 		return "", err
@@ -65,7 +69,12 @@ func Build(ctx context.Context, opts Options) (string, error) {
 		return "", err
 	}
 	diskOpts := opts.diskOptions(dir, usr, k)
-	image := filepath.Join(dir, "disk-"+opts.oem()+"-"+diskHash(diskOpts)+".img")
+	// The initramfs (/init, Ignition) is made with the disk: a new Ignition needs no new /usr.
+	initrdKey, err := initramfsHash(ign)
+	if err != nil {
+		return "", err
+	}
+	image := filepath.Join(dir, "disk-"+opts.oem()+"-"+diskHash(diskOpts)+"-"+initrdKey+".img")
 	if _, err := os.Stat(image); err == nil {
 		return image, nil
 	}
@@ -96,7 +105,7 @@ func Build(ctx context.Context, opts Options) (string, error) {
 	}
 	start := time.Now()
 	tmp := image + ".tmp"
-	initrd, err := os.ReadFile(filepath.Join(dir, "initrd.img"))
+	initrd, err := makeInitramfs(k, ign)
 	if err != nil {
 		return "", err
 	}
@@ -144,10 +153,10 @@ func diskHash(o flatcardisk.Options) string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// buildSystem makes dir/usr.ext4 (USR-A's filesystem) and dir/initrd.img unless they exist; the
-// Debian root is built in a temporary directory next to dir and removed afterwards.
+// buildSystem makes dir/usr.ext4 (USR-A's filesystem) unless it exists; the Debian root is
+// built in a temporary directory next to dir and removed afterwards.
 func buildSystem(ctx context.Context, root, dir string, k kernelInfo, opts Options) error {
-	if _, err := os.Stat(filepath.Join(dir, "initrd.img")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "usr.ext4")); err == nil {
 		return nil
 	}
 	start := time.Now()
@@ -168,26 +177,17 @@ func buildSystem(ctx context.Context, root, dir string, k kernelInfo, opts Optio
 	if err := makeUSR(ctx, usr, filepath.Join(tree, "usr")); err != nil {
 		return err
 	}
-	initrd, err := makeInitramfs(k)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "initrd.img"), initrd, 0o444); err != nil {
-		return err
-	}
 	if err := os.Chmod(usr, 0o444); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	// initrd.img last: its presence says the directory is complete.
-	for _, f := range []string{"usr.ext4", "initrd.img"} {
-		if err := os.Rename(filepath.Join(tmp, f), filepath.Join(dir, f)); err != nil {
-			return err
-		}
+	// usr.ext4's presence says the directory is complete.
+	if err := os.Rename(usr, filepath.Join(dir, "usr.ext4")); err != nil {
+		return err
 	}
-	opts.logf("standin: /usr filesystem and initramfs made in %s", time.Since(start).Round(time.Millisecond))
+	opts.logf("standin: /usr filesystem made in %s", time.Since(start).Round(time.Millisecond))
 	prune(root, filepath.Base(dir))
 	return nil
 }
@@ -214,22 +214,17 @@ func makeUSR(ctx context.Context, file, tree string) error {
 	return nil
 }
 
-// inputsHash names a build by everything that goes into it.
+// inputsHash names a /usr build by everything that goes into it.
 func inputsHash(k kernelInfo) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n%d %d\n", builderVersion, strings.Join(Packages, ","),
-		strings.Join(wantModules, ","), initScript, osRelease(), USRASize, DiskSize)
+	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%d %d\n", builderVersion, strings.Join(Packages, ","),
+		strings.Join(wantModules, ","), osRelease(), USRASize, DiskSize)
 	fmt.Fprintf(h, "%q %q %q\n", enabled, masked, sourceDateEpoch)
 	fmt.Fprintf(h, "kernel %s\n", k.version)
-	kf, err := os.Open(k.path)
-	if err != nil {
+	if err := hashFile(h, k.path); err != nil {
 		return "", err
 	}
-	defer kf.Close()
-	if _, err := io.Copy(h, kf); err != nil {
-		return "", err
-	}
-	err = fs.WalkDir(guestFiles, "guest", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(guestFiles, "guest", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -242,4 +237,25 @@ func inputsHash(k kernelInfo) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// initramfsHash names the initramfs by its /init, udhcpc script and Ignition binary (its
+// modules come from the kernel, which is in inputsHash).
+func initramfsHash(ignition string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n", initScript, udhcpcScript)
+	if err := hashFile(h, ignition); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+func hashFile(h io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(h, f)
+	return err
 }

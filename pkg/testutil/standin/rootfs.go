@@ -88,7 +88,7 @@ func debootstrap(ctx context.Context, dir string) error {
 var (
 	enabled = []string{"systemd-networkd.service", "systemd-sysext.service", "ensure-sysext.service",
 		"containerd.service", "kubeadm.service", "update-engine.service", "locksmithd.service",
-		"boot.mount", "oem.mount", "ignition-standin.service", "extend-filesystems.service", "ssh.service"}
+		"boot.mount", "oem.mount", "extend-filesystems.service", "ssh.service"}
 	// Debian's timers only add noise; systemd-firstboot would prompt on the console of a first boot.
 	masked = []string{"apt-daily.timer", "apt-daily-upgrade.timer", "dpkg-db-backup.timer",
 		"e2scrub_all.timer", "e2scrub_reap.service", "fstrim.timer", "systemd-firstboot.service"}

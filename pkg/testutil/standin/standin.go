@@ -2,8 +2,8 @@
 // benchmarks: Debian bookworm packages (mmdebstrap) laid out as Flatcar is, on the disk of
 // pkg/testutil/flatcardisk. USR-A holds /usr (ext4, mounted read-only), ROOT (ext4, label ROOT) is
 // empty until first boot, /etc is an overlay over /usr/share/flatcar/etc, GRUB sources the OEM
-// partition's grub.cfg, and a first-boot unit plays Ignition's part (users and SSH keys from QEMU
-// fw_cfg or a config-2 drive). Building needs root (mmdebstrap --mode=root, like CI); the
+// partition's grub.cfg, and on first boot the initramfs runs real Ignition (scripts/install-ignition.sh)
+// as Flatcar's does, from QEMU fw_cfg or a config-2 drive. Building needs root (mmdebstrap --mode=root, like CI); the
 // finished disk is cached under the user cache dir, keyed by a hash of every input.
 package standin
 
@@ -18,7 +18,7 @@ import (
 const Version = flatcardisk.Version
 
 // builderVersion changes whenever the build itself changes in a way the other inputs do not show.
-const builderVersion = "standin-3" // 3: the kernel config in /usr/lib/modules/VERSION/config
+const builderVersion = "standin-4" // 4: real Ignition; the initramfs is made with the disk, not with /usr
 
 // Options select the variant of the guest.
 type Options struct {

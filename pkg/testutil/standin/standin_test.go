@@ -101,8 +101,8 @@ func TestFirstBootFwCfgThenGrow(t *testing.T) {
 			t.Errorf("%s -> %q, want usr%s", l, got, l)
 		}
 	}
-	// Ignition's part: the user with its key (we are logged in with it), sudo, the flag gone,
-	// the config left on the OEM partition as flatcar-install leaves it.
+	// Ignition's part: the user with its key (we are logged in with it), sudo, the flag gone;
+	// Ignition read the config from fw_cfg in the initramfs.
 	wantContains(t, "id", must(t, g, "id"), "("+TestUserName+")", "(sudo)")
 	if got := must(t, g, "sudo -n whoami"); got != "root" {
 		t.Errorf("sudo -n whoami = %q", got)
@@ -110,8 +110,10 @@ func TestFirstBootFwCfgThenGrow(t *testing.T) {
 	if out, err := g.SSH("test -e /boot/flatcar/first_boot"); err == nil {
 		t.Errorf("/boot/flatcar/first_boot still exists after the first boot %s", out)
 	}
-	if got := must(t, g, "sudo cat /oem/config.ign"); got != string(ign) {
-		t.Errorf("/oem/config.ign = %q, want the Ignition config", got)
+	wantContains(t, "/run/ignition.log", must(t, g, "cat /run/ignition.log"), "loading QEMU firmware config module", ignitionParsed(ign),
+		`adding ssh keys to user "`+TestUserName+`"`)
+	if _, err := g.SSH("test -e /oem/config.ign"); err == nil {
+		t.Error("/oem/config.ign exists: Ignition does not write it")
 	}
 	// The units image builds order against and mask.
 	for _, u := range []string{"containerd.service", "coreos-metadata.service", "kubeadm.service", "update-engine.service", "locksmithd.service", "ensure-sysext.service"} {
@@ -191,7 +193,9 @@ func TestFirstBootConfigDriveUEFI(t *testing.T) {
 	tree := filepath.Join(dir, "tree")
 	os.MkdirAll(filepath.Join(tree, "openstack/latest"), 0o755)
 	os.WriteFile(filepath.Join(tree, "openstack/latest/user_data"), ign, 0o644)
-	os.WriteFile(filepath.Join(tree, "openstack/latest/meta_data.json"), []byte(`{"uuid":"5c1f2f5e-0000-4000-8000-000000000001","name":"standin"}`), 0o644)
+	os.WriteFile(filepath.Join(tree, "openstack/latest/meta_data.json"), []byte(`{"uuid":"5c1f2f5e-0000-4000-8000-000000000001","name":"standin","hostname":"standin.novalocal"}`), 0o644)
+	os.MkdirAll(filepath.Join(tree, "ec2/latest"), 0o755)
+	os.WriteFile(filepath.Join(tree, "ec2/latest/meta-data.json"), []byte(`{"instance-id":"i-0000002a","instance-type":"m1.small","local-ipv4":"10.0.2.15"}`), 0o644)
 	iso := filepath.Join(dir, "config-2.iso")
 	testutil.MustRun(t, "xorriso", "-as", "mkisofs", "-quiet", "-V", "config-2", "-J", "-R", "-o", iso, tree)
 	g := Boot(t, img, BootOptions{ConfigDrive: iso, UEFI: true, Key: key})
@@ -207,8 +211,14 @@ func TestFirstBootConfigDriveUEFI(t *testing.T) {
 	}
 	wantContains(t, "/oem", must(t, g, "sudo cat /oem/oem-release /oem/grub.cfg; ls /oem/sysext"), "ID=openstack", `oem_id="openstack"`,
 		"active-oem-openstack", "oem-openstack-"+Version+".raw")
+	// afterburn's keys from the drive's meta_data.json and ec2/latest/meta-data.json, no others
+	// (public-ipv4 is not there: no IPV4_PUBLIC).
 	must(t, g, "sudo systemctl start coreos-metadata.service")
-	wantContains(t, "/run/metadata/flatcar", must(t, g, "cat /run/metadata/flatcar"), "COREOS_OPENSTACK_HOSTNAME=", "COREOS_OPENSTACK_INSTANCE_UUID=", "COREOS_OPENSTACK_IPV4_LOCAL=10.0.2.15")
+	if got, want := must(t, g, "sort /run/metadata/flatcar"), strings.Join([]string{"COREOS_OPENSTACK_HOSTNAME=standin.novalocal",
+		"COREOS_OPENSTACK_INSTANCE_ID=i-0000002a", "COREOS_OPENSTACK_INSTANCE_TYPE=m1.small",
+		"COREOS_OPENSTACK_INSTANCE_UUID=5c1f2f5e-0000-4000-8000-000000000001", "COREOS_OPENSTACK_IPV4_LOCAL=10.0.2.15"}, "\n"); got != want {
+		t.Errorf("/run/metadata/flatcar:\n%s\nwant:\n%s", got, want)
+	}
 	if err := g.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
