@@ -159,7 +159,7 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 	}
 	if opts.MetadataService != "" {
 		// One busybox nc per guest connection (a chardev would be a single connection).
-		restrict += ",net=169.254.169.0/24,guestfwd=tcp:169.254.169.254:80-cmd:busybox nc " + strings.Replace(opts.MetadataService, ":", " ", 1)
+		userNet += ",net=169.254.169.0/24,guestfwd=tcp:169.254.169.254:80-cmd:busybox nc " + strings.Replace(opts.MetadataService, ":", " ", 1)
 	}
 	serial := filepath.Join(work, fmt.Sprintf("serial-%d.log", port))
 	args := append([]string{

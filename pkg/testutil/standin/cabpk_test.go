@@ -14,35 +14,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/capo/cabpktest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/capo/capitest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
-// TestCABPKIgnitionOnConfigDrive boots the openstack guest with the worker bootstrap data CABPK
-// renders for `flatcar-capo manifests` (Ignition spec 2.3: files, users, kubeadm.service with
+// TestCABPKIgnitionOnConfigDrive boots the openstack guest with the control plane's bootstrap
+// data the real CABPK (capitest's management side) renders for `flatcar-capo manifests` (Ignition spec 2.3: files, users, kubeadm.service with
 // its drop-in) on a config-2 drive, as Nova hands it over, and checks that the guest's Ignition
 // applied every file with its content and mode, the unit, its drop-in and its enablement, and
 // that coreos-metadata read the drive's meta_data.json as afterburn does.
 func TestCABPKIgnitionOnConfigDrive(t *testing.T) {
 	testutil.RequireTools(t, "qemu-system-x86_64")
 	img := CopyImage(t, Image(t, Options{OEM: "openstack"}))
-	manifest := testutil.Run(t, append([]string{"manifests", "--flavor", "sysext-baked", "--capi-api", "v1beta2", "--image-name", "flatcar-stable"},
-		cabpktest.ManifestSets("standin", "v1.34.4")...)...).MustSucceed(t).Stdout
-	cluster, err := cabpktest.NewCluster("10.0.2.15:6443")
-	if err != nil {
-		t.Fatal(err)
-	}
+	manifest := filepath.Join(t.TempDir(), "cluster.yaml")
+	testutil.Run(t, append([]string{"manifests", "--flavor", "sysext-baked", "--capi-api", "v1beta2", "--image-name", "flatcar-stable", "--output-file", manifest},
+		capitest.ManifestSets("standin", "v1.34.4")...)...).MustSucceed(t)
 	_, key := TestUser(t)
 	pub, err := os.ReadFile(key + ".pub")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ign, err := cluster.Ignition(cabpktest.Node{Manifest: manifest, Files: map[string]string{"/etc/flatcar-capo-test/extra.conf": "a=1\n"},
-		Users: []cabpktest.User{{Name: TestUserName, SSHKey: strings.TrimSpace(string(pub)), Groups: []string{"sudo"}}}})
-	if err != nil {
+	add := capitest.Additions{Files: map[string]string{"/etc/flatcar-capo-test/extra.conf": "a=1\n"},
+		Users: []capitest.User{{Name: TestUserName, SSHKey: strings.TrimSpace(string(pub)), Groups: "sudo"}}}
+	if err := capitest.AddToSpecs(manifest, add, capitest.Additions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The real CABPK renders it: the control plane's Secret (a worker's waits for a control plane
+	// that answers, which this guest does not run).
+	m := capitest.Start(t, capitest.Options{Pairing: capitest.Pairings[0], InfrastructureCRDs: true,
+		Providers: []string{capitest.Core, capitest.Bootstrap, capitest.ControlPlane}})
+	ign := m.CreateCluster(t, manifest, "10.0.2.15:6443").BootstrapData(t, true, 5*time.Minute).UserData
 	var cfg struct {
 		Ignition struct{ Version string }
 		Storage  struct {
@@ -64,11 +66,11 @@ func TestCABPKIgnitionOnConfigDrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Ignition.Version != "2.3.0" || len(cfg.Storage.Files) < 3 {
-		t.Fatalf("CABPK's config is spec %q with %d files, want 2.3.0 with kubeadm.sh, kubeadm.yml and ours", cfg.Ignition.Version, len(cfg.Storage.Files))
+		t.Fatalf("CABPK's config is spec %q with %d files, want 2.3.0 with kubeadm.yml, the CAs and ours", cfg.Ignition.Version, len(cfg.Storage.Files))
 	}
 	drive := filepath.Join(t.TempDir(), "config-2.iso")
 	uuid := "6f1d2c3e-0000-4000-8000-0000000000c1"
-	if err := configdrive.Write(drive, ign, configdrive.MetaData{UUID: uuid, Name: "standin-md-0", Hostname: "standin-md-0.novalocal"}); err != nil {
+	if err := configdrive.Write(drive, ign, configdrive.MetaData{UUID: uuid, Name: "standin-control-plane-0", Hostname: "standin-control-plane-0.novalocal"}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -77,8 +79,8 @@ func TestCABPKIgnitionOnConfigDrive(t *testing.T) {
 
 	// Every file: content (sha256) and mode as the config says. kubeadm.service (enabled by
 	// Ignition's preset, after coreos-metadata) runs the template's preKubeadmCommands first:
-	// envsubst rewrites /etc/kubeadm.yml with the drive's hostname and UUID (kubeadm join then
-	// fails here, no cluster, and leaves it), keeping the config's 0600 (it holds the token).
+	// envsubst rewrites /etc/kubeadm.yml with the drive's hostname and UUID (kubeadm init then
+	// fails here, no Kubernetes in this guest, and leaves it), keeping the config's 0600 (it holds the token).
 	must(t, g, "sudo systemctl start kubeadm.service || true")
 	var want, cmd strings.Builder
 	for _, f := range cfg.Storage.Files {
@@ -88,7 +90,7 @@ func TestCABPKIgnitionOnConfigDrive(t *testing.T) {
 		}
 		mode, stat := fmt.Sprintf("%o", f.Mode), fmt.Sprintf("$(sudo stat -c %%a %s)", f.Path)
 		if f.Path == "/etc/kubeadm.yml" {
-			data = []byte(strings.NewReplacer("${COREOS_OPENSTACK_HOSTNAME}", "standin-md-0",
+			data = []byte(strings.NewReplacer("${COREOS_OPENSTACK_HOSTNAME}", "standin-control-plane-0",
 				"${COREOS_OPENSTACK_INSTANCE_UUID}", uuid).Replace(string(data)))
 		}
 		sum := sha256.Sum256(data)
@@ -122,7 +124,7 @@ func TestCABPKIgnitionOnConfigDrive(t *testing.T) {
 		`writing file "/sysroot/etc/kubeadm.yml"`, `setting preset to enabled for "kubeadm.service"`)
 	// kubeadm.service's drop-in pulls in coreos-metadata, which reads the drive as afterburn does.
 	must(t, g, "sudo systemctl start coreos-metadata.service")
-	if got := must(t, g, "cat /run/metadata/flatcar | sort"); got != "COREOS_OPENSTACK_HOSTNAME=standin-md-0.novalocal\nCOREOS_OPENSTACK_INSTANCE_UUID="+uuid {
+	if got := must(t, g, "cat /run/metadata/flatcar | sort"); got != "COREOS_OPENSTACK_HOSTNAME=standin-control-plane-0.novalocal\nCOREOS_OPENSTACK_INSTANCE_UUID="+uuid {
 		t.Errorf("/run/metadata/flatcar:\n%s", got)
 	}
 }
