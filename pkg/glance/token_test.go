@@ -15,8 +15,8 @@ func TestKeystoneTokenNeverPrinted(t *testing.T) {
 	f := glancetest.New(t)
 	glancetest.CloudsYAML(t, f)
 	file := rawImage(t, t.TempDir(), 53, 1<<20)
-	// Another project's public image of the name: replace cannot delete it (HTTP 403, echoed).
-	f.PutFor(map[string]any{"owner": "p2", "visibility": "public"}, "flatcar", "active", []byte("theirs"), glance.ToolTag)
+	// A protected older image of the name: replace cannot delete it (HTTP 403, echoed).
+	f.PutFor(map[string]any{"protected": true}, "flatcar", "active", []byte("older, protected"), glance.ToolTag)
 	f.Misbehave(glancetest.Hostile{EchoHeaders: true})
 	for _, format := range []string{"text", "json"} {
 		r := uploadCLI(t, file, "flatcar", glance.Replace, "-o", format)

@@ -393,6 +393,10 @@ func (f *Cloud) delete(w http.ResponseWriter, r *http.Request) {
 	if !ok || !f.mayChange(w, img) {
 		return
 	}
+	if img["protected"] == true { // as Glance answers for a protected image
+		writeJSON(w, http.StatusForbidden, map[string]any{"message": "Image " + r.PathValue("id") + " is protected and cannot be deleted."})
+		return
+	}
 	delete(f.images, r.PathValue("id"))
 	w.WriteHeader(http.StatusNoContent)
 }
