@@ -125,11 +125,11 @@ $(SUMMARY): scripts/testsummary/main.go
 
 # The longest test packages go first (go test starts them in the order named, two at a time on two
 # cores): with pkg/imagebuild alone in one slot, the others no longer end with the stand-in boots
-# running by themselves. The node proof (pkg/nodeproof, the sysext method) goes last: by then the
+# running by themselves. The node proof (test/nodeproof, the sysext method) goes last: by then the
 # Kubernetes build install-deps started in the background is done on a fresh machine too, and its
 # two guests run beside pkg/imagebuild's tail instead of beside every other package.
-TEST_FIRST := ./pkg/imagebuild/ ./pkg/cli/ ./pkg/testutil/standin/ ./pkg/glance/ ./pkg/testutil/qemuboot/
-TEST_LAST := ./pkg/nodeproof/
+TEST_FIRST := ./pkg/imagebuild/ ./pkg/cli/ ./internal/testing/standin/ ./pkg/glance/ ./internal/testing/qemuboot/
+TEST_LAST := ./test/nodeproof/
 # flatcar-capo is linked once for every test package (testutil.BinaryEnv), in a world-readable
 # directory named after this shell's pid (the privilege-dropping tests run it as nobody;
 # testutil removes it if this run is killed).
@@ -168,11 +168,11 @@ node-proof: deps
 	scripts/install-kubernetes.sh >/dev/null
 	@mkdir -p bin/node-proof
 	set -o pipefail; NODE_PROOF_DIR=$(CURDIR)/bin/node-proof NODE_PROOF_METHODS="$(NODE_PROOF_METHODS)" FLATCAR_CAPO_STRICT_TESTS=1 \
-	  $(GO) test -count=1 -timeout $(NODE_PROOF_TIMEOUT) -run '^TestNodeProof$$' -v ./pkg/nodeproof/ 2>&1 | tee bin/node-proof/node-proof.log
+	  $(GO) test -count=1 -timeout $(NODE_PROOF_TIMEOUT) -run '^TestNodeProof$$' -v ./test/nodeproof/ 2>&1 | tee bin/node-proof/node-proof.log
 
 # Issue 46's proof (first part): a real Nova + Neutron + Placement (Debian 12, Zed) in a network
 # namespace boots the stand-in guest from Glance with a config drive and user-data
-# (pkg/novatest). Needs root and scripts/install-openstack-compute.sh (install-deps.sh capo-proof);
+# (internal/testing/novatest). Needs root and scripts/install-openstack-compute.sh (install-deps.sh capo-proof);
 # not part of make test. Keeps every service's log and the guest's console in bin/capo-proof/ and
 # prints the CAPO-PROOF-BEGIN/END block.
 CAPO_PROOF_TIMEOUT ?= 60m
@@ -180,7 +180,7 @@ capo-proof:
 	scripts/install-openstack-compute.sh
 	@rm -rf bin/capo-proof; mkdir -p bin/capo-proof/logs
 	set -o pipefail; CAPO_PROOF_DIR=$(CURDIR)/bin/capo-proof FLATCAR_CAPO_CAPO_PROOF=1 FLATCAR_CAPO_STRICT_TESTS=1 \
-	  $(GO) test -count=1 -timeout $(CAPO_PROOF_TIMEOUT) -run '^TestComputeBootsServer$$' -v ./pkg/novatest/ 2>&1 | tee bin/capo-proof/capo-proof.log
+	  $(GO) test -count=1 -timeout $(CAPO_PROOF_TIMEOUT) -run '^TestComputeBootsServer$$' -v ./internal/testing/novatest/ 2>&1 | tee bin/capo-proof/capo-proof.log
 	@sed -n '/^CAPO-PROOF-BEGIN$$/,/^CAPO-PROOF-END$$/p' bin/capo-proof/capo-proof.log
 
 # Differential oracles that compare us with a reference reader known to misread some inputs:

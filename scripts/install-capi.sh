@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Cluster API management side from the Go module proxy, for the tests that run it on
-# 127.0.0.1 (pkg/capo/capitest): for each CAPI version the core, CABPK and KCP managers
+# 127.0.0.1 (internal/testing/capitest): for each CAPI version the core, CABPK and KCP managers
 # (sigs.k8s.io/cluster-api: the module root, bootstrap/kubeadm, controlplane/kubeadm), the CAPO
 # manager (sigs.k8s.io/cluster-api-provider-openstack), and beside the binaries each module's CRDs
 # (config/crd/bases) and admission webhooks (config/webhook/manifests.yaml), copied from the

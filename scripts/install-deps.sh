@@ -2,7 +2,7 @@
 # Installs the real parts the tests and the demo drive (QEMU, Packer, GRUB, btrfs/ext4 tools,
 # Keystone + Glance, ...). Idempotent: packages already present are not asked for again.
 # Usage: scripts/install-deps.sh [--list] [test|demo|bench|image|capo-proof]   (default: test)
-#   --list prints the profile's Debian packages, one a line, and installs nothing (pkg/testutil's
+#   --list prints the profile's Debian packages, one a line, and installs nothing (internal/testing/testutil's
 #   TestInstallDepsInstallsEveryTool checks every tool the tests require against it).
 set -euo pipefail
 list=false

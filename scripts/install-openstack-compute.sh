@@ -6,10 +6,10 @@
 # locked"), libvirt, and genisoimage for Nova's ISO config drive (no Nova package depends on it).
 # Keystone and Glance come from the test profile (scripts/install-deps.sh). Idempotent: packages
 # already present are not asked for again. No service is started: PID 1 is not systemd here and the
-# harness (pkg/novatest) starts every daemon itself, so a policy-rc.d refuses start-up during install.
+# harness (internal/testing/novatest) starts every daemon itself, so a policy-rc.d refuses start-up during install.
 # Usage: scripts/install-openstack-compute.sh [--list]
 set -euo pipefail
-# The packages that provide a tool pkg/testutil requires are named even when another pulls them in
+# The packages that provide a tool internal/testing/testutil requires are named even when another pulls them in
 # (nova-compute, nova-common, python3-placement, mariadb-server-core, mariadb-client-core, neutron-common,
 # libvirt-daemon, haproxy, dnsmasq-base, iproute2).
 pkgs=(nova-api nova-conductor nova-scheduler nova-compute nova-compute-kvm nova-common placement-api python3-placement

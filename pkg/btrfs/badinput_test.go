@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // recorder is a Device that records writes and can fail the n-th one (1-based; 0 never).

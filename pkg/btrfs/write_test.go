@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 const openstackGrub = "# Flatcar GRUB settings\n\nset oem_id=\"openstack\"\n"

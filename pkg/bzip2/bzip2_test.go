@@ -11,7 +11,7 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // compress runs a real compressor (bzip2, lbzip2) over data.

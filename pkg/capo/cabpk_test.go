@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/capo/capitest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/capitest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // TestCABPKRendersTheControlPlane applies the default `manifests --capi-api v1beta2` output to

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // Real Ignition writes /etc/kubeadm.yml (the join token, or the init configuration) 0600, as

@@ -18,10 +18,10 @@ import (
 	kubeadmv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"
 	kubeadmv1beta2 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // A self-hosted bakery (sysext create + sysext publish, served on 127.0.0.1) and manifests

@@ -7,8 +7,8 @@ import (
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // Flatcar 4515+ enables systemd-sysupdate.timer, whose service fails with nothing configured:

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // FLATCAR_CAPO_CLOUD=a,b and FLATCAR_CAPO_TAG=a,b are two values each; FLATCAR_CAPO_PROPERTY and

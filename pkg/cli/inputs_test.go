@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/cli"
 	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // notInputs are the flags whose help speaks of a file or a directory but that read none: they

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // SIGINT cancels a command, even one blocked on reading its input: exit 130 with a plain

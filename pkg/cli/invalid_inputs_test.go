@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // A file that is not what its argument wants is invalid input, exit 2 (inspect, oem show and

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // lintMaxRSS runs flatcar-capo lint FILE and returns its exit code, output (stdout and stderr)

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // manifests --clusterclass: a Flatcar ClusterClass, its templates (with the flavor's Ignition)

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // --api-server-load-balancer=false renders what CAPO's without-lb template does: no

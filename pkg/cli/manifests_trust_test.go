@@ -15,9 +15,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // additionalConfigs returns every bootstrap config's additionalConfig (CLC) of a manifest.

@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // stringLeaves counts, over every document of a manifest, the string values found at each

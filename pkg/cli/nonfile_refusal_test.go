@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // A named pipe, a character device (a link to /dev/zero), an empty file or a directory given as

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/qemuboot"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/qemuboot"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // oemVariants are the OEM filesystems Flatcar has shipped, as the fixtures build them.

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/glancetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fleet"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // The prune tests run `flatcar-capo prune` against the in-process fake Glance, which answers as

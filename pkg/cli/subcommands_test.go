@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/cli"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // Every command group, found by walking the command tree (so groups added later are covered),

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/containerdtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
-	"github.com/flatcar-capo/flatcar-capo/pkg/containerd/containerdtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // `sysext create containerd` downloads the containerd release tarball and runc from a stand-in

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 func TestWriteReadsBackAndIsAConfigDrive(t *testing.T) {

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/containerdtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
-	"github.com/flatcar-capo/flatcar-capo/pkg/containerd/containerdtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 )
 

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // The conversions in this process (parallel deflate, parallel sparse copy), so the race run of

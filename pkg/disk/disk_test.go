@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // makeGPT writes a small Flatcar-like GPT with the real sgdisk.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/diskfs/go-diskfs/filesystem/ext4/crc"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	"github.com/diskfs/go-diskfs/partition/gpt"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 

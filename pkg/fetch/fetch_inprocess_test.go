@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"

@@ -19,8 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fleet"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 func example(t *testing.T, elem ...string) []byte {

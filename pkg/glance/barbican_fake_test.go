@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/glancetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/signingtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
-	"github.com/flatcar-capo/flatcar-capo/pkg/signing/signingtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // A Barbican that accepts the connection and never answers: Ctrl-C ends the upload at once

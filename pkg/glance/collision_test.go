@@ -9,8 +9,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // uploadTogether starts one real upload process per file at the same moment, all with the same

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // lint --cloud checks that the manifests' image filter matches exactly one active image.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // stack is the Keystone + Glance that scripts/openstack.sh started for this test binary.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // A token that dies during a long run (expired or revoked) is renewed and the upload goes on.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/glancetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // A reuse run sees image X; before it reports X, a concurrent --on-exists replace run deletes X

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // TestNoSecretInKeystoneErrors: a Keystone (or proxy) that answers with something else than a

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
 )
 
 // An image whose build record says it carries registry logins is refused public or community

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/signingtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
-	"github.com/flatcar-capo/flatcar-capo/pkg/signing/signingtest"
 )
 
 // glanceVerified says whether the real Glance logged a successful signature check of image id

@@ -3,9 +3,9 @@ package glance_test
 import (
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/glancetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/signingtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/signing/signingtest"
 )
 
 // --sign-cert-uuid is Barbican's secret UUID: anything else (a name, a path, a URL with

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
 )
 
 // Proxies and gateways echo the request's headers in their error pages, X-Auth-Token included:

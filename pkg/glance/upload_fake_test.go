@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // rawImage writes a raw image of size bytes whose first MiB is random (seeded), so that two

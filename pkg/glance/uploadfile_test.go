@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
 )
 
 // UploadFile is `upload` in one call: the record's values and the flags become the image's

@@ -5,11 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // --kubernetes-version stable or 1.33 resolves on every run: the same answer reuses the

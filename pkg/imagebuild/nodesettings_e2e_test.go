@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/rootfstest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
-	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs/rootfstest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // A base with a hybrid MBR (Flatcar LTS 4081, releases before 4459.2.0) built with the node

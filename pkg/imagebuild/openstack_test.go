@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // One Keystone + Glance on 127.0.0.1 for every test of this package that uploads (starting one

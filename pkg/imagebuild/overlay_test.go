@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // The sysext method edits a copy-on-write overlay over the base instead of a raw work copy:

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
-	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
 )
 
 // preloadProof reads from a booted node, with the registry out of its reach, what issue 16 asks

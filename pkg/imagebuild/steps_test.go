@@ -10,9 +10,9 @@ import (
 
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/ignition"
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/capitest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
-	"github.com/flatcar-capo/flatcar-capo/pkg/capo/capitest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
 )
 
 // TestSysextAtBootTrustsTheCAAndUsesTheProxy is issue 27's first-boot proof of the sysext

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/rootfstest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs/rootfstest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
 )
 
 // growBy enlarges the disk so partition 9 grows past 8 GiB: with 4 KiB blocks and 64-byte group
@@ -45,7 +45,7 @@ func TestSysextBakedGuestBoots(t *testing.T) {
 	rel := standin.PublishRelease(t, srv, standin.ReleaseOptions{Sysexts: []string{registrytest.ContainerdSysext(t, dir)}})
 	// The real kubeadm, kubelet, kubectl, crictl and CNI plugins (scripts/install-kubernetes.sh),
 	// served as dl.k8s.io and GitHub serve them; the images are small ones under the names the
-	// real kubeadm lists (the node proof, pkg/nodeproof, runs the real control-plane images).
+	// real kubeadm lists (the node proof, test/nodeproof, runs the real control-plane images).
 	bin := kubetest.RealNodeDir(t)
 	mirror := kubetest.NewReal(t, bin, registrytest.ContainerdDir(t))
 	reg := registrytest.Start(t)

@@ -8,16 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/containerdtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
 	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
-	"github.com/flatcar-capo/flatcar-capo/pkg/containerd/containerdtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
-	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
 )
 
 // ownContainerd is the upstream containerd the boot proof runs instead of the image's built-in

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // TestBuildSysextPrebuiltAirGapped bakes a prebuilt --sysext with every mirror dead (an

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 

@@ -10,11 +10,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // egressRecorder is an HTTP(S) proxy on 127.0.0.1 that answers every request 502 and records

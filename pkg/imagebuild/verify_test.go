@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/signingtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
-	"github.com/flatcar-capo/flatcar-capo/pkg/signing/signingtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // A record that names an SBOM (as the SBOM work writes it): its .sig is checked too, and a

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
-	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // The node's import script (the preload's first boot) run against each real containerd of

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
-	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 )
 
 // The build host pulls as the node's hosts.toml says: two mirrors for registry.k8s.io in the

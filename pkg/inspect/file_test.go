@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 )
 
 // File is `inspect` in one call: the verdict for --for, the SBOM written beside, and the bad

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // fakePacker writes a shell script that plays packer: it prints machine-readable lines, starts

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // standinPayload is a payload of small stand-in executables in the real layout.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // TestBakeRefuses: what a fresh ROOT cannot carry, a missing, foreign or too small ROOT and bad

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // validateCycloneDX checks a BOM against CycloneDX's own JSON schema 1.6 (testdata, with the

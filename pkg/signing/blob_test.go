@@ -15,9 +15,9 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/signingtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
-	"github.com/flatcar-capo/flatcar-capo/pkg/signing/signingtest"
 )
 
 // cosignVerifyBlob is what `cosign verify-blob --key PUB --signature SIG BLOB` does for a key

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 var epoch = time.Unix(1764547200, 0)

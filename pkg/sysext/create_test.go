@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 func kubernetesInput(t *testing.T, dir string) KubernetesInput {

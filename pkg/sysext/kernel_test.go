@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // The kernel's squashfs driver, through a loop device as systemd-sysext mounts an image, reads

@@ -18,10 +18,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"gopkg.in/yaml.v3"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 )
 
 // runnerDetectShell is the command GitLab Runner's docker executor gives the job container (after

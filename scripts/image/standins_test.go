@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // releaseVersion is the stand-in release server's current stable release.

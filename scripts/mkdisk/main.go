@@ -1,4 +1,4 @@
-// Command mkdisk builds a Flatcar-layout test disk (pkg/testutil/flatcardisk) for the demo and the
+// Command mkdisk builds a Flatcar-layout test disk (internal/testing/flatcardisk) for the demo and the
 // benchmarks: go run ./scripts/mkdisk -variant btrfs -o FILE
 package main
 
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
 )
 
 func main() {

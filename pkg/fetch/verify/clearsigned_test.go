@@ -11,7 +11,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/verify"
 	"github.com/flatcar-capo/flatcar-capo/pkg/keys"
 )

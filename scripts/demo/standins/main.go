@@ -1,8 +1,8 @@
 // Command standins serves what `make demo` uses instead of the internet, on 127.0.0.1:
-// a Flatcar-layout release of the stand-in guest (pkg/testutil/standin: the qemu and openstack
+// a Flatcar-layout release of the stand-in guest (internal/testing/standin: the qemu and openstack
 // images, DIGESTS signed by a demo key that --keyring passes) and a Kubernetes mirror with
-// stand-in binaries and their .sha256 files (pkg/kubernetes/kubetest), and a real registry
-// (Debian's docker-registry, pkg/images/registrytest: TLS from a demo CA, htpasswd login) holding
+// stand-in binaries and their .sha256 files (internal/testing/kubetest), and a real registry
+// (Debian's docker-registry, internal/testing/registrytest: TLS from a demo CA, htpasswd login) holding
 // small images under the names the stand-in kubeadm lists, for both builds to preload.
 //
 //	standins -dir DIR   writes DIR/standins.env (the flags' values) once both servers answer,
@@ -26,11 +26,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
-	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
 )
 
 func main() {

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 // TestStandinsServeWhatTheDemoUses runs the program `make demo` starts, as the demo does: it
