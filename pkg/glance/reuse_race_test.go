@@ -105,7 +105,18 @@ func TestReuseAndReplaceConvergeOnOneImage(t *testing.T) {
 		t.Run(string(first)+" first, "+string(second)+" while it uploads", func(t *testing.T) {
 			f := glancetest.New(t)
 			glancetest.CloudsYAML(t, f)
-			f.Misbehave(glancetest.Hostile{UploadDelay: 2 * time.Second})
+			// The first run's upload stays in flight until the second run has listed the
+			// images: on a loaded machine the second binary can take longer to start than
+			// any fixed delay, and would then see a finished image, which replace rightly
+			// replaces (two runs one after the other, not the race this test is about).
+			gate := make(chan struct{})
+			var open sync.Once
+			f.OnList(func() {
+				if len(f.Named("flatcar")) > 0 {
+					open.Do(func() { close(gate) })
+				}
+			})
+			f.Misbehave(glancetest.Hostile{UploadDelay: 2 * time.Second, UploadGate: gate})
 			done := make(chan testutil.Result)
 			go func() { done <- uploadCLI(t, file, "flatcar", first) }()
 			for len(f.Named("flatcar")) == 0 {

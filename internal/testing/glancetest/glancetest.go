@@ -73,6 +73,10 @@ type Hostile struct {
 	// UploadDelay holds every image's data this long before storing it (a slow upload, so that
 	// another run sees it in flight).
 	UploadDelay time.Duration
+	// UploadGate, when not nil, holds every image's data (after UploadDelay) until it is
+	// closed: a test that needs another run to see the upload in flight, however slow that
+	// run is to start, closes it once that run has listed (OnList).
+	UploadGate <-chan struct{}
 	// BarbicanHangs makes Barbican accept every request and never answer.
 	BarbicanHangs bool
 	// EchoHeaders makes every error answer (HTTP 4xx/5xx) echo the request's headers in its
@@ -365,12 +369,19 @@ func (f *Cloud) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
-	delay := f.hostile.UploadDelay
-	if img, ok := f.images[r.PathValue("id")]; ok && delay > 0 {
+	delay, gate := f.hostile.UploadDelay, f.hostile.UploadGate
+	if img, ok := f.images[r.PathValue("id")]; ok && (delay > 0 || gate != nil) {
 		img["status"] = "saving"
 	}
 	f.mu.Unlock()
 	time.Sleep(delay)
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	img, ok := f.image(w, r)
