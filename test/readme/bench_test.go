@@ -33,10 +33,27 @@ func figures(text string) []string {
 	return out
 }
 
-// performanceTable returns the rows of the README's Performance table.
-func performanceTable(readme string) []string {
-	_, sec, _ := strings.Cut(readme, "\n## Performance\n")
-	sec, _, _ = strings.Cut(sec, "\n## ")
+// summaryHeading heads docs/bench.md's table of the current figure of each benchmark; the README's
+// Performance table is a few of its rows.
+const summaryHeading = "## Current figures"
+
+// section returns the part of doc under heading (a "## " line), up to the next "## " heading, and
+// doc without it.
+func section(doc, heading string) (sec, rest string) {
+	before, after, ok := strings.Cut(doc, "\n"+heading+"\n")
+	if !ok {
+		return "", doc
+	}
+	sec, tail, found := strings.Cut(after, "\n## ")
+	if found {
+		tail = "\n## " + tail
+	}
+	return sec, before + tail
+}
+
+// tableRows returns the body rows of the tables in the section of doc under heading.
+func tableRows(doc, heading string) []string {
+	sec, _ := section(doc, heading)
 	var rows []string
 	for _, l := range strings.Split(sec, "\n") {
 		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| benchmark ") {
@@ -46,9 +63,9 @@ func performanceTable(readme string) []string {
 	return rows
 }
 
-// unrecorded returns each figure of the README's Performance table that no dated run in bench
-// holds (a typo, or a figure whose run was never written down), and each table row without one.
-func unrecorded(readme, bench string) []string {
+// unrecorded returns each figure of rows that no dated run in bench holds (a typo, or a figure
+// whose run was never written down), and each row without one.
+func unrecorded(rows []string, bench string) []string {
 	// Bold and line breaks do not change a figure.
 	bench = strings.NewReplacer("**", "", "\n", " ").Replace(bench)
 	recorded := map[string]bool{}
@@ -56,7 +73,7 @@ func unrecorded(readme, bench string) []string {
 		recorded[f] = true
 	}
 	var bad []string
-	for _, row := range performanceTable(readme) {
+	for _, row := range rows {
 		fs := figures(strings.ReplaceAll(row, "**", ""))
 		if len(fs) == 0 {
 			bad = append(bad, "a row with no figure: "+row)
@@ -72,11 +89,11 @@ func unrecorded(readme, bench string) []string {
 
 var benchScriptRE = regexp.MustCompile(`scripts/bench/[a-z0-9-]+\.sh`)
 
-// TestBenchFigures: the README's Performance table keeps one current figure per benchmark and
-// docs/bench.md the dated runs behind them. Every figure of the table must be one bench.md
-// records, every scripts/bench/*.sh either names must exist, and every benchmark
-// scripts/bench/run-all.sh runs must have its row, so a figure cannot go stale unseen when its
-// benchmark is renamed, removed or re-run.
+// TestBenchFigures: docs/bench.md's "Current figures" table keeps one current figure per benchmark
+// (the README's Performance table a few of them) and the rest of docs/bench.md the dated runs behind
+// them. Every figure of both tables must be one a dated run records, every scripts/bench/*.sh the
+// pages name must exist, and every benchmark scripts/bench/run-all.sh runs must have its row, so a
+// figure cannot go stale unseen when its benchmark is renamed, removed or re-run.
 func TestBenchFigures(t *testing.T) {
 	root := testutil.RepoRoot()
 	read := func(p string) string {
@@ -87,14 +104,21 @@ func TestBenchFigures(t *testing.T) {
 		return string(b)
 	}
 	readme, bench, runAll := read("README.md"), read("docs/bench.md"), read("scripts/bench/run-all.sh")
-	rows := performanceTable(readme)
-	if len(rows) < 10 {
-		t.Fatalf("only %d rows in the README's Performance table: the extraction is broken", len(rows))
+	_, runs := section(bench, summaryHeading)
+	readmeRows, benchRows := tableRows(readme, "## Performance"), tableRows(bench, summaryHeading)
+	if len(readmeRows) < 3 {
+		t.Errorf("only %d rows in the README's Performance table: the extraction is broken", len(readmeRows))
 	}
-	for _, b := range unrecorded(readme, bench) {
-		t.Errorf("README.md's Performance table: %s: not a figure docs/bench.md records (add the dated run there, or fix the figure)", b)
+	if len(benchRows) < 10 {
+		t.Fatalf("only %d rows in docs/bench.md's %q table: the extraction is broken", len(benchRows), summaryHeading)
 	}
-	for _, doc := range []string{"README.md", "docs/bench.md"} {
+	for _, b := range unrecorded(readmeRows, runs) {
+		t.Errorf("README.md's Performance table: %s: not a figure docs/bench.md's dated runs record (add the dated run there, or fix the figure)", b)
+	}
+	for _, b := range unrecorded(benchRows, runs) {
+		t.Errorf("docs/bench.md's %q: %s: not a figure its dated runs record (add the dated run, or fix the figure)", summaryHeading, b)
+	}
+	for _, doc := range []string{"README.md", "docs/bench.md", "CONTRIBUTING.md"} {
 		for _, s := range slices.Compact(slices.Sorted(slices.Values(benchScriptRE.FindAllString(read(doc), -1)))) {
 			if _, err := os.Stat(filepath.Join(root, s)); err != nil {
 				t.Errorf("%s names %s, which does not exist", doc, s)
@@ -106,18 +130,19 @@ func TestBenchFigures(t *testing.T) {
 	if !ok || len(strings.Fields(list)) < 5 {
 		t.Fatalf("cannot read run-all.sh's list of benchmarks: %q", list)
 	}
-	table := strings.Join(rows, "\n")
+	table := strings.Join(benchRows, "\n")
 	for _, b := range strings.Fields(list) {
 		if !strings.Contains(table, "scripts/bench/"+b+".sh") {
-			t.Errorf("scripts/bench/run-all.sh runs %s.sh, but the README's Performance table has no row naming it", b)
+			t.Errorf("scripts/bench/run-all.sh runs %s.sh, but docs/bench.md's %q table has no row naming it", b, summaryHeading)
 		}
 	}
 }
 
-// The check catches a figure that is not recorded, a wrong unit and a row without figures.
+// The check catches a figure that is not recorded, a wrong unit and a row without figures, and a
+// summary table's own figures do not count as recorded.
 func TestBenchFiguresCatchStale(t *testing.T) {
 	bench := "### convert\n\n| case | ours |\n|---|---|\n| warm | **1.08 s** |\n\nRSS 41 / 188 MiB, 12.75-12.93 s\nand 3.4\nms.\n"
-	good := "\n## Performance\n\n| benchmark | flatcar-capo |\n|---|---|\n| convert | 1.08 s, 41 MiB, 12.75 s, 3.4 ms |\n"
+	good := []string{"| convert | 1.08 s, 41 MiB, 12.75 s, 3.4 ms |"}
 	if bad := unrecorded(good, bench); len(bad) != 0 {
 		t.Errorf("recorded figures reported: %q", bad)
 	}
@@ -127,9 +152,15 @@ func TestBenchFiguresCatchStale(t *testing.T) {
 		"| convert | 12.75-12.94 s |":   "12.75-12.94 s",
 		"| convert, nothing measured |": "a row with no figure",
 	} {
-		bad := unrecorded("\n## Performance\n\n"+text+"\n", bench)
+		bad := unrecorded([]string{text}, bench)
 		if len(bad) == 0 || !strings.Contains(bad[0], want) {
 			t.Errorf("%s: got %q, want a report of %q", text, bad, want)
 		}
+	}
+	doc := "# B\n\n" + summaryHeading + "\n\n| benchmark | ours |\n|---|---|\n| convert | 9.99 s |\n\n## Runs\n\n" + bench
+	_, runs := section(doc, summaryHeading)
+	rows := tableRows(doc, summaryHeading)
+	if bad := unrecorded(rows, runs); len(rows) != 1 || len(bad) != 1 || !strings.Contains(bad[0], "9.99 s") {
+		t.Errorf("a figure only the summary holds: rows %q, got %q, want 9.99 s reported", rows, bad)
 	}
 }

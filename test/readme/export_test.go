@@ -4,4 +4,5 @@ package readme
 var (
 	InlineCommands = inlineCommands
 	Synopsis       = synopsis
+	InlineFlags    = inlineFlags
 )

@@ -9,16 +9,22 @@ import (
 	"strings"
 )
 
-// SkipMarker starts the comment that exempts a README line (or, as a block's first line, a whole
-// block) from the README test; the reason follows it.
-const SkipMarker = "# not run by the README test:"
+// SkipMarker is the HTML comment, invisible in rendered Markdown, that exempts the code block right
+// after it from the README test: <!-- readme-test: skip (why) -->. The reason is required.
+const SkipMarker = "<!-- readme-test: skip (why) -->"
+
+// skipComment matches SkipMarker with its reason.
+var skipComment = regexp.MustCompile(`^<!--\s*readme-test:\s*skip\s*\((.+)\)\s*-->$`)
+
+// visibleMarker is the old in-block comment a reader saw in the rendered README; it is refused.
+const visibleMarker = "not run by the README test"
 
 // Line is one logical command line of a README code block.
 type Line struct {
 	Number int    // 1-based line in the README where it starts
 	Lang   string // the code block's language
 	Text   string // continuation lines joined
-	Skip   string // the reason after SkipMarker; "" = must run
+	Skip   string // the reason of the SkipMarker before its block; "" = must run
 }
 
 // Command is a runnable flatcar-capo line.
@@ -34,26 +40,44 @@ var shellLangs = map[string]bool{"sh": true, "bash": true, "shell": true, "conso
 
 // Lines returns every logical line of the README's fenced code blocks. Lines of shell blocks are
 // returned one by one (comment-only and blank lines dropped); a block in another language is
-// returned as one Line so its marker (or lack of one) can be checked.
+// returned as one Line so its marker (or lack of one) can be checked. A SkipMarker line gives its
+// reason to every line of the block that follows it; a marker followed by anything but a code
+// block, a marker without a reason, and the old visible in-block marker are errors.
 func Lines(r io.Reader) ([]Line, error) {
 	var (
-		out     []Line
-		inBlock bool
-		lang    string
-		block   []string
-		start   int
-		pending string
-		pendAt  int
-		n       int
+		out       []Line
+		inBlock   bool
+		lang      string
+		block     []string
+		start     int
+		pending   string
+		pendAt    int
+		n         int
+		skipNext  string // reason of a SkipMarker waiting for its block
+		skipAt    int
+		blockSkip string
 	)
 	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
 		n++
 		text := sc.Text()
 		trimmed := strings.TrimSpace(text)
+		if strings.Contains(text, visibleMarker) {
+			return nil, fmt.Errorf("README.md:%d: a visible %q comment: put %s on the line before the block instead", n, visibleMarker, SkipMarker)
+		}
+		if !inBlock && strings.HasPrefix(trimmed, "<!--") && strings.Contains(trimmed, "readme-test") {
+			m := skipComment.FindStringSubmatch(trimmed)
+			if m == nil || strings.TrimSpace(m[1]) == "" {
+				return nil, fmt.Errorf("README.md:%d: %q is not %s (a reason is required)", n, trimmed, SkipMarker)
+			}
+			skipNext, skipAt = strings.TrimSpace(m[1]), n
+			continue
+		}
 		if strings.HasPrefix(trimmed, "```") {
 			if !inBlock {
 				inBlock, lang, block, start = true, strings.TrimSpace(strings.TrimPrefix(trimmed, "```")), nil, n+1
+				blockSkip, skipNext = skipNext, ""
 				continue
 			}
 			inBlock = false
@@ -61,15 +85,14 @@ func Lines(r io.Reader) ([]Line, error) {
 				return nil, fmt.Errorf("README.md:%d: a line continuation (\\) runs into the end of the block", pendAt)
 			}
 			if !shellLangs[lang] {
-				l := Line{Number: start, Lang: lang, Text: strings.Join(block, "\n")}
-				if len(block) > 0 {
-					l.Skip = skipReason(strings.TrimSpace(block[0]))
-				}
-				out = append(out, l)
+				out = append(out, Line{Number: start, Lang: lang, Text: strings.Join(block, "\n"), Skip: blockSkip})
 			}
 			continue
 		}
 		if !inBlock {
+			if skipNext != "" && trimmed != "" {
+				return nil, fmt.Errorf("README.md:%d: the %s of line %d is not followed by a code block", n, SkipMarker, skipAt)
+			}
 			continue
 		}
 		block = append(block, text)
@@ -85,24 +108,18 @@ func Lines(r io.Reader) ([]Line, error) {
 		}
 		full := strings.TrimSpace(pending + trimmed)
 		pending = ""
-		if full == "" || (strings.HasPrefix(full, "#") && skipReason(full) == "") {
+		if full == "" || strings.HasPrefix(full, "#") {
 			continue
 		}
-		out = append(out, Line{Number: pendAt, Lang: lang, Text: full, Skip: skipReason(full)})
+		out = append(out, Line{Number: pendAt, Lang: lang, Text: full, Skip: blockSkip})
 	}
 	if inBlock {
 		return nil, fmt.Errorf("README.md: code block opened at line %d is never closed", start-1)
 	}
-	return out, sc.Err()
-}
-
-// skipReason is the reason of a SkipMarker in text, "" if it has none (or an empty reason).
-func skipReason(text string) string {
-	i := strings.Index(text, SkipMarker)
-	if i < 0 {
-		return ""
+	if skipNext != "" {
+		return nil, fmt.Errorf("README.md:%d: the %s is not followed by a code block", skipAt, SkipMarker)
 	}
-	return strings.TrimSpace(text[i+len(SkipMarker):])
+	return out, sc.Err()
 }
 
 var (
@@ -113,7 +130,7 @@ var (
 // Parse turns a shell line into a Command. It understands what the README uses: leading
 // NAME=value assignments, single and double quotes, a trailing comment ("# exits N" sets the
 // expected exit code), and "> FILE". Anything else (pipes, &&, $VAR, subshells) is an error: the
-// line must then carry SkipMarker.
+// block must then follow a SkipMarker.
 func Parse(l Line) (Command, error) {
 	c := Command{Line: l}
 	words, comment, err := split(l.Text)
@@ -244,4 +261,34 @@ func synopsis(text string) (words, flags []string) {
 		}
 	}
 	return words, flags
+}
+
+var codeSpan = regexp.MustCompile("`([^`]+)`")
+
+// inlineFlags returns the long flags named in the inline code of r's prose and tables (outside code
+// blocks), each with the first line that names it.
+func inlineFlags(r io.Reader) (map[string]int, error) {
+	out := map[string]int{}
+	inBlock, n := false, 0
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		n++
+		text := sc.Text()
+		if strings.HasPrefix(strings.TrimSpace(text), "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if inBlock {
+			continue
+		}
+		for _, span := range codeSpan.FindAllStringSubmatch(text, -1) {
+			for _, m := range longFlag.FindAllStringSubmatch(span[1], -1) {
+				if _, ok := out[m[2]]; !ok {
+					out[m[2]] = n
+				}
+			}
+		}
+	}
+	return out, sc.Err()
 }

@@ -7,18 +7,19 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/test/readme"
 )
 
-const sample = "Intro\n\n```sh\n" +
-	"make demo   # not run by the README test: it is the demo\n" +
+const sample = "Intro\n\n<!-- readme-test: skip (it is the demo) -->\n```sh\n" +
+	"make demo\n" +
+	"```\n\n```sh\n" +
 	"# a comment line\n" +
 	"flatcar-capo inspect x.img --for openstack   # exits 1: NOT READY\n" +
 	"flatcar-capo build --method sysext \\\n    --release-server https://mirror.example/flatcar/{channel}\n" +
 	"FLATCAR_CAPO_OUTPUT=json flatcar-capo manifests --set 'A=b c' > out.yaml\n" +
 	"clusterctl generate cluster x --from out.yaml\n" +
 	"flatcar-capo lint out.yaml | jq .\n" +
-	"```\n\n```yaml\n# not run by the README test: CI\nrun: flatcar-capo build\n```\n\n```yaml\nrun: flatcar-capo build\n```\n"
+	"```\n\n<!-- readme-test: skip (CI) -->\n\n```yaml\nrun: flatcar-capo build\n```\n\n```yaml\nrun: flatcar-capo build\n```\n"
 
-// The extraction keeps marked lines as skipped, joins continuations, reads "# exits N", env
-// assignments, quotes and "> FILE", and refuses what it cannot run.
+// The extraction gives a marked block's lines its reason, joins continuations, reads "# exits N",
+// env assignments, quotes and "> FILE", and refuses what it cannot run.
 func TestExtraction(t *testing.T) {
 	lines, err := readme.Lines(strings.NewReader(sample))
 	if err != nil {
@@ -30,12 +31,17 @@ func TestExtraction(t *testing.T) {
 	if lines[0].Skip != "it is the demo" {
 		t.Errorf("make demo: skip %q", lines[0].Skip)
 	}
+	for _, l := range lines[1:6] {
+		if l.Skip != "" {
+			t.Errorf("README.md:%d: skipped (%q), but its block has no marker", l.Number, l.Skip)
+		}
+	}
 	c, err := readme.Parse(lines[1])
 	if err != nil || c.WantCode != 1 || strings.Join(c.Args, " ") != "inspect x.img --for openstack" {
 		t.Errorf("inspect line: %+v, %v", c, err)
 	}
 	c, err = readme.Parse(lines[2])
-	if err != nil || lines[2].Number != 7 || strings.Join(c.Args, " ") != "build --method sysext --release-server https://mirror.example/flatcar/{channel}" {
+	if err != nil || lines[2].Number != 11 || strings.Join(c.Args, " ") != "build --method sysext --release-server https://mirror.example/flatcar/{channel}" {
 		t.Errorf("continued line: %+v, %v", c, err)
 	}
 	c, err = readme.Parse(lines[3])
@@ -49,6 +55,22 @@ func TestExtraction(t *testing.T) {
 	}
 	if lines[6].Lang != "yaml" || lines[6].Skip != "CI" || lines[7].Skip != "" {
 		t.Errorf("yaml blocks: %+v %+v", lines[6], lines[7])
+	}
+}
+
+// A marker a reader would see, a marker without a reason and one that no block follows are
+// errors, so no README line is skipped by accident or shows the test's bookkeeping.
+func TestMarkerMistakes(t *testing.T) {
+	for name, text := range map[string]string{
+		"visible comment":  "```sh\nmake demo   # not run by the README test: demo\n```\n",
+		"no reason":        "<!-- readme-test: skip -->\n```sh\nmake demo\n```\n",
+		"empty reason":     "<!-- readme-test: skip () -->\n```sh\nmake demo\n```\n",
+		"prose after it":   "<!-- readme-test: skip (demo) -->\nSome prose.\n```sh\nmake demo\n```\n",
+		"nothing after it": "```sh\nflatcar-capo version\n```\n<!-- readme-test: skip (demo) -->\n",
+	} {
+		if lines, err := readme.Lines(strings.NewReader(text)); err == nil {
+			t.Errorf("%s: no error, lines %+v", name, lines)
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package readme_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -8,16 +10,35 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/test/readme"
 )
 
-// The command synopses in the README's prose and tables (`flatcar-capo oem set IMAGE --id ...`)
-// cannot run as written, but their subcommands and every flag they name must exist: each is looked
-// up in the binary's --help.
+// synopsisDocs are the pages whose inline command synopses are checked: the README and the pages
+// its details moved to.
+var synopsisDocs = []string{"README.md", "CONTRIBUTING.md", "docs/reference.md"}
+
+// The command synopses in the README's prose and tables (`flatcar-capo oem set IMAGE --id ...`),
+// and in the pages it links for detail, cannot run as written, but their subcommands and every flag
+// they name must exist: each is looked up in the binary's --help.
 func TestREADMESynopses(t *testing.T) {
-	spans, err := readme.InlineCommands(openREADME(t))
-	if err != nil {
-		t.Fatal(err)
+	type span struct {
+		doc string
+		readme.Line
+	}
+	var spans []span
+	for _, doc := range synopsisDocs {
+		f, err := os.Open(filepath.Join(testutil.RepoRoot(), doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := readme.InlineCommands(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		for _, l := range lines {
+			spans = append(spans, span{doc, l})
+		}
 	}
 	if len(spans) < 10 {
-		t.Fatalf("only %d inline flatcar-capo commands found: the extraction is broken", len(spans))
+		t.Fatalf("only %d inline flatcar-capo commands found in %v: the extraction is broken", len(spans), synopsisDocs)
 	}
 	helps := map[string]string{}
 	help := func(path []string) (string, bool) {
@@ -44,7 +65,7 @@ func TestREADMESynopses(t *testing.T) {
 		words, flags := readme.Synopsis(s.Text)
 		checked += len(flags)
 		if len(words) == 0 {
-			t.Errorf("README.md:%d: `%s` names no subcommand", s.Number, s.Text)
+			t.Errorf("%s:%d: `%s` names no subcommand", s.doc, s.Number, s.Text)
 			continue
 		}
 		// The longest prefix of words that is a command (oem set, sysext create, build, ...).
@@ -57,12 +78,12 @@ func TestREADMESynopses(t *testing.T) {
 			}
 		}
 		if n == 0 {
-			t.Errorf("README.md:%d: `%s`: %q is not a flatcar-capo command", s.Number, s.Text, words[0])
+			t.Errorf("%s:%d: `%s`: %q is not a flatcar-capo command", s.doc, s.Number, s.Text, words[0])
 			continue
 		}
 		for _, fl := range flags {
 			if !strings.Contains(h, fl+" ") && !strings.Contains(h, fl+"\n") {
-				t.Errorf("README.md:%d: `%s`: flatcar-capo %s has no flag %s", s.Number, s.Text, strings.Join(words[:n], " "), fl)
+				t.Errorf("%s:%d: `%s`: flatcar-capo %s has no flag %s", s.doc, s.Number, s.Text, strings.Join(words[:n], " "), fl)
 			}
 		}
 	}
@@ -77,4 +98,44 @@ func TestSynopsis(t *testing.T) {
 	if strings.Join(words, " ") != "oem set" {
 		t.Errorf("got %q", words)
 	}
+}
+
+// Every flag the README names in its prose and tables (`--registry-mirror-only`, `--ca-file FILE`),
+// with or without its command, must be a flag of some flatcar-capo command: a renamed or removed
+// flag cannot stay in the README unseen.
+func TestREADMEFlagsExist(t *testing.T) {
+	flags, err := readme.InlineFlags(openREADME(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flags) < 20 {
+		t.Fatalf("only %d flags found in the README's inline code: the extraction is broken", len(flags))
+	}
+	var helps strings.Builder
+	var walk func(path []string)
+	walk = func(path []string) {
+		r := testutil.Run(t, append(append([]string{}, path...), "--help")...)
+		if r.Code != 0 {
+			t.Fatalf("flatcar-capo %s --help: exit %d\n%s", strings.Join(path, " "), r.Code, r.Stderr)
+		}
+		helps.WriteString(r.Stdout)
+		_, cmds, ok := strings.Cut(r.Stdout, "\nAvailable Commands:\n")
+		if !ok {
+			return
+		}
+		cmds, _, _ = strings.Cut(cmds, "\n\n")
+		for _, l := range strings.Split(cmds, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] != "help" && f[0] != "completion" {
+				walk(append(append([]string{}, path...), f[0]))
+			}
+		}
+	}
+	walk(nil)
+	h := helps.String()
+	for fl, line := range flags {
+		if !strings.Contains(h, fl+" ") && !strings.Contains(h, fl+"\n") && !strings.Contains(h, fl+"=") {
+			t.Errorf("README.md:%d: %s is no flag of any flatcar-capo command", line, fl)
+		}
+	}
+	t.Logf("%d flags named in the README, all found", len(flags))
 }

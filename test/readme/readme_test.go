@@ -40,8 +40,8 @@ const exampleHost = "mirror.example"
 //     a clouds.yaml with the README's cloud names).
 //
 // `build` runs with --dry-run appended (the real builds are pkg/imagebuild's end-to-end tests). A line
-// must exit 0, or the code its "# exits N" comment names. A line the test cannot run must carry
-// readme.SkipMarker with a reason; any other line fails the test.
+// must exit 0, or the code its "# exits N" comment names. A block the test cannot run must follow
+// readme.SkipMarker (an HTML comment a reader never sees) with a reason; any other line fails the test.
 func TestREADMECommands(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.btrfs", "mkfs.ext4", "mkfs.vfat", "sgdisk", "uwsgi", "keystone-manage", "glance-manage", "glance-api")
 	cmds := readmeCommands(t)
@@ -82,13 +82,13 @@ func readmeCommands(t *testing.T) []readme.Command {
 		}
 		if l.Lang != "" && !isShell(l.Lang) {
 			if strings.Contains(l.Text, "flatcar-capo ") {
-				t.Errorf("README.md:%d: a %s block shows flatcar-capo commands but its first line is not %q + reason", l.Number, l.Lang, readme.SkipMarker)
+				t.Errorf("README.md:%d: a %s block shows flatcar-capo commands but does not follow %s", l.Number, l.Lang, readme.SkipMarker)
 			}
 			continue
 		}
 		c, err := readme.Parse(l)
 		if err != nil {
-			t.Errorf("README.md:%d: the test cannot run %q (%v): fix the line or mark it %q + reason", l.Number, l.Text, err, readme.SkipMarker)
+			t.Errorf("README.md:%d: the test cannot run %q (%v): fix the line, or move it to a block after %s", l.Number, l.Text, err, readme.SkipMarker)
 			continue
 		}
 		cmds = append(cmds, c)
