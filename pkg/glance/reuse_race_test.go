@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,7 +129,18 @@ func TestReuseAndReplaceConvergeOnOneImage(t *testing.T) {
 		t.Run(string(first)+" and "+string(second)+" together", func(t *testing.T) {
 			f := glancetest.New(t)
 			glancetest.CloudsYAML(t, f)
-			f.Misbehave(glancetest.Hostile{UploadDelay: time.Second})
+			// Neither upload finishes before both runs have listed the images (one list each
+			// before they create theirs): a run that starts late on a loaded machine would
+			// otherwise find the other's image finished, and the two would run one after the
+			// other instead of together.
+			gate := make(chan struct{})
+			var lists atomic.Int32
+			f.OnList(func() {
+				if lists.Add(1) == 2 {
+					close(gate)
+				}
+			})
+			f.Misbehave(glancetest.Hostile{UploadDelay: time.Second, UploadGate: gate})
 			done := make(chan testutil.Result)
 			go func() { done <- uploadCLI(t, file, "flatcar", first) }()
 			r2 := uploadCLI(t, file, "flatcar", second)
