@@ -13,9 +13,9 @@ import (
 	cdx "github.com/CycloneDX/cyclonedx-go"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch/fetchtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/standin"
@@ -63,7 +63,7 @@ func TestBuildFlatcarSBOM(t *testing.T) {
 
 	build("with").MustSucceed(t)
 	artifact := filepath.Join(dir, "with", name)
-	rec, err := imagebuild.ReadRecord(artifact)
+	rec, err := record.Read(artifact)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
 	"github.com/flatcar-capo/flatcar-capo/pkg/containerd/containerdtest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs/rootfstest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
@@ -41,7 +41,7 @@ func TestBuildSysextOwnContainerd(t *testing.T) {
 	qcow2 := filepath.Join(out, name+".qcow2")
 	file := "containerd-" + v + "-x86-64.raw"
 
-	rec, err := imagebuild.ReadRecord(qcow2)
+	rec, err := record.Read(qcow2)
 	if err != nil {
 		t.Fatal(err)
 	}

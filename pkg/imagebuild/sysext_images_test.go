@@ -20,6 +20,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs/rootfstest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/testutil/flatcardisk"
@@ -69,7 +70,7 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 	}
 	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
 	qcow2 := filepath.Join(out, name+".qcow2")
-	rec, err := imagebuild.ReadRecord(qcow2)
+	rec, err := record.Read(qcow2)
 	if err != nil {
 		t.Fatal(err)
 	}
