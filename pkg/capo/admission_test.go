@@ -154,7 +154,7 @@ func applyAdmission(t *testing.T, m *capitest.Management, c renderedCombo, appli
 	if err != nil {
 		t.Fatalf("flatcar-capo manifests %s: refused by %s:\n%s", strings.Join(c.args, " "), m, out)
 	}
-	record(applied, c.ns, out)
+	noteApplied(applied, c.ns, out)
 	if len(topology) > 0 {
 		for end := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
 			out, err = apply(c.ns+"-topology.yaml", topology)
@@ -165,15 +165,15 @@ func applyAdmission(t *testing.T, m *capitest.Management, c renderedCombo, appli
 		if err != nil {
 			t.Fatalf("flatcar-capo manifests %s: the topology Cluster refused by %s:\n%s", strings.Join(c.args, " "), m, out)
 		}
-		record(applied, c.ns, out)
+		noteApplied(applied, c.ns, out)
 	}
 	t.Logf("admitted %s: manifests %s (%s)", c.ns, strings.Join(c.args, " "), time.Since(start).Round(10*time.Millisecond))
 }
 
-// record notes each "resource.group/name" kubectl printed, a line each; other lines (the API
+// noteApplied notes each "resource.group/name" kubectl printed, a line each; other lines (the API
 // server's deprecation warnings for v1beta1, "Warning: cluster.x-k8s.io/v1beta1 Cluster is
 // deprecated; ...", come on the same output) are not objects.
-func record(applied map[string][]string, ns, out string) {
+func noteApplied(applied map[string][]string, ns, out string) {
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "Warning:") || len(strings.Fields(l)) != 1 {
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // ManifestsOptions are `manifests`' flags: the values, the image, the at-boot sysext, the
@@ -20,8 +21,9 @@ type ManifestsOptions struct {
 	// that set one variable each (nil: not given; given empty is refused).
 	Sets                                      []string
 	ImageName, ClusterName, KubernetesVersion *string
-	// Record reads --from-record (nil: none); its values fill what the flags leave unset.
-	Record func() (*Record, error)
+	// Record is --from-record, a build record ("": none); its values fill what the flags leave
+	// unset, and the artifact beside it gives min_disk.
+	Record string
 	// Flavor is --flavor; FlavorGiven says it was given (else the record's flavor wins).
 	Flavor      string
 	FlavorGiven bool
@@ -45,18 +47,6 @@ type ManifestsOptions struct {
 	Log io.Writer
 }
 
-// Record is what `manifests --from-record` takes from a build record.
-type Record struct {
-	// Path is the record file; the artifact next to it (Path without .build.json) gives min_disk.
-	Path                                       string
-	ImageName, KubernetesVersion, Flavor, Arch string
-	GlanceIDs                                  []string
-	Artifacts                                  []RecordArtifact
-}
-
-// RecordArtifact is one file the build wrote, with its sha512.
-type RecordArtifact struct{ File, SHA512 string }
-
 // Manifests fills the values (flags, then the record), resolves the Kubernetes version, finds
 // the at-boot sysext's hash and architecture, renders and validates the template, sets the
 // image repository and writes OutputFile. Bad values are errs.ErrInvalid, before any download.
@@ -65,9 +55,9 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rec *Record
-	if o.Record != nil {
-		if rec, err = o.Record(); err != nil {
+	var rec *record.Record
+	if o.Record != "" {
+		if rec, err = record.ReadFlag(o.Record); err != nil {
 			return nil, err
 		}
 	}
@@ -79,7 +69,7 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 	if rec != nil && !o.FlavorGiven && rec.Flavor != "" {
 		flavor = rec.Flavor
 	}
-	imageRef, imageSource, err := o.Image.apply(values, rec)
+	imageRef, imageSource, err := o.Image.apply(values, rec, o.Record)
 	if err != nil {
 		return nil, err
 	}

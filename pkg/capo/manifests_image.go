@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // ImageFlags are how manifests names the image: --image-ref (RefGiven: given), --image-id,
@@ -14,8 +15,9 @@ type ImageFlags struct {
 	RefGiven                bool
 }
 
-// apply fills values from the record (flags win) and returns the render options' image part.
-func (im ImageFlags) apply(values map[string]string, r *Record) (string, *ImageSource, error) {
+// apply fills values from the record at path (flags win) and returns the render options' image
+// part.
+func (im ImageFlags) apply(values map[string]string, r *record.Record, path string) (string, *ImageSource, error) {
 	if r != nil {
 		for k, v := range map[string]string{VarImageName: r.ImageName, VarKubernetesVersion: r.KubernetesVersion} {
 			if _, ok := values[k]; !ok && v != "" {
@@ -28,8 +30,8 @@ func (im ImageFlags) apply(values map[string]string, r *Record) (string, *ImageS
 		ref = ImageRefORC
 	}
 	id := im.ID
-	if id == "" && r != nil && len(r.GlanceIDs) > 0 && (ref == ImageRefID || ref == ImageRefORC) && im.Source == "" {
-		id = r.GlanceIDs[0]
+	if id == "" && r != nil && len(r.Glance) > 0 && (ref == ImageRefID || ref == ImageRefORC) && im.Source == "" {
+		id = r.Glance[0].ID
 	}
 	setID := values[VarImageID] // from --set
 	if id != "" && ref != ImageRefFilter {
@@ -47,7 +49,7 @@ func (im ImageFlags) apply(values map[string]string, r *Record) (string, *ImageS
 			}
 		}
 		// min_disk as upload sets it, when the artifact is still next to its record.
-		artifact := strings.TrimSuffix(r.Path, ".build.json")
+		artifact := strings.TrimSuffix(path, ".build.json")
 		if filepath.Ext(artifact) == ".qcow2" {
 			if v, err := glance.VirtualSize(artifact); err == nil {
 				src.MinDiskGiB = glance.MinDiskGiB(v)

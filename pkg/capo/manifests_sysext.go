@@ -14,6 +14,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
@@ -31,7 +32,7 @@ type SysextFlags struct {
 // (its extension-release and its name) and the build record. They must agree, or the node would
 // download the file of one architecture and check it against the hash of another's. None (or
 // only ARCHITECTURE=_any) gives DefaultSysextArch.
-func (s SysextFlags) arch(rec *Record) (string, error) {
+func (s SysextFlags) arch(rec *record.Record) (string, error) {
 	type source struct{ from, arch string }
 	sources := []source{{"--arch", s.Arch}}
 	if s.File != "" {
@@ -73,7 +74,7 @@ func (s SysextFlags) arch(rec *Record) (string, error) {
 // record, or the server's FILE.sha512 (downloading the file to check it), and returns the
 // sysext's architecture and the --sysupdate-key keyring. Without a Kubernetes version the
 // variable is left for clusterctl.
-func (s SysextFlags) fill(ctx context.Context, flavor string, values map[string]string, rec *Record) (arch string, keyring []byte, err error) {
+func (s SysextFlags) fill(ctx context.Context, flavor string, values map[string]string, rec *record.Record) (arch string, keyring []byte, err error) {
 	if err := (SysextHashOptions{Flavor: flavor, File: s.File, InsecureNoHash: s.InsecureNoHash, SysupdateURL: s.SysupdateURL, SysupdateKey: s.SysupdateKey != ""}).Validate(); err != nil {
 		return "", nil, err
 	}
@@ -108,7 +109,7 @@ func (s SysextFlags) fill(ctx context.Context, flavor string, values map[string]
 
 // sha512 is the served sysext's: of --sysext FILE, from the record, or the server's .sha512
 // checked against the file it serves; none (!ok) leaves it for clusterctl (no exact version yet).
-func (s SysextFlags) sha512(ctx context.Context, values map[string]string, rec *Record, arch string) (sum string, ok bool, err error) {
+func (s SysextFlags) sha512(ctx context.Context, values map[string]string, rec *record.Record, arch string) (sum string, ok bool, err error) {
 	version := values[VarKubernetesVersion]
 	name, _ := sysext.KubernetesFileName(version, arch)
 	switch {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 func ptr(s string) *string { return &s }
@@ -18,12 +19,17 @@ func ptr(s string) *string { return &s }
 // win), a bare version gets its v, the warnings come out, the image repository is set and the
 // output file is written 0600 with the manifest returned.
 func TestManifestsFacade(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "cluster.yaml")
-	rec := &capo.Record{Path: "img.qcow2.build.json", ImageName: "flatcar-from-record", KubernetesVersion: "1.33.4", Flavor: capo.FlavorSysextBaked, Arch: "amd64"}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "cluster.yaml")
+	rec := &record.Record{ImageName: "flatcar-from-record", KubernetesVersion: "1.33.4", Flavor: capo.FlavorSysextBaked, Arch: "amd64"}
+	img := filepath.Join(dir, "img.qcow2")
+	if err := rec.Write(img); err != nil {
+		t.Fatal(err)
+	}
 	var warnings strings.Builder
 	r, err := capo.Manifests(context.Background(), capo.ManifestsOptions{
 		Sets: []string{"WORKER_MACHINE_COUNT=2"}, ClusterName: ptr("demo"),
-		Record: func() (*capo.Record, error) { return rec, nil }, Flavor: capo.FlavorBaked,
+		Record: record.Path(img), Flavor: capo.FlavorBaked,
 		HTTPSProxy: "http://proxy.example:3128", ImageRepository: "registry.example:5000/k8s", OutputFile: out,
 		Log: &warnings})
 	if err != nil {
@@ -51,7 +57,7 @@ func TestManifestsFacade(t *testing.T) {
 
 	// A flag wins over the record; --flavor given wins over its flavor.
 	r, err = capo.Manifests(context.Background(), capo.ManifestsOptions{ImageName: ptr("flatcar-flag"),
-		Record: func() (*capo.Record, error) { return rec, nil }, Flavor: capo.FlavorBaked, FlavorGiven: true})
+		Record: record.Path(img), Flavor: capo.FlavorBaked, FlavorGiven: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +70,9 @@ func TestManifestsFacade(t *testing.T) {
 func TestManifestsFacadeRefuses(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(filepath.Join(dir, "broken.build.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for name, tc := range map[string]struct {
 		o    capo.ManifestsOptions
 		want string
@@ -72,7 +81,7 @@ func TestManifestsFacadeRefuses(t *testing.T) {
 		"bad set":          {capo.ManifestsOptions{Sets: []string{"NOVALUE"}}, "--set"},
 		"sysext-url":       {capo.ManifestsOptions{SysextURL: "http://x.example"}, "--sysext-url is for --flavor sysext"},
 		"image repo":       {capo.ManifestsOptions{ImageRepository: "https://reg.example/"}, "--image-repository"},
-		"record":           {capo.ManifestsOptions{Record: func() (*capo.Record, error) { return nil, errs.Invalidf("--from-record: broken") }}, "--from-record"},
+		"record":           {capo.ManifestsOptions{Record: filepath.Join(dir, "broken.build.json")}, "--from-record"},
 		"sysext no flavor": {capo.ManifestsOptions{Sysext: capo.SysextFlags{InsecureNoHash: true}}, "--insecure-no-hash"},
 	} {
 		tc.o.OutputFile = out

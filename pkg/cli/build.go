@@ -162,8 +162,8 @@ func checkBuildFlags(o *imagebuild.Options, vf verifyFlags, diskSize string) err
 	return err
 }
 
-func printBuild(w io.Writer, r *imagebuild.Record) error {
-	if r.DryRun != nil {
+func printBuild(w io.Writer, r *imagebuild.Result) error {
+	if r.Plan != nil {
 		return printPlan(w, r)
 	}
 	state := "built"
@@ -185,8 +185,8 @@ func printBuild(w io.Writer, r *imagebuild.Record) error {
 	return nil
 }
 
-func printPlan(w io.Writer, r *imagebuild.Record) error {
-	p := r.DryRun
+func printPlan(w io.Writer, r *imagebuild.Result) error {
+	p := r.Plan
 	fmt.Fprintf(w, "Plan (--dry-run: nothing downloaded, booted or written)\n")
 	fmt.Fprintf(w, "  method:      %s\n", p.Method)
 	fmt.Fprintf(w, "  flatcar:     %s %s (%s)\n", p.Channel, p.FlatcarVersion, p.Arch)

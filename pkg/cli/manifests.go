@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/capo"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
@@ -89,7 +88,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 			f := cmd.Flags()
 			o.ImageName, o.ClusterName = given(f, "image-name", imageName), given(f, "cluster-name", clusterName)
 			o.KubernetesVersion = given(f, "kubernetes-version", k8sVersion)
-			o.Record, o.FlavorGiven, o.Image.RefGiven = recordReader(record), f.Changed("flavor"), f.Changed("image-ref")
+			o.Record, o.FlavorGiven, o.Image.RefGiven = record, f.Changed("flavor"), f.Changed("image-ref")
 			o.WithoutAPILoadBalancer, o.Network.Log = !apiLoadBalancer, cmd.ErrOrStderr()
 			o.Log = cmd.ErrOrStderr()
 			r, err := capo.Manifests(cmd.Context(), o)
@@ -166,25 +165,4 @@ func printManifests(cmd *cobra.Command, rep manifestsReport) error {
 	}
 	fmt.Fprintf(w, "The management cluster needs these feature gates (CAPI refuses the output without them): %s\n", rep.ClusterctlInit)
 	return nil
-}
-
-// recordReader reads --from-record as manifests takes it (nil without one).
-func recordReader(path string) func() (*capo.Record, error) {
-	if path == "" {
-		return nil
-	}
-	return func() (*capo.Record, error) {
-		r, err := imagebuild.RecordFile(path)
-		if err != nil {
-			return nil, err
-		}
-		c := &capo.Record{Path: path, ImageName: r.ImageName, KubernetesVersion: r.KubernetesVersion, Flavor: r.Flavor, Arch: r.Arch}
-		for _, g := range r.Glance {
-			c.GlanceIDs = append(c.GlanceIDs, g.ID)
-		}
-		for _, a := range r.Artifacts {
-			c.Artifacts = append(c.Artifacts, capo.RecordArtifact{File: a.File, SHA512: a.SHA512})
-		}
-		return c, nil
-	}
 }

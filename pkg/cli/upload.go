@@ -10,7 +10,6 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
 )
 
@@ -71,8 +70,8 @@ Prints the image ID, one line per cloud.`,
 				Clouds: cloudNames, Name: name, Visibility: visibility, OnExists: onExists, Wait: wait,
 				Metadata: glance.MetadataInput{FlatcarVersion: flatcarV, KubernetesVersion: kubeV, Properties: props, Tags: tag,
 					MinDiskGiB: minDisk, MinRAMMiB: minRAM, Firmware: firmware},
-				Signing: func() (*glance.Signing, error) { _, g, err := sign.signing(true); return g, err },
-				Record:  recordGlanceValues, Log: &lockedWriter{w: stderr},
+				Signing:  func() (*glance.Signing, error) { _, g, err := sign.signing(true); return g, err },
+				Log:      &lockedWriter{w: stderr},
 				Progress: progress.To(stderr, pmode)})
 			if len(results) == 0 {
 				return uerr
@@ -112,15 +111,6 @@ Prints the image ID, one line per cloud.`,
 	sign.register(f)
 	AddOutputFlag(f)
 	return cmd
-}
-
-// recordGlanceValues are the Glance values of the build record beside file (none: empty).
-func recordGlanceValues(file string) (glance.RecordValues, error) {
-	r, err := imagebuild.LoadRecord(file)
-	if err != nil {
-		return glance.RecordValues{}, err
-	}
-	return r.GlanceValues(), nil
 }
 
 // lockedWriter serialises the notes of concurrent uploads line by line.

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
+	"github.com/flatcar-capo/flatcar-capo/pkg/verify"
 )
 
 func newVerifyCommand() *cobra.Command {
@@ -45,7 +45,7 @@ Exit 0 when everything verifies, 1 when a signature, the image or its contents d
 			if err != nil {
 				return err
 			}
-			v, err := imagebuild.VerifyArtifact(cmd.Context(), args[0], pub)
+			v, err := verify.Artifact(cmd.Context(), args[0], pub)
 			if err != nil {
 				return err
 			}

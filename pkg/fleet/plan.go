@@ -2,15 +2,15 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // Resolver turns a channel into its current Flatcar version and a Kubernetes version spec
@@ -193,17 +193,8 @@ func localSHA512(dir, name string) string {
 		return ""
 	}
 	for _, artifact := range []string{filepath.Join(dir, name+".qcow2"), filepath.Join(dir, name, name+".qcow2")} {
-		b, err := infile.ReadFile("build record", artifact+".build.json", infile.Record)
+		rec, err := record.Read(artifact)
 		if err != nil {
-			continue
-		}
-		var rec struct {
-			Artifacts []struct {
-				File   string `json:"file"`
-				SHA512 string `json:"sha512"`
-			} `json:"artifacts"`
-		}
-		if json.Unmarshal(b, &rec) != nil {
 			continue
 		}
 		for _, a := range rec.Artifacts {

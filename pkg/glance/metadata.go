@@ -13,25 +13,11 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // ToolTag is set on every image this tool creates; it marks leftovers that are safe to delete.
 const ToolTag = "flatcar-capo"
-
-// RecordValues are what an image's build record (build.Record, <image>.build.json) says that
-// decides its metadata when the flags do not.
-type RecordValues struct {
-	FlatcarVersion    string
-	KubernetesVersion string
-	Arch              string // amd64|arm64 (or x86_64|aarch64)
-	// Channel and Method name the fleet slot the image fills (plan and prune group by them).
-	Channel, Method string
-	UEFIOnly        bool // boots only with UEFI firmware (the qemu_uefi base; arm64 always)
-	// SBOMSHA256 is the sha256 of the image's SBOM (<artifact>.cdx.json): PropertySBOMSHA256.
-	SBOMSHA256 string
-	// Secrets name the credentials baked into the image (the record's carriesSecrets).
-	Secrets []string
-}
 
 // RefuseSecretsInPublic refuses --visibility public or community for an image that holds
 // credentials (secrets names their kinds): everyone in the cloud could boot it and read them.
@@ -67,11 +53,13 @@ type MetadataInput struct {
 	KubernetesVersion string
 	Properties        []string // k=v, applied last
 	Tags              []string
-	Record            RecordValues
-	VirtualSize       int64  // bytes of the disk the guest sees: min_disk
-	MinDiskGiB        int    // --min-disk; at least the virtual size
-	MinRAMMiB         int    // --min-ram; 0 is DefaultMinRAMMiB
-	Firmware          string // --firmware uefi|bios; "" decides from the record
+	// Record is the image's build record (<image>.build.json; empty: none): its versions, its
+	// arch and firmware, its fleet slot (channel, method) and its SBOM's sha256.
+	Record      record.Record
+	VirtualSize int64  // bytes of the disk the guest sees: min_disk
+	MinDiskGiB  int    // --min-disk; at least the virtual size
+	MinRAMMiB   int    // --min-ram; 0 is DefaultMinRAMMiB
+	Firmware    string // --firmware uefi|bios; "" decides from the record
 }
 
 // BuildMetadata returns the default Flatcar/CAPO properties and tags, overridden by the user's
@@ -104,8 +92,8 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 	if in.Record.Method != "" {
 		p[PropertyMethod] = in.Record.Method
 	}
-	if in.Record.SBOMSHA256 != "" {
-		p[PropertySBOMSHA256] = in.Record.SBOMSHA256
+	if in.Record.SBOM != nil && in.Record.SBOM.SHA256 != "" {
+		p[PropertySBOMSHA256] = in.Record.SBOM.SHA256
 	}
 	for _, kv := range in.Properties {
 		k, v, ok := strings.Cut(kv, "=")
@@ -128,7 +116,7 @@ func BuildMetadata(in MetadataInput) (Metadata, error) {
 		p["hw_firmware_type"] = "uefi"
 	case "bios":
 	case "":
-		if in.Record.UEFIOnly || arch == "aarch64" {
+		if in.Record.UEFIOnly() || arch == "aarch64" {
 			p["hw_firmware_type"] = "uefi" // Nova would boot it with BIOS, and it would not start
 		}
 	default:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 func TestBuildMetadata(t *testing.T) {
@@ -18,7 +19,7 @@ func TestBuildMetadata(t *testing.T) {
 		KubernetesVersion: "1.33.1",
 		Properties:        []string{"os_distro=flatcar-custom", "hw_rng_model=virtio", "note=a=b"},
 		Tags:              []string{"extra", "flatcar-capo"},
-		Record:            glance.RecordValues{FlatcarVersion: "4459.2.0", KubernetesVersion: "v1.30.0", Arch: "arm64"},
+		Record:            record.Record{FlatcarVersion: "4459.2.0", KubernetesVersion: "v1.30.0", Arch: "arm64"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestBuildMetadata(t *testing.T) {
 	if _, err := glance.BuildMetadata(glance.MetadataInput{Tags: []string{"a/b"}}); err == nil {
 		t.Error("tag a/b accepted")
 	}
-	if _, err := glance.BuildMetadata(glance.MetadataInput{Record: glance.RecordValues{Arch: "riscv"}}); err == nil {
+	if _, err := glance.BuildMetadata(glance.MetadataInput{Record: record.Record{Arch: "riscv"}}); err == nil {
 		t.Error("unknown architecture accepted")
 	}
 }
@@ -126,11 +127,11 @@ func TestMetadataMinDiskAndFirmware(t *testing.T) {
 			t.Errorf("MinDiskGiB(%d) = %d, want %d", size, got, want)
 		}
 	}
-	uefi := glance.RecordValues{Arch: "amd64", UEFIOnly: true}
+	uefi := record.Record{Arch: "amd64", Inputs: record.Inputs{Base: "qemu_uefi"}}
 	for _, tc := range []struct {
-		rec  glance.RecordValues
+		rec  record.Record
 		want bool
-	}{{glance.RecordValues{Arch: "amd64"}, false}, {glance.RecordValues{Arch: "arm64"}, true}, {uefi, true}} {
+	}{{record.Record{Arch: "amd64"}, false}, {record.Record{Arch: "arm64"}, true}, {uefi, true}} {
 		m, err := glance.BuildMetadata(glance.MetadataInput{Record: tc.rec, VirtualSize: 9 << 30})
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +140,7 @@ func TestMetadataMinDiskAndFirmware(t *testing.T) {
 			t.Errorf("%+v: %+v", tc.rec, m)
 		}
 	}
-	if _, err := glance.BuildMetadata(glance.MetadataInput{Record: glance.RecordValues{Arch: "amd64"}, VirtualSize: 9 << 30, MinDiskGiB: 8}); err == nil {
+	if _, err := glance.BuildMetadata(glance.MetadataInput{Record: record.Record{Arch: "amd64"}, VirtualSize: 9 << 30, MinDiskGiB: 8}); err == nil {
 		t.Error("--min-disk below the virtual size accepted")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // SetFile points req at the image file and the disk format to send it as: "" keeps the file's
@@ -198,12 +199,11 @@ type FileUpload struct {
 	Visibility string
 	OnExists   string
 	Wait       time.Duration
-	// Metadata is the flags' part; its Record and VirtualSize are filled here.
+	// Metadata is the flags' part; its Record (the build record beside File, record.Load) and
+	// VirtualSize are filled here.
 	Metadata MetadataInput
 	// Signing reads --sign-key and its certificate (nil, nil: unsigned); nil: never signed.
-	Signing func() (*Signing, error)
-	// Record reads the build record beside the file (empty values when there is none).
-	Record   func(file string) (RecordValues, error)
+	Signing  func() (*Signing, error)
 	Log      io.Writer
 	Progress progress.Func
 }
@@ -230,12 +230,12 @@ func UploadFile(ctx context.Context, u FileUpload) ([]*Result, error) {
 		return nil, err // a compressed or foreign image is a failure (exit 1), like in every command
 	}
 	warnHybridMBR(u.File, u.Log)
-	if u.Record != nil {
-		if u.Metadata.Record, err = u.Record(u.File); err != nil {
-			return nil, err
-		}
+	rec, err := record.Load(u.File)
+	if err != nil {
+		return nil, err
 	}
-	if err := RefuseSecretsInPublic(u.Visibility, u.Metadata.Record.Secrets); err != nil {
+	u.Metadata.Record = *rec
+	if err := RefuseSecretsInPublic(u.Visibility, rec.CarriesSecrets); err != nil {
 		return nil, err
 	}
 	u.Metadata.VirtualSize = req.VirtualSize

@@ -10,21 +10,21 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/glancetest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
-// UploadFile is `upload` in one call: the record's values and the flags become the image's
-// metadata, and the bad values are refused before any cloud is asked.
+// UploadFile is `upload` in one call: the values of the record beside the file and the flags
+// become the image's metadata, and the bad values are refused before any cloud is asked.
 func TestUploadFileMetadataFromRecordAndFlags(t *testing.T) {
 	f := glancetest.New(t)
 	glancetest.CloudsYAML(t, f)
 	path := rawImage(t, t.TempDir(), 7, 1<<20)
-	var recordOf string
+	rec := record.Record{FlatcarVersion: "4459.2.2", KubernetesVersion: "v1.34.1", Arch: "amd64", Channel: "beta", SBOM: &record.SBOMFile{SHA256: "5b0m"}}
+	if err := rec.Write(path); err != nil {
+		t.Fatal(err)
+	}
 	u := glance.FileUpload{File: path, Clouds: []string{"fake0"}, Name: "flatcar-up", OnExists: "reuse", Wait: 30 * time.Second,
-		Metadata: glance.MetadataInput{KubernetesVersion: "v1.35.2", Properties: []string{"site=lab"}},
-		Record: func(file string) (glance.RecordValues, error) {
-			recordOf = file
-			return glance.RecordValues{FlatcarVersion: "4459.2.2", KubernetesVersion: "v1.34.1", Arch: "amd64"}, nil
-		}}
+		Metadata: glance.MetadataInput{KubernetesVersion: "v1.35.2", Properties: []string{"site=lab"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := glance.UploadFile(ctx, u)
@@ -32,8 +32,9 @@ func TestUploadFileMetadataFromRecordAndFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := res[0].Properties
-	if recordOf != path || p["os_version"] != "4459.2.2" || p["kubernetes_version"] != "v1.35.2" || p["site"] != "lab" || res[0].Action != "uploaded" {
-		t.Errorf("record read for %q, properties %v: want the record's os_version, the flag's kubernetes_version and site=lab", recordOf, p)
+	if p["os_version"] != "4459.2.2" || p[glance.PropertyChannel] != "beta" || p[glance.PropertySBOMSHA256] != "5b0m" ||
+		p["kubernetes_version"] != "v1.35.2" || p["site"] != "lab" || res[0].Action != "uploaded" {
+		t.Errorf("properties %v: want the record's os_version, channel and SBOM sha256, the flag's kubernetes_version and site=lab", p)
 	}
 
 	for name, mod := range map[string]func(*glance.FileUpload){

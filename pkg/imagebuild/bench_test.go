@@ -15,6 +15,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // BenchmarkBuildStandin is scripts/bench/build.sh: one full build of the stand-in guest per
@@ -46,7 +47,7 @@ func BenchmarkBuildStandin(b *testing.B) {
 // vmSteps are the steps whose time is the VM's (or, for sysext, the bake's own work).
 var vmSteps = map[string]bool{"packer": true}
 
-func printTimings(method string, rec *imagebuild.Record) {
+func printTimings(method string, rec *record.Record) {
 	var total, vm, download float64
 	var lines []string
 	for _, s := range rec.Steps {

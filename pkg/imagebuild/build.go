@@ -14,12 +14,20 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/epoch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
+
+// Result is what Run returns: the build record, and for --dry-run the plan (and no build). As
+// JSON (build -o json) it is the record with the plan's "plan".
+type Result struct {
+	*record.Record
+	Plan *Plan `json:"plan,omitempty"`
+}
 
 // Run builds the image o describes and returns its record. Progress goes to o.Log, one line
 // per step. On failure or cancellation every step's Cleanup has run: no VM, no temp files, no
 // half-built artifact; the error names the method's log when there is one.
-func Run(ctx context.Context, o *Options) (*Record, error) {
+func Run(ctx context.Context, o *Options) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -53,7 +61,7 @@ func Run(ctx context.Context, o *Options) (*Record, error) {
 	if err := keyError.get(state); err != nil {
 		return nil, withLog(state, err)
 	}
-	return rec, nil
+	return &Result{Record: rec, Plan: keyPlan.get(state)}, nil
 }
 
 // interrupted says what a cancelled build really left, now that every Cleanup has run: the
@@ -114,7 +122,7 @@ type timed struct {
 	step  multistep.Step
 	n, of int
 	o     *Options
-	rec   *Record
+	rec   *record.Record
 }
 
 func (t *timed) name() string {
@@ -149,7 +157,7 @@ func (t *timed) Run(ctx context.Context, state multistep.StateBag) multistep.Ste
 		note = ": " + note
 	}
 	fmt.Fprintf(t.o.Log, "[%d/%d] %-12s %-6s %6.1fs%s\n", t.n, t.of, t.name(), status, d.Seconds(), note)
-	t.rec.Steps = append(t.rec.Steps, StepTiming{Name: t.name(), Seconds: d.Seconds(), Status: status})
+	t.rec.Steps = append(t.rec.Steps, record.StepTiming{Name: t.name(), Seconds: d.Seconds(), Status: status})
 	return action
 }
 

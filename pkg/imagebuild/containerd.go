@@ -11,6 +11,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
@@ -41,7 +42,7 @@ type stepContainerd struct{ noCleanup }
 func (*stepContainerd) Name() string { return "containerd" }
 
 func (*stepContainerd) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	o, rec := options(state), record(state)
+	o, rec := options(state), buildRecord(state)
 	if o.Containerd.Version == "" {
 		note(state, "Flatcar's own containerd (no --containerd-version)")
 		return multistep.ActionContinue
@@ -54,7 +55,7 @@ func (*stepContainerd) Run(ctx context.Context, state multistep.StateBag) multis
 	}
 	keyContainerd.put(state, set)
 	for _, d := range []containerd.Downloaded{set.Tarball, set.Runc} {
-		rec.Downloads = append(rec.Downloads, Download{Name: filepath.Base(d.Path), URL: redact.URL(d.URL), SHA256: d.SHA256})
+		rec.Downloads = append(rec.Downloads, record.Download{Name: filepath.Base(d.Path), URL: redact.URL(d.URL), SHA256: d.SHA256})
 	}
 	note(state, "containerd %s with runc %s: sha256-verified", co.Version, co.Runc)
 	return multistep.ActionContinue

@@ -26,6 +26,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // fixture is shared by the subtests of TestBuildEndToEnd: one signed stand-in release, one
@@ -97,9 +98,9 @@ func (fx *fixture) run(t testing.TB, env []string, extra ...string) testutil.Res
 	return r
 }
 
-func readRecord(t testing.TB, artifact string) *imagebuild.Record {
+func readRecord(t testing.TB, artifact string) *record.Record {
 	t.Helper()
-	rec, err := imagebuild.ReadRecord(artifact)
+	rec, err := record.Read(artifact)
 	if err != nil {
 		t.Fatalf("build record of %s: %v", artifact, err)
 	}
@@ -145,8 +146,8 @@ func TestBuildEndToEnd(t *testing.T) {
 			t.Fatal("--dry-run created the output directory")
 		}
 		js := fx.run(t, nil, "--dry-run", "-o", "json", "--output-dir", out).MustSucceed(t)
-		var rec imagebuild.Record
-		if err := json.Unmarshal([]byte(js.Stdout), &rec); err != nil || rec.DryRun == nil || rec.DryRun.ImageName != name {
+		var rec imagebuild.Result
+		if err := json.Unmarshal([]byte(js.Stdout), &rec); err != nil || rec.Plan == nil || rec.Plan.ImageName != name {
 			t.Fatalf("-o json plan: %v\n%s", err, js.Stdout)
 		}
 	})
@@ -201,7 +202,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		if !strings.Contains(r.Stderr, "reusing") || strings.Contains(r.Stderr, "packer:") {
 			t.Fatalf("the re-run did not reuse the artifact:\n%s", r.Stderr)
 		}
-		var rec imagebuild.Record
+		var rec record.Record
 		if err := json.Unmarshal([]byte(r.Stdout), &rec); err != nil {
 			t.Fatalf("-o json: %v\n%s", err, r.Stdout)
 		}
@@ -459,7 +460,7 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-func checkBuilt(t *testing.T, r testutil.Result, out string, fx *fixture) *imagebuild.Record {
+func checkBuilt(t *testing.T, r testutil.Result, out string, fx *fixture) *record.Record {
 	t.Helper()
 	qcows, _ := filepath.Glob(filepath.Join(out, "*.qcow2"))
 	if len(qcows) != 1 {

@@ -19,7 +19,7 @@ func TestPipelineResolvesKubernetesVersion(t *testing.T) {
 	base := flatcardisk.Build(t, flatcardisk.Options{FirstBoot: true})
 	m := kubetest.New(t, kubernetes.Options{})
 	cache, out := filepath.Join(t.TempDir(), "cache"), t.TempDir()
-	run := func(version string) *Record {
+	run := func(version string) *Result {
 		t.Helper()
 		ko := kubernetes.Options{Kubernetes: version, Mirror: m.KubernetesMirror(), GitHubMirror: m.GitHubMirror()}
 		o := &Options{Method: "fake", BaseImage: base, Release: release.Release{Channel: "stable", Version: "4459.2.0", Arch: "amd64"},

@@ -11,9 +11,9 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/rootfstest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // A base with a hybrid MBR (Flatcar LTS 4081, releases before 4459.2.0) built with the node
@@ -57,7 +57,7 @@ func TestBuildNodeSettingsAndProtectiveMBR(t *testing.T) {
 		t.Errorf("build does not say it replaced the hybrid MBR:\n%s", res.Stdout)
 	}
 	qcow2 := filepath.Join(out, "flatcar-stable-4081.3.10-kube-"+kubetest.Version+"-sysext.qcow2")
-	rec, err := imagebuild.ReadRecord(qcow2)
+	rec, err := record.Read(qcow2)
 	if err != nil {
 		t.Fatal(err)
 	}

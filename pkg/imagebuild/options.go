@@ -20,6 +20,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
@@ -162,7 +163,7 @@ func (o *Options) validate() error {
 	default:
 		return fmt.Errorf("invalid --disk-format %q: qcow2 (default) or raw (for Ceph-backed Glance)", o.DiskFormat)
 	}
-	if _, err := glance.BuildMetadata(glance.MetadataInput{Properties: o.Properties, Tags: o.Tags, Record: glance.RecordValues{Arch: "amd64"}}); err != nil {
+	if _, err := glance.BuildMetadata(glance.MetadataInput{Properties: o.Properties, Tags: o.Tags, Record: record.Record{Arch: "amd64"}}); err != nil {
 		return err
 	}
 	if err := o.Node.validate(); err != nil {

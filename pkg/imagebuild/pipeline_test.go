@@ -19,6 +19,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/oem"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -87,7 +88,7 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 		t.Fatalf("artifact %s", artifact)
 	}
 	// upload's reader sees the three keys.
-	br, err := LoadRecord(artifact)
+	br, err := record.Load(artifact)
 	if err != nil || br.FlatcarVersion != "4459.2.0" || br.KubernetesVersion != kubetest.Version || br.Arch != "amd64" {
 		t.Fatalf("upload's view of the record: %+v %v", br, err)
 	}
@@ -97,7 +98,7 @@ func TestPipelineRecordsReusesAndForces(t *testing.T) {
 	}
 	// Whatever the method, the record step writes the SBOM: every download with its sha256.
 	sbomBytes, err := os.ReadFile(filepath.Join(o.OutputDir, rec.SBOM.File))
-	if err != nil || br.GlanceValues().SBOMSHA256 != rec.SBOM.SHA256 || rec.SBOM.SHA256 == "" {
+	if err != nil || br.SBOM == nil || br.SBOM.SHA256 != rec.SBOM.SHA256 || rec.SBOM.SHA256 == "" {
 		t.Fatalf("SBOM %+v: %v", rec.SBOM, err)
 	}
 	for _, d := range rec.Downloads {

@@ -7,22 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
-// SBOMFile names the SBOM in the record: its file (next to the artifact) and sha256, which
-// upload sets as the Glance property flatcar_capo_sbom_sha256 (and i31a's signing reads).
-type SBOMFile struct {
-	File   string `json:"file"`
-	SHA256 string `json:"sha256"`
-	Format string `json:"format"` // CycloneDX 1.6 JSON
-}
-
 // inventory is what the record says the image holds, for its SBOM; at is its time (the build's
 // epoch: the sysext method takes it from the base image, so the same inputs give the same SBOM;
 // zero: none).
-func (r *Record) inventory(at time.Time) sbom.Inventory {
+func inventory(r *record.Record, at time.Time) sbom.Inventory {
 	inv := sbom.Inventory{Tool: r.Tools.FlatcarCapo, Time: at,
 		Subject: sbom.Subject{Name: r.ImageName, Method: r.Method},
 		Flatcar: sbom.Flatcar{Channel: r.Channel, Version: r.FlatcarVersion, Arch: r.Arch, File: r.Base.File, URL: r.Base.URL,
@@ -55,12 +48,12 @@ func (r *Record) inventory(at time.Time) sbom.Inventory {
 }
 
 // writeSBOM writes <artifact>.cdx.json from the record and names it there.
-func (r *Record) writeSBOM(artifact string, at time.Time) error {
-	b, err := r.inventory(at).Write(sbom.Path(artifact))
+func writeSBOM(r *record.Record, artifact string, at time.Time) error {
+	b, err := inventory(r, at).Write(sbom.Path(artifact))
 	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256(b)
-	r.SBOM = &SBOMFile{File: filepath.Base(sbom.Path(artifact)), SHA256: hex.EncodeToString(sum[:]), Format: "CycloneDX 1.6 JSON"}
+	r.SBOM = &record.SBOMFile{File: filepath.Base(sbom.Path(artifact)), SHA256: hex.EncodeToString(sum[:]), Format: "CycloneDX 1.6 JSON"}
 	return nil
 }

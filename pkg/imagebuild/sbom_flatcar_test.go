@@ -17,8 +17,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // Issue 45 item 8: the SBOM of `build --method sysext` refers to Flatcar's own package SBOM of
@@ -63,7 +63,7 @@ func TestBuildFlatcarSBOM(t *testing.T) {
 
 	build("with").MustSucceed(t)
 	artifact := filepath.Join(dir, "with", name)
-	rec, err := imagebuild.ReadRecord(artifact)
+	rec, err := record.Read(artifact)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/signingtest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
 )
 
@@ -59,7 +59,7 @@ func TestSBOMPreloadedImagesBuildAndInspect(t *testing.T) {
 	}
 	build()
 	artifact := filepath.Join(out, "flatcar-stable-4459.2.0-kube-v1.33.4-sysext.qcow2")
-	rec, err := imagebuild.ReadRecord(artifact)
+	rec, err := record.Read(artifact)
 	if err != nil || rec.SBOM == nil {
 		t.Fatalf("record %+v: %v", rec, err)
 	}
@@ -76,7 +76,7 @@ func TestSBOMPreloadedImagesBuildAndInspect(t *testing.T) {
 	if again, _ := os.ReadFile(filepath.Join(out, rec.SBOM.File)); !bytes.Equal(again, built) {
 		t.Errorf("the rerun rewrote the SBOM:\n%s", again)
 	}
-	if rerun, err := imagebuild.ReadRecord(artifact); err != nil || !rerun.Reused || len(rerun.Images) != len(rec.Images) || len(rec.Images) != 7 ||
+	if rerun, err := record.Read(artifact); err != nil || !rerun.Reused || len(rerun.Images) != len(rec.Images) || len(rec.Images) != 7 ||
 		rerun.SBOM == nil || *rerun.SBOM != *rec.SBOM {
 		t.Errorf("the rerun's record: %+v, %v (first build's: %d images, SBOM %+v)", rerun, err, len(rec.Images), rec.SBOM)
 	}
@@ -127,7 +127,11 @@ func TestSBOMPreloadedImagesBuildAndInspect(t *testing.T) {
 	}
 	dropped := inv.Images[0]
 	inv.Images = inv.Images[1:]
-	resignSBOM(t, artifact, keyPath, inv)
+	resigned, err := inv.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signingtest.ResignSBOM(t, artifact, keyPath, resigned, true)
 	testutil.Run(t, "verify", artifact, "--key", pub).MustFail(t, 1,
 		"image "+dropped.Ref+" "+dropped.Platform+": the SBOM says none, the image holds "+dropped.Digest)
 

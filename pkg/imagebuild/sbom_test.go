@@ -15,8 +15,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // `build --method sysext` writes <artifact>.cdx.json, a CycloneDX SBOM named in the record with
@@ -41,12 +41,12 @@ func TestBuildSBOM(t *testing.T) {
 	srv.Publish(t, fetchtest.Release{Channel: "stable", Arch: "amd64", Version: "4459.2.0", Image: "openstack",
 		Content: content, Signer: key.Current, Key: key, SignedAt: time.Now().Add(-time.Hour), Current: true, WithoutBZ2: true})
 	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
-	run := func(out, cache string) (*imagebuild.Record, []byte) {
+	run := func(out, cache string) (*record.Record, []byte) {
 		t.Helper()
 		testutil.Run(t, append([]string{"build", "--method", "sysext", "--no-preload-images", "--release-server", srv.ReleaseServer(), "--keyring", keyring,
 			"--cache-dir", cache, "--output-dir", out}, mirror.Args()...)...).MustSucceed(t)
 		artifact := filepath.Join(out, name+".qcow2")
-		rec, err := imagebuild.ReadRecord(artifact)
+		rec, err := record.Read(artifact)
 		if err != nil {
 			t.Fatal(err)
 		}

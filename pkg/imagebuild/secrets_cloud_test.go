@@ -23,8 +23,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // Secrets that the URLs of this test carry as userinfo; none may appear in any output or record.
@@ -97,7 +97,7 @@ func reproducibleNoSecrets(t *testing.T, stackClouds string) {
 
 	// Runner A: makes the sysext; the same Glance named three times.
 	r := run(buildArgs("a", "--cloud", "local", "--cloud", "local", "--cloud", "local-again", "-o", "json")...).MustSucceed(t)
-	var recA imagebuild.Record
+	var recA record.Record
 	if err := json.Unmarshal([]byte(r.Stdout), &recA); err != nil {
 		t.Fatalf("build -o json: %v\n%s", err, r.Stdout)
 	}
@@ -121,7 +121,7 @@ func reproducibleNoSecrets(t *testing.T, stackClouds string) {
 		t.Fatalf("two builds of the same inputs differ: sha512 %.16s… and %.16s…\n%s", a, b, r.Stderr)
 	}
 	r.MustSucceed(t)
-	var recB imagebuild.Record
+	var recB record.Record
 	if err := json.Unmarshal([]byte(r.Stdout), &recB); err != nil {
 		t.Fatalf("build -o json: %v\n%s", err, r.Stdout)
 	}

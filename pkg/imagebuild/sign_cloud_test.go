@@ -14,8 +14,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/signingtest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // TestBuildSignedVerify: `build --sign-key` writes the .sig files of the image and its record
@@ -41,12 +41,12 @@ func TestBuildSignedVerify(t *testing.T) {
 		return testutil.RunCmd(t, testutil.Cmd{Args: a, Env: []string{"OS_CLIENT_CONFIG_FILE=" + clouds}})
 	}
 	artifact := filepath.Join(out, name+".qcow2")
-	record := imagebuild.RecordPath(artifact)
+	recordPath := record.Path(artifact)
 
 	// No cloud: only the .sig files, and a certificate flag is refused as meaningless.
 	run(append(args, "--sign-cert", cert)...).MustFail(t, 2, "--sign-cert", "--cloud")
 	run(args...).MustSucceed(t)
-	for _, f := range []string{artifact + ".sig", record + ".sig"} {
+	for _, f := range []string{artifact + ".sig", recordPath + ".sig"} {
 		if _, err := os.Stat(f); err != nil {
 			t.Fatalf("build --sign-key did not write %s: %v", f, err)
 		}
@@ -55,7 +55,7 @@ func TestBuildSignedVerify(t *testing.T) {
 
 	// With a cloud: the artifact is reused, uploaded signed, and the rewritten record signed again.
 	run(append(args, "--cloud", "local", "--sign-cert", cert)...).MustSucceed(t)
-	rec, err := imagebuild.ReadRecord(artifact)
+	rec, err := record.Read(artifact)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,12 +91,12 @@ func TestBuildSignedVerify(t *testing.T) {
 	run("verify", artifact).MustFail(t, 2, "--key is required")
 
 	// A changed record (the Glance ID edited) and a changed image fail, naming the file.
-	orig, _ := os.ReadFile(record)
-	if err := os.WriteFile(record, []byte(strings.Replace(string(orig), rec.Glance[0].ID, "00000000-0000-0000-0000-000000000000", 1)), 0o644); err != nil {
+	orig, _ := os.ReadFile(recordPath)
+	if err := os.WriteFile(recordPath, []byte(strings.Replace(string(orig), rec.Glance[0].ID, "00000000-0000-0000-0000-000000000000", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run("verify", artifact, "--key", pub).MustFail(t, 1, filepath.Base(record)+": the signature does not verify")
-	os.WriteFile(record, orig, 0o644)
+	run("verify", artifact, "--key", pub).MustFail(t, 1, filepath.Base(recordPath)+": the signature does not verify")
+	os.WriteFile(recordPath, orig, 0o644)
 	f, err := os.OpenFile(artifact, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)

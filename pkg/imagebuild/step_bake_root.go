@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/rootfs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
@@ -24,10 +25,10 @@ func (*stepBakeRoot) Name() string { return "bake ROOT" }
 func (*stepBakeRoot) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o := options(state)
 	layout := rootfs.Layout{KeepUpdates: o.KeepUpdates}
-	var extra []Artifact
+	var extra []record.Artifact
 	for _, x := range keySysexts.get(state) {
 		layout.Extensions = append(layout.Extensions, rootfs.Extension{Name: x.Name, FileName: x.FileName, Source: x.Path})
-		extra = append(extra, Artifact{File: filepath.Base(x.Path), Bytes: x.Bytes, SHA512: x.SHA512})
+		extra = append(extra, record.Artifact{File: filepath.Base(x.Path), Bytes: x.Bytes, SHA512: x.SHA512})
 		if x.Name == sysext.ContainerdName { // ours replaces Flatcar's: mask it, as the bakery documents
 			layout.Masked = append(layout.Masked, sysext.FlatcarContainerdName)
 		}

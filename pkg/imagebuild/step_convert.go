@@ -13,6 +13,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/convert"
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // stepConvert writes the qcow2 artifact (as `flatcar-capo convert` does, atomically; with
@@ -44,7 +45,7 @@ func (s *stepConvert) Run(ctx context.Context, state multistep.StateBag) multist
 		return halt(state, fmt.Errorf("writing %s: %w", artifact, err))
 	}
 	if !compress {
-		keySHA512.put(state, Artifact{File: filepath.Base(artifact), Bytes: outBytes, SHA512: hex.EncodeToString(h.Sum(nil))})
+		keySHA512.put(state, record.Artifact{File: filepath.Base(artifact), Bytes: outBytes, SHA512: hex.EncodeToString(h.Sum(nil))})
 	}
 	s.wrote = artifact
 	note(state, "%s (%s from %s of data)", artifact, progress.Bytes(outBytes), progress.Bytes(dataBytes))

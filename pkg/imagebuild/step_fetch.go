@@ -13,6 +13,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/progress"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
@@ -26,7 +27,7 @@ type stepFetch struct{ noCleanup }
 func (*stepFetch) Name() string { return "fetch" }
 
 func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	o, rec := options(state), record(state)
+	o, rec := options(state), buildRecord(state)
 	if o.BaseImage != "" {
 		abs, err := filepath.Abs(o.BaseImage)
 		if err != nil {
@@ -37,7 +38,7 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 		} else if !fi.Mode().IsRegular() {
 			return halt(state, errs.Invalidf("--base-image %s is %s, not an image file", o.BaseImage, infile.Describe(fi.Mode())))
 		}
-		rec.Base = BaseImage{File: filepath.Base(abs)} // the file's name: no build-host path goes into the record or SBOM
+		rec.Base = record.BaseImage{File: filepath.Base(abs)} // the file's name: no build-host path goes into the record or SBOM
 		keyBase.put(state, abs)
 		note(state, "local base image %s (not verified: your file)", abs)
 		return multistep.ActionContinue
@@ -49,7 +50,7 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 	if err != nil {
 		return halt(state, err)
 	}
-	rec.Base = BaseImage{File: filepath.Base(res.File), URL: redact.URL(res.URL), SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
+	rec.Base = record.BaseImage{File: filepath.Base(res.File), URL: redact.URL(res.URL), SHA512: res.SHA512, Verified: res.Verified, Cached: res.Cached}
 	keyBase.put(state, res.File) // the cache's path, where this build reads it; the record names the file only
 	how := "downloaded"
 	if res.Cached {
@@ -72,7 +73,7 @@ func (*stepFetch) Run(ctx context.Context, state multistep.StateBag) multistep.S
 // the build's SBOM to refer to. Not for an unverified base: an SBOM says what a verified
 // release holds.
 func fetchFlatcarSBOM(ctx context.Context, state multistep.StateBag, res *fetch.Result) error {
-	o, rec := options(state), record(state)
+	o, rec := options(state), buildRecord(state)
 	rel := keyRelease.get(state)
 	rel.Channel, rel.Arch, rel.Version = res.Channel, res.Arch, res.Version // resolved
 	s, err := fetch.FetchSBOM(ctx, o.client(), rel, o.Keyring, nil)
@@ -88,7 +89,7 @@ func fetchFlatcarSBOM(ctx context.Context, state multistep.StateBag, res *fetch.
 		note(state, "release %s publishes no %s: the SBOM lists the release without it", res.Version, release.SBOMFile)
 		return nil
 	}
-	rec.Base.SBOM = &FlatcarSBOM{URL: redact.URL(s.URL), SHA512: s.SHA512, Verified: s.Verified}
+	rec.Base.SBOM = &record.FlatcarSBOM{URL: redact.URL(s.URL), SHA512: s.SHA512, Verified: s.Verified}
 	note(state, "Flatcar's SBOM %s, verified (OpenPGP + SHA512)", redact.URL(s.URL))
 	return nil
 }

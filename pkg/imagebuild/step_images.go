@@ -34,7 +34,7 @@ type stepImages struct{ noCleanup }
 func (*stepImages) Name() string { return "images" }
 
 func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	o, rec := options(state), record(state)
+	o, rec := options(state), buildRecord(state)
 	io := &o.Images
 	plan := &ImagesPlan{Node: images.Node{Mirrors: io.mirrors, MirrorOnly: io.MirrorOnly, CAFile: io.CAFile, HTTPProxy: io.HTTPProxy, HTTPSProxy: io.HTTPSProxy, NoProxy: io.NoProxy}}
 	keyImages.put(state, plan)

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
@@ -18,7 +19,7 @@ type stepKubernetes struct{ noCleanup }
 func (*stepKubernetes) Name() string { return "kubernetes" }
 
 func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	o, rec := options(state), record(state)
+	o, rec := options(state), buildRecord(state)
 	if !needsKubernetesDownloads(o) {
 		note(state, "skipped: --sysext gives the Kubernetes sysext, nothing to download")
 		return multistep.ActionContinue
@@ -33,7 +34,7 @@ func (*stepKubernetes) Run(ctx context.Context, state multistep.StateBag) multis
 	cached := 0
 	rec.Downloads = rec.Downloads[:0]
 	for _, f := range set.Files {
-		rec.Downloads = append(rec.Downloads, Download{Name: f.Name, URL: redact.URL(f.URL), SHA256: f.SHA256})
+		rec.Downloads = append(rec.Downloads, record.Download{Name: f.Name, URL: redact.URL(f.URL), SHA256: f.SHA256})
 		if f.Cached {
 			cached++
 		}

@@ -25,7 +25,7 @@ type stepPacker struct{ noCleanup }
 func (*stepPacker) Name() string { return "packer" }
 
 func (*stepPacker) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	o, rec := options(state), record(state)
+	o, rec := options(state), buildRecord(state)
 	in := packerInputs{workDir: keyWorkDir.get(state), base: keyWorkFile.get(state), vm: keyVM.get(state),
 		payload: keyPayload.get(state), tools: keyTools.get(state)}
 	if set := keyK8s.get(state); set != nil {

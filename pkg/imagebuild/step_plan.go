@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
@@ -46,7 +47,7 @@ type stepPlan struct{ noCleanup }
 func (*stepPlan) Name() string { return "plan" }
 
 func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	o, rec := options(state), record(state)
+	o, rec := options(state), buildRecord(state)
 	rel := keyRelease.get(state)
 	p := &Plan{Method: o.Method, Channel: rel.Channel, FlatcarVersion: rel.Version, Arch: rel.Arch, Base: o.Base,
 		OEM: o.OEM, KubernetesVersion: o.Kubernetes.Kubernetes, Downloads: o.Kubernetes.Files(),
@@ -62,14 +63,14 @@ func (*stepPlan) Run(ctx context.Context, state multistep.StateBag) multistep.St
 	}
 	p.Images = planImages(ctx, o)
 	if o.SignKey != nil {
-		p.Signed = []string{p.Artifact + signing.SigSuffix, RecordPath(p.Artifact) + signing.SigSuffix}
+		p.Signed = []string{p.Artifact + signing.SigSuffix, record.Path(p.Artifact) + signing.SigSuffix}
 		p.GlanceSigned = o.GlanceSigning != nil
 	}
-	rec.DryRun = p
+	keyPlan.put(state, p)
 	if err := methods[o.Method].Plan(ctx, o, p); err != nil {
 		return halt(state, err)
 	}
-	rec.setManifests(o)
+	setManifests(rec, o)
 	note(state, "dry run: nothing downloaded, booted or written")
 	return multistep.ActionContinue
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/fetch"
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
@@ -35,14 +36,14 @@ func (s *stepResolve) Run(ctx context.Context, state multistep.StateBag) multist
 	if err != nil {
 		return halt(state, err)
 	}
-	o, rel, rec := r.options, r.release, record(state)
+	o, rel, rec := r.options, r.release, buildRecord(state)
 	keyOptions.put(state, o)
 	keyRelease.put(state, rel)
 	keySysextFiles.put(state, r.sysext)
 	keyArtifact.put(state, ArtifactPath(o))
 	rec.KubernetesVersion, rec.ImageName = o.Kubernetes.Kubernetes, o.ImageName
 	rec.FlatcarVersion, rec.Channel, rec.Arch = rel.Version, rel.Channel, rel.Arch
-	rec.Inputs, rec.InputsKey = r.inputs, r.inputs.Key()
+	rec.Inputs, rec.InputsKey = r.inputs, r.inputsKey
 	if o.BaseImage == "" {
 		rec.Base.URL = redact.URL(rel.URL(release.ImageFile(o.Base, release.CompressionNone)))
 	}
@@ -55,7 +56,10 @@ type resolution struct {
 	options *Options // a copy of the given options with every value exact
 	release release.Release
 	sysext  map[string]sysextSource // each --sysext's file and sha512
-	inputs  Inputs
+	inputs  record.Inputs
+	// inputsKey is the inputs' key, with what is hashed but never stored (proxy passwords,
+	// local paths).
+	inputsKey string
 }
 
 // resolve makes the given options exact: the release (a local image names none: the user's
@@ -90,10 +94,12 @@ func resolve(ctx context.Context, given *Options, dir func() (string, error)) (r
 	if o.OutputDir, err = filepath.Abs(cmp.Or(o.OutputDir, filepath.Join("output", o.ImageName))); err != nil {
 		return r, err
 	}
-	if r.inputs, err = inputs(&o, r.release); err != nil {
+	var paths []string
+	if r.inputs, paths, err = inputs(&o, r.release); err != nil {
 		return r, err
 	}
 	r.inputs.Sysext = sx
+	r.inputsKey = r.inputs.Key(o.Images.secrets(), paths)
 	return r, nil
 }
 
@@ -136,34 +142,34 @@ func resolveKubernetes(ctx context.Context, c *httpx.Client, o *Options, srcs ma
 // ArtifactPath is <output dir>/<image name>.qcow2.
 func ArtifactPath(o *Options) string { return filepath.Join(o.OutputDir, o.ImageName+".qcow2") }
 
-// inputs are what decides the artifact's content; their key decides reuse.
-func inputs(o *Options, rel release.Release) (Inputs, error) {
-	in := Inputs{Method: o.Method, Channel: rel.Channel, Version: rel.Version, Arch: rel.Arch, Base: o.Base,
+// inputs are what decides the artifact's content (their key decides reuse), and the build host's
+// paths of local inputs, which only the key holds.
+func inputs(o *Options, rel release.Release) (in record.Inputs, paths []string, err error) {
+	in = record.Inputs{Method: o.Method, Channel: rel.Channel, Version: rel.Version, Arch: rel.Arch, Base: o.Base,
 		OEM: o.OEM, Kubernetes: o.Kubernetes.Kubernetes, Crictl: o.Kubernetes.Crictl, CNI: o.Kubernetes.CNI,
 		KubernetesMirror: redact.URL(o.Kubernetes.Mirror), GitHubMirror: redact.URL(o.Kubernetes.GitHubMirror),
 		KeepUpdates: o.KeepUpdates, DiskSize: o.DiskSize, Images: o.Images.inputs(),
-		Compressed: o.Compress, secrets: o.Images.secrets(),
-		ProtectiveMBR: true, USBStorageOff: !o.Node.KeepUSBStorage, EnableSysext: o.Node.EnableSysext, ReleaseFileServer: o.Node.ReleaseFileServer}
+		Compressed: o.Compress, ProtectiveMBR: true, USBStorageOff: !o.Node.KeepUSBStorage, EnableSysext: o.Node.EnableSysext, ReleaseFileServer: o.Node.ReleaseFileServer}
 	if o.Containerd.Version != "" {
 		in.Containerd = o.Containerd.Version + " runc " + o.Containerd.Runc
 	}
 	if o.BaseImage != "" {
 		fi, err := os.Stat(o.BaseImage)
 		if err != nil {
-			return in, fmt.Errorf("--base-image: %w", err)
+			return in, nil, fmt.Errorf("--base-image: %w", err)
 		}
 		// The record keeps the file's name; its path (a build-host path) only goes into the key.
 		in.BaseImage = fmt.Sprintf("%s:%d:%d", filepath.Base(o.BaseImage), fi.Size(), fi.ModTime().UnixNano())
-		in.paths = append(in.paths, o.BaseImage)
+		paths = append(paths, o.BaseImage)
 	} else {
 		in.ReleaseServer = redact.URL(rel.Server)
 	}
 	for _, p := range o.Provision {
 		sum, _, err := digest.SHA256(p)
 		if err != nil {
-			return in, fmt.Errorf("--provision: %w", err)
+			return in, nil, fmt.Errorf("--provision: %w", err)
 		}
 		in.Provision = append(in.Provision, sum+":"+filepath.Base(p)) // the content decides, not where it lies
 	}
-	return in, nil
+	return in, paths, nil
 }

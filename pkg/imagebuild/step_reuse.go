@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 	"github.com/flatcar-capo/flatcar-capo/pkg/interrupt"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/hashicorp/packer-plugin-sdk/multistep"
 )
 
@@ -28,7 +28,7 @@ type stepReuse struct {
 func (*stepReuse) Name() string { return "reuse" }
 
 func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	o, rec := options(state), record(state)
+	o, rec := options(state), buildRecord(state)
 	artifact := keyArtifact.get(state)
 	if _, err := os.Stat(o.OutputDir); os.IsNotExist(err) {
 		s.createdOut = o.OutputDir
@@ -46,7 +46,7 @@ func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep
 		note(state, "--force: rebuilding")
 		return multistep.ActionContinue
 	}
-	old, err := ReadRecord(artifact)
+	old, err := record.Read(artifact)
 	if err != nil {
 		if _, serr := os.Stat(artifact); serr == nil {
 			note(state, "%s has no valid build record; rebuilding", artifact)
@@ -93,11 +93,11 @@ func (s *stepReuse) Cleanup(multistep.StateBag) {
 
 // sbomMismatch says why the SBOM the old record names is not the one next to the artifact
 // ("": it is, or the record names none); a reused artifact keeps it as it is.
-func sbomMismatch(artifact string, old *Record) string {
-	if old.SBOM == nil {
+func sbomMismatch(artifact string, old *record.Record) string {
+	p := old.SBOMPath(artifact)
+	if p == "" {
 		return ""
 	}
-	p := filepath.Join(filepath.Dir(artifact), filepath.Base(old.SBOM.File))
 	b, err := infile.ReadFile("SBOM", p, infile.SBOM)
 	if err != nil {
 		return fmt.Sprintf("the SBOM %s cannot be read (%v)", p, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // stepUpload uploads the artifact to every --cloud with the metadata `upload` derives from the
@@ -20,7 +21,7 @@ func (*stepUpload) Name() string      { return "upload" }
 func (*stepUpload) RunsOnReuse() bool { return true }
 
 func (*stepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	o, rec := options(state), record(state)
+	o, rec := options(state), buildRecord(state)
 	if len(o.Clouds) == 0 {
 		note(state, "no --cloud: not uploaded")
 		return multistep.ActionContinue
@@ -38,7 +39,7 @@ func (*stepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 	if err := req.SetFile(artifact, format); err != nil {
 		return halt(state, err)
 	}
-	req.Metadata, err = glance.BuildMetadata(glance.MetadataInput{Record: rec.GlanceValues(), Properties: o.Properties, Tags: o.Tags, VirtualSize: req.VirtualSize})
+	req.Metadata, err = glance.BuildMetadata(glance.MetadataInput{Record: *rec, Properties: o.Properties, Tags: o.Tags, VirtualSize: req.VirtualSize})
 	if err != nil {
 		return halt(state, err)
 	}
@@ -49,11 +50,11 @@ func (*stepUpload) Run(ctx context.Context, state multistep.StateBag) multistep.
 	rec.Glance = rec.Glance[:0]
 	var ids []string
 	for _, r := range results {
-		rec.Glance = append(rec.Glance, GlanceInfo{Cloud: r.Cloud, Region: r.Region, ID: r.ID, Action: string(r.Action)})
+		rec.Glance = append(rec.Glance, record.GlanceInfo{Cloud: r.Cloud, Region: r.Region, ID: r.ID, Action: string(r.Action)})
 		ids = append(ids, fmt.Sprintf("%s %s (%s)", r.Cloud, r.ID, r.Action))
 	}
 	if len(results) > 0 {
-		if werr := rec.write(artifact); werr != nil && err == nil {
+		if werr := rec.Write(artifact); werr != nil && err == nil {
 			err = werr
 		}
 	}

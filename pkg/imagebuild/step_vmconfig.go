@@ -24,7 +24,7 @@ type vmFiles struct{ user, key, ignition, drive string }
 func (*stepVMConfig) Name() string { return "vm config" }
 
 func (*stepVMConfig) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
-	o, rec := options(state), record(state)
+	o, rec := options(state), buildRecord(state)
 	dir := filepath.Join(keyWorkDir.get(state), "vm")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return halt(state, err)

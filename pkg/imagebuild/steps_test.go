@@ -15,6 +15,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/ignition"
 	"github.com/flatcar-capo/flatcar-capo/pkg/packer"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
@@ -109,8 +110,8 @@ func TestPackerProbedOncePerBuild(t *testing.T) {
 	if d.Count("validate") != 1 || d.Count("build") != 1 {
 		t.Fatalf("validate %d, build %d", d.Count("validate"), d.Count("build"))
 	}
-	if raw := keyWorkFile.get(state); filepath.Base(filepath.Dir(raw)) != "packer-output" || record(state).Tools.Packer != "1.6.6" {
-		t.Fatalf("raw %q, tools %+v", raw, record(state).Tools)
+	if raw := keyWorkFile.get(state); filepath.Base(filepath.Dir(raw)) != "packer-output" || buildRecord(state).Tools.Packer != "1.6.6" {
+		t.Fatalf("raw %q, tools %+v", raw, buildRecord(state).Tools)
 	}
 }
 
@@ -194,7 +195,7 @@ func TestReuseStepRebuildsUnlessEverythingMatches(t *testing.T) {
 		t.Helper()
 		state, _ := stepState(t, o)
 		keyArtifact.put(state, artifact)
-		record(state).InputsKey = key
+		buildRecord(state).InputsKey = key
 		step := &stepReuse{}
 		defer step.Cleanup(state) // releases the artifact lock the step takes
 		if a := step.Run(context.Background(), state); a != multistep.ActionContinue {
@@ -212,16 +213,16 @@ func TestReuseStepRebuildsUnlessEverythingMatches(t *testing.T) {
 		t.Fatalf("no record: %q", n)
 	}
 	sum, size, _ := digest.SHA512(artifact)
-	old := &Record{InputsKey: "k1", Artifacts: []Artifact{{File: "image.qcow2", Bytes: size, SHA512: sum}}, Tools: Tools{Packer: "1.6.6"}}
-	if err := old.write(artifact); err != nil {
+	old := &record.Record{InputsKey: "k1", Artifacts: []record.Artifact{{File: "image.qcow2", Bytes: size, SHA512: sum}}, Tools: record.Tools{Packer: "1.6.6"}}
+	if err := old.Write(artifact); err != nil {
 		t.Fatal(err)
 	}
 	if _, n := run(t, "k2"); !strings.Contains(n, "was built from other inputs") {
 		t.Fatalf("other inputs: %q", n)
 	}
 	state, n := run(t, "k1")
-	if !keyReused.get(state) || !strings.Contains(n, "reusing") || record(state).Tools.Packer != "1.6.6" {
-		t.Fatalf("matching artifact: reused %v, %q, %+v", keyReused.get(state), n, record(state).Tools)
+	if !keyReused.get(state) || !strings.Contains(n, "reusing") || buildRecord(state).Tools.Packer != "1.6.6" {
+		t.Fatalf("matching artifact: reused %v, %q, %+v", keyReused.get(state), n, buildRecord(state).Tools)
 	}
 	o.Force = true
 	if state, n := run(t, "k1"); keyReused.get(state) || n != "--force: rebuilding" {
@@ -261,49 +262,20 @@ func TestUploadStepFailures(t *testing.T) {
 		t.Fatalf("unknown cloud: %v", err)
 	}
 	state, a = run(t, "fake1")
-	if err := stepError(t, state); a != multistep.ActionHalt || errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "hash mismatch") || len(record(state).Glance) != 0 {
-		t.Fatalf("damaged upload: %v, glance %+v", err, record(state).Glance)
+	if err := stepError(t, state); a != multistep.ActionHalt || errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "hash mismatch") || len(buildRecord(state).Glance) != 0 {
+		t.Fatalf("damaged upload: %v, glance %+v", err, buildRecord(state).Glance)
 	}
-	if _, err := ReadRecord(artifact); err == nil {
+	if _, err := record.Read(artifact); err == nil {
 		t.Fatal("a failed upload wrote the record")
 	}
 	state, a = run(t, "fake0")
-	if a != multistep.ActionContinue || len(record(state).Glance) != 1 || record(state).Glance[0].Action != "uploaded" {
-		t.Fatalf("good upload: %v, %+v", keyError.get(state), record(state).Glance)
+	if a != multistep.ActionContinue || len(buildRecord(state).Glance) != 1 || buildRecord(state).Glance[0].Action != "uploaded" {
+		t.Fatalf("good upload: %v, %+v", keyError.get(state), buildRecord(state).Glance)
 	}
-	if rec, err := ReadRecord(artifact); err != nil || len(rec.Glance) != 1 || rec.Glance[0].ID != record(state).Glance[0].ID {
+	if rec, err := record.Read(artifact); err != nil || len(rec.Glance) != 1 || rec.Glance[0].ID != buildRecord(state).Glance[0].ID {
 		t.Fatalf("record after the upload: %+v, %v", rec, err)
 	}
 	if got := good.Named("flatcar-test"); len(got) != 1 {
 		t.Fatalf("images in the good cloud: %v", got)
-	}
-}
-
-// The record tells Glance an image boots only with UEFI when it is arm64 or was built from the
-// qemu_uefi base (by --base, or a --base-image of that name); a missing record is an empty one.
-func TestRecordGlanceValues(t *testing.T) {
-	for _, tc := range []struct {
-		rec  Record
-		want bool
-	}{
-		{Record{Arch: "amd64"}, false},
-		{Record{Arch: "arm64"}, true},
-		{Record{Arch: "amd64", Inputs: Inputs{Base: "qemu_uefi"}}, true},
-		{Record{Arch: "amd64", Base: BaseImage{File: "/x/flatcar_production_qemu_uefi_image.img"}}, true},
-	} {
-		if got := tc.rec.GlanceValues(); got.UEFIOnly != tc.want || got.Arch != tc.rec.Arch {
-			t.Errorf("%+v: %+v", tc.rec, got)
-		}
-	}
-	dir := t.TempDir()
-	if r, err := LoadRecord(filepath.Join(dir, "none.qcow2")); err != nil || r.FlatcarVersion != "" {
-		t.Fatalf("missing record: %+v, %v", r, err)
-	}
-	bad := filepath.Join(dir, "bad.qcow2")
-	if err := os.WriteFile(RecordPath(bad), []byte("{"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadRecord(bad); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "is not a valid build record") {
-		t.Fatalf("broken record: %v", err)
 	}
 }

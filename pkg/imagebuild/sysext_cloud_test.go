@@ -18,8 +18,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // TestBuildSysextCloud: `build --method sysext --cloud local` uploads the baked image to the
@@ -41,7 +41,7 @@ func TestBuildSysextCloud(t *testing.T) {
 		Env: []string{"OS_CLIENT_CONFIG_FILE=" + clouds}}).MustSucceed(t)
 
 	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
-	rec, err := imagebuild.ReadRecord(filepath.Join(out, name+".qcow2"))
+	rec, err := record.Read(filepath.Join(out, name+".qcow2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestBuildSysextCloud(t *testing.T) {
 	// --disk-format raw (Ceph-backed Glance): the artifact is reused, its disk streamed as raw.
 	testutil.RunCmd(t, testutil.Cmd{Args: append(args, "--disk-format", "raw", "--on-exists", "replace"),
 		Env: []string{"OS_CLIENT_CONFIG_FILE=" + clouds}}).MustSucceed(t)
-	rec, err = imagebuild.ReadRecord(filepath.Join(out, name+".qcow2"))
+	rec, err = record.Read(filepath.Join(out, name+".qcow2"))
 	if err != nil || !rec.Reused || len(rec.Glance) != 1 {
 		t.Fatalf("raw re-run: reused %v glance %+v %v", rec != nil && rec.Reused, rec, err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/rootfstest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/containerd"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // `build --method sysext --containerd-version V` takes containerd's release tarball and runc
@@ -41,7 +41,7 @@ func TestBuildSysextOwnContainerd(t *testing.T) {
 	qcow2 := filepath.Join(out, name+".qcow2")
 	file := "containerd-" + v + "-x86-64.raw"
 
-	rec, err := imagebuild.ReadRecord(qcow2)
+	rec, err := record.Read(qcow2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // The sysext of the stand-in binaries (kubetest.Version) and of the real ones (kubetest.RealVersion).
@@ -87,7 +88,7 @@ func TestBuildSysextCLI(t *testing.T) {
 		if err != nil || !strings.Contains(check, "compressed clusters") || strings.Contains(check, " 0.00% compressed clusters") {
 			t.Errorf("qemu-img check of the --compress artifact:\n%s", check)
 		}
-		if rec, err := imagebuild.ReadRecord(img); err != nil || !rec.Inputs.Compressed {
+		if rec, err := record.Read(img); err != nil || !rec.Inputs.Compressed {
 			t.Errorf("record inputs.compressed: %+v %v", rec, err)
 		}
 	})
@@ -147,7 +148,7 @@ func TestBuildSysextCLI(t *testing.T) {
 // checkSysextImage converts the artifact back to raw with the CLI and checks its ROOT and record.
 func checkSysextImage(t *testing.T, qcow2, sysext string, keepUpdates bool) (root string) {
 	t.Helper()
-	rec, err := imagebuild.ReadRecord(qcow2)
+	rec, err := record.Read(qcow2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestConcurrentBuildsOneOutputDir(t *testing.T) {
 	}
 	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
 	artifact := filepath.Join(out, name+".qcow2")
-	rec, err := imagebuild.ReadRecord(artifact)
+	rec, err := record.Read(artifact)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 )
 
 // TestBuildSysextPreloadsImages: `build --method sysext` lists kubeadm's images with the stand-in
@@ -69,7 +70,7 @@ func TestBuildSysextPreloadsImages(t *testing.T) {
 	}
 	name := "flatcar-stable-4459.2.0-kube-v1.33.4-sysext"
 	qcow2 := filepath.Join(out, name+".qcow2")
-	rec, err := imagebuild.ReadRecord(qcow2)
+	rec, err := record.Read(qcow2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package imagebuild
+package verify
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 	"github.com/flatcar-capo/flatcar-capo/pkg/inspect"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
 )
 
@@ -29,7 +30,7 @@ func (m Mismatch) String() string {
 // with the SBOM the record names: the SBOM's sha256 is the record's, each sysext's sha512,
 // each /opt/bin and /opt/cni/bin file the SBOM lists (a download that is the binary itself),
 // and every preloaded image digest, both ways.
-func (v *Verification) checkContents(ctx context.Context, artifact string, rec *Record, b []byte) {
+func (v *Result) checkContents(ctx context.Context, artifact string, rec *record.Record, b []byte) {
 	fail := func(format string, a ...any) {
 		v.OK = false
 		v.ContentsError = fmt.Sprintf(format, a...)
@@ -62,7 +63,7 @@ func (v *Verification) checkContents(ctx context.Context, artifact string, rec *
 	v.compare(claimed, found)
 }
 
-func (v *Verification) mismatch(m Mismatch) {
+func (v *Result) mismatch(m Mismatch) {
 	if m.ExpectedBy == "" {
 		m.ExpectedBy, m.FoundIn = "the SBOM", "the image"
 	}
@@ -70,7 +71,7 @@ func (v *Verification) mismatch(m Mismatch) {
 	v.Mismatches = append(v.Mismatches, m)
 }
 
-func (v *Verification) compare(claimed, found sbom.Inventory) {
+func (v *Result) compare(claimed, found sbom.Inventory) {
 	// Sysexts, by file name: each one the SBOM lists, and none more.
 	have := map[string]string{}
 	for _, s := range found.Sysexts {
@@ -123,7 +124,7 @@ func (v *Verification) compare(claimed, found sbom.Inventory) {
 }
 
 // check counts one component and records it when the image's value is not the SBOM's.
-func (v *Verification) check(component, label, want, got string) {
+func (v *Result) check(component, label, want, got string) {
 	v.ContentsChecked++
 	if want == got {
 		return

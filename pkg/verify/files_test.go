@@ -1,4 +1,4 @@
-package imagebuild
+package verify
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func TestVerifyComparesOptBinFiles(t *testing.T) {
 		{Name: "kubelet", SHA256: "ffff", Path: "/opt/bin/kubelet"},
 		{Name: "crictl", SHA256: "9999", Path: "/opt/bin/crictl"},
 	}}
-	v := &Verification{OK: true}
+	v := &Result{OK: true}
 	v.compare(claimed, found)
 	got := v.Problems()
 	if v.OK || v.ContentsChecked != 3 || len(v.Mismatches) != 2 ||

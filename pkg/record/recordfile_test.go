@@ -1,4 +1,4 @@
-package imagebuild
+package record
 
 import (
 	"errors"
@@ -28,11 +28,11 @@ func TestRecordFileRejectsWhatIsNoRecord(t *testing.T) {
 		big:                                      "is 200 MiB, more than a build record (JSON) can be (at most 4 MiB)",
 		"/dev/zero":                              "--from-record /dev/zero is a character device, not a build record",
 	} {
-		if _, err := RecordFile(path); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "<nil>") {
+		if _, err := ReadFlag(path); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "<nil>") {
 			t.Errorf("%s: %v, want %q", path, err, want)
 		}
 	}
-	r, err := RecordFile(write("ok.build.json", `{"imageName":"flatcar-stable"}`))
+	r, err := ReadFlag(write("ok.build.json", `{"imageName":"flatcar-stable"}`))
 	if err != nil || r.ImageName != "flatcar-stable" {
 		t.Errorf("%+v %v", r, err)
 	}

@@ -1,4 +1,7 @@
-package imagebuild
+// Package verify is `flatcar-capo verify`: it checks, offline, what build --sign-key signed for an
+// artifact (the image, its build record and the SBOM the record names) and that the image holds
+// what that SBOM says.
+package verify
 
 import (
 	"context"
@@ -16,13 +19,14 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
-// Verification is what `flatcar-capo verify` found for one artifact.
-type Verification struct {
-	Artifact string         `json:"artifact"`
-	Files    []VerifiedFile `json:"files"`
+// Result is what `flatcar-capo verify` found for one artifact.
+type Result struct {
+	Artifact string       `json:"artifact"`
+	Files    []SignedFile `json:"files"`
 	// SHA512 is the artifact's, compared with the one its (signed) record holds.
 	SHA512 string `json:"sha512"`
 	OK     bool   `json:"ok"`
@@ -32,7 +36,7 @@ type Verification struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 	Method            string `json:"method"`
 	// ContentsChecked counts the components of the signed SBOM compared with what the image
-	// holds (verify_contents.go); Mismatches are those that differ.
+	// holds (contents.go); Mismatches are those that differ.
 	ContentsChecked int        `json:"contentsChecked"`
 	Mismatches      []Mismatch `json:"mismatches,omitempty"`
 	ContentsError   string     `json:"contentsError,omitempty"` // why the contents could not be checked
@@ -40,40 +44,40 @@ type Verification struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// VerifiedFile is one signed file and its verdict.
-type VerifiedFile struct {
+// SignedFile is one signed file and its verdict.
+type SignedFile struct {
 	File      string `json:"file"`
 	Signature string `json:"signature"`
 	OK        bool   `json:"ok"`
 	Problem   string `json:"problem,omitempty"`
 }
 
-// VerifyArtifact checks what --sign-key signed for artifact with pub: each file's detached
+// Artifact checks what --sign-key signed for artifact with pub: each file's detached
 // signature (as cosign verify-blob does), and that the artifact is the one its record describes
 // (its file name and the record's sha512, the record being signed itself), and, when every
 // signature verifies, that the image holds what the SBOM the record names says
-// (verify_contents.go). The record, the SBOM and the signatures are read through infile (no pipe
+// (contents.go). The record, the SBOM and the signatures are read through infile (no pipe
 // or device, bounded sizes); hashing the image stops when ctx is cancelled. A missing record or
 // key is the caller's input (errs.ErrInvalid); a signature that fails is a finding, reported in
-// the Verification.
-func VerifyArtifact(ctx context.Context, artifact string, pub crypto.PublicKey) (*Verification, error) {
+// the Result.
+func Artifact(ctx context.Context, artifact string, pub crypto.PublicKey) (*Result, error) {
 	if st, err := os.Stat(artifact); err != nil {
 		return nil, errs.Invalidf("ARTIFACT %s: not a readable file (%v)", artifact, err)
 	} else if !st.Mode().IsRegular() {
 		return nil, errs.Invalidf("ARTIFACT %s is %s, not the image file build wrote", artifact, infile.Describe(st.Mode()))
 	}
-	recBytes, err := infile.ReadFile("build record", RecordPath(artifact), infile.Record)
+	recBytes, err := infile.ReadFile("build record", record.Path(artifact), infile.Record)
 	if err != nil {
 		if errors.Is(err, errs.ErrInvalid) {
 			return nil, err
 		}
-		return nil, errs.Invalidf("%s has no build record %s to verify (%v): verify checks what build --sign-key wrote", artifact, RecordPath(artifact), err)
+		return nil, errs.Invalidf("%s has no build record %s to verify (%v): verify checks what build --sign-key wrote", artifact, record.Path(artifact), err)
 	}
-	var rec Record
+	var rec record.Record
 	if err := json.Unmarshal(recBytes, &rec); err != nil {
-		return nil, errs.Invalidf("%s is not a build record: %v", RecordPath(artifact), err)
+		return nil, errs.Invalidf("%s is not a build record: %v", record.Path(artifact), err)
 	}
-	v := &Verification{Artifact: artifact, OK: true, ImageName: rec.ImageName, FlatcarVersion: rec.FlatcarVersion,
+	v := &Result{Artifact: artifact, OK: true, ImageName: rec.ImageName, FlatcarVersion: rec.FlatcarVersion,
 		KubernetesVersion: rec.KubernetesVersion, Method: rec.Method}
 	// The image, hashed once for its signature (sha256) and the record (sha512).
 	sums, _, err := digest.FilesContext(ctx, artifact, sha256.New(), sha512.New())
@@ -84,12 +88,11 @@ func VerifyArtifact(ctx context.Context, artifact string, pub crypto.PublicKey) 
 	if err := v.verifySignature(pub, artifact, sums[0], nil); err != nil {
 		return nil, err
 	}
-	if err := v.verifySignature(pub, RecordPath(artifact), sha256Hex(recBytes), nil); err != nil {
+	if err := v.verifySignature(pub, record.Path(artifact), sha256Hex(recBytes), nil); err != nil {
 		return nil, err
 	}
 	var sbomBytes []byte
-	if rec.SBOM != nil && rec.SBOM.File != "" {
-		p := filepath.Join(filepath.Dir(artifact), filepath.Base(rec.SBOM.File))
+	if p := rec.SBOMPath(artifact); p != "" {
 		if sbomBytes, err = infile.ReadFile("SBOM", p, infile.SBOM); errors.Is(err, errs.ErrInvalid) {
 			return nil, err
 		}
@@ -136,7 +139,7 @@ func VerifyArtifact(ctx context.Context, artifact string, pub crypto.PublicKey) 
 const problemName = "name"
 
 // recordedFile is the artifact's file name the record gives ("none").
-func recordedFile(rec *Record) string {
+func recordedFile(rec *record.Record) string {
 	if len(rec.Artifacts) == 0 || rec.Artifacts[0].File == "" {
 		return "none"
 	}
@@ -146,8 +149,8 @@ func recordedFile(rec *Record) string {
 // verifySignature checks path's detached signature against its sha256 and adds the verdict;
 // readErr is why path itself could not be read. A signature that cannot be a signature (a pipe,
 // a device, a huge file) or a key that cannot verify is the caller's input: returned.
-func (v *Verification) verifySignature(pub crypto.PublicKey, path, sum string, readErr error) error {
-	vf := VerifiedFile{File: filepath.Base(path), Signature: filepath.Base(path) + signing.SigSuffix, OK: true}
+func (v *Result) verifySignature(pub crypto.PublicKey, path, sum string, readErr error) error {
+	vf := SignedFile{File: filepath.Base(path), Signature: filepath.Base(path) + signing.SigSuffix, OK: true}
 	err := readErr
 	if err == nil {
 		err = signing.VerifySHA256(pub, sum, path+signing.SigSuffix)
@@ -169,7 +172,7 @@ func (v *Verification) verifySignature(pub crypto.PublicKey, path, sum string, r
 	return nil
 }
 
-func (v *Verification) signaturesOK() bool {
+func (v *Result) signaturesOK() bool {
 	for _, f := range v.Files {
 		if !f.OK {
 			return false
@@ -184,7 +187,7 @@ func sha256Hex(b []byte) string {
 }
 
 // Problems lists what failed, one line each.
-func (v *Verification) Problems() string {
+func (v *Result) Problems() string {
 	var p []string
 	for _, f := range v.Files {
 		if !f.OK {

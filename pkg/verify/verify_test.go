@@ -1,4 +1,4 @@
-package imagebuild_test
+package verify_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/signingtest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
 
@@ -31,12 +31,16 @@ func TestVerifyChecksTheSBOMTheRecordNames(t *testing.T) {
 		sbom := filepath.Join(dir, "x.cdx.json")
 		os.WriteFile(sbom, []byte(`{"bomFormat":"CycloneDX"}`), 0o644)
 		sbomSum, _, _ := digest.SHA256(sbom)
-		rec, _ := json.Marshal(imagebuild.Record{ImageName: "x", Artifacts: []imagebuild.Artifact{{File: "x.qcow2", Bytes: n, SHA512: sum}}})
+		rec, _ := json.Marshal(record.Record{ImageName: "x", Artifacts: []record.Artifact{{File: "x.qcow2", Bytes: n, SHA512: sum}}})
 		rec = append(rec[:len(rec)-1], []byte(`,"sbom":`+strings.Replace(sbomField, "...", sbomSum, 1)+`}`)...)
-		os.WriteFile(imagebuild.RecordPath(artifact), rec, 0o644)
-		files, err := imagebuild.SignedFiles(artifact)
-		if err != nil || len(files) != 3 || files[2] != sbom {
-			t.Fatalf("SignedFiles: %v %v", files, err)
+		os.WriteFile(record.Path(artifact), rec, 0o644)
+		r, err := record.Read(artifact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := r.SignedFiles(artifact)
+		if len(files) != 3 || files[2] != sbom {
+			t.Fatalf("SignedFiles: %v", files)
 		}
 		key, err := signing.LoadKey(keyPath)
 		if err != nil {

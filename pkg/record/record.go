@@ -1,24 +1,21 @@
-package imagebuild
+// Package record is the build record, <artifact>.build.json: what `build` made from what, with
+// which tools, and where it was uploaded. It is the one type and the one JSON shape every command
+// reads it as (build's reuse, verify, upload, manifests --from-record, plan --output-dir), read
+// through pkg/infile and written through pkg/atomicfile. Records older builds wrote read as they
+// are: a field is only ever added, with omitempty when its absence means the old behaviour.
+package record
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
-	"os"
+	"path/filepath"
 	"strings"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
-	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
-	"github.com/flatcar-capo/flatcar-capo/pkg/glance"
 	"github.com/flatcar-capo/flatcar-capo/pkg/images"
-	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
-// Record is <artifact>.build.json, the build record: what was built from what, with which
-// tools, and where it was uploaded. `flatcar-capo upload <artifact>` reads it (LoadRecord) for
-// the Glance properties the flags do not set.
+// Record is <artifact>.build.json, the build record.
 type Record struct {
 	FlatcarVersion    string `json:"flatcarVersion"`
 	KubernetesVersion string `json:"kubernetesVersion"`
@@ -33,18 +30,17 @@ type Record struct {
 	Manifests string `json:"manifestsCommand"`
 
 	Inputs    Inputs             `json:"inputs"`
-	InputsKey string             `json:"inputsKey"` // sha256 of Inputs: a re-run with the same key reuses
+	InputsKey string             `json:"inputsKey"` // Inputs.Key: a re-run with the same key reuses
 	Tools     Tools              `json:"tools"`
 	Base      BaseImage          `json:"base"`
 	Downloads []Download         `json:"downloads"`
-	Artifacts []Artifact         `json:"artifacts"`
+	Artifacts []Artifact         `json:"artifacts"`        // the image first, then the files made with it
 	Images    []images.ListEntry `json:"images,omitempty"` // preloaded, with their digests
-	SBOM      *SBOMFile          `json:"sbom,omitempty"`   // the CycloneDX SBOM next to the artifact (sbom.go)
+	SBOM      *SBOMFile          `json:"sbom,omitempty"`   // the CycloneDX SBOM next to the artifact
 	Glance    []GlanceInfo       `json:"glance,omitempty"`
 	Steps     []StepTiming       `json:"steps"`
 	Seconds   float64            `json:"seconds"` // the run's wall time up to writing the record
 	Reused    bool               `json:"reused"`
-	DryRun    *Plan              `json:"plan,omitempty"`
 
 	// CarriesSecrets names the credentials baked into the image (registry logins, a proxy
 	// password): upload and build refuse to make such an image public or community.
@@ -79,16 +75,15 @@ type Inputs struct {
 	EnableSysext      []string `json:"enableSysext,omitempty"`
 	ReleaseFileServer string   `json:"releaseFileServer,omitempty"`
 	Containerd        string   `json:"containerd,omitempty"` // --containerd-version and its runc (omitted without)
-
-	secrets string   // hashed into Key, never stored (the proxies' passwords)
-	paths   []string // local paths of inputs, hashed into Key, never stored (build-host paths)
 }
 
-// Key is the sha256 of the canonical JSON of the inputs.
-func (in Inputs) Key() string {
+// Key is the sha256 of the inputs' canonical JSON, then secrets (the proxies' passwords) and
+// each of paths (the build host's paths of local inputs) after a 0 byte: what decides the
+// content without ever being stored.
+func (in Inputs) Key(secrets string, paths []string) string {
 	b, _ := json.Marshal(in)
-	b = append(b, in.secrets...)
-	for _, p := range in.paths {
+	b = append(b, secrets...)
+	for _, p := range paths {
 		b = append(append(b, 0), p...)
 	}
 	s := sha256.Sum256(b)
@@ -143,6 +138,14 @@ type Artifact struct {
 	SHA512 string `json:"sha512"`
 }
 
+// SBOMFile names the SBOM in the record: its file (next to the artifact) and sha256, which
+// upload sets as the Glance property flatcar_capo_sbom_sha256 and --sign-key signs.
+type SBOMFile struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
+	Format string `json:"format"` // CycloneDX 1.6 JSON
+}
+
 // GlanceInfo is one upload.
 type GlanceInfo struct {
 	Cloud  string `json:"cloud"`
@@ -158,75 +161,26 @@ type StepTiming struct {
 	Status  string  `json:"status"`
 }
 
-func newRecord(o *Options) *Record {
-	return &Record{Method: o.Method, OEM: o.OEM, Arch: o.Release.Arch, Channel: o.Release.Channel,
-		KubernetesVersion: o.Kubernetes.Kubernetes, Tools: Tools{FlatcarCapo: o.ToolVersion},
-		Downloads: []Download{}, Artifacts: []Artifact{}, Steps: []StepTiming{}, CarriesSecrets: o.Images.SecretKinds()}
+// SBOMPath is where the SBOM the record names lies: beside artifact, under its file name
+// (never a path the record gives); "" when it names none.
+func (r *Record) SBOMPath(artifact string) string {
+	if r.SBOM == nil || r.SBOM.File == "" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(artifact), filepath.Base(r.SBOM.File))
 }
 
-// RecordPath is where the build record of an artifact lives.
-func RecordPath(artifact string) string { return artifact + ".build.json" }
-
-// LoadRecord reads the record next to an image given to upload: a missing one is an empty
-// record, an unreadable or broken one wraps errs.ErrInvalid (it came with the caller's image).
-func LoadRecord(image string) (*Record, error) {
-	r, err := ReadRecord(image)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return &Record{}, nil
-	case err != nil:
-		return nil, errs.Invalidf("%s is not a valid build record: %w", RecordPath(image), err)
+// SignedFiles are the files build --sign-key signs for artifact and verify checks: the image, its
+// record and the SBOM the record names, in order.
+func (r *Record) SignedFiles(artifact string) []string {
+	files := []string{artifact, Path(artifact)}
+	if p := r.SBOMPath(artifact); p != "" {
+		files = append(files, p)
 	}
-	return r, nil
+	return files
 }
 
-// GlanceValues are what the record says about the image's Glance metadata.
-func (r *Record) GlanceValues() glance.RecordValues {
-	v := glance.RecordValues{FlatcarVersion: r.FlatcarVersion, KubernetesVersion: r.KubernetesVersion, Arch: r.Arch, Channel: r.Channel, Method: r.Method,
-		UEFIOnly: r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")}
-	if r.SBOM != nil {
-		v.SBOMSHA256 = r.SBOM.SHA256
-	}
-	v.Secrets = r.CarriesSecrets
-	return v
-}
-
-// RecordFile reads a record the caller names (manifests --from-record): one that cannot be
-// read, or is not a build record (no image name), wraps errs.ErrInvalid.
-func RecordFile(path string) (*Record, error) {
-	b, err := infile.ReadFile("--from-record", path, infile.Record)
-	if err != nil {
-		return nil, errs.Invalid(err)
-	}
-	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, errs.Invalidf("--from-record %s is not a build record (the .build.json next to a built image): %v", path, err)
-	}
-	if r.ImageName == "" {
-		return nil, errs.Invalidf("--from-record %s is not a build record (the .build.json next to a built image): it has no imageName", path)
-	}
-	return &r, nil
-}
-
-// ReadRecord reads the record next to artifact.
-func ReadRecord(artifact string) (*Record, error) {
-	b, err := infile.ReadFile("build record", RecordPath(artifact), infile.Record)
-	if err != nil {
-		return nil, err
-	}
-	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
-
-// write stores the record next to artifact, atomically.
-func (r *Record) write(artifact string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	// The record is world-readable: no URL credential or registered secret goes into it.
-	return atomicfile.WriteFile(RecordPath(artifact), []byte(redact.Known(string(b))+"\n"), 0o644)
+// UEFIOnly says the image boots only with UEFI firmware: arm64, or the qemu_uefi base.
+func (r *Record) UEFIOnly() bool {
+	return r.Arch == "arm64" || r.Arch == "aarch64" || r.Inputs.Base == "qemu_uefi" || strings.Contains(r.Base.File, "qemu_uefi")
 }

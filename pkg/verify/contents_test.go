@@ -1,4 +1,4 @@
-package imagebuild_test
+package verify_test
 
 import (
 	"os"
@@ -14,9 +14,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/signingtest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
-	"github.com/flatcar-capo/flatcar-capo/pkg/digest"
-	"github.com/flatcar-capo/flatcar-capo/pkg/imagebuild"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/record"
 	"github.com/flatcar-capo/flatcar-capo/pkg/sbom"
 	"github.com/flatcar-capo/flatcar-capo/pkg/signing"
 )
@@ -36,17 +35,17 @@ func TestVerifyContents(t *testing.T) {
 		"--version", "4459.2.0", "--cache-dir", filepath.Join(dir, "cache"), "--output-dir", out, "--image-name", "k8s", "--sign-key", keyPath},
 		mirror.Args()...)}).MustSucceed(t)
 	artifact := filepath.Join(out, "k8s.qcow2")
-	record, sbomPath := imagebuild.RecordPath(artifact), sbom.Path(artifact)
+	recordPath, sbomPath := record.Path(artifact), sbom.Path(artifact)
 	verify := func(a ...string) testutil.Result {
 		return testutil.RunCmd(t, testutil.Cmd{Args: append([]string{"verify", artifact, "--key", pub}, a...)})
 	}
 
 	// As built: the image holds the sysext the SBOM lists, with its sha512.
-	rec, err := imagebuild.ReadRecord(artifact)
+	rec, err := record.Read(artifact)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sx imagebuild.Artifact
+	var sx record.Artifact
 	for _, a := range rec.Artifacts {
 		if strings.HasSuffix(a.File, ".raw") {
 			sx = a
@@ -68,10 +67,10 @@ func TestVerifyContents(t *testing.T) {
 	}
 
 	origSBOM, _ := os.ReadFile(sbomPath)
-	origRecord, _ := os.ReadFile(record)
+	origRecord, _ := os.ReadFile(recordPath)
 	resign := func(changed []byte, updateRecord bool) {
 		t.Helper()
-		resignSBOMBytes(t, artifact, keyPath, changed, updateRecord)
+		signingtest.ResignSBOM(t, artifact, keyPath, changed, updateRecord)
 	}
 	const fake = "0000000000000000000000000000000000000000000000000000000000000000"
 
@@ -96,10 +95,10 @@ func TestVerifyContents(t *testing.T) {
 	verify().MustFail(t, 1, "image registry.k8s.io/pause:3.10 linux/amd64: the SBOM says sha256:"+fake+", the image holds none")
 
 	// An SBOM signed again but not the record's: its sha256 is not the one the record names.
-	os.WriteFile(record, origRecord, 0o644)
+	os.WriteFile(recordPath, origRecord, 0o644)
 	if key, err := signing.LoadKey(keyPath); err != nil {
 		t.Fatal(err)
-	} else if _, err := signing.SignFile(key, record); err != nil {
+	} else if _, err := signing.SignFile(key, recordPath); err != nil {
 		t.Fatal(err)
 	}
 	resign(b, false)
@@ -171,49 +170,5 @@ func verifyCopiesAndHostileFiles(t *testing.T, artifact, pub, dir string) {
 	r = run("verify", artifact, "--key", otherPub).MustFail(t, 1, "the signature does not verify")
 	if !strings.Contains(r.Stdout, "the contents were not checked") || strings.Contains(r.Stdout, "components checked") {
 		t.Errorf("verify read the image's contents after every signature failed:\n%s", r.Stdout)
-	}
-}
-
-// resignSBOM writes inv as artifact's SBOM, names its sha256 in the record and signs both again
-// with keyPath: every signature verifies, whatever the SBOM now says.
-func resignSBOM(t *testing.T, artifact, keyPath string, inv sbom.Inventory) {
-	t.Helper()
-	b, err := inv.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	resignSBOMBytes(t, artifact, keyPath, b, true)
-}
-
-// resignSBOMBytes writes b as artifact's SBOM and signs it again; with updateRecord the record
-// names its new sha256 and is signed again too.
-func resignSBOMBytes(t *testing.T, artifact, keyPath string, b []byte, updateRecord bool) {
-	t.Helper()
-	key, err := signing.LoadKey(keyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := imagebuild.ReadRecord(artifact)
-	if err != nil || rec.SBOM == nil {
-		t.Fatalf("record: %+v %v", rec, err)
-	}
-	sbomPath := filepath.Join(filepath.Dir(artifact), rec.SBOM.File)
-	if err := os.WriteFile(sbomPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	files := []string{sbomPath}
-	if updateRecord {
-		sum, _, _ := digest.SHA256(sbomPath)
-		record := imagebuild.RecordPath(artifact)
-		data, _ := os.ReadFile(record)
-		if err := os.WriteFile(record, []byte(strings.Replace(string(data), rec.SBOM.SHA256, sum, 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, record)
-	}
-	for _, f := range files {
-		if _, err := signing.SignFile(key, f); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
