@@ -17,10 +17,10 @@ TESTLOG := bin/testlog
 SUMMARY := bin/testsummary
 export TEST_JSON_DIR := $(CURDIR)/$(TESTLOG)
 export TEST_SUMMARY := $(CURDIR)/$(SUMMARY)
-# The goroutine-heavy code, run again under the race detector: all of bzip2, qcow2 and squashfs (-short
+# The goroutine-heavy code, run again under the race detector: all of qcow2 and squashfs (-short
 # keeps inputs small), and the in-process tests of convert, fetch and upload's fan-out (their
 # command tests run a binary the race detector does not see).
-RACE_PKGS := ./pkg/bzip2/ ./pkg/qcow2/ ./pkg/squashfs/
+RACE_PKGS := ./pkg/qcow2/ ./pkg/squashfs/
 RACE_RUN := ^(TestConvertInProcess|TestFetchPipelineInProcess|TestStalledBodyFails|TestFake.*)$$
 RACE_RUN_PKGS := ./pkg/convert/ ./pkg/fetch/ ./pkg/glance/
 

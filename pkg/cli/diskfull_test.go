@@ -67,7 +67,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	srv.Publish(t, fetchtest.Release{Channel: "stable", Arch: "amd64", Version: "4230.2.3", Image: "qemu",
 		Content: noise, Signer: key.Current, Key: key, SignedAt: time.Now().Add(-time.Hour), Current: true, WithoutBZ2: true})
-	// An old release, .bz2 only: its parallel decoder writes into the full output.
+	// An old release, .bz2 only: its decoder writes into the full output.
 	srv.Publish(t, fetchtest.Release{Channel: "stable", Arch: "amd64", Version: "3510.2.8", Image: "qemu",
 		Content: noise[:8<<20], Signer: key.Current, Key: key, SignedAt: time.Now().Add(-time.Hour), WithoutImg: true})
 	fetchArgs := []string{"fetch", "--release-server", srv.ReleaseServer(), "--keyring", keyring, "--quiet", "--retries", "0"}

@@ -1,7 +1,9 @@
 package cli_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -101,6 +103,49 @@ func TestFetchBz2FallbackAndForced(t *testing.T) {
 	if reqs := w.Srv.Requests(".bz2"); len(reqs) != 0 {
 		t.Fatalf("cached .bz2 downloaded again: %+v", reqs)
 	}
+}
+
+// Ctrl-C during a .bz2 decode (8 GiB of zeros from a few hundred KiB) stops it promptly: exit
+// 130, no output. (pkg/fetch's TestStreamStopsWhenCancelled covers a decoder that goes long
+// without reading its source.)
+func TestFetchBz2DecodeStopsOnInterrupt(t *testing.T) {
+	w := fetchtest.NewWorld(t)
+	w.Srv.PublishFile(t, w.Cur, w.Cur.BZ2Path(), bytes.Repeat(fetchtest.Bzip2(t, make([]byte, 8<<20)), 1024))
+	cmd := exec.Command(testutil.Binary(t), w.Args("fetch", "--compression", "bz2", "--output-file", "out.img")...)
+	cmd.Dir, cmd.Env = w.Dir, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + w.Base}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	decoding := func() bool { // the output's temporary file holds 64 MiB
+		ents, _ := os.ReadDir(w.Dir)
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil && fi.Size() >= 64<<20 {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(2 * time.Minute); !decoding(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no decoded output within 2 minutes:\n%s", stderr.String())
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "Interrupted") {
+			t.Fatalf("exit %v, want 130 and the interruption said; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("still decoding 15 s after Ctrl-C:\n%s", stderr.String())
+	}
+	mustBeEmpty(t, w.Dir)
 }
 
 func TestFetchResumesAfterDrop(t *testing.T) {

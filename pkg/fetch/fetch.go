@@ -228,11 +228,12 @@ func (f *fetcher) artifact(ctx context.Context, comp string) (*Result, error) {
 	}
 	for exclusive := false; ; exclusive = true {
 		if entry.hit() {
-			res, err := f.fromCache(entry, comp, file)
+			res, err := f.fromCache(ctx, entry, comp, file)
 			if err == nil {
 				return res, nil
 			}
-			if errors.As(err, new(*writeError)) {
+			// Ctrl-C while the cached file was read says nothing about the file: keep it.
+			if errors.As(err, new(*writeError)) || ctx.Err() != nil {
 				return nil, err
 			}
 			if err := f.restartOutput(); err != nil {
@@ -272,7 +273,7 @@ func (f *fetcher) verifiedDigest(signed []byte, url, file string) (string, *veri
 	return sum, sig, nil
 }
 
-func (f *fetcher) fromCache(entry *cacheEntry, comp, file string) (*Result, error) {
+func (f *fetcher) fromCache(ctx context.Context, entry *cacheEntry, comp, file string) (*Result, error) {
 	signed, err := os.ReadFile(entry.Digests)
 	if err != nil {
 		return nil, err
@@ -292,7 +293,7 @@ func (f *fetcher) fromCache(entry *cacheEntry, comp, file string) (*Result, erro
 	}
 	f.logf("Using cached %s", entry.File)
 	bar := f.o.Progress.Start("cached "+file, fi.Size())
-	got, n, err := stream(io.TeeReader(in, bar), comp == release.CompressionBzip2, f.output(comp))
+	got, n, err := stream(ctx, io.TeeReader(in, bar), comp == release.CompressionBzip2, f.output(comp))
 	bar.Finish()
 	if err != nil {
 		return nil, decodeContext(err, entry.File)
@@ -400,7 +401,7 @@ func (f *fetcher) downloadOnce(ctx context.Context, entry *cacheEntry, url, file
 	}
 	bar := f.o.Progress.Start(file, total)
 	src := io.MultiReader(io.NewSectionReader(partial, 0, kept), io.TeeReader(body, pathWriter{partial, entry.Partial}))
-	got, n, err := stream(io.TeeReader(src, bar), comp == release.CompressionBzip2, f.output(comp))
+	got, n, err := stream(ctx, io.TeeReader(src, bar), comp == release.CompressionBzip2, f.output(comp))
 	bar.Finish()
 	if err != nil && got == "" {
 		if errors.As(err, new(*httpx.DroppedError)) || errors.As(err, new(*httpx.DeadlineError)) {
@@ -423,7 +424,7 @@ func (f *fetcher) insecure(ctx context.Context, comp, file string) (*Result, err
 	defer body.Close()
 	f.logf("Downloading %s", url)
 	bar := f.o.Progress.Start(file, body.Total)
-	got, n, err := stream(io.TeeReader(body, bar), comp == release.CompressionBzip2, pathWriter{f.out, f.o.OutputFile})
+	got, n, err := stream(ctx, io.TeeReader(body, bar), comp == release.CompressionBzip2, pathWriter{f.out, f.o.OutputFile})
 	bar.Finish()
 	if err != nil {
 		return nil, decodeContext(err, url)

@@ -17,9 +17,9 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
-// The fetch pipeline in this process (download, resume, hash and parallel bzip2 decode run in
-// goroutines), so the race run of make test sees it; the command tests cover the same paths
-// through the binary.
+// The fetch pipeline in this process (download, resume, hash and bzip2 decode; two fetches at
+// once), so the race run of make test sees it; the command tests cover the same paths through
+// the binary.
 func TestFetchPipelineInProcess(t *testing.T) {
 	w := fetchtest.NewWorld(t)
 	keyring, err := verify.LoadKeyring(w.Keyring)
@@ -41,7 +41,7 @@ func TestFetchPipelineInProcess(t *testing.T) {
 	ctx := context.Background()
 	c := httpx.New(httpx.Options{Retries: 2})
 
-	// The .bz2 of the old release, cut twice mid-way: resumed, verified, decoded in parallel.
+	// The .bz2 of the old release, cut twice mid-way: resumed, verified, decoded.
 	w.Srv.DropAt(w.Old.BZ2Path(), int64(len(fetchtestBzip2(t, w))/2), 2)
 	res, err := fetch.Fetch(ctx, c, opts(fetchtest.OldVersion, "bz2", "old.img"))
 	if err != nil {

@@ -4,10 +4,9 @@
 # with only that codec swapped for the library (scripts/bench/codecs/*.go.txt), interleaved,
 # best of RUNS, wall and CPU (user+sys) and each against ours (under load, CPU decides):
 #   inflater  flatcar-capo convert of a compressed qcow2 to raw  vs  klauspost/compress/flate
-#   bzip2     flatcar-capo fetch of a .bz2 release from 127.0.0.1  vs  dsnet/compress/bzip2, compress/bzip2
 #   squashfs  flatcar-capo sysext create  at 96f44fe (ours)  vs  96f44fe^ (go-diskfs' writer), same payload
 #   apimirror flatcar-capo version and lint  at f951c05 (mirror)  vs  f951c05^ (the upstream types)
-# Usage: scripts/bench/codecs.sh [inflater bzip2 squashfs apimirror]   (RUNS=N, default 3)
+# Usage: scripts/bench/codecs.sh [inflater squashfs apimirror]   (RUNS=N, default 3)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin"
@@ -15,7 +14,7 @@ repo=$PWD
 work=${BENCH_DIR:-/var/tmp/flatcar-capo-bench}/codecs
 mkdir -p "$work"
 runs=${RUNS:-3}
-cases=${*:-inflater bzip2 squashfs apimirror}
+cases=${*:-inflater squashfs apimirror}
 
 # tree NAME REV: a copy of REV (HEAD: the work tree as committed) in $work/src-NAME.
 tree() {
@@ -74,55 +73,6 @@ inflater)
     cmp "$work/lib.raw" "$work/out.raw" || { echo "codecs.sh: the two raws differ" >&2; exit 1; }
   rm -f "$work/out.raw" "$work/lib.raw"
   ;;
-bzip2)
-  [ -x "$work/bin-ours" ] || { tree ours HEAD && build ours; }
-  for codec in dsnet std; do
-    tree "$codec" HEAD
-    mkdir -p "$work/src-$codec/pkg/libbzip2"
-    cp scripts/bench/codecs/libbzip2.go.txt "$work/src-$codec/pkg/libbzip2/libbzip2.go"
-    echo "package libbzip2; const codec = \"$codec\"" >"$work/src-$codec/pkg/libbzip2/codec.go"
-    sed -i 's#"github.com/flatcar-capo/flatcar-capo/pkg/bzip2"#bzip2 "github.com/flatcar-capo/flatcar-capo/pkg/libbzip2"#' "$work/src-$codec/pkg/fetch/pipeline.go"
-    grep -q pkg/libbzip2 "$work/src-$codec/pkg/fetch/pipeline.go" || { echo "codecs.sh: pkg/fetch/pipeline.go no longer imports pkg/bzip2" >&2; exit 1; }
-    build "$codec"
-  done
-  # The release: a compressed qcow2 of this machine's binaries and text, lbzip2 -9'd as Flatcar's.
-  rel=$work/tree/stable/amd64-usr/9999.0.0 img=flatcar_production_qemu_image.img
-  if [ ! -s "$rel/$img.bz2.DIGESTS.asc" ]; then
-    mkdir -p "$rel" "$work/tree/stable/amd64-usr/current"
-    truncate -s 2G "$work/disk.raw"
-    { tar cf - /usr/lib/x86_64-linux-gnu /usr/bin /usr/share/doc 2>/dev/null || true; } | head -c 400M |
-      dd of="$work/disk.raw" bs=1M seek=1 conv=notrunc iflag=fullblock status=none
-    qemu-img convert -c -O qcow2 "$work/disk.raw" "$rel/$img" && rm -f "$work/disk.raw"
-    lbzip2 -9 -n2 <"$rel/$img" >"$rel/$img.bz2"
-    export GNUPGHOME=$work/gnupg
-    rm -rf "$GNUPGHOME" && mkdir -m 700 "$GNUPGHOME"
-    gpg --batch -q --passphrase '' --quick-gen-key "Bench <bench@example.invalid>" ed25519 sign never
-    gpg --batch -q --export >"$work/keyring.gpg"
-    (cd "$rel" && { echo "# SHA512 HASH"; sha512sum "$img.bz2"; } >"$img.bz2.DIGESTS")
-    gpg --batch -q --yes --clearsign -o "$rel/$img.bz2.DIGESTS.asc" "$rel/$img.bz2.DIGESTS"
-    printf 'FLATCAR_VERSION=9999.0.0\nFLATCAR_VERSION_ID=9999.0.0\n' | tee "$rel/version.txt" >"$work/tree/stable/amd64-usr/current/version.txt"
-  fi
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/tree" >/dev/null 2>&1 &
-  server=$!
-  trap 'kill $server 2>/dev/null' EXIT
-  for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/stable/amd64-usr/current/version.txt" >/dev/null && break; sleep 0.1; done
-  bz() {
-    case $1 in
-    prepare) rm -rf "$work/cache" "$work/out.img" ;;
-    cmd) cmd=("$work/bin-$2" fetch --quiet --release-server "http://127.0.0.1:$port/{channel}" --keyring "$work/keyring.gpg"
-      --compression bz2 --cache-dir "$work/cache" --output-file "$work/out.img") ;;
-    esac
-  }
-  want=$(sha256sum <"$rel/$img" | cut -d' ' -f1)
-  for codec in ours dsnet std; do
-    bz prepare $codec; bz cmd $codec; "${cmd[@]}"
-    [ "$(sha256sum <"$work/out.img" | cut -d' ' -f1)" = "$want" ] || { echo "codecs.sh: fetch with $codec gave a wrong image" >&2; exit 1; }
-  done
-  compare "fetch (.bz2 $(du -m "$rel/$img.bz2" | cut -f1) MB -> $(du -m --apparent-size "$rel/$img" | cut -f1) MB)" bz ours dsnet std
-  kill $server; trap - EXIT
-  rm -rf "$work/cache" "$work/out.img"
-  ;;
 squashfs)
   tree sq-ours 96f44fe && build sq-ours
   tree sq-diskfs 96f44fe^ && build sq-diskfs
@@ -150,6 +100,6 @@ apimirror)
   compare "20 x version" ver mirror upstream
   compare "10 x lint (1,000 documents)" lint mirror upstream
   ;;
-*) echo "codecs.sh: unknown case $c (inflater bzip2 squashfs apimirror)" >&2; exit 2 ;;
+*) echo "codecs.sh: unknown case $c (inflater squashfs apimirror)" >&2; exit 2 ;;
 esac; done
 echo "cores: $(nproc); $(date -u +%FT%H:%MZ); HEAD $(git -C "$repo" rev-parse --short HEAD)"

@@ -92,8 +92,8 @@ var (
 )
 
 // Bzip2 compresses data into one bzip2 stream of 900k blocks, the shape of Flatcar's lbzip2
-// files, with github.com/dsnet/compress (no lbzip2 needed; pkg/bzip2's tests cover lbzip2's
-// own encoder output). Memoized in the process and, content-addressed, in the user's cache
+// files, with github.com/dsnet/compress (no lbzip2 needed; pkg/fetch's TestStreamDecodesLbzip2
+// covers lbzip2's own encoder output). Memoized in the process and, content-addressed, in the user's cache
 // directory: the Go encoder is slow (~1 MB/s, far slower under -race) and test runs repeat.
 func Bzip2(t testing.TB, data []byte) []byte {
 	t.Helper()

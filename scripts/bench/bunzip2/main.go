@@ -1,5 +1,6 @@
-// Command bunzip2 decompresses stdin to stdout with pkg/bzip2; the bzip2
-// benchmark (scripts/bench/bzip2.sh) times it against bzip2 and lbzip2.
+// Command bunzip2 decompresses stdin to stdout with github.com/dsnet/compress/bzip2, read as
+// `fetch` reads it (pkg/fetch/pipeline.go); the bzip2 benchmark (scripts/bench/bzip2.sh) times it
+// against bzip2 and lbzip2.
 package main
 
 import (
@@ -10,11 +11,10 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"github.com/flatcar-capo/flatcar-capo/pkg/bzip2"
+	"github.com/dsnet/compress/bzip2"
 )
 
 func main() {
-	workers := flag.Int("workers", 0, "decoding goroutines (0 = GOMAXPROCS)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -29,9 +29,11 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	zr := bzip2.NewReaderWorkers(bufio.NewReaderSize(os.Stdin, 1<<20), *workers)
+	zr, err := bzip2.NewReader(bufio.NewReaderSize(os.Stdin, 64<<10), nil)
 	w := bufio.NewWriterSize(os.Stdout, 1<<20)
-	_, err := io.Copy(w, zr)
+	if err == nil {
+		_, err = io.CopyBuffer(w, zr, make([]byte, 1<<20))
+	}
 	if err == nil {
 		err = w.Flush()
 	}
