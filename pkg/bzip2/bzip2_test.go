@@ -36,10 +36,11 @@ func decompress(in []byte, workers int) ([]byte, error) {
 	return io.ReadAll(zr)
 }
 
-// sized is full, or small under -short (the race run of make test: the race detector makes
-// decoding ~10x slower, and a few blocks through the workers find races as well as many).
+// sized is full, or small under testutil.Small (the race run of make test: the race detector
+// makes decoding ~10x slower, and a few blocks through the workers find races as well as many;
+// the fast tier).
 func sized(full, small int) int {
-	if testing.Short() {
+	if testutil.Small() {
 		return small
 	}
 	return full

@@ -89,6 +89,16 @@ func RequireEnv(t testing.TB, err error, what string) {
 	}
 }
 
+// RequireReal skips the test in the fast tier (fails it in strict mode) when what it needs (a VM,
+// a service, a tool) is checked only later, after work the fast tier should not spend: call it
+// first. In the real tier it does nothing; the later Require* still check the machine.
+func RequireReal(t testing.TB, what string) {
+	t.Helper()
+	if Unit() {
+		unitSkip(t, "%s", what)
+	}
+}
+
 // HaveRoot is for a test that checks more as root: it reports whether it runs as root and, when
 // not, logs what is left out (fails the test in strict mode, where nothing may be left out).
 func HaveRoot(t testing.TB, what string) bool {
@@ -119,6 +129,11 @@ func SkipLong(t testing.TB, why string) {
 		t.Skipf("SKIP (-short): %s", why)
 	}
 }
+
+// Small reports whether tests keep their inputs small: under -short (the race run of make test,
+// where the race detector makes everything ~10x slower) and in the fast tier, which must answer
+// in minutes; the real tier (make test) runs the full sizes.
+func Small() bool { return testing.Short() || Unit() }
 
 func skip(t testing.TB, format string, a ...any) {
 	t.Helper()
