@@ -194,7 +194,7 @@ func TestDownloadsRetry503(t *testing.T) {
 		t.Parallel()
 		w := newFaultWorld(t)
 		w.srv.Fail("/version.txt", http.StatusServiceUnavailable, 2)
-		r, _ := w.run(t, append([]string{"build", "--dry-run", "--release-server", w.srv.URL + "/{channel}"}, w.mirrorArgs()...)...)
+		r, _ := w.run(t, append([]string{"build", "--method", "sysext", "--dry-run", "--release-server", w.srv.URL + "/{channel}"}, w.mirrorArgs()...)...)
 		r.MustSucceed(t)
 	})
 }

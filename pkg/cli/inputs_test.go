@@ -172,7 +172,7 @@ func TestEveryFileFlagRefusesNonFiles(t *testing.T) {
 				}
 				testutil.Binary(t) // built (once) before the clock starts
 				start := time.Now()
-				r := testutil.RunCmd(t, testutil.Cmd{Args: args, Dir: dir, Prefix: []string{"timeout", "-s", "KILL", "30"},
+				r := testutil.RunCmd(t, testutil.Cmd{Args: args, Dir: dir, Timeout: 30 * time.Second,
 					Env: []string{"HOME=" + dir, "XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "OS_CLIENT_CONFIG_FILE=" + filepath.Join(dir, "none.yaml")}})
 				took := time.Since(start)
 				want := []string{in, b.want}
@@ -180,7 +180,7 @@ func TestEveryFileFlagRefusesNonFiles(t *testing.T) {
 					want = append(want, "--"+c.flag)
 				}
 				r.MustFail(t, 2, want...)
-				// A hang is the 30 s KILL; this bound catches a slow read. Every subtest runs at once,
+				// A hang is the 30 s Timeout (killed); this bound catches a slow read. Every subtest runs at once,
 				// and each start links CAPI's types (~0.1 s CPU): on 2 loaded cores they queue.
 				if took > 15*time.Second {
 					t.Errorf("refused only after %v", took)
@@ -207,7 +207,7 @@ func TestCloudsYAMLFromEnvironmentRefusesNonFiles(t *testing.T) {
 		testutil.Binary(t)
 		start := time.Now()
 		r := testutil.RunCmd(t, testutil.Cmd{Args: []string{"upload", img, "--name", "x", "--cloud", "c"},
-			Prefix: []string{"timeout", "-s", "KILL", "30"}, Env: []string{"OS_CLIENT_CONFIG_FILE=" + path}})
+			Timeout: 30 * time.Second, Env: []string{"OS_CLIENT_CONFIG_FILE=" + path}})
 		r.MustFail(t, 2, "clouds.yaml "+path, want)
 		if took := time.Since(start); took > 5*time.Second {
 			t.Errorf("%s refused only after %v", path, took)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
@@ -71,7 +72,7 @@ func TestEveryImageCommandRefusesNonFiles(t *testing.T) {
 				dir := t.TempDir()
 				in := filepath.Join(dir, "flatcar.img")
 				k.make(t, in)
-				r := testutil.RunCmd(t, testutil.Cmd{Args: c.args(in, dir), Prefix: []string{"timeout", "-s", "KILL", "60"},
+				r := testutil.RunCmd(t, testutil.Cmd{Args: c.args(in, dir), Timeout: 60 * time.Second,
 					Env: []string{"OS_CLIENT_CONFIG_FILE=" + filepath.Join(dir, "none.yaml")}})
 				r.MustFail(t, 2, in, k.want, "not a qcow2 or raw disk image")
 				entries, _ := os.ReadDir(dir)

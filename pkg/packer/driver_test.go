@@ -138,7 +138,8 @@ func TestMissingPluginGivesInstallCommand(t *testing.T) {
 	if !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q lacks the command %q", err, want)
 	}
-	// 1.6.6 has QEMU built in: no plugin question asked.
+	// 1.6.6 has QEMU built in: no plugin question asked (the plan then checks for QEMU).
+	testutil.RequireTools(t, "qemu-system-x86_64")
 	p, _ = fakePacker(t, `case "$1" in version) echo "Packer v1.6.6";; plugins) echo "plugins asked" >&2; exit 7;; *) exit 0;; esac`)
 	cfg.Packer = p
 	if _, err := Plan(context.Background(), cfg); err != nil {

@@ -1,11 +1,14 @@
 package packer
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
+	"golang.org/x/crypto/ssh"
 )
 
 // fixture is a Config whose inputs exist (a small sparse base disk, a real SSH key, an
@@ -30,8 +33,21 @@ func fixture(t *testing.T) Config {
 	for _, f := range PayloadFiles {
 		write(filepath.Join("payload", f), "placeholder "+f+"\n", 0o755)
 	}
-	key := filepath.Join(dir, "id_ed25519")
-	testutil.MustRun(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key)
+	// The key pair ssh-keygen -t ed25519 -N "" writes, made in Go: the fast tier runs no tool.
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshPub, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := write("id_ed25519", string(pem.EncodeToMemory(block)), 0o600)
+	write("id_ed25519.pub", string(ssh.MarshalAuthorizedKey(sshPub)), 0o644)
 	return Config{
 		BaseImage:         base,
 		OutputDir:         filepath.Join(dir, "out"),

@@ -8,6 +8,7 @@
 # Usage: scripts/bench/inflate.sh (FLATCAR_CAPO_BIN=PATH: a binary built elsewhere; RUNS=N;
 # MODES="warm cold")
 set -euo pipefail
+export FLATCAR_CAPO_REAL_TESTS=1 # the real tier: its benchmark runs the real tools (internal/testing/testutil)
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin"
 root=${BENCH_DIR:-/var/tmp/flatcar-capo-bench}

@@ -5,6 +5,7 @@
 # and image caches are filled by a first run, the measured run rebuilds with them warm (0 bytes
 # transferred). Goal: < 30 s and < 300 MB. Needs docker-registry. Usage: scripts/bench/preload-build.sh
 set -euo pipefail
+export FLATCAR_CAPO_REAL_TESTS=1 # the real tier: its benchmark runs the real tools (internal/testing/testutil)
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
 img=${BENCH_DIR:-/var/tmp/flatcar-capo-bench}/sysext/flatcar-9g.raw

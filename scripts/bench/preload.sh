@@ -5,5 +5,6 @@
 # a warm pull (must transfer 0 bytes). Needs docker-registry and skopeo (install-deps.sh bench).
 # Usage: scripts/bench/preload.sh
 set -euo pipefail
+export FLATCAR_CAPO_REAL_TESTS=1 # the real tier: its benchmark runs the real tools (internal/testing/testutil)
 cd "$(dirname "$0")/../.."
 exec go test -run '^$' -bench BenchmarkPreloadVsSkopeo -benchtime 1x -timeout 30m ./pkg/images/ | grep -E '^preload:|FAIL|ok'

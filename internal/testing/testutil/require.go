@@ -7,21 +7,39 @@ import (
 	"testing"
 )
 
+// The two tiers. Plain `go test ./...` is the fast tier: pure Go, no VM, no root, no external
+// tool or service, passing on a machine with only Go (every Require* skips). RealEnv=1 is the
+// real tier: the tests that boot VMs, run Keystone/Glance, registries, containerd, packer, mkfs,
+// the node proof. `make test`, race, fuzz, node-proof, capo-proof, the benchmarks and .ci/run set
+// it; nothing else does, so QEMU or mkfs on a contributor's PATH never turns the quick loop into
+// the half-hour suite.
+const RealEnv = "FLATCAR_CAPO_REAL_TESTS"
+
+// Real reports whether this is the real tier (FLATCAR_CAPO_REAL_TESTS=1).
+func Real() bool { return os.Getenv(RealEnv) == "1" }
+
+// Unit reports whether this is the fast tier, the default: every Require* skips.
+func Unit() bool { return !Real() }
+
 // StrictEnv names the variable that turns every skip of this file into a failure. .ci/run and
 // `make test STRICT=1` set it: on CI a missing tool or missing root is a broken machine, and a
-// skipped test would let missing coverage look green.
+// skipped test would let missing coverage look green. Strict without RealEnv fails every
+// real-parts test too: a strict run that forgot the switch would otherwise skip them all.
 const StrictEnv = "FLATCAR_CAPO_STRICT_TESTS"
 
 // Strict reports whether skips are failures (FLATCAR_CAPO_STRICT_TESTS=1).
-func Strict() bool { return os.Getenv(StrictEnv) == "1" && !Unit() }
+func Strict() bool { return os.Getenv(StrictEnv) == "1" }
 
-// UnitEnv names the variable of `make test-unit`: only the pure-Go tests run, every test that
-// needs a tool, root or a machine precondition skips (strict mode or not), so a contributor
-// gets an answer in a minute without root or apt.
-const UnitEnv = "FLATCAR_CAPO_UNIT_TESTS"
-
-// Unit reports whether this is a unit run (FLATCAR_CAPO_UNIT_TESTS=1).
-func Unit() bool { return os.Getenv(UnitEnv) == "1" }
+// unitSkip skips a real-parts test in the fast tier; in strict mode it fails instead, naming
+// the switch (strict means nothing may be left out).
+func unitSkip(t testing.TB, format string, a ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, a...)
+	if Strict() {
+		t.Fatalf("%s, but %s is not 1 (the fast tier) and %s=1 forbids leaving it out: set %s=1 (make test does)", msg, RealEnv, StrictEnv, RealEnv)
+	}
+	t.Skipf("SKIP (fast tier; %s=1 runs it): %s", RealEnv, msg)
+}
 
 // The only ways a test may skip. Every skip goes through here so strict mode can refuse it.
 
@@ -32,7 +50,7 @@ func RequireTool(t testing.TB, tool string) {
 		t.Fatalf("testutil: %s is not in testutil.Tools: add it there with the scripts/install-deps.sh profile that installs it", tool)
 	}
 	if Unit() {
-		t.Skipf("SKIP (unit run): needs %s", tool)
+		unitSkip(t, "needs %s", tool)
 	}
 	if _, err := exec.LookPath(tool); err != nil {
 		skip(t, "%s is not installed (run scripts/install-deps.sh)", tool)
@@ -52,7 +70,7 @@ func RequireTools(t testing.TB, tools ...string) {
 func RequireRoot(t testing.TB, why string) {
 	t.Helper()
 	if Unit() {
-		t.Skipf("SKIP (unit run): %s needs root", why)
+		unitSkip(t, "%s needs root", why)
 	}
 	if !IsRoot() {
 		skip(t, "%s needs root (CI runs as root)", why)
@@ -64,10 +82,20 @@ func RequireRoot(t testing.TB, why string) {
 func RequireEnv(t testing.TB, err error, what string) {
 	t.Helper()
 	if Unit() {
-		t.Skipf("SKIP (unit run): %s", what)
+		unitSkip(t, "%s", what)
 	}
 	if err != nil {
 		skip(t, "%s: %v", what, err)
+	}
+}
+
+// RequireReal skips the test in the fast tier (fails it in strict mode) when what it needs (a VM,
+// a service, a tool) is checked only later, after work the fast tier should not spend: call it
+// first. In the real tier it does nothing; the later Require* still check the machine.
+func RequireReal(t testing.TB, what string) {
+	t.Helper()
+	if Unit() {
+		unitSkip(t, "%s", what)
 	}
 }
 
@@ -75,13 +103,20 @@ func RequireEnv(t testing.TB, err error, what string) {
 // not, logs what is left out (fails the test in strict mode, where nothing may be left out).
 func HaveRoot(t testing.TB, what string) bool {
 	t.Helper()
-	if IsRoot() && !Unit() {
+	if IsRoot() && Real() {
 		return true
+	}
+	if Strict() && Unit() {
+		t.Fatalf("%s needs root and %s=1 (make test sets it); %s=1 forbids leaving it out", what, RealEnv, StrictEnv)
 	}
 	if Strict() {
 		t.Fatalf("%s needs root; %s=1 forbids leaving it out", what, StrictEnv)
 	}
-	t.Logf("SKIP part: %s needs root (CI runs as root)", what)
+	if Unit() {
+		t.Logf("SKIP part (fast tier; %s=1 runs it): %s needs root", RealEnv, what)
+	} else {
+		t.Logf("SKIP part: %s needs root (CI runs as root)", what)
+	}
 	return false
 }
 
@@ -94,6 +129,11 @@ func SkipLong(t testing.TB, why string) {
 		t.Skipf("SKIP (-short): %s", why)
 	}
 }
+
+// Small reports whether tests keep their inputs small: under -short (the race run of make test,
+// where the race detector makes everything ~10x slower) and in the fast tier, which must answer
+// in minutes; the real tier (make test) runs the full sizes.
+func Small() bool { return testing.Short() || Unit() }
 
 func skip(t testing.TB, format string, a ...any) {
 	t.Helper()

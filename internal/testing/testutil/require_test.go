@@ -22,12 +22,14 @@ func TestForcedSkip(t *testing.T) {
 		if !HaveRoot(t, "the kernel mount check") {
 			return
 		}
+	case "present":
+		RequireTool(t, "bash") // on PATH here (the fast tier must skip it all the same)
 	}
 	t.Log("REACHED")
 }
 
 // A missing tool (or another unmet precondition) skips the test visibly by default and fails it
-// with the reason in strict mode (.ci/run, make test STRICT=1).
+// with the reason in strict mode (.ci/run, make test STRICT=1). These runs are the real tier.
 func TestStrictModeFailsSkips(t *testing.T) {
 	kinds := []string{"tool", "env"}
 	if !IsRoot() {
@@ -36,7 +38,7 @@ func TestStrictModeFailsSkips(t *testing.T) {
 	for _, kind := range kinds {
 		for _, strict := range []bool{false, true} {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestForcedSkip$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), "TESTUTIL_CHILD=1", "TESTUTIL_CHILD_KIND="+kind, StrictEnv+"=", UnitEnv+"=")
+			cmd.Env = append(os.Environ(), "TESTUTIL_CHILD=1", "TESTUTIL_CHILD_KIND="+kind, StrictEnv+"=", RealEnv+"=1")
 			if strict {
 				cmd.Env = append(cmd.Env, StrictEnv+"=1")
 			}
@@ -51,6 +53,33 @@ func TestStrictModeFailsSkips(t *testing.T) {
 				t.Errorf("%s: want a logged partial skip, got err %v:\n%s", kind, err, s)
 			case strings.Contains(s, "REACHED") && kind != "part":
 				t.Errorf("%s: the test went on after its precondition failed:\n%s", kind, s)
+			}
+		}
+	}
+}
+
+// The fast tier (plain `go test`, no RealEnv) skips a real-parts test even when its tool is on
+// PATH, so QEMU or mkfs on a contributor's machine never turns it into the half-hour suite; in
+// strict mode it fails naming the switch, so a strict run that forgot it cannot pass on skips.
+func TestFastTierSkipsRealParts(t *testing.T) {
+	for _, kind := range []string{"present", "tool", "env", "part"} {
+		for _, strict := range []bool{false, true} {
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestForcedSkip$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), "TESTUTIL_CHILD=1", "TESTUTIL_CHILD_KIND="+kind, StrictEnv+"=", RealEnv+"=")
+			if strict {
+				cmd.Env = append(cmd.Env, StrictEnv+"=1")
+			}
+			out, err := cmd.CombinedOutput()
+			s := string(out)
+			switch {
+			case strict && (err == nil || !strings.Contains(s, "--- FAIL: TestForcedSkip") || !strings.Contains(s, RealEnv+"=1")):
+				t.Errorf("%s, strict fast tier: want a failure naming %s, got err %v:\n%s", kind, RealEnv, err, s)
+			case !strict && kind != "part" && (err != nil || !strings.Contains(s, "--- SKIP: TestForcedSkip") || !strings.Contains(s, RealEnv+"=1 runs it")):
+				t.Errorf("%s, fast tier: want a skip naming %s, got err %v:\n%s", kind, RealEnv, err, s)
+			case !strict && kind == "part" && (err != nil || !strings.Contains(s, "SKIP part (fast tier")):
+				t.Errorf("%s, fast tier: want a logged partial skip, got err %v:\n%s", kind, err, s)
+			case strings.Contains(s, "REACHED") && kind != "part":
+				t.Errorf("%s, fast tier: the real-parts test ran:\n%s", kind, s)
 			}
 		}
 	}
