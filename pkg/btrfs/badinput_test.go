@@ -46,12 +46,12 @@ func TestOpenBadInput(t *testing.T) {
 		is     error
 		msg    string
 	}{
-		{"zeros", func(img string) { os.WriteFile(img, make([]byte, 1<<20), 0o600) }, ErrNotBtrfs, "no magic"},
-		{"too-small", func(img string) { os.WriteFile(img, make([]byte, 1000), 0o600) }, ErrNotBtrfs, "too small"},
-		{"superblock-csum", func(img string) { testutil.FlipByte(t, img, superOffset+0x12b) }, ErrCorrupt, "superblock checksum mismatch"},
-		{"chunk-tree-csum", func(img string) { testutil.FlipByte(t, img, phys(fs.sb.chunkRoot)+200) }, ErrCorrupt, "chunk tree: btrfs corrupt: tree block 1048576: checksum mismatch"},
-		{"root-tree-csum", func(img string) { testutil.FlipByte(t, img, phys(fs.sb.root)+200) }, ErrCorrupt, "root tree: btrfs corrupt: tree block"},
-		{"fs-tree-csum", func(img string) { testutil.FlipByte(t, img, phys(fs.fsTree.logical)+3000) }, ErrCorrupt, "FS tree root: btrfs corrupt: tree block"},
+		{"zeros", func(img string) { os.WriteFile(img, make([]byte, 1<<20), 0o600) }, errNotBtrfs, "no magic"},
+		{"too-small", func(img string) { os.WriteFile(img, make([]byte, 1000), 0o600) }, errNotBtrfs, "too small"},
+		{"superblock-csum", func(img string) { testutil.FlipByte(t, img, superOffset+0x12b) }, errCorrupt, "superblock checksum mismatch"},
+		{"chunk-tree-csum", func(img string) { testutil.FlipByte(t, img, phys(fs.sb.chunkRoot)+200) }, errCorrupt, "chunk tree: btrfs corrupt: tree block 1048576: checksum mismatch"},
+		{"root-tree-csum", func(img string) { testutil.FlipByte(t, img, phys(fs.sb.root)+200) }, errCorrupt, "root tree: btrfs corrupt: tree block"},
+		{"fs-tree-csum", func(img string) { testutil.FlipByte(t, img, phys(fs.fsTree.logical)+3000) }, errCorrupt, "FS tree root: btrfs corrupt: tree block"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -175,11 +175,11 @@ func TestCorruptLeaf(t *testing.T) {
 	testutil.FlipByte(t, img, p[0]+2000)
 
 	fs, dev := openImage(t, img)
-	if _, err := fs.read("/grub.cfg"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "checksum mismatch") {
+	if _, err := fs.read("/grub.cfg"); !errors.Is(err, errCorrupt) || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Errorf("ReadFile over a corrupt leaf: %v, want ErrCorrupt (checksum mismatch)", err)
 	}
 	rec := &recorder{File: dev}
-	if err := fs.write(rec, "/grub.cfg", []byte(openstackGrub)); !errors.Is(err, ErrCorrupt) || len(rec.writes) != 0 {
+	if err := fs.write(rec, "/grub.cfg", []byte(openstackGrub)); !errors.Is(err, errCorrupt) || len(rec.writes) != 0 {
 		t.Errorf("WriteFile over a corrupt leaf: %v with %d writes, want ErrCorrupt and none", err, len(rec.writes))
 	}
 }

@@ -15,12 +15,12 @@ import (
 )
 
 var (
-	// ErrNotBtrfs means there is no btrfs superblock magic at 64 KiB.
-	ErrNotBtrfs = errors.New("not a btrfs filesystem")
-	// ErrUnsupported marks a valid filesystem layout this package deliberately does not handle.
-	ErrUnsupported = errors.New("unsupported btrfs layout")
-	// ErrCorrupt marks on-disk data that breaks the format (bad checksum, impossible values).
-	ErrCorrupt = errors.New("btrfs corrupt")
+	// errNotBtrfs means there is no btrfs superblock magic at 64 KiB.
+	errNotBtrfs = errors.New("not a btrfs filesystem")
+	// errUnsupported marks a valid filesystem layout this package deliberately does not handle.
+	errUnsupported = errors.New("unsupported btrfs layout")
+	// errCorrupt marks on-disk data that breaks the format (bad checksum, impossible values).
+	errCorrupt = errors.New("btrfs corrupt")
 )
 
 // FS is an opened filesystem. Tree blocks are read from the device on every call, so a
@@ -63,7 +63,7 @@ func Open(dev io.ReaderAt, size int64) (*FS, error) {
 
 // unsupportedf returns an error wrapping ErrUnsupported with a message saying what is out of reach.
 func unsupportedf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", errUnsupported, fmt.Sprintf(format, args...))
 }
 
 // ErrNoRoom marks new content that an in-place rewrite has no room for: more than one inline
@@ -73,12 +73,12 @@ var ErrNoRoom = errors.New("no room for the new content in place")
 
 // noRoomf is unsupportedf for content that does not fit; the error matches ErrNoRoom too.
 func noRoomf(format string, args ...any) error {
-	return fmt.Errorf("%w: %w: %s", ErrUnsupported, ErrNoRoom, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %w: %s", errUnsupported, ErrNoRoom, fmt.Sprintf(format, args...))
 }
 
 // corruptf reports on-disk data that breaks the format.
 func corruptf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", errCorrupt, fmt.Sprintf(format, args...))
 }
 
 // wrapf adds context to err; nil stays nil.

@@ -30,7 +30,7 @@ func TestMultiLevelTree(t *testing.T) {
 	try := func(p string, data []byte) bool {
 		rec := &recorder{File: dev}
 		err := fs.write(rec, p, data)
-		if errors.Is(err, ErrUnsupported) && len(rec.writes) == 0 {
+		if errors.Is(err, errUnsupported) && len(rec.writes) == 0 {
 			refusals = append(refusals, err)
 			return false
 		}

@@ -41,14 +41,14 @@ type superblock struct {
 func readSuperblock(dev io.ReaderAt, size int64) (superblock, error) {
 	var sb superblock
 	if size < superOffset+superSize {
-		return sb, fmt.Errorf("%w: device of %d bytes is too small to hold a superblock at 64 KiB", ErrNotBtrfs, size)
+		return sb, fmt.Errorf("%w: device of %d bytes is too small to hold a superblock at 64 KiB", errNotBtrfs, size)
 	}
 	b := make([]byte, superSize)
 	if err := readFull(dev, b, superOffset); err != nil {
 		return sb, fmt.Errorf("reading btrfs superblock: %w", err)
 	}
 	if string(b[0x40:0x48]) != superMagic {
-		return sb, fmt.Errorf("%w: no magic %q at offset 64 KiB", ErrNotBtrfs, superMagic)
+		return sb, fmt.Errorf("%w: no magic %q at offset 64 KiB", errNotBtrfs, superMagic)
 	}
 	if t := le.Uint16(b[0xc4:]); t != 0 {
 		return sb, unsupportedf("checksum type %d (only crc32c is handled)", t)

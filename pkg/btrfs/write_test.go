@@ -287,7 +287,7 @@ func TestWriteNoCompressInode(t *testing.T) {
 		{flatcarGrub(24, openstackSettings), "splitting a leaf is out of reach"},
 	} {
 		rec := &recorder{File: dev}
-		if err := fs.write(rec, "/grub.cfg", c.data); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.msg) || len(rec.writes) != 0 {
+		if err := fs.write(rec, "/grub.cfg", c.data); !errors.Is(err, errUnsupported) || !strings.Contains(err.Error(), c.msg) || len(rec.writes) != 0 {
 			t.Errorf("WriteFile(%d bytes) = %v with %d writes, want ErrUnsupported saying %q and none", len(c.data), err, len(rec.writes), c.msg)
 		}
 	}
@@ -331,7 +331,7 @@ func TestWriteUnsupported(t *testing.T) {
 			fs, dev := openImage(t, img)
 			rec := &recorder{File: dev}
 			err := fs.write(rec, c.path, c.data)
-			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.msg) {
+			if !errors.Is(err, errUnsupported) || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("WriteFile error = %v, want ErrUnsupported saying %q", err, c.msg)
 			}
 			if len(rec.writes) != 0 {

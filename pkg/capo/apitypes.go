@@ -68,10 +68,10 @@ func typeOf(d *Document) reflect.Type { return lookupType(d.APIVersion, d.Kind) 
 // newOf is a pointer to a new zero value of t.
 func newOf(t reflect.Type) any { return reflect.New(t).Interface() }
 
-// DecodeStrict decodes a document into its upstream Go type, rejecting unknown fields and
+// decodeStrict decodes a document into its upstream Go type, rejecting unknown fields and
 // mistyped values; it returns a pointer to the upstream value. It fails for documents whose
 // apiVersion/kind this tool does not know.
-func DecodeStrict(d *Document) (any, error) {
+func decodeStrict(d *Document) (any, error) {
 	t := typeOf(d)
 	if t == nil {
 		return nil, fmt.Errorf("%s: no Go type known for %s %s", d, d.APIVersion, d.Kind)
@@ -89,9 +89,9 @@ func DecodeStrict(d *Document) (any, error) {
 	return v, nil
 }
 
-// UnknownFields lists every field path of d that its upstream type does not have (all of
+// unknownFields lists every field path of d that its upstream type does not have (all of
 // them, where a strict decoder stops at the first). Nil when the type is unknown.
-func UnknownFields(d *Document) []Path {
+func unknownFields(d *Document) []Path {
 	t := typeOf(d)
 	if t == nil {
 		return nil

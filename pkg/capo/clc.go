@@ -57,7 +57,7 @@ func TranspileCLC(src string) CLCResult {
 		return res
 	}
 	res.Ignition = ign
-	if err := ValidateIgnition(ign); err != nil {
+	if err := validateIgnition(ign); err != nil {
 		res.Fatal = true
 		res.Issues = append(res.Issues, CLCIssue{Severity: "error", Message: err.Error()})
 	}
@@ -99,9 +99,9 @@ func yamlTypeErrors(msg string) ([]string, bool) {
 	return out, len(out) > 0
 }
 
-// ValidateIgnition round-trips a config through Ignition's own 2.3 parser and validator, as
+// validateIgnition round-trips a config through Ignition's own 2.3 parser and validator, as
 // the node's Ignition will read it.
-func ValidateIgnition(cfg igntypes.Config) error {
+func validateIgnition(cfg igntypes.Config) error {
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("encoding Ignition config: %w", err)

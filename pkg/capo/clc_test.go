@@ -45,7 +45,7 @@ func TestTemplateIgnition(t *testing.T) {
 			t.Fatalf("Ignition version %q, want 2.3.0 as CABPK emits", res.Ignition.Ignition.Version)
 		}
 		for name, cfg := range map[string]igntypes.Config{"additionalConfig": res.Ignition, "merged user-data": merged} {
-			if err := ValidateIgnition(cfg); err != nil {
+			if err := validateIgnition(cfg); err != nil {
 				t.Fatalf("%s %s: %v", d, name, err)
 			}
 			// Ignition 2.3's Append concatenates unit lists: gather every entry of a unit.

@@ -8,8 +8,8 @@ const (
 	GateTopology = "CLUSTER_TOPOLOGY=true"
 )
 
-// ClusterctlInit is the clusterctl init command that installs the providers the output needs.
-func ClusterctlInit(clusterClass bool) string {
+// clusterctlInit is the clusterctl init command that installs the providers the output needs.
+func clusterctlInit(clusterClass bool) string {
 	env := GateIgnition + " "
 	if clusterClass {
 		env += GateTopology + " "

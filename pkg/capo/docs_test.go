@@ -12,7 +12,7 @@ func TestLintRulesDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range Rules {
+	for _, r := range rules {
 		if !strings.Contains(string(doc), "| `"+r.ID+"` | "+string(r.Severity)+" |") {
 			t.Errorf("docs/lint-rules.md has no row | `%s` | %s |", r.ID, r.Severity)
 		}

@@ -55,11 +55,11 @@ func ParseDocuments(file string, data []byte) ([]*Document, error) {
 	return parseDocuments(file, data, false)
 }
 
-// ParseTemplateDocuments is ParseDocuments for a clusterctl template: each value is read as
+// parseTemplateDocuments is ParseDocuments for a clusterctl template: each value is read as
 // clusterctl's variable defaults make it (ResolveDefaults, then typed again as YAML types an
 // unquoted value), so rules check what a default gives; references without a default stay
 // verbatim.
-func ParseTemplateDocuments(file string, data []byte) ([]*Document, error) {
+func parseTemplateDocuments(file string, data []byte) ([]*Document, error) {
 	return parseDocuments(file, data, true)
 }
 

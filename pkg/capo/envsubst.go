@@ -110,9 +110,9 @@ func evalRef(text string, lookup func(string) string) string {
 	return out
 }
 
-// Variables lists the variable names a template references, sorted and unique, as
+// variables lists the variable names a template references, sorted and unique, as
 // `clusterctl generate cluster --list-variables` does. Escaped "$${...}" are not variables.
-func Variables(tmpl []byte) ([]string, error) {
+func variables(tmpl []byte) ([]string, error) {
 	refs, _, err := scanTemplate(string(tmpl))
 	if err != nil {
 		return nil, err
@@ -178,10 +178,10 @@ func substitute(tmpl []byte, values map[string]string, emit func(tmpl string, r 
 	return []byte(b.String()), missing, nil
 }
 
-// ResolveDefaults replaces each reference whose value its default gives (no variable needed)
+// resolveDefaults replaces each reference whose value its default gives (no variable needed)
 // with that value, as clusterctl would with the variable unset, and keeps the others and the
 // "$$" escapes verbatim: what lint checks of a template. unresolved names the references kept.
-func ResolveDefaults(s string) (out string, unresolved []string, err error) {
+func resolveDefaults(s string) (out string, unresolved []string, err error) {
 	if !strings.Contains(s, "${") {
 		return s, nil, nil
 	}

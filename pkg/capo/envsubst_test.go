@@ -70,7 +70,7 @@ func TestSubstituteErrors(t *testing.T) {
 }
 
 func TestVariables(t *testing.T) {
-	got, err := Variables([]byte("x: ${B}\ny: $${NODE}\nz: ${A:=d} $C $$D ${E%.*} ${#F}"))
+	got, err := variables([]byte("x: ${B}\ny: $${NODE}\nz: ${A:=d} $C $$D ${E%.*} ${#F}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestVariables(t *testing.T) {
 }
 
 func TestResolveDefaults(t *testing.T) {
-	got, unresolved, err := ResolveDefaults("mask: ${MASK:=true} v: ${V%.*} n: $${COREOS_X%.*} u: ${U:-a}${U2}")
+	got, unresolved, err := resolveDefaults("mask: ${MASK:=true} v: ${V%.*} n: $${COREOS_X%.*} u: ${U:-a}${U2}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func FuzzSubstitute(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, tmpl string) {
-		vars, err := Variables([]byte(tmpl))
+		vars, err := variables([]byte(tmpl))
 		if err != nil {
 			return
 		}
@@ -123,7 +123,7 @@ func TestIsClusterctlTemplate(t *testing.T) {
 		"name: ${COREOS_OPENSTACK_HOSTNAME}\nx: ${COREOS_A%.*}": false, // rendered: the node's references only
 		"name: demo": false,
 	} {
-		if got := IsClusterctlTemplate([]byte(s)); got != want {
+		if got := isClusterctlTemplate([]byte(s)); got != want {
 			t.Errorf("IsClusterctlTemplate(%q) = %v, want %v", s, got, want)
 		}
 	}

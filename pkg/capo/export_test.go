@@ -8,10 +8,10 @@ import (
 )
 
 // DecodeUpstream is DecodeStrict: documents decode into the upstream types themselves.
-var DecodeUpstream = DecodeStrict
+var DecodeUpstream = decodeStrict
 
-// Template is the embedded baked-flavor cluster template for a CAPI API version, unrendered.
-func Template(capiAPI string) ([]byte, error) {
+// template is the embedded baked-flavor cluster template for a CAPI API version, unrendered.
+func template(capiAPI string) ([]byte, error) {
 	return flavorTemplate(FlavorBaked, capiAPI, false, nil)
 }
 
@@ -20,9 +20,9 @@ func FlavorTemplate(flavor, capiAPI string) ([]byte, error) {
 	return flavorTemplate(flavor, capiAPI, false, nil)
 }
 
-// ImageSnippet returns the OpenStackMachineTemplate documents (control plane and workers)
+// imageSnippet returns the OpenStackMachineTemplate documents (control plane and workers)
 // that select imageName. Other variables are left for clusterctl.
-func ImageSnippet(imageName, capiAPI string) ([]byte, error) {
+func imageSnippet(imageName, capiAPI string) ([]byte, error) {
 	r, err := Render(RenderOptions{CAPIAPI: capiAPI, Values: map[string]string{VarImageName: imageName}})
 	if err != nil {
 		return nil, err

@@ -20,15 +20,15 @@ const (
 	FlavorSysext = "sysext"
 )
 
-// Flavor describes one flavor for help texts and reports.
-type Flavor struct {
+// flavor describes one flavor for help texts and reports.
+type flavor struct {
 	Name    string `json:"name"`
 	Image   string `json:"image"`
 	Summary string `json:"summary"`
 }
 
-// Flavors lists the flavors, default first.
-var Flavors = []Flavor{
+// flavors lists the flavors, default first.
+var flavors = []flavor{
 	{FlavorBaked, "built by 'build' (--method packer): Kubernetes installed in the image",
 		"kubeadm.service ordered after containerd and coreos-metadata"},
 	{FlavorSysextBaked, "built by 'build --method sysext': the Kubernetes sysext inside the image",
@@ -48,8 +48,8 @@ const (
 
 // FlavorNames lists the flavor names, for flag help.
 func FlavorNames() []string {
-	n := make([]string, len(Flavors))
-	for i, f := range Flavors {
+	n := make([]string, len(flavors))
+	for i, f := range flavors {
 		n[i] = f.Name
 	}
 	return n

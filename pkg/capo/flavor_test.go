@@ -18,7 +18,7 @@ func TestFlavorTemplatesComeFromOneBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, api := range capiAPIs {
-		base, err := Template(api)
+		base, err := template(api)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,14 +87,14 @@ func TestFlavors(t *testing.T) {
 				docs, _ := ParseDocuments("filled", r.Manifest)
 				checked := 0
 				for _, d := range docs {
-					if u := UnknownFields(d); len(u) > 0 {
+					if u := unknownFields(d); len(u) > 0 {
 						t.Errorf("%s: unknown fields %v", d, u)
 					}
 					_, merged, ok := bootstrapIgnition(t, d)
 					if !ok {
 						continue
 					}
-					if err := ValidateIgnition(merged); err != nil {
+					if err := validateIgnition(merged); err != nil {
 						t.Fatal(err)
 					}
 					checkFlavorIgnition(t, flavor, merged, values[VarKubernetesVersion])

@@ -15,12 +15,12 @@ const (
 	ImageRefORC    = "orc"    // image.imageRef: an ORC Image in the same namespace (CAPO >= v0.11, CAPO's e2e)
 
 	VarImageID = "OPENSTACK_FLATCAR_IMAGE_ID"
-	// MoveLabel makes clusterctl move take the object along (CAPO#2592 for ORC objects).
-	MoveLabel = "clusterctl.cluster.x-k8s.io/move"
+	// moveLabel makes clusterctl move take the object along (CAPO#2592 for ORC objects).
+	moveLabel = "clusterctl.cluster.x-k8s.io/move"
 )
 
-// ImageRefs lists the --image-ref values, default first.
-var ImageRefs = []string{ImageRefFilter, ImageRefID, ImageRefORC}
+// imageRefs lists the --image-ref values, default first.
+var imageRefs = []string{ImageRefFilter, ImageRefID, ImageRefORC}
 
 // ImageSource makes the ORC Image managed: ORC downloads the image from URL into Glance,
 // checked against SHA512, and leaves it there when the ORC object is deleted (onDelete: detach).
@@ -58,7 +58,7 @@ func withImageRef(tmpl []byte, ref string, src *ImageSource, importByID bool) ([
 	case ImageRefORC:
 		block = "      image:\n        imageRef:\n          name: ${" + VarImageName + "}\n"
 	default:
-		return nil, fmt.Errorf("invalid --image-ref %q: %s", ref, strings.Join(ImageRefs, ", "))
+		return nil, fmt.Errorf("invalid --image-ref %q: %s", ref, strings.Join(imageRefs, ", "))
 	}
 	s := string(tmpl)
 	if n := strings.Count(s, filterBlock); n != 2 {
@@ -83,7 +83,7 @@ kind: Image
 metadata:
   name: ${` + VarImageName + `}
   labels:
-    ` + MoveLabel + `: "true"
+    ` + moveLabel + `: "true"
 spec:
   cloudCredentialsRef:
     secretName: ${CLUSTER_NAME}-cloud-config
@@ -138,9 +138,9 @@ spec:
 	return b.String(), nil
 }
 
-// ImageRefOptions are manifests' image selection as its flags (and a build record) give it,
+// imageRefOptions are manifests' image selection as its flags (and a build record) give it,
 // checked before the template is rendered.
-type ImageRefOptions struct {
+type imageRefOptions struct {
 	Ref         string       // ImageRefs; ImageRefORC when Source is set
 	ID          string       // --image-id, or the build record's Glance ID
 	SetID       string       // VarImageID as --set gives it
@@ -149,7 +149,7 @@ type ImageRefOptions struct {
 }
 
 // Validate checks the combination; its errors wrap errs.ErrInvalid.
-func (o ImageRefOptions) Validate() error {
+func (o imageRefOptions) Validate() error {
 	if o.ID != "" && o.Ref == ImageRefFilter {
 		return errs.Invalidf("--image-id is for --image-ref id or orc; --image-ref filter selects the image by name")
 	}

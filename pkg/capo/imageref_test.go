@@ -42,7 +42,7 @@ func TestImageRefs(t *testing.T) {
 				var templates int
 				var orc *orcv1alpha1.Image
 				for _, d := range docs {
-					v, err := DecodeStrict(d)
+					v, err := decodeStrict(d)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -64,7 +64,7 @@ func TestImageRefs(t *testing.T) {
 					t.Fatalf("%d machine templates, ORC Image %v", templates, orc)
 				}
 				if orc != nil {
-					if orc.Name != values[VarImageName] || orc.Labels[MoveLabel] != "true" ||
+					if orc.Name != values[VarImageName] || orc.Labels[moveLabel] != "true" ||
 						orc.Spec.CloudCredentialsRef.SecretName != "demo-cloud-config" {
 						t.Errorf("ORC Image metadata/credentials: %+v %+v", orc.ObjectMeta, orc.Spec.CloudCredentialsRef)
 					}
@@ -122,7 +122,7 @@ func TestLintImageRefWithCloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Findings) != 2 || rep.Findings[0].Rule != RuleImageFilter || len(asked) != 1 || asked[0] != values[VarImageName]+"flatcar-capo" {
+	if len(rep.Findings) != 2 || rep.Findings[0].Rule != ruleImageFilter || len(asked) != 1 || asked[0] != values[VarImageName]+"flatcar-capo" {
 		t.Errorf("findings %+v, asked %v", rep.Findings, asked)
 	}
 }

@@ -7,11 +7,11 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
-// WithImageRepository sets kubeadm's clusterConfiguration.imageRepository in every
+// withImageRepository sets kubeadm's clusterConfiguration.imageRepository in every
 // KubeadmControlPlane of the manifest, so kubeadm asks for the names an image built with
 // `build --image-repository` preloaded (and its pause, the node's sandbox image). Its errors
 // wrap errs.ErrInvalid: the value, or the manifest it was asked to change, is the caller's.
-func WithImageRepository(manifest []byte, repo string) ([]byte, error) {
+func withImageRepository(manifest []byte, repo string) ([]byte, error) {
 	if repo == "" || strings.ContainsAny(repo, " \t\n\"'#${}") || strings.Contains(repo, "://") || strings.HasSuffix(repo, "/") {
 		return nil, errs.Invalidf("invalid --image-repository %q: want a registry/path such as registry.example:5000/k8s", repo)
 	}

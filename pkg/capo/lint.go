@@ -44,7 +44,7 @@ func (o LintOptions) Validate() error {
 	if o.CAPIVersion == "" {
 		return nil
 	}
-	v, err := ParseCAPIVersion(o.CAPIVersion)
+	v, err := parseCAPIVersion(o.CAPIVersion)
 	if err == nil {
 		err = v.checkSupported()
 	}
@@ -82,7 +82,7 @@ type LintReport struct {
 // options are returned as an error; problems in the manifests are findings.
 func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, error) {
 	opts.CAPIVersion = cmp.Or(opts.CAPIVersion, NewestCAPIVersion)
-	capi, err := ParseCAPIVersion(opts.CAPIVersion)
+	capi, err := parseCAPIVersion(opts.CAPIVersion)
 	if err == nil {
 		err = capi.checkSupported()
 	}
@@ -116,7 +116,7 @@ func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, e
 		return a.Line < b.Line
 	})
 	for _, f := range rep.Findings {
-		if f.Severity == SeverityError {
+		if f.Severity == severityError {
 			rep.Errors++
 		} else {
 			rep.Warnings++
@@ -168,7 +168,7 @@ func (l *linter) checkEach(inputs []Input) (kept []*Document, count int, err err
 	}
 	nodes := 0
 	for _, in := range inputs {
-		template := IsClusterctlTemplate(in.Data) // else a manifest for kubectl: its ${...} are the node's shell's
+		template := isClusterctlTemplate(in.Data) // else a manifest for kubectl: its ${...} are the node's shell's
 		perr := eachDocument(in.Name, in.Data, template, maxDocumentBytes, func(d *Document) error {
 			if crossDocument(d) {
 				if nodes += countNodes(d.node); nodes > maxKeptNodes {
@@ -186,7 +186,7 @@ func (l *linter) checkEach(inputs []Input) (kept []*Document, count int, err err
 			break
 		}
 		if perr != nil {
-			l.findings = append(l.findings, newFinding(&Document{File: in.Name, Line: yamlErrorLine(perr)}, RuleYAML, nil, perr.Error()))
+			l.findings = append(l.findings, newFinding(&Document{File: in.Name, Line: yamlErrorLine(perr)}, ruleYAML, nil, perr.Error()))
 		}
 	}
 	close(next)
@@ -226,7 +226,7 @@ func inputIndex(inputs []Input, name string) int {
 }
 
 type linter struct {
-	capi     CAPIVersion
+	capi     capiVersion
 	findings []Finding
 	mu       sync.Mutex
 	clc      map[string]*CLCResult // additionalConfig text -> translation, shared by documents
@@ -258,7 +258,7 @@ func (l *linter) transpile(src string) *CLCResult {
 func (l *linter) checkDocument(d *Document) []Finding {
 	var out []Finding
 	for _, e := range d.refErrors {
-		f := newFinding(d, RuleVariableSyntax, nil, e.err.Error())
+		f := newFinding(d, ruleVariableSyntax, nil, e.err.Error())
 		f.Line = e.line
 		out = append(out, f)
 	}
@@ -267,14 +267,14 @@ func (l *linter) checkDocument(d *Document) []Finding {
 		if len(known) > 0 {
 			knows = strings.Join(known, ", ")
 		}
-		out = append(out, newFinding(d, RuleUncheckedAPI, Path{"apiVersion"},
+		out = append(out, newFinding(d, ruleUncheckedAPI, Path{"apiVersion"},
 			fmt.Sprintf("%s %s is not checked: this flatcar-capo has no Go type for apiVersion %s (it knows %s)",
 				d.APIVersion, d.Kind, d.APIVersion, knows)))
 	}
-	unknown := UnknownFields(d)
+	unknown := unknownFields(d)
 	sort.Slice(unknown, func(i, j int) bool { return unknown[i].String() < unknown[j].String() })
 	for _, p := range unknown {
-		out = append(out, newFinding(d, RuleUnknownField, p,
+		out = append(out, newFinding(d, ruleUnknownField, p,
 			fmt.Sprintf("%s %s has no field %q here", d.APIVersion, d.Kind, p[len(p)-1])))
 	}
 	out = append(out, checkCAPIValidation(d)...)
@@ -282,7 +282,7 @@ func (l *linter) checkDocument(d *Document) []Finding {
 	if ok && !l.capi.contentFormatKnown() {
 		for i, f := range getList(b.spec, "files") {
 			if _, ok := get(f, "contentFormat"); ok {
-				out = append(out, newFinding(d, RuleUnknownField, b.path.Child("files", i, "contentFormat"),
+				out = append(out, newFinding(d, ruleUnknownField, b.path.Child("files", i, "contentFormat"),
 					fmt.Sprintf("files[].contentFormat is new in CAPI 1.14: CAPI %s's API server refuses it (kubectl's strict field validation) or drops it, and the file is written untemplated", l.capi)))
 			}
 		}
@@ -296,9 +296,9 @@ func (l *linter) checkDocument(d *Document) []Finding {
 // checkCAPIValidation reports what CAPI's admission webhook of the document's kind refuses, with
 // the webhook's field path and message.
 func checkCAPIValidation(d *Document) []Finding {
-	causes, err := ValidateCAPI(context.Background(), d)
+	causes, err := validateCAPI(context.Background(), d)
 	if err != nil {
-		return []Finding{newFinding(d, RuleCAPIValidation, nil, err.Error())}
+		return []Finding{newFinding(d, ruleCAPIValidation, nil, err.Error())}
 	}
 	var out []Finding
 	for _, c := range causes {
@@ -306,7 +306,7 @@ func checkCAPIValidation(d *Document) []Finding {
 		if c.Field != "" {
 			msg = fmt.Sprintf("CAPI's %s webhook refuses it: %s: %s", d.Kind, c.Field, c.Message)
 		}
-		out = append(out, newFinding(d, RuleCAPIValidation, parseFieldPath(c.Field), msg))
+		out = append(out, newFinding(d, ruleCAPIValidation, parseFieldPath(c.Field), msg))
 	}
 	return out
 }

@@ -74,8 +74,8 @@ func TestLintTestdata(t *testing.T) {
 			}
 		})
 	}
-	for _, r := range Rules {
-		if !covered[r.ID] && r.ID != RuleImageFilter { // image-filter needs a cloud: TestLintImageFilter
+	for _, r := range rules {
+		if !covered[r.ID] && r.ID != ruleImageFilter { // image-filter needs a cloud: TestLintImageFilter
 			t.Errorf("no testdata file exercises rule %s", r.ID)
 		}
 	}
@@ -108,7 +108,7 @@ func TestLintImageFilter(t *testing.T) {
 			t.Fatalf("%d matching images: %d errors, want %d:\n%s", n, rep.Errors, want, findingLines(rep))
 		}
 		for _, f := range rep.Findings {
-			if f.Rule != RuleImageFilter || f.Path != "spec.template.spec.image.filter" {
+			if f.Rule != ruleImageFilter || f.Path != "spec.template.spec.image.filter" {
 				t.Fatalf("unexpected finding %+v", f)
 			}
 		}
@@ -168,7 +168,7 @@ func TestLintFormatChangeFromLastApplied(t *testing.T) {
 		}
 		n := 0
 		for _, f := range rep.Findings {
-			if f.Rule == RuleFormatImmutable {
+			if f.Rule == ruleFormatImmutable {
 				n++
 			}
 		}
@@ -197,13 +197,13 @@ func TestLintOlderAndNewerShapes(t *testing.T) {
 
 func TestParseCAPIVersion(t *testing.T) {
 	for in, want := range map[string]string{"1.4": "1.4.0", "v1.13.0": "1.13.0", " 1.2.12 ": "1.2.12"} {
-		v, err := ParseCAPIVersion(in)
+		v, err := parseCAPIVersion(in)
 		if err != nil || v.String() != want {
 			t.Errorf("ParseCAPIVersion(%q) = %v, %v; want %s", in, v, err, want)
 		}
 	}
 	for _, in := range []string{"", "1", "1.x", "1.2.3.4", "latest", "1.-2"} {
-		if _, err := ParseCAPIVersion(in); err == nil {
+		if _, err := parseCAPIVersion(in); err == nil {
 			t.Errorf("ParseCAPIVersion(%q) accepted", in)
 		}
 	}
@@ -276,7 +276,7 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Contains(findingLines(rep), RuleVariableSyntax); got != tc.want {
+		if got := strings.Contains(findingLines(rep), ruleVariableSyntax); got != tc.want {
 			t.Errorf("clusterctl-variable reported %v, want %v:\n%s", got, tc.want, findingLines(rep))
 		}
 	}
@@ -330,7 +330,7 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Contains(findingLines(rep), RuleImageFilter); got != tc.want {
+		if got := strings.Contains(findingLines(rep), ruleImageFilter); got != tc.want {
 			t.Errorf("image-filter reported %v, want %v:\n%s", got, tc.want, findingLines(rep))
 		}
 	}

@@ -51,7 +51,7 @@ type ManifestsOptions struct {
 // the at-boot sysext's hash and architecture, renders and validates the template, sets the
 // image repository and writes OutputFile. Bad values are errs.ErrInvalid, before any download.
 func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
-	values, err := ParseSets(o.Sets)
+	values, err := parseSets(o.Sets)
 	if err != nil {
 		return nil, err
 	}
@@ -73,11 +73,11 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckUUIDs(values); err != nil {
+	if err := checkUUIDs(values); err != nil {
 		return nil, err
 	}
 	if o.SysextURL != "" {
-		if values[VarSysextURL], err = SysextURL(flavor, o.SysextURL); err != nil {
+		if values[VarSysextURL], err = sysextURL(flavor, o.SysextURL); err != nil {
 			return nil, err
 		}
 		flags[VarSysextURL] = "--sysext-url"
@@ -120,7 +120,7 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 	}
 	warnings := trust.Warnings(r.Flavor)
 	if o.CAPIAPI == CAPIv1beta1 {
-		warnings = append(warnings, V1beta1Warning)
+		warnings = append(warnings, v1beta1Warning)
 	}
 	for _, w := range warnings {
 		if o.Log != nil {
@@ -128,7 +128,7 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 		}
 	}
 	if o.ImageRepository != "" {
-		if r.Manifest, err = WithImageRepository(r.Manifest, o.ImageRepository); err != nil {
+		if r.Manifest, err = withImageRepository(r.Manifest, o.ImageRepository); err != nil {
 			return nil, err
 		}
 	}

@@ -56,7 +56,7 @@ func (im ImageFlags) apply(values map[string]string, r *record.Record, path stri
 			}
 		}
 	}
-	if err := (ImageRefOptions{Ref: ref, ID: id, SetID: setID, Source: src, SHA512Given: im.SHA512 != ""}).Validate(); err != nil {
+	if err := (imageRefOptions{Ref: ref, ID: id, SetID: setID, Source: src, SHA512Given: im.SHA512 != ""}).Validate(); err != nil {
 		return "", nil, err
 	}
 	return ref, src, nil

@@ -67,7 +67,7 @@ func (s SysextFlags) arch(rec *record.Record) (string, error) {
 				got.from, got.arch, src.from, a, got.arch, a)
 		}
 	}
-	return cmp.Or(got.arch, DefaultSysextArch), nil
+	return cmp.Or(got.arch, defaultSysextArch), nil
 }
 
 // fill sets KUBERNETES_SYSEXT_SHA512 for the sysext flavor: from --sysext FILE, the build
@@ -75,7 +75,7 @@ func (s SysextFlags) arch(rec *record.Record) (string, error) {
 // sysext's architecture and the --sysupdate-key keyring. Without a Kubernetes version the
 // variable is left for clusterctl.
 func (s SysextFlags) fill(ctx context.Context, flavor string, values map[string]string, rec *record.Record) (arch string, keyring []byte, err error) {
-	if err := (SysextHashOptions{Flavor: flavor, File: s.File, InsecureNoHash: s.InsecureNoHash, SysupdateURL: s.SysupdateURL, SysupdateKey: s.SysupdateKey != ""}).Validate(); err != nil {
+	if err := (sysextHashOptions{Flavor: flavor, File: s.File, InsecureNoHash: s.InsecureNoHash, SysupdateURL: s.SysupdateURL, SysupdateKey: s.SysupdateKey != ""}).Validate(); err != nil {
 		return "", nil, err
 	}
 	if s.SysupdateKey != "" {

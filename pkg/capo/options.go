@@ -11,8 +11,8 @@ import (
 // The rules of manifests' values, before anything is looked up or rendered. Their errors wrap
 // errs.ErrInvalid and name the flag, since each value comes from one.
 
-// ParseSets turns --set VAR=value pairs into template values (a later pair wins).
-func ParseSets(sets []string) (map[string]string, error) {
+// parseSets turns --set VAR=value pairs into template values (a later pair wins).
+func parseSets(sets []string) (map[string]string, error) {
 	values := map[string]string{}
 	for _, s := range sets {
 		k, v, ok := strings.Cut(s, "=")
@@ -24,22 +24,22 @@ func ParseSets(sets []string) (map[string]string, error) {
 	return values, nil
 }
 
-// VarExternalNetworkID is CAPO's variable of the external network (router, floating IPs).
-const VarExternalNetworkID = "OPENSTACK_EXTERNAL_NETWORK_ID"
+// varExternalNetworkID is CAPO's variable of the external network (router, floating IPs).
+const varExternalNetworkID = "OPENSTACK_EXTERNAL_NETWORK_ID"
 
 // uuidVars are the variables CAPO's CRDs (format: uuid) and the ClusterClass's variable schema
 // take only as a UUID: the API server refuses a network or image name there.
 var uuidVars = []struct{ name, flag, fix string }{
-	{VarExternalNetworkID, "--set " + VarExternalNetworkID, "openstack network show -f value -c id NETWORK"},
+	{varExternalNetworkID, "--set " + varExternalNetworkID, "openstack network show -f value -c id NETWORK"},
 	{VarImageID, "--image-id (or --set " + VarImageID + ")", "openstack image show -f value -c id IMAGE"},
 }
 
 // uuidPattern is the API server's format: uuid (k8s.io/kube-openapi's strfmt).
 var uuidPattern = regexp.MustCompile(`(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`)
 
-// CheckUUIDs refuses a value the management cluster would refuse for a UUID variable (a
+// checkUUIDs refuses a value the management cluster would refuse for a UUID variable (a
 // ${...} left for clusterctl passes).
-func CheckUUIDs(values map[string]string) error {
+func checkUUIDs(values map[string]string) error {
 	for _, v := range uuidVars {
 		val, ok := values[v.name]
 		if !ok || strings.Contains(val, "${") || uuidPattern.MatchString(val) {
@@ -50,8 +50,8 @@ func CheckUUIDs(values map[string]string) error {
 	return nil
 }
 
-// SysextURL checks --sysext-url for a flavor and returns it as VarSysextURL's value.
-func SysextURL(flavor, url string) (string, error) {
+// sysextURL checks --sysext-url for a flavor and returns it as VarSysextURL's value.
+func sysextURL(flavor, url string) (string, error) {
 	if flavor != FlavorSysext {
 		return "", errs.Invalidf("--sysext-url is for --flavor sysext (the other flavors download nothing at boot)")
 	}
@@ -64,9 +64,9 @@ func SysextURL(flavor, url string) (string, error) {
 	return strings.TrimRight(url, "/"), nil
 }
 
-// SysextHashOptions are how the sysext flavor's verification.hash is had: from a local copy of
+// sysextHashOptions are how the sysext flavor's verification.hash is had: from a local copy of
 // the served file (File), not at all (InsecureNoHash), plus the bakery for patch updates.
-type SysextHashOptions struct {
+type sysextHashOptions struct {
 	Flavor         string
 	File           string
 	InsecureNoHash bool
@@ -75,7 +75,7 @@ type SysextHashOptions struct {
 }
 
 // Validate checks the combination before any download.
-func (o SysextHashOptions) Validate() error {
+func (o sysextHashOptions) Validate() error {
 	if o.SysupdateURL != "" {
 		if err := sysext.ValidBakeryURL("--sysupdate-url", o.SysupdateURL); err != nil {
 			return err
@@ -93,5 +93,5 @@ func (o SysextHashOptions) Validate() error {
 	return nil
 }
 
-// DefaultSysextArch is the sysext flavor's architecture when nothing names one.
-const DefaultSysextArch = "x86-64"
+// defaultSysextArch is the sysext flavor's architecture when nothing names one.
+const defaultSysextArch = "x86-64"

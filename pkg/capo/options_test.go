@@ -10,11 +10,11 @@ import (
 
 func TestParseSets(t *testing.T) {
 	for _, s := range []string{"WORKER_MACHINE_COUNT", "=3"} {
-		if _, err := ParseSets([]string{s}); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "is not VAR=value") {
+		if _, err := parseSets([]string{s}); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "is not VAR=value") {
 			t.Errorf("--set %q: %v", s, err)
 		}
 	}
-	v, err := ParseSets([]string{"A=1", "B=x=y", "A=2", "C="})
+	v, err := parseSets([]string{"A=1", "B=x=y", "A=2", "C="})
 	if err != nil || v["A"] != "2" || v["B"] != "x=y" || v["C"] != "" || len(v) != 3 {
 		t.Errorf("%v %v", v, err)
 	}
@@ -26,30 +26,30 @@ func TestSysextURLRules(t *testing.T) {
 		{FlavorSysextBaked, "http://10.0.0.5/ext", "--sysext-url is for --flavor sysext"},
 		{FlavorSysext, "10.0.0.5/ext", "want the http(s) URL"},
 	} {
-		if _, err := SysextURL(c.flavor, c.url); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+		if _, err := sysextURL(c.flavor, c.url); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: %v", c.flavor, c.url, err)
 		}
 	}
-	if v, err := SysextURL(FlavorSysext, "https://10.0.0.5/ext//"); err != nil || v != "https://10.0.0.5/ext" {
+	if v, err := sysextURL(FlavorSysext, "https://10.0.0.5/ext//"); err != nil || v != "https://10.0.0.5/ext" {
 		t.Errorf("%q %v", v, err)
 	}
 }
 
 func TestSysextHashOptionsValidate(t *testing.T) {
 	for _, c := range []struct {
-		o    SysextHashOptions
+		o    sysextHashOptions
 		want string
 	}{
-		{SysextHashOptions{Flavor: FlavorSysext, SysupdateURL: "10.0.0.5/bakery"}, "--sysupdate-url"},
-		{SysextHashOptions{Flavor: FlavorBaked, File: "k.raw"}, "are for --flavor sysext"},
-		{SysextHashOptions{Flavor: FlavorSysextBaked, InsecureNoHash: true}, "are for --flavor sysext"},
-		{SysextHashOptions{Flavor: FlavorSysext, File: "k.raw", InsecureNoHash: true}, "contradict each other"},
+		{sysextHashOptions{Flavor: FlavorSysext, SysupdateURL: "10.0.0.5/bakery"}, "--sysupdate-url"},
+		{sysextHashOptions{Flavor: FlavorBaked, File: "k.raw"}, "are for --flavor sysext"},
+		{sysextHashOptions{Flavor: FlavorSysextBaked, InsecureNoHash: true}, "are for --flavor sysext"},
+		{sysextHashOptions{Flavor: FlavorSysext, File: "k.raw", InsecureNoHash: true}, "contradict each other"},
 	} {
 		if err := c.o.Validate(); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v", c.o, err)
 		}
 	}
-	for _, o := range []SysextHashOptions{
+	for _, o := range []sysextHashOptions{
 		{Flavor: FlavorBaked},
 		{Flavor: FlavorSysextBaked, SysupdateURL: "https://10.0.0.5/bakery"},
 		{Flavor: FlavorSysext, File: "k.raw"},
@@ -64,19 +64,19 @@ func TestSysextHashOptionsValidate(t *testing.T) {
 func TestImageRefOptionsValidate(t *testing.T) {
 	sum := strings.Repeat("ab", 64)
 	for _, c := range []struct {
-		o    ImageRefOptions
+		o    imageRefOptions
 		want string
 	}{
-		{ImageRefOptions{Ref: ImageRefFilter, ID: "1234"}, "--image-id is for --image-ref id or orc"},
-		{ImageRefOptions{Ref: ImageRefID}, "--image-ref id needs the Glance ID"},
-		{ImageRefOptions{Ref: ImageRefFilter, SHA512Given: true}, "--image-sha512 is for --image-source"},
-		{ImageRefOptions{Ref: ImageRefORC, Source: &ImageSource{URL: "http://x/i.qcow2"}}, "--image-source needs the image's sha512"},
+		{imageRefOptions{Ref: ImageRefFilter, ID: "1234"}, "--image-id is for --image-ref id or orc"},
+		{imageRefOptions{Ref: ImageRefID}, "--image-ref id needs the Glance ID"},
+		{imageRefOptions{Ref: ImageRefFilter, SHA512Given: true}, "--image-sha512 is for --image-source"},
+		{imageRefOptions{Ref: ImageRefORC, Source: &ImageSource{URL: "http://x/i.qcow2"}}, "--image-source needs the image's sha512"},
 	} {
 		if err := c.o.Validate(); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v", c.o, err)
 		}
 	}
-	for _, o := range []ImageRefOptions{
+	for _, o := range []imageRefOptions{
 		{Ref: ImageRefFilter},
 		{Ref: ImageRefID, ID: "1234"},
 		{Ref: ImageRefID, SetID: "1234"}, // --set OPENSTACK_FLATCAR_IMAGE_ID=
@@ -102,14 +102,14 @@ func TestLintOptionsValidate(t *testing.T) {
 func TestWithImageRepositoryRules(t *testing.T) {
 	manifest := []byte("kind: KubeadmControlPlane\nspec:\n  kubeadmConfigSpec:\n    clusterConfiguration:\n      apiServer: {}\n")
 	for _, repo := range []string{"", "https://registry.example/k8s", "registry.example/k8s/", "reg ${X}"} {
-		if _, err := WithImageRepository(manifest, repo); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "invalid --image-repository") {
+		if _, err := withImageRepository(manifest, repo); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "invalid --image-repository") {
 			t.Errorf("%q: %v", repo, err)
 		}
 	}
-	if _, err := WithImageRepository([]byte("kind: Secret\n"), "registry.example:5000/k8s"); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "no kubeadm clusterConfiguration") {
+	if _, err := withImageRepository([]byte("kind: Secret\n"), "registry.example:5000/k8s"); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "no kubeadm clusterConfiguration") {
 		t.Errorf("no clusterConfiguration: %v", err)
 	}
-	out, err := WithImageRepository(manifest, "registry.example:5000/k8s")
+	out, err := withImageRepository(manifest, "registry.example:5000/k8s")
 	if err != nil || !strings.Contains(string(out), "    clusterConfiguration:\n      imageRepository: registry.example:5000/k8s\n      apiServer: {}\n") {
 		t.Errorf("%v\n%s", err, out)
 	}

@@ -133,7 +133,7 @@ func render(opts RenderOptions) (*Rendered, error) {
 	if tmpl, err = withImageRef(tmpl, opts.ImageRef, opts.ImageSource, byID); err != nil {
 		return nil, err
 	}
-	vars, err := Variables(tmpl)
+	vars, err := variables(tmpl)
 	if err != nil {
 		return nil, fmt.Errorf("embedded template: %w", err)
 	}
@@ -160,7 +160,7 @@ func render(opts RenderOptions) (*Rendered, error) {
 		out = append([]byte("# Rendered by flatcar-capo manifests: Flatcar nodes on CAPO.\n"), out...)
 	}
 	r := &Rendered{Manifest: out, Flavor: cmp.Or(opts.Flavor, FlavorBaked), Variables: vars, Missing: missing,
-		ClusterctlInit: ClusterctlInit(opts.ClusterClass)}
+		ClusterctlInit: clusterctlInit(opts.ClusterClass)}
 	// Validate a fully filled copy: sample values stand in for what clusterctl fills later.
 	full := map[string]string{}
 	for _, name := range missing { // the others have a value or a default
@@ -192,7 +192,7 @@ func (r *Rendered) validate(manifest []byte, opts RenderOptions) error {
 	}
 	var problems []string
 	for _, d := range docs {
-		if _, err := DecodeStrict(d); err != nil {
+		if _, err := decodeStrict(d); err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
@@ -215,12 +215,12 @@ func (r *Rendered) validate(manifest []byte, opts RenderOptions) error {
 			problems = append(problems, fmt.Sprintf("%s: %v", d, err))
 			continue
 		}
-		if err := ValidateIgnition(merged); err != nil {
+		if err := validateIgnition(merged); err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", d, err))
 		}
-		r.UserData = append(r.UserData, UserDataEstimate{Document: d.Kind + " " + d.Name, Bytes: size, Limit: UserDataLimit})
-		if size > UserDataLimit {
-			problems = append(problems, fmt.Sprintf("%s: estimated user-data is %d bytes, over Nova's limit of %d", d, size, UserDataLimit))
+		r.UserData = append(r.UserData, UserDataEstimate{Document: d.Kind + " " + d.Name, Bytes: size, Limit: userDataLimit})
+		if size > userDataLimit {
+			problems = append(problems, fmt.Sprintf("%s: estimated user-data is %d bytes, over Nova's limit of %d", d, size, userDataLimit))
 		}
 	}
 	if len(problems) > 0 {

@@ -12,11 +12,11 @@ var capiAPIs = []string{CAPIv1beta1, CAPIv1beta2}
 // allValues sets every variable of the template to a value of the right shape.
 func allValues(t *testing.T, api string) map[string]string {
 	t.Helper()
-	tmpl, err := Template(api)
+	tmpl, err := template(api)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars, err := Variables(tmpl)
+	vars, err := variables(tmpl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func allValues(t *testing.T, api string) map[string]string {
 func TestRenderedTemplate(t *testing.T) {
 	for _, api := range capiAPIs {
 		t.Run(api, func(t *testing.T) {
-			tmpl, _ := Template(api)
+			tmpl, _ := template(api)
 			var want []string
 			seen := map[string]bool{}
 			for _, m := range regexp.MustCompile(`(^|[^$])\$\{([A-Za-z_][A-Za-z0-9_]*)`).FindAllStringSubmatch(string(tmpl), -1) {
@@ -84,10 +84,10 @@ func TestRenderedTemplate(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, d := range docs {
-				if _, err := DecodeStrict(d); err != nil {
+				if _, err := decodeStrict(d); err != nil {
 					t.Error(err)
 				}
-				if u := UnknownFields(d); len(u) > 0 {
+				if u := unknownFields(d); len(u) > 0 {
 					t.Errorf("%s: unknown fields %v", d, u)
 				}
 			}
@@ -144,7 +144,7 @@ func TestRenderRejectsBadInput(t *testing.T) {
 }
 
 func TestImageSnippet(t *testing.T) {
-	s, err := ImageSnippet("flatcar-stable-4459.2.0", "")
+	s, err := imageSnippet("flatcar-stable-4459.2.0", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,7 +158,7 @@ func (l *linter) checkFlatcarFormat(docs []*Document) []Finding {
 			continue
 		}
 		reported[link.bootstrap] = true
-		out = append(out, newFinding(link.bootstrap, RuleFlatcarFormat, b.path.Child("format"),
+		out = append(out, newFinding(link.bootstrap, ruleFlatcarFormat, b.path.Child("format"),
 			fmt.Sprintf("%s %s boots the Flatcar image %s (through %s %s) but the bootstrap format is %s",
 				link.infra.Kind, link.infra.Name, img, link.owner.Kind, link.owner.Name, b.format())))
 	}
@@ -195,7 +195,7 @@ func (l *linter) checkFormatChanges(docs []*Document) []Finding {
 			}
 		}
 		if seen && before != b.format() {
-			out = append(out, newFinding(d, RuleFormatImmutable, b.path.Child("format"),
+			out = append(out, newFinding(d, ruleFormatImmutable, b.path.Child("format"),
 				fmt.Sprintf("format changes from %s to %s, which the KubeadmControlPlane webhook of CAPI %s refuses (\"spec.kubeadmConfigSpec.format: Forbidden: cannot be modified\")",
 					before, b.format(), l.capi)))
 		}
@@ -243,7 +243,7 @@ func (l *linter) checkImages(ctx context.Context, docs []*Document, lookup, minD
 			}
 		}
 		if n != 1 {
-			out = append(out, newFinding(d, RuleImageFilter, machineSpecPath(d).Child(img.Path...),
+			out = append(out, newFinding(d, ruleImageFilter, machineSpecPath(d).Child(img.Path...),
 				fmt.Sprintf("image filter %s matches %d active images in the cloud, CAPO needs exactly 1", img, n)))
 		}
 	}
@@ -269,7 +269,7 @@ func (l *linter) checkImageRefs(docs []*Document) []Finding {
 		if !ok || img.Ref == "" || strings.Contains(img.Ref, "${") || orcImageNamed(docs, d.Namespace, img.Ref) != nil || imagePatchedByClass(docs, d) {
 			continue
 		}
-		out = append(out, newFinding(d, RuleImageFilter, machineSpecPath(d).Child(img.Path...),
+		out = append(out, newFinding(d, ruleImageFilter, machineSpecPath(d).Child(img.Path...),
 			fmt.Sprintf("imageRef names the ORC Image %q, which is not among the linted objects in namespace %q", img.Ref, d.Namespace)))
 	}
 	return out
@@ -288,7 +288,7 @@ func checkRootVolumes(docs []*Document, minDisk int) []Finding {
 		if !ok || !isNum || int(n) >= minDisk {
 			continue
 		}
-		out = append(out, newFinding(d, RuleRootVolume, machineSpecPath(d).Child("rootVolume", "sizeGiB"),
+		out = append(out, newFinding(d, ruleRootVolume, machineSpecPath(d).Child("rootVolume", "sizeGiB"),
 			fmt.Sprintf("rootVolume.sizeGiB is %d, below the image's min_disk of %d GiB", int(n), minDisk)))
 	}
 	return out

@@ -9,8 +9,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// AdditionalConfigLimit is CAPI v1.14's MaxLength of containerLinuxConfig.additionalConfig.
-const AdditionalConfigLimit = 32768
+// additionalConfigLimit is CAPI v1.14's MaxLength of containerLinuxConfig.additionalConfig.
+const additionalConfigLimit = 32768
 
 // checkIgnitionSpec runs the rules for a KubeadmConfigSpec with format: ignition.
 func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
@@ -20,18 +20,18 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		out = append(out, newFinding(d, rule, b.path.Child(path...), fmt.Sprintf(format, a...)))
 	}
 	if v, _ := b.spec["useExperimentalRetryJoin"].(bool); v {
-		add(RuleRetryJoin, Path{"useExperimentalRetryJoin"}, "useExperimentalRetryJoin: true is not supported with format: ignition")
+		add(ruleRetryJoin, Path{"useExperimentalRetryJoin"}, "useExperimentalRetryJoin: true is not supported with format: ignition")
 	}
 	for i, f := range getList(b.spec, "files") {
 		enc, path := getString(f, "encoding"), getString(f, "path")
 		switch {
 		case enc == "gzip" || enc == "gzip+base64":
-			add(RuleGzip, Path{"files", i, "encoding"}, "file %s uses encoding %s, which Ignition bootstrap data does not support", path, enc)
+			add(ruleGzip, Path{"files", i, "encoding"}, "file %s uses encoding %s, which Ignition bootstrap data does not support", path, enc)
 		case enc == "base64" && !l.capi.base64FilesDecoded():
-			add(RuleBase64OldCAPI, Path{"files", i, "encoding"}, "file %s is base64-encoded: CAPI %s writes it to disk still encoded (decoded from 1.2.0)", path, l.capi)
+			add(ruleBase64OldCAPI, Path{"files", i, "encoding"}, "file %s is base64-encoded: CAPI %s writes it to disk still encoded (decoded from 1.2.0)", path, l.capi)
 		}
 		if getString(f, "permissions") == "" {
-			add(RuleCABPKRender, Path{"files", i}, "file %s has no permissions: CABPK's Ignition renderer reads the Container Linux Config it makes of files[] strictly, and the transpiler's %q is an error there, so CABPK writes no bootstrap data and the Machine never boots", path, "mode unspecified for file, defaulting to 0644")
+			add(ruleCABPKRender, Path{"files", i}, "file %s has no permissions: CABPK's Ignition renderer reads the Container Linux Config it makes of files[] strictly, and the transpiler's %q is an error there, so CABPK writes no bootstrap data and the Machine never boots", path, "mode unspecified for file, defaulting to 0644")
 		}
 	}
 
@@ -39,8 +39,8 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 	acPath := Path{"ignition", "containerLinuxConfig", "additionalConfig"}
 	src, hasAC := b.additionalConfig()
 	var additional *igntypes.Config
-	if hasAC && len(src) > AdditionalConfigLimit {
-		add(RuleAdditionalSize, acPath, "additionalConfig is %d bytes, over CAPI's limit of %d", len(src), AdditionalConfigLimit)
+	if hasAC && len(src) > additionalConfigLimit {
+		add(ruleAdditionalSize, acPath, "additionalConfig is %d bytes, over CAPI's limit of %d", len(src), additionalConfigLimit)
 	}
 	if hasAC {
 		// References without a default are checked with a sample value of their shape.
@@ -52,20 +52,20 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		strict, _ := get(b.spec, "ignition", "containerLinuxConfig", "strict")
 		lines := strings.Split(src, "\n")
 		for _, is := range res.Issues {
-			rule, msg := RuleCLCInvalid, "additionalConfig: "+is.String()
+			rule, msg := ruleCLCInvalid, "additionalConfig: "+is.String()
 			line := ""
 			if is.Line >= 1 && is.Line <= len(lines) {
 				line = lines[is.Line-1]
 			}
-			_, unresolved, _ := ResolveDefaults(line)
+			_, unresolved, _ := resolveDefaults(line)
 			switch {
 			case is.Severity == "error" && len(unresolved) > 0:
 				// A sample value of the wrong type, not the value the node gets.
-				rule, msg = RuleCLCWarning, fmt.Sprintf("%s; the value comes from %s, which has no default: lint cannot check it", msg, strings.Join(unresolved, ", "))
+				rule, msg = ruleCLCWarning, fmt.Sprintf("%s; the value comes from %s, which has no default: lint cannot check it", msg, strings.Join(unresolved, ", "))
 			case is.Severity != "error" && strict == true:
 				msg += " (strict: true: CABPK refuses the config)"
 			case is.Severity != "error":
-				rule = RuleCLCWarning // CABPK logs it and keeps the config
+				rule = ruleCLCWarning // CABPK logs it and keeps the config
 				if strings.Contains(is.Message, "unrecognized key") {
 					msg += " (CABPK keeps the config without this key: what it sets never reaches the node)"
 				}
@@ -93,17 +93,17 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 			}
 		}
 		if !units.has("After", "containerd.service") {
-			add(RuleKubeadmOrdering, acPath, "no kubeadm.service unit or drop-in in additionalConfig has After=containerd.service%s", units.found("After"))
+			add(ruleKubeadmOrdering, acPath, "no kubeadm.service unit or drop-in in additionalConfig has After=containerd.service%s", units.found("After"))
 		}
 		if !units.has("EnvironmentFile", "/run/metadata/flatcar") {
-			add(RuleEnvironmentFile, acPath, "no kubeadm.service unit or drop-in in additionalConfig has EnvironmentFile=/run/metadata/flatcar%s", units.found("EnvironmentFile"))
+			add(ruleEnvironmentFile, acPath, "no kubeadm.service unit or drop-in in additionalConfig has EnvironmentFile=/run/metadata/flatcar%s", units.found("EnvironmentFile"))
 		}
 		size, _, err := estimateUserData(b, additional)
 		switch {
 		case err != nil:
-			add(RuleCABPKRender, nil, "CABPK's Ignition renderer refuses this bootstrap config, so the Machine never gets its user-data: %v", err)
-		case size > UserDataLimit:
-			add(RuleUserDataSize, nil, "estimated user-data is %d bytes after base64, over Nova's limit of %d", size, UserDataLimit)
+			add(ruleCABPKRender, nil, "CABPK's Ignition renderer refuses this bootstrap config, so the Machine never gets its user-data: %v", err)
+		case size > userDataLimit:
+			add(ruleUserDataSize, nil, "estimated user-data is %d bytes after base64, over Nova's limit of %d", size, userDataLimit)
 		}
 	}
 
@@ -116,9 +116,9 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		case strings.Contains(name, "{COREOS_OPENSTACK_HOSTNAME"):
 			usesMetadata = true
 		case name == "":
-			add(RuleNodeName, Path{c, "nodeRegistration", "name"}, "%s.nodeRegistration.name is not set; set it from coreos-metadata", c)
+			add(ruleNodeName, Path{c, "nodeRegistration", "name"}, "%s.nodeRegistration.name is not set; set it from coreos-metadata", c)
 		default:
-			add(RuleNodeName, Path{c, "nodeRegistration", "name"}, "%s.nodeRegistration.name is %q, not from coreos-metadata", c, name)
+			add(ruleNodeName, Path{c, "nodeRegistration", "name"}, "%s.nodeRegistration.name is %q, not from coreos-metadata", c, name)
 		}
 		id, idx, ok := kubeletArg(reg, "provider-id")
 		argPath := Path{c, "nodeRegistration", "kubeletExtraArgs"}
@@ -133,13 +133,13 @@ func (l *linter) checkIgnitionSpec(b *bootstrapSpec) []Finding {
 		case ok && (id == "openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}" || id == "openstack:///$${COREOS_OPENSTACK_INSTANCE_UUID}"):
 			usesMetadata = true
 		case ok:
-			add(RuleProviderID, argPath, "provider-id is %q, not openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}", id)
+			add(ruleProviderID, argPath, "provider-id is %q, not openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}", id)
 		default:
-			add(RuleProviderID, argPath, "%s sets no kubelet provider-id", c)
+			add(ruleProviderID, argPath, "%s sets no kubelet provider-id", c)
 		}
 	}
 	if usesMetadata && !b.runsEnvsubst() {
-		add(RuleEnvsubst, Path{"preKubeadmCommands"}, "the kubeadm configuration references ${COREOS_OPENSTACK_*} but no preKubeadmCommand runs envsubst on /etc/kubeadm.yml")
+		add(ruleEnvsubst, Path{"preKubeadmCommands"}, "the kubeadm configuration references ${COREOS_OPENSTACK_*} but no preKubeadmCommand runs envsubst on /etc/kubeadm.yml")
 	}
 	return out
 }

@@ -21,19 +21,19 @@ const verificationBlock = `        verification:
 // With keyring (a binary OpenPGP keyring) the transfer says Verify=true and the keyring goes
 // where systemd-sysupdate's gpg reads it. arch (x86-64 when empty) names the sysext file.
 func sysextCLC(flavor string, insecureNoHash bool, sysupdateURL string, keyring []byte, version, arch string) func(string) (string, error) {
-	if !insecureNoHash && sysupdateURL == "" && (arch == "" || arch == DefaultSysextArch) {
+	if !insecureNoHash && sysupdateURL == "" && (arch == "" || arch == defaultSysextArch) {
 		return nil
 	}
 	return func(clc string) (string, error) {
-		if arch != "" && arch != DefaultSysextArch {
+		if arch != "" && arch != defaultSysextArch {
 			if flavor != FlavorSysext {
 				return "", fmt.Errorf("the sysext architecture is for --flavor sysext (the flavor that downloads the sysext at boot)")
 			}
 			// The file's path, its URL and the link's target: one name everywhere.
-			if n := strings.Count(clc, "-"+DefaultSysextArch+".raw"); n != 3 {
+			if n := strings.Count(clc, "-"+defaultSysextArch+".raw"); n != 3 {
 				return "", fmt.Errorf("embedded sysext CLC names the sysext %d times, want 3", n)
 			}
-			clc = strings.ReplaceAll(clc, "-"+DefaultSysextArch+".raw", "-"+arch+".raw")
+			clc = strings.ReplaceAll(clc, "-"+defaultSysextArch+".raw", "-"+arch+".raw")
 		}
 		if insecureNoHash {
 			if flavor != FlavorSysext {

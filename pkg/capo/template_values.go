@@ -21,7 +21,7 @@ func resolveNodeDefaults(n *yaml.Node) []refError {
 	var walk func(*yaml.Node)
 	walk = func(n *yaml.Node) {
 		if n.Kind == yaml.ScalarNode {
-			v, _, err := ResolveDefaults(n.Value)
+			v, _, err := resolveDefaults(n.Value)
 			var re *RefError
 			switch {
 			case errors.As(err, &re):
@@ -59,10 +59,10 @@ func withSampleValues(s string) string {
 	return b.String()
 }
 
-// IsClusterctlTemplate tells a clusterctl template from a manifest for kubectl: a template
+// isClusterctlTemplate tells a clusterctl template from a manifest for kubectl: a template
 // escapes the node's variables ("$$"), or references a variable that is not one of
 // coreos-metadata's (COREOS_*, which a rendered manifest keeps for the node's envsubst).
-func IsClusterctlTemplate(data []byte) bool {
+func isClusterctlTemplate(data []byte) bool {
 	s := string(data)
 	if strings.Contains(s, "$$") {
 		return true

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/cluster-api/util/secret"
 )
 
-// UserDataLimit is Nova's cap on user_data, which is measured after base64 encoding.
-const UserDataLimit = 65535
+// userDataLimit is Nova's cap on user_data, which is measured after base64 encoding.
+const userDataLimit = 65535
 
 // kubeadmYAMLOverhead stands for what CABPK adds to the kubeadm configuration it writes
 // (apiVersion/kind headers, controlPlaneEndpoint, bootstrap token, discovery CA hashes).

@@ -69,12 +69,12 @@ var enableWebhookGates = sync.OnceValue(func() error {
 	})
 })
 
-// ValidateCAPI runs CAPI's admission webhook of the document's kind on it, as the management
+// validateCAPI runs CAPI's admission webhook of the document's kind on it, as the management
 // cluster would on kubectl apply, and returns the causes of a refusal (nil when admitted or when
 // CAPI has no cluster-free webhook for the kind). A clusterctl template's variables without a
 // default are given sample values first. A document that does not decode into its upstream type
 // is not validated: the field checks report it.
-func ValidateCAPI(ctx context.Context, d *Document) ([]webhookCause, error) {
+func validateCAPI(ctx context.Context, d *Document) ([]webhookCause, error) {
 	hook := capiWebhooks[d.APIVersion+"/"+d.Kind]
 	if hook == nil {
 		return nil, nil

@@ -26,13 +26,13 @@ func TestLintRunsCAPIValidation(t *testing.T) {
 	}
 	got := map[string]Finding{}
 	for _, f := range rep.Findings {
-		if f.Rule == RuleCAPIValidation {
+		if f.Rule == ruleCAPIValidation {
 			got[f.Kind+" "+f.Path] = f
 		}
 	}
 	for where, msg := range want {
 		f, ok := got[where]
-		if !ok || !strings.Contains(f.Message, msg) || f.Severity != SeverityError || f.Line == 0 {
+		if !ok || !strings.Contains(f.Message, msg) || f.Severity != severityError || f.Line == 0 {
 			t.Errorf("%s: %+v, want an error saying %q", where, f, msg)
 		}
 	}
@@ -65,11 +65,11 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := UnknownFields(docs[0])
+	u := unknownFields(docs[0])
 	if len(u) != 1 || u[0].String() != "spec.template.spec.files[0].contentFormatt" {
 		t.Fatalf("unknown fields %v, want only contentFormatt", u)
 	}
-	if _, err := DecodeStrict(docs[0]); err == nil || !strings.Contains(err.Error(), `unknown field "contentFormatt"`) {
+	if _, err := decodeStrict(docs[0]); err == nil || !strings.Contains(err.Error(), `unknown field "contentFormatt"`) {
 		t.Fatalf("DecodeStrict: %v", err)
 	}
 	// For CAPI 1.13 the field itself is unknown.
@@ -80,7 +80,7 @@ spec:
 		}
 		n := 0
 		for _, f := range rep.Findings {
-			if f.Rule == RuleUnknownField && strings.HasPrefix(f.Path, "spec.template.spec.files[0].contentFormat") {
+			if f.Rule == ruleUnknownField && strings.HasPrefix(f.Path, "spec.template.spec.files[0].contentFormat") {
 				n++
 			}
 		}
@@ -164,7 +164,7 @@ func TestParseFieldPath(t *testing.T) {
 			t.Errorf("parseFieldPath(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if _, err := ValidateCAPI(context.Background(), &Document{APIVersion: "v1", Kind: "Secret"}); err != nil {
+	if _, err := validateCAPI(context.Background(), &Document{APIVersion: "v1", Kind: "Secret"}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -41,7 +41,7 @@ func checkValues(values map[string]string, flag func(string) string) error {
 		case integerVar(name) && !wholeNumber.MatchString(v):
 			return errs.Invalidf("%s %q: %s is a number of machines, a whole number such as 3", flag(name), v, name)
 		case name == VarClusterName:
-			if err := ValidClusterName(v); err != nil {
+			if err := validClusterName(v); err != nil {
 				return errs.Invalidf("%s %q: %v", flag(name), v, err)
 			}
 		}
@@ -49,10 +49,10 @@ func checkValues(values map[string]string, flag func(string) string) error {
 	return nil
 }
 
-// ValidClusterName checks a cluster name as clusterctl generate cluster does (an RFC 1123 DNS
+// validClusterName checks a cluster name as clusterctl generate cluster does (an RFC 1123 DNS
 // subdomain), and at most 63 characters: CAPI puts it in the cluster.x-k8s.io/cluster-name label
 // of every Machine, and a label value is at most 63.
-func ValidClusterName(name string) error {
+func validClusterName(name string) error {
 	if len(validation.IsDNS1123Subdomain(name)) == 0 && len(name) <= validation.LabelValueMaxLength {
 		return nil
 	}

@@ -69,7 +69,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 		Example: `  flatcar-capo build --channel stable --kubernetes-version 1.36 --cloud mycloud
   flatcar-capo build --base openstack --dry-run -o json
   flatcar-capo build --base-image flatcar_production_qemu_image.img --version 4459.2.0 --provision ./extra.sh`,
-		Args: ExactArgs(0),
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ToolVersion = Version
 			o.Log = cmd.ErrOrStderr()
@@ -84,7 +84,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 			if err != nil {
 				return err
 			}
-			return Report(cmd, rec, func(w io.Writer) error { return printBuild(w, rec) })
+			return report(cmd, rec, func(w io.Writer) error { return printBuild(w, rec) })
 		},
 	}
 	f := cmd.Flags()
@@ -134,7 +134,7 @@ Needs packer (1.6.6, or >= 1.10 with the qemu plugin) and qemu-system-* for --me
 	f.BoolVar(&o.Force, "force", false, "rebuild even when a finished artifact with the same inputs exists")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the resolved plan; download, boot and write nothing")
 	sign.register(f)
-	AddOutputFlag(f)
+	addOutputFlag(f)
 	return cmd
 }
 

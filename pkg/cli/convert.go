@@ -38,7 +38,7 @@ OUT is written to a temporary file next to it and renamed into place when comple
 
   # Raw to compressed qcow2 for Glance
   flatcar-capo convert flatcar.raw flatcar.qcow2 --compress`,
-		Args: ExactArgs(2, "IN", "OUT"),
+		Args: exactArgs(2, "IN", "OUT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.To = disk.Format(to)
 			if !quiet {
@@ -54,7 +54,7 @@ OUT is written to a temporary file next to it and renamed into place when comple
 			for _, w := range res.Warnings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 			}
-			return Report(cmd, res, func(w io.Writer) error {
+			return report(cmd, res, func(w io.Writer) error {
 				kind := string(res.OutputFormat)
 				if res.Compressed {
 					kind += ", compressed"
@@ -72,6 +72,6 @@ OUT is written to a temporary file next to it and renamed into place when comple
 	f.BoolVar(&opts.Sync, "fsync", false, "wait until the output is on disk before finishing (like running sync afterwards)")
 	f.StringVar(&opts.Compat, "compat", "1.1", "qcow2 output: compat level 1.1 or 0.10")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
-	AddOutputFlag(f)
+	addOutputFlag(f)
 	return cmd
 }

@@ -9,21 +9,21 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// EnvPrefix is the prefix of the environment variables that set flags: --output-file is
+// envPrefix is the prefix of the environment variables that set flags: --output-file is
 // FLATCAR_CAPO_OUTPUT_FILE.
-const EnvPrefix = "FLATCAR_CAPO_"
+const envPrefix = "FLATCAR_CAPO_"
 
-// EnvName returns the environment variable that sets a flag.
-func EnvName(flag string) string {
-	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+// envName returns the environment variable that sets a flag.
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
 // extraEnv lists further variables a flag reads when its FLATCAR_CAPO_ one is unset, in order
 // (for example FLATCAR_CHANNEL for --channel, as image-builder names it).
 const extraEnvAnnotation = "flatcar-capo/env"
 
-// AlsoFromEnv makes a flag also read the given environment variables (after FLATCAR_CAPO_<FLAG>).
-func AlsoFromEnv(fs *pflag.FlagSet, flag string, vars ...string) {
+// alsoFromEnv makes a flag also read the given environment variables (after FLATCAR_CAPO_<FLAG>).
+func alsoFromEnv(fs *pflag.FlagSet, flag string, vars ...string) {
 	_ = fs.SetAnnotation(flag, extraEnvAnnotation, vars)
 }
 
@@ -49,13 +49,13 @@ func documentEnv(c *cobra.Command) {
 		documentEnv(sub)
 	}
 	c.LocalFlags().VisitAll(func(f *pflag.Flag) {
-		if !isRepeatable(f) || strings.Contains(f.Usage, EnvName(f.Name)) {
+		if !isRepeatable(f) || strings.Contains(f.Usage, envName(f.Name)) {
 			return
 		}
 		if isEnvList(f) {
-			f.Usage += fmt.Sprintf("; $%s takes a comma-separated list (a,b is two values)", EnvName(f.Name))
+			f.Usage += fmt.Sprintf("; $%s takes a comma-separated list (a,b is two values)", envName(f.Name))
 		} else {
-			f.Usage += fmt.Sprintf("; $%s is one value, commas included", EnvName(f.Name))
+			f.Usage += fmt.Sprintf("; $%s is one value, commas included", envName(f.Name))
 		}
 	})
 }
@@ -69,7 +69,7 @@ func applyEnvDefaults(cmd *cobra.Command) error {
 		if f.Changed || firstErr != nil || f.Name == "help" {
 			return
 		}
-		names := append([]string{EnvName(f.Name)}, f.Annotations[extraEnvAnnotation]...)
+		names := append([]string{envName(f.Name)}, f.Annotations[extraEnvAnnotation]...)
 		for _, name := range names {
 			v, ok := os.LookupEnv(name)
 			if !ok || v == "" {
@@ -81,7 +81,7 @@ func applyEnvDefaults(cmd *cobra.Command) error {
 			}
 			for _, one := range values {
 				if err := cmd.Flags().Set(f.Name, one); err != nil {
-					firstErr = Usagef("invalid value %q in environment variable %s for --%s: %v", v, name, f.Name, err)
+					firstErr = usagef("invalid value %q in environment variable %s for --%s: %v", v, name, f.Name, err)
 					return
 				}
 			}

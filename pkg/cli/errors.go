@@ -10,19 +10,19 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
-// Usagef reports a usage error or an invalid flag value: it wraps errs.ErrInvalid, exit code 2.
-func Usagef(format string, a ...any) error { return errs.Invalidf(format, a...) }
+// usagef reports a usage error or an invalid flag value: it wraps errs.ErrInvalid, exit code 2.
+func usagef(format string, a ...any) error { return errs.Invalidf(format, a...) }
 
 // exitCode is the one mapping of errors to exit codes: interrupted, the caller's input wrong
 // (errs.ErrInvalid, wrapped by every package), or a failure.
 func exitCode(ctx context.Context, err error) int {
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
-		return ExitInterrupted
+		return exitInterrupted
 	case errors.Is(err, errs.ErrInvalid):
-		return ExitUsage
+		return exitUsage
 	default:
-		return ExitFailure
+		return exitFailure
 	}
 }
 
@@ -37,22 +37,22 @@ func argsAreUsage(c *cobra.Command) {
 	}
 }
 
-// ExactArgs is cobra.ExactArgs with a message that names the missing arguments and exit code 2.
-func ExactArgs(n int, names ...string) cobra.PositionalArgs {
+// exactArgs is cobra.ExactArgs with a message that names the missing arguments and exit code 2.
+func exactArgs(n int, names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return Usagef("%s needs %d argument(s) (%s), got %d; see '%s --help'",
+			return usagef("%s needs %d argument(s) (%s), got %d; see '%s --help'",
 				cmd.CommandPath(), n, strings.Join(names, " "), len(args), cmd.CommandPath())
 		}
 		return nil
 	}
 }
 
-// MinimumArgs is cobra.MinimumNArgs with exit code 2.
-func MinimumArgs(n int, names ...string) cobra.PositionalArgs {
+// minimumArgs is cobra.MinimumNArgs with exit code 2.
+func minimumArgs(n int, names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < n {
-			return Usagef("%s needs at least %d argument(s) (%s); see '%s --help'",
+			return usagef("%s needs at least %d argument(s) (%s); see '%s --help'",
 				cmd.CommandPath(), n, strings.Join(names, " "), cmd.CommandPath())
 		}
 		return nil

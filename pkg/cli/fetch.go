@@ -38,7 +38,7 @@ re-verified (signature and SHA512) on every use.`,
 		Example: `  flatcar-capo fetch --channel stable
   flatcar-capo fetch --version 4230.2.3 --image openstack --output-file flatcar.img
   flatcar-capo fetch --release-server http://mirror.example/flatcar/{channel} -o json`,
-		Args: ExactArgs(0),
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pmode := progress.Auto
 			if quiet {
@@ -51,7 +51,7 @@ re-verified (signature and SHA512) on every use.`,
 			if err != nil {
 				return err
 			}
-			return Report(cmd, res, func(w io.Writer) error {
+			return report(cmd, res, func(w io.Writer) error {
 				how := "NOT verified (--insecure-skip-verify)"
 				if res.Verified {
 					how = "verified: OpenPGP key " + res.Signature.KeyID + " + SHA512"
@@ -80,6 +80,6 @@ re-verified (signature and SHA512) on every use.`,
 	addCacheFlag(f, &cacheDir)
 	addVerifyFlags(f, &vf)
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
-	AddOutputFlag(f)
+	addOutputFlag(f)
 	return cmd
 }

@@ -51,7 +51,7 @@ false); build fetches it and checks it against the release's signed DIGESTS.`,
   flatcar-capo inspect flatcar.qcow2 -o json | jq .verdict
   flatcar-capo inspect image-builder-flatcar.qcow2 --sbom-file image-builder-flatcar.cdx.json
   flatcar-capo inspect flatcar.qcow2 --sbom-file flatcar.cdx.json --flatcar-sbom flatcar_production_image_sbom.json`,
-		Args: ExactArgs(1, "IMAGE"),
+		Args: exactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := inspect.File(cmd.Context(), args[0], inspect.FileOptions{Target: target, SBOMFile: sbomFile, FlatcarSBOM: flatcarSBOM, Tool: Version})
 			if err != nil {
@@ -60,7 +60,7 @@ false); build fetches it and checks it against the release's signed DIGESTS.`,
 			if sbomFile != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Wrote the SBOM of %s to %s\n", r.Image, sbomFile)
 			}
-			if err := Report(cmd, r, func(w io.Writer) error { return printInspect(w, r) }); err != nil {
+			if err := report(cmd, r, func(w io.Writer) error { return printInspect(w, r) }); err != nil {
 				return err
 			}
 			if r.Verdict == inspect.NotReady {
@@ -72,7 +72,7 @@ false); build fetches it and checks it against the release's signed DIGESTS.`,
 	cmd.Flags().StringVar(&target, "for", "", "target platform to judge against, e.g. openstack (default: the image's oem_id)")
 	cmd.Flags().StringVar(&sbomFile, "sbom-file", "", "also write the CycloneDX JSON SBOM of what the image holds to PATH")
 	cmd.Flags().StringVar(&flatcarSBOM, "flatcar-sbom", "", "with --sbom-file: refer to Flatcar's package SBOM of the release (flatcar_production_image_sbom.json) at PATH")
-	AddOutputFlag(cmd.Flags())
+	addOutputFlag(cmd.Flags())
 	return cmd
 }
 

@@ -30,9 +30,9 @@ func (c *countingWriter) Fd() uintptr {
 	return ^uintptr(0)
 }
 
-// JSONError is what a command run with -o json prints on stdout when it fails: a script that
+// jsonError is what a command run with -o json prints on stdout when it fails: a script that
 // saves stdout (> build-record.json) gets the reason and the leftovers, not an empty file.
-type JSONError struct {
+type jsonError struct {
 	Error    string   `json:"error"`
 	ExitCode int      `json:"exitCode"`
 	Left     []string `json:"left"`
@@ -45,7 +45,7 @@ var urlInArg = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s]+`)
 func registerURLSecrets(args []string) {
 	vals := append([]string(nil), args...)
 	for _, e := range os.Environ() {
-		if strings.HasPrefix(e, EnvPrefix) {
+		if strings.HasPrefix(e, envPrefix) {
 			vals = append(vals, e)
 		}
 	}

@@ -47,14 +47,14 @@ nodes (the objects of hundreds of clusters) are refused (exit 2).`,
   kubectl get kcp,kubeadmconfigtemplate,openstackmachinetemplate,md -A -o yaml | flatcar-capo lint -
   flatcar-capo lint --capi-version 1.3.5 current.yaml desired.yaml -o json
   flatcar-capo lint cluster.yaml --cloud mycloud   # image filters must match exactly one image`,
-		Args: MinimumArgs(1, "FILE..."),
+		Args: minimumArgs(1, "FILE..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := capo.LintFiles(cmd.Context(), capo.LintRequest{Files: args, CAPIVersion: capiVersion, Cloud: cloud, Record: record,
 				Stdin: func() ([]byte, error) { return readStdin(cmd.Context(), cmd.InOrStdin(), infile.Manifest) }})
 			if err != nil {
 				return err
 			}
-			if err := Report(cmd, rep, rep.WriteText); err != nil {
+			if err := report(cmd, rep, rep.WriteText); err != nil {
 				return err
 			}
 			if rep.Errors > 0 {
@@ -67,6 +67,6 @@ nodes (the objects of hundreds of clusters) are refused (exit 2).`,
 		"CAPI release the manifests are applied to (older releases have more pitfalls)")
 	cmd.Flags().StringVar(&cloud, "cloud", "", "also check that every image filter matches exactly one active Glance image in this cloud (clouds.yaml name)")
 	cmd.Flags().StringVar(&record, "from-record", "", "a build record (IMAGE.qcow2.build.json, its image beside it): warn when a rootVolume.sizeGiB is below the image's min_disk")
-	AddOutputFlag(cmd.Flags())
+	addOutputFlag(cmd.Flags())
 	return cmd
 }

@@ -83,7 +83,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 
   # Stock Flatcar image, Kubernetes sysext from a mirror inside the cloud (sysext create makes it)
   flatcar-capo manifests --flavor sysext --sysext-url http://10.0.0.5/extensions --kubernetes-version v1.33.4`,
-		Args: ExactArgs(0),
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
 			o.ImageName, o.ClusterName = given(f, "image-name", imageName), given(f, "cluster-name", clusterName)
@@ -127,7 +127,7 @@ in templates/ with the flavor's additionalConfig from templates/clc/):
 	f.StringVar(&o.HTTPSProxy, "https-proxy", "", "HTTPS_PROXY of the nodes' containerd, kubelet and systemd-sysupdate")
 	f.StringVar(&o.NoProxy, "no-proxy", "", "NO_PROXY additions (localhost,127.0.0.1,169.254.169.254 are always in it): the API server and its LB, node subnet, service and pod CIDRs, .svc,.cluster.local")
 	f.StringVar(&o.OutputFile, "output-file", "", "write the manifest to this file (mode 0600) instead of stdout")
-	AddOutputFlag(f)
+	addOutputFlag(f)
 	return cmd
 }
 
@@ -145,7 +145,7 @@ func printManifests(cmd *cobra.Command, rep manifestsReport) error {
 		if rep.OutputFile == "" {
 			rep.Manifest = string(rep.Rendered.Manifest)
 		}
-		return Report(cmd, rep, nil)
+		return report(cmd, rep, nil)
 	}
 	w := cmd.ErrOrStderr()
 	if rep.OutputFile != "" {

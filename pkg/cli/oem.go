@@ -55,14 +55,14 @@ second time.`,
 
   # Older Flatcar (before 4459.2.0) has a hybrid MBR that newer Nova rejects
   flatcar-capo oem set flatcar.raw --id openstack --protective-mbr`,
-		Args: ExactArgs(1, "IMAGE"),
+		Args: exactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			output.Format = disk.Format(to)
 			res, err := oem.SetFile(cmd.Context(), args[0], output, opts)
 			if err != nil {
 				return err
 			}
-			return Report(cmd, res, func(w io.Writer) error {
+			return report(cmd, res, func(w io.Writer) error {
 				what := "already has these settings; nothing changed"
 				switch {
 				case res.Created:
@@ -89,7 +89,7 @@ second time.`,
 	f.StringVar(&output.Path, "output-file", "", "write a patched sparse copy to this path and leave IMAGE untouched (required for qcow2 input)")
 	f.StringVar(&to, "to", "", "format of --output-file: qcow2 or raw (default: from its extension, .qcow2/.raw/.bin, else the input's format)")
 	f.BoolVar(&output.Compress, "compress", false, "compress the clusters of a qcow2 --output-file")
-	AddOutputFlag(f)
+	addOutputFlag(f)
 	return cmd
 }
 
@@ -101,7 +101,7 @@ func newOEMShowCommand() *cobra.Command {
 prints the effective settings, the OEM filesystem type and oem-release's ID. Raw and qcow2 images.`,
 		Example: `  flatcar-capo oem show flatcar.raw
   flatcar-capo oem show flatcar.raw -o json | jq -r .settings.oem_id`,
-		Args: ExactArgs(1, "IMAGE"),
+		Args: exactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			img, err := disk.Open(args[0], false)
 			if err != nil {
@@ -112,7 +112,7 @@ prints the effective settings, the OEM filesystem type and oem-release's ID. Raw
 			if err != nil {
 				return err
 			}
-			return Report(cmd, st, func(w io.Writer) error {
+			return report(cmd, st, func(w io.Writer) error {
 				fmt.Fprintf(w, "OEM partition:  %d (%s)\n", st.Partition, st.Filesystem)
 				if !st.GrubCfg {
 					fmt.Fprintln(w, "grub.cfg:       missing (flatcar.oem.id will be empty)")
@@ -125,6 +125,6 @@ prints the effective settings, the OEM filesystem type and oem-release's ID. Raw
 			})
 		},
 	}
-	AddOutputFlag(cmd.Flags())
+	addOutputFlag(cmd.Flags())
 	return cmd
 }

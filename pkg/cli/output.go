@@ -11,29 +11,29 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
-// OutputFormat is the value of -o/--output.
-type OutputFormat string
+// outputFormat is the value of -o/--output.
+type outputFormat string
 
 const (
-	OutputText OutputFormat = "text"
-	OutputJSON OutputFormat = "json"
+	outputText outputFormat = "text"
+	outputJSON outputFormat = "json"
 )
 
 // String, Set and Type make OutputFormat a pflag.Value that rejects anything but text|json.
-func (o *OutputFormat) String() string { return string(*o) }
-func (o *OutputFormat) Type() string   { return "text|json" }
-func (o *OutputFormat) Set(v string) error {
-	switch OutputFormat(v) {
-	case OutputText, OutputJSON:
-		*o = OutputFormat(v)
+func (o *outputFormat) String() string { return string(*o) }
+func (o *outputFormat) Type() string   { return "text|json" }
+func (o *outputFormat) Set(v string) error {
+	switch outputFormat(v) {
+	case outputText, outputJSON:
+		*o = outputFormat(v)
 		return nil
 	}
 	return fmt.Errorf("must be text or json, not %q", v)
 }
 
-// AddOutputFlag registers -o/--output on a command; Report and wantsJSON read it.
-func AddOutputFlag(fs *pflag.FlagSet) {
-	o := OutputText
+// addOutputFlag registers -o/--output on a command; Report and wantsJSON read it.
+func addOutputFlag(fs *pflag.FlagSet) {
+	o := outputText
 	fs.VarP(&o, "output", "o", "report format: text or json")
 }
 
@@ -51,12 +51,12 @@ func wantsJSON(cmd *cobra.Command) bool {
 		return false
 	}
 	f := cmd.Flags().Lookup("output")
-	return f != nil && f.Value.Type() == "text|json" && f.Value.String() == string(OutputJSON)
+	return f != nil && f.Value.Type() == "text|json" && f.Value.String() == string(outputJSON)
 }
 
-// Report writes v as indented JSON when cmd runs with -o json, or calls text to write the
+// report writes v as indented JSON when cmd runs with -o json, or calls text to write the
 // human form.
-func Report(cmd *cobra.Command, v any, text func(w io.Writer) error) error {
+func report(cmd *cobra.Command, v any, text func(w io.Writer) error) error {
 	w := redact.Writer(cmd.OutOrStdout()) // a report shows URLs; never their credentials
 	if wantsJSON(cmd) {
 		enc := json.NewEncoder(w)

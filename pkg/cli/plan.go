@@ -63,7 +63,7 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
   flatcar-capo plan --config fleet.yaml --format github > matrix.json
   flatcar-capo plan --config fleet.yaml --format gitlab --gitlab-image registry.example.com/flatcar-capo:v1.2.3-shell > builds.yml
   flatcar-capo plan --config fleet.yaml --build`,
-		Args: ExactArgs(0),
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			net.Log = cmd.ErrOrStderr()
 			rep, err := fleet.PlanFleet(cmd.Context(), fleet.PlanRequest{ConfigFile: ff.config, Flags: ff.c, Format: format,
@@ -83,10 +83,10 @@ each uploading to the clouds that lack it. A --config file holds the same lists 
 	f.StringArrayVar(&ff.c.BuildArgs, "build-arg", nil, "extra flag for the builds --build runs, e.g. --build-arg=--disk-size=12G (repeatable)")
 	f.StringVar(&format, "format", "", "print only a CI matrix: github (strategy.matrix JSON) or gitlab (a child pipeline)")
 	f.StringVar(&gitlabImage, "gitlab-image", "", "container image the --format gitlab jobs run in: flatcar-capo's shell image as you pushed it (make dist's flatcar-capo:shell); in a GitLab job $CI_JOB_IMAGE by default")
-	AlsoFromEnv(f, "gitlab-image", "CI_JOB_IMAGE")
+	alsoFromEnv(f, "gitlab-image", "CI_JOB_IMAGE")
 	f.BoolVar(&runBuilds, "build", false, "run the missing builds on this machine, one after another")
 	addNetworkFlags(f, &net)
-	AddOutputFlag(f)
+	addOutputFlag(f)
 	return cmd
 }
 
@@ -100,7 +100,7 @@ func printFleetPlan(cmd *cobra.Command, format, gitlabImage string, rep *fleet.P
 		enc.SetIndent("", "  ")
 		return enc.Encode(res.GitLabPipeline(gitlabImage))
 	}
-	return Report(cmd, rep, func(w io.Writer) error {
+	return report(cmd, rep, func(w io.Writer) error {
 		stderr := cmd.ErrOrStderr()
 		for _, e := range rep.Errors {
 			fmt.Fprintf(stderr, "error: %s\n", e)

@@ -45,7 +45,7 @@ An image Glance lists twice gets one decision, and a listing whose pages repeat 
 		Example: `  flatcar-capo prune --cloud east,west --keep 2
   flatcar-capo prune --cloud east --keep 1 --hide --protect cluster.yaml
   flatcar-capo prune --config fleet.yaml --yes -o json`,
-		Args: ExactArgs(0),
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ff.c.Keep = keep
 			rep, err := fleet.Prune(cmd.Context(), fleet.PruneRequest{ConfigFile: ff.config, Flags: ff.c, Yes: yes, Hide: hide,
@@ -53,7 +53,7 @@ An image Glance lists twice gets one decision, and a listing whose pages repeat 
 			if rep == nil {
 				return err
 			}
-			return cmp.Or(Report(cmd, rep, func(w io.Writer) error { return printPrune(w, rep) }), err)
+			return cmp.Or(report(cmd, rep, func(w io.Writer) error { return printPrune(w, rep) }), err)
 		},
 	}
 	f := cmd.Flags()
@@ -62,7 +62,7 @@ An image Glance lists twice gets one decision, and a listing whose pages repeat 
 	f.BoolVar(&yes, "yes", false, "delete the images prune lists (without it nothing changes)")
 	f.BoolVar(&hide, "hide", false, "hide the images (os_hidden) instead of deleting them")
 	f.StringArrayVar(&protect, "protect", nil, "manifest, build record or directory of them in use: every image they name is kept (repeatable)")
-	AddOutputFlag(f)
+	addOutputFlag(f)
 	return cmd
 }
 

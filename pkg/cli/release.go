@@ -40,14 +40,14 @@ print the release number with the URLs of the image (.img, a qcow2, and .img.bz2
 DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the server.`,
 		Example: `  flatcar-capo release --channel stable
   FLATCAR_CHANNEL=beta FLATCAR_VERSION=4230.1.0 flatcar-capo release -o json`,
-		Args: ExactArgs(0),
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rf.net.Log = cmd.ErrOrStderr()
 			d, err := fetch.Describe(cmd.Context(), fetch.DescribeOptions{Release: rf.rel, Image: rf.image, Network: rf.net, Kubernetes: ko})
 			if err != nil {
 				return err
 			}
-			return Report(cmd, d, func(w io.Writer) error {
+			return report(cmd, d, func(w io.Writer) error {
 				fmt.Fprintf(w, "Flatcar %s %s (%s; %s resolved to %s)\n", d.Channel, d.Version, d.Arch, d.RequestedVersion, d.Version)
 				fmt.Fprintf(w, "%-12s %s\n", "version.txt", d.VersionTxt)
 				for _, a := range d.Artifacts {
@@ -68,6 +68,6 @@ DIGESTS, DIGESTS.asc and .sig. A pinned version is checked to exist on the serve
 	cmd.Flags().StringVar(&ko.Kubernetes, "kubernetes-version", "", "also resolve this "+kubernetesVersionHelp)
 	cmd.Flags().StringVar(&ko.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "where --kubernetes-version's stable.txt / stable-1.NN.txt and the binaries are")
 	cmd.Flags().StringVar(&ko.GitHubMirror, "github-mirror", kubernetes.DefaultGitHubMirror, "replaces https://github.com for crictl and the CNI plugins")
-	AddOutputFlag(cmd.Flags())
+	addOutputFlag(cmd.Flags())
 	return cmd
 }

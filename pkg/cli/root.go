@@ -17,10 +17,10 @@ import (
 
 // Exit codes shared by every command.
 const (
-	ExitOK          = 0
-	ExitFailure     = 1
-	ExitUsage       = 2
-	ExitInterrupted = 130
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitInterrupted = 130
 )
 
 // Version is set at build time with -ldflags "-X github.com/flatcar-capo/flatcar-capo/pkg/cli.Version=...".
@@ -67,7 +67,7 @@ comma-separated list, like FLATCAR_CAPO_CLOUD=east,west, or one value). Exit cod
 	}
 	root.SetVersionTemplate("flatcar-capo {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return Usagef("%v (see '%s --help')", err, c.CommandPath())
+		return usagef("%v (see '%s --help')", err, c.CommandPath())
 	})
 	// Each verb's constructor is in the verb's own file.
 	root.AddCommand(newBuildCommand(), newConvertCommand(), newFetchCommand(), newInspectCommand(), newLintCommand(),
@@ -107,12 +107,12 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return ExitOK
+		return exitOK
 	}
 	code := exitCode(ctx, err)
 	if out.n == 0 && wantsJSON(cmd) {
 		left, _, _ := interrupt.Report(err)
-		je := JSONError{Error: redact.String(err.Error()), ExitCode: code, Left: nonNil(left)}
+		je := jsonError{Error: redact.String(err.Error()), ExitCode: code, Left: nonNil(left)}
 		for i := range je.Left {
 			je.Left[i] = redact.String(je.Left[i])
 		}
@@ -120,7 +120,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		enc.Encode(je)
 	}
-	if code == ExitInterrupted {
+	if code == exitInterrupted {
 		reportInterrupted(stderr, cmd, err)
 		return code
 	}
@@ -150,7 +150,7 @@ func rejectUnknownSubcommands(c *cobra.Command) {
 		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 			msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
 		}
-		return Usagef("%s (see '%s --help')", msg, cmd.CommandPath())
+		return usagef("%s (see '%s --help')", msg, cmd.CommandPath())
 	}
 	c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
 }

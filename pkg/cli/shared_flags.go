@@ -25,8 +25,8 @@ func addReleaseFlags(fs *pflag.FlagSet, r *release.Release) {
 	fs.StringVar(&r.Version, "version", release.Current, "release: current, a number such as 4230.2.3, or current-YYYY on lts (env FLATCAR_VERSION)")
 	addArchFlag(fs, &r.Arch)
 	fs.StringVar(&r.Server, "release-server", release.DefaultServer, "release server or mirror; {channel} is replaced by the channel, /<arch>-usr/<version>/<file> is appended")
-	AlsoFromEnv(fs, "channel", "FLATCAR_CHANNEL")
-	AlsoFromEnv(fs, "version", "FLATCAR_VERSION")
+	alsoFromEnv(fs, "channel", "FLATCAR_CHANNEL")
+	alsoFromEnv(fs, "version", "FLATCAR_VERSION")
 }
 
 func addArchFlag(fs *pflag.FlagSet, arch *string) {
@@ -75,7 +75,7 @@ func addKubernetesFlags(fs *pflag.FlagSet, k *kubernetes.Options, version string
 		help += " (required)"
 	}
 	fs.StringVar(&k.Kubernetes, "kubernetes-version", version, help)
-	AlsoFromEnv(fs, "kubernetes-version", "KUBERNETES_VERSION")
+	alsoFromEnv(fs, "kubernetes-version", "KUBERNETES_VERSION")
 	fs.StringVar(&k.Crictl, "crictl-version", "", "cri-tools release for crictl (default v<minor>.0 of the resolved Kubernetes, as image-builder)")
 	fs.StringVar(&k.CNI, "cni-version", "", "containernetworking/plugins release (default: one that fits the Kubernetes minor, "+kubernetes.DefaultCNIVersion+" for 1.33+)")
 	fs.StringVar(&k.Mirror, "kubernetes-mirror", kubernetes.DefaultMirror, "replaces "+kubernetes.DefaultMirror+": kubelet/kubeadm/kubectl are <mirror>/<version>/bin/linux/<arch>/<name>(.sha256)")

@@ -84,7 +84,7 @@ func forceExit(stderr io.Writer, why string) {
 	interrupt.RunForced()
 	atomicfile.RemoveLive()
 	fmt.Fprintf(stderr, "Interrupted: exiting before the cleanup finished (%s); temporary files and any build directory and artifact lock were removed, but what else it was doing (a half-made Glance image, a download's partial file) may be left\n", why)
-	os.Exit(ExitInterrupted)
+	os.Exit(exitInterrupted)
 }
 
 // readStdin reads r to its end (at most k.Max bytes), or returns when ctx is cancelled: a read blocked on a pipe or

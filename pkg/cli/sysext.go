@@ -110,7 +110,7 @@ On a node it replaces Flatcar's own only when that one is masked:
 					sysext.CreateOptions{ReleaseID: releaseID, Compression: compression, Level: level, LevelGiven: cmd.Flags().Changed("compression-level")})
 			}
 			if cmd.Flags().Changed("containerd-version") || cmd.Flags().Changed("runc-version") {
-				return Usagef("--containerd-version and --runc-version are for 'sysext create containerd'")
+				return usagef("--containerd-version and --runc-version are for 'sysext create containerd'")
 			}
 			made, err := sysext.MakeKubernetes(cmd.Context(), sysext.MakeOptions{
 				Image:    sysext.CreateOptions{ReleaseID: releaseID, Compression: compression, Level: level, LevelGiven: cmd.Flags().Changed("compression-level")},
@@ -119,7 +119,7 @@ On a node it replaces Flatcar's own only when that one is masked:
 			if err != nil {
 				return err
 			}
-			return Report(cmd, made, func(w io.Writer) error {
+			return report(cmd, made, func(w io.Writer) error {
 				name, _ := sysext.KubernetesFileName(made.Version, made.Arch)
 				fmt.Fprintf(w, "Wrote %s: %s (%s of files, %s), %d entries\n", made.Path, progress.Bytes(made.Size), progress.Bytes(made.Bytes), made.Compression, len(made.Files))
 				fmt.Fprintf(w, "  sha256 %s\n  sha512 %s\n", made.SHA256, made.SHA512)
@@ -139,24 +139,24 @@ On a node it replaces Flatcar's own only when that one is masked:
 	f.IntVar(&level, "compression-level", sysext.DefaultGzipLevel, "gzip level: 1 (fastest) to 9 (6: 7% smaller, 4x slower)")
 	f.StringVar(&outFile, "output-file", "", "where to write the sysext (default: kubernetes-<version>-<arch>.raw, containerd-<version>-<arch>.raw)")
 	addContainerdFlags(f, &ctr)
-	AddOutputFlag(f)
+	addOutputFlag(f)
 	return cmd
 }
 
 // sysextCreateArgs takes no argument (the Kubernetes sysext) or the sysext to make.
 func sysextCreateArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 1 || (len(args) == 1 && args[0] != sysext.KubernetesName && args[0] != sysext.ContainerdName) {
-		return Usagef("%s takes one optional argument, kubernetes (the default) or containerd; got %q", cmd.CommandPath(), strings.Join(args, " "))
+		return usagef("%s takes one optional argument, kubernetes (the default) or containerd; got %q", cmd.CommandPath(), strings.Join(args, " "))
 	}
 	return nil
 }
 
 func runSysextCreateContainerd(cmd *cobra.Command, ctr containerd.Options, dl kubernetes.Options, net httpx.Options, outFile, binaries string, image sysext.CreateOptions) error {
 	if ctr.Version == "" {
-		return Usagef("sysext create containerd needs --containerd-version, e.g. 2.3.7")
+		return usagef("sysext create containerd needs --containerd-version, e.g. 2.3.7")
 	}
 	if binaries != "" || cmd.Flags().Changed("kubernetes-version") {
-		return Usagef("--binaries and --kubernetes-version are for the Kubernetes sysext, not 'sysext create containerd'")
+		return usagef("--binaries and --kubernetes-version are for the Kubernetes sysext, not 'sysext create containerd'")
 	}
 	ctr.Arch, ctr.GitHubMirror, ctr.CacheDir = dl.Arch, dl.GitHubMirror, dl.CacheDir
 	made, err := sysext.MakeContainerd(cmd.Context(), sysext.MakeContainerdOptions{Image: image, Download: ctr, Network: net,
@@ -164,7 +164,7 @@ func runSysextCreateContainerd(cmd *cobra.Command, ctr containerd.Options, dl ku
 	if err != nil {
 		return err
 	}
-	return Report(cmd, made, func(w io.Writer) error {
+	return report(cmd, made, func(w io.Writer) error {
 		name, _ := sysext.ContainerdFileName(made.Version, made.Arch)
 		fmt.Fprintf(w, "Wrote %s: %s (%s of files, %s), %d entries\n", made.Path, progress.Bytes(made.Size), progress.Bytes(made.Bytes), made.Compression, len(made.Files))
 		fmt.Fprintf(w, "  sha256 %s\n  sha512 %s\n", made.SHA256, made.SHA512)
@@ -197,13 +197,13 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
 		Example: `  flatcar-capo sysext inspect kubernetes-v1.33.4-x86-64.raw
   flatcar-capo sysext inspect /srv/extensions/k8s.raw --name kubernetes -o json | jq .wouldMerge
   flatcar-capo sysext inspect kubernetes.raw --os-release ./usr/lib/os-release --arch arm64`,
-		Args: ExactArgs(1, "FILE"),
+		Args: exactArgs(1, "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := sysext.Inspect(args[0], sysext.InspectOptions{Name: name, OSRelease: osRelease, Arch: arch, Verify: !noVerify})
 			if err != nil {
 				return err
 			}
-			if err := Report(cmd, r, func(w io.Writer) error { return printSysextReport(w, r) }); err != nil {
+			if err := report(cmd, r, func(w io.Writer) error { return printSysextReport(w, r) }); err != nil {
 				return err
 			}
 			if !r.WouldMerge {
@@ -217,7 +217,7 @@ an incompatible ID/SYSEXT_LEVEL/ARCHITECTURE) or the file is truncated or corrup
 	f.StringVar(&osRelease, "os-release", "", "compare with this os-release file instead of Flatcar's constants")
 	f.StringVar(&arch, "arch", "amd64", "host architecture: amd64 (x86-64) or arm64")
 	f.BoolVar(&noVerify, "no-verify", false, "do not decompress the file data (faster; misses corrupt data blocks)")
-	AddOutputFlag(f)
+	addOutputFlag(f)
 	return cmd
 }
 

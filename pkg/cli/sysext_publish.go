@@ -45,13 +45,13 @@ binary, gpg --export-secret-keys); give nodes its public key with
 which installs it as /etc/systemd/import-pubring.gpg, where systemd-sysupdate's gpg reads it.`,
 		Example: `  flatcar-capo sysext create --kubernetes-version 1.35 --output-file /srv/www/ext/kubernetes-v1.35.2-x86-64.raw
   flatcar-capo sysext publish /srv/www/ext --url http://10.0.0.5/ext --sign-key /run/secrets/bakery.key`,
-		Args: ExactArgs(1, "DIR"),
+		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := sysext.Publish(args[0], o)
 			if err != nil {
 				return err
 			}
-			return Report(cmd, p, func(w io.Writer) error {
+			return report(cmd, p, func(w io.Writer) error {
 				for _, s := range p.Sysexts {
 					fmt.Fprintf(w, "%s  sha256 %.16s...  sha512 %.16s...\n", s.File, s.SHA256, s.SHA512)
 				}
@@ -66,6 +66,6 @@ which installs it as /etc/systemd/import-pubring.gpg, where systemd-sysupdate's 
 	}
 	cmd.Flags().StringVar(&o.URL, "url", "", "the http(s) URL DIR is served at (required)")
 	cmd.Flags().StringVar(&o.SignKey, "sign-key", "", "an unprotected OpenPGP private key FILE: writes SHA256SUMS.gpg and Verify=true in the transfers")
-	AddOutputFlag(cmd.Flags())
+	addOutputFlag(cmd.Flags())
 	return cmd
 }

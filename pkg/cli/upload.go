@@ -59,7 +59,7 @@ key must match the certificate and the certificate be valid, or nothing is uploa
 Prints the image ID, one line per cloud.`,
 		Example: `  flatcar-capo upload flatcar-capo.qcow2 --name flatcar-4459.2.0-kube-v1.33.1 --cloud mycloud
   flatcar-capo upload flatcar.raw --name flatcar-k8s --cloud east --cloud west --on-exists replace -o json`,
-		Args: ExactArgs(1, "IMAGE"),
+		Args: exactArgs(1, "IMAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stderr := cmd.ErrOrStderr()
 			pmode := progress.Auto
@@ -77,7 +77,7 @@ Prints the image ID, one line per cloud.`,
 				return uerr
 			}
 			// What each cloud got goes to stderr, its image ID to stdout.
-			if err := Report(cmd, results, func(w io.Writer) error {
+			if err := report(cmd, results, func(w io.Writer) error {
 				for _, r := range results {
 					label := r.Cloud
 					if r.Region != "" {
@@ -109,7 +109,7 @@ Prints the image ID, one line per cloud.`,
 	f.StringVar(&flatcarV, "flatcar-version", "", "os_version property (default: from IMAGE.build.json)")
 	f.StringVar(&kubeV, "kubernetes-version", "", "kubernetes_version property and kube-<v> tag (default: from IMAGE.build.json)")
 	sign.register(f)
-	AddOutputFlag(f)
+	addOutputFlag(f)
 	return cmd
 }
 

@@ -36,7 +36,7 @@ Exit 0 when everything verifies, 1 when a signature, the image or its contents d
 (no record, an unreadable key).`,
 		Example: `  flatcar-capo verify output/flatcar-k8s/flatcar-k8s.qcow2 --key signing.pub
   flatcar-capo verify flatcar-k8s.qcow2 --key signing.pub -o json`,
-		Args: ExactArgs(1, "ARTIFACT"),
+		Args: exactArgs(1, "ARTIFACT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if keyPath == "" {
 				return errs.Invalidf("--key is required: the public key of the --sign-key that signed the image")
@@ -49,7 +49,7 @@ Exit 0 when everything verifies, 1 when a signature, the image or its contents d
 			if err != nil {
 				return err
 			}
-			if err := Report(cmd, v, func(w io.Writer) error {
+			if err := report(cmd, v, func(w io.Writer) error {
 				fmt.Fprintf(w, "image: %s (the signed record's: Flatcar %s, Kubernetes %s, method %s)\n", v.ImageName, v.FlatcarVersion, v.KubernetesVersion, v.Method)
 				for _, f := range v.Files {
 					verdict := "verified"
@@ -80,6 +80,6 @@ Exit 0 when everything verifies, 1 when a signature, the image or its contents d
 		},
 	}
 	cmd.Flags().StringVar(&keyPath, "key", "", "PEM public key (or certificate) of the signing key")
-	AddOutputFlag(cmd.Flags())
+	addOutputFlag(cmd.Flags())
 	return cmd
 }

@@ -21,7 +21,7 @@ func newVersionCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the flatcar-capo version",
-		Args:  ExactArgs(0),
+		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := versionReport{Version: Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 			if bi, ok := debug.ReadBuildInfo(); ok {
@@ -31,12 +31,12 @@ func newVersionCommand() *cobra.Command {
 					}
 				}
 			}
-			return Report(cmd, r, func(w io.Writer) error {
+			return report(cmd, r, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "flatcar-capo %s (%s, %s)\n", r.Version, r.GoVersion, r.Platform)
 				return err
 			})
 		},
 	}
-	AddOutputFlag(cmd.Flags())
+	addOutputFlag(cmd.Flags())
 	return cmd
 }

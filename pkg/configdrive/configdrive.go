@@ -15,8 +15,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/atomicfile"
 )
 
-// Label is the volume label cloud-init and Ignition look for.
-const Label = "config-2"
+// label is the volume label cloud-init and Ignition look for.
+const label = "config-2"
 
 // MetaData is openstack/latest/meta_data.json (the fields guests commonly read).
 type MetaData struct {
@@ -66,7 +66,7 @@ func Write(path string, userData []byte, meta MetaData) error {
 			return err
 		}
 	}
-	if err := fsys.Finalize(iso9660.FinalizeOptions{RockRidge: true, VolumeIdentifier: Label}); err != nil {
+	if err := fsys.Finalize(iso9660.FinalizeOptions{RockRidge: true, VolumeIdentifier: label}); err != nil {
 		return fmt.Errorf("config drive: %w", err)
 	}
 	return out.Commit(0o600)

@@ -24,8 +24,8 @@ func Read(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not an ISO 9660 config drive: %w", path, err)
 	}
-	if l := strings.TrimRight(fsys.Label(), "\x00 "); l != Label {
-		return nil, fmt.Errorf("%s is labelled %q, not %q", path, l, Label)
+	if l := strings.TrimRight(fsys.Label(), "\x00 "); l != label {
+		return nil, fmt.Errorf("%s is labelled %q, not %q", path, l, label)
 	}
 	return fsys.ReadFile("openstack/latest/user_data")
 }

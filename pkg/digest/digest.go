@@ -13,8 +13,8 @@ import (
 	"os"
 )
 
-// File returns the hex digest of the file at path under h, and its length.
-func File(path string, h hash.Hash) (sum string, n int64, err error) {
+// file returns the hex digest of the file at path under h, and its length.
+func file(path string, h hash.Hash) (sum string, n int64, err error) {
 	sums, n, err := Files(path, h)
 	if err != nil {
 		return "", 0, err
@@ -72,7 +72,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 }
 
 // SHA256 is File with sha256.
-func SHA256(path string) (string, int64, error) { return File(path, sha256.New()) }
+func SHA256(path string) (string, int64, error) { return file(path, sha256.New()) }
 
 // SHA512 is File with sha512.
-func SHA512(path string) (string, int64, error) { return File(path, sha512.New()) }
+func SHA512(path string) (string, int64, error) { return file(path, sha512.New()) }

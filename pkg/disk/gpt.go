@@ -36,13 +36,13 @@ var TypeNames = map[string]string{
 
 const sectorSize = 512
 
-// ErrNoGPT means the image has no (valid) GUID partition table.
+// errNoGPT means the image has no (valid) GUID partition table.
 // It is the caller's input that is not a disk image: errs.ErrInvalid (exit 2).
-var ErrNoGPT = errs.Invalid(errors.New("no GPT partition table"))
+var errNoGPT = errs.Invalid(errors.New("no GPT partition table"))
 
-// ErrInvalidLayout means a checksum-valid GPT whose partitions overlap or lie outside its usable
+// errInvalidLayout means a checksum-valid GPT whose partitions overlap or lie outside its usable
 // range: writing one partition would overwrite another (or the table), so every command refuses it.
-var ErrInvalidLayout = errors.New("invalid GPT layout")
+var errInvalidLayout = errors.New("invalid GPT layout")
 
 // ReadGPT parses the primary GPT (falling back to the backup at the end of the image when the
 // primary is damaged; PrimaryGPTError tells). It is a small parser of our own, not go-diskfs'
@@ -50,7 +50,7 @@ var ErrInvalidLayout = errors.New("invalid GPT layout")
 // (TestGoDiskfsGPTEvidence, docs/architecture.md), and an image is untrusted input.
 func ReadGPT(s vdisk.Disk) ([]Partition, error) {
 	parts, errPrimary := readGPTAt(s, 1)
-	if errPrimary == nil || errors.Is(errPrimary, ErrInvalidLayout) || !errors.Is(errPrimary, ErrNoGPT) {
+	if errPrimary == nil || errors.Is(errPrimary, errInvalidLayout) || !errors.Is(errPrimary, errNoGPT) {
 		// A table whose checksums hold but whose partitions overlap was written that way: the
 		// backup says the same, and falling back to it would hide a crafted image. A read
 		// failure (a corrupt qcow2) is the answer too.
@@ -97,40 +97,40 @@ func readHeader(s vdisk.Disk, lba int64) (*gptHeader, error) {
 		if rerr := vdisk.ReadFailure(err); rerr != nil {
 			return nil, fmt.Errorf("reading the GPT header at LBA %d: %w", lba, rerr)
 		}
-		return nil, fmt.Errorf("%w: image too small", ErrNoGPT)
+		return nil, fmt.Errorf("%w: image too small", errNoGPT)
 	}
 	if string(hdr[:8]) != "EFI PART" {
-		return nil, fmt.Errorf("%w: no 'EFI PART' signature at LBA %d", ErrNoGPT, lba)
+		return nil, fmt.Errorf("%w: no 'EFI PART' signature at LBA %d", errNoGPT, lba)
 	}
 	hdrSize := binary.LittleEndian.Uint32(hdr[12:])
 	if hdrSize < 92 || hdrSize > sectorSize {
-		return nil, fmt.Errorf("%w: header size %d out of range", ErrNoGPT, hdrSize)
+		return nil, fmt.Errorf("%w: header size %d out of range", errNoGPT, hdrSize)
 	}
 	want := binary.LittleEndian.Uint32(hdr[16:])
 	h := append([]byte{}, hdr[:hdrSize]...)
 	binary.LittleEndian.PutUint32(h[16:], 0)
 	if crc32.ChecksumIEEE(h) != want {
-		return nil, fmt.Errorf("%w: header checksum mismatch at LBA %d", ErrNoGPT, lba)
+		return nil, fmt.Errorf("%w: header checksum mismatch at LBA %d", errNoGPT, lba)
 	}
 	binary.LittleEndian.PutUint32(h[16:], want)
 	entriesLBA := int64(binary.LittleEndian.Uint64(hdr[72:]))
 	count := binary.LittleEndian.Uint32(hdr[80:])
 	entrySize := binary.LittleEndian.Uint32(hdr[84:])
 	if entrySize < 128 || entrySize > 4096 || entrySize%8 != 0 || count == 0 || count > 1024 {
-		return nil, fmt.Errorf("%w: %d entries of %d bytes is out of range", ErrNoGPT, count, entrySize)
+		return nil, fmt.Errorf("%w: %d entries of %d bytes is out of range", errNoGPT, count, entrySize)
 	}
 	if entriesLBA < 1 || entriesLBA > s.Size()/sectorSize {
-		return nil, fmt.Errorf("%w: partition array at LBA %d is outside the image", ErrNoGPT, entriesLBA)
+		return nil, fmt.Errorf("%w: partition array at LBA %d is outside the image", errNoGPT, entriesLBA)
 	}
 	arr := make([]byte, int(count)*int(entrySize))
 	if n, err := s.ReadAt(arr, entriesLBA*sectorSize); n != len(arr) {
 		if rerr := vdisk.ReadFailure(err); rerr != nil {
 			return nil, fmt.Errorf("reading the GPT partition array at LBA %d: %w", entriesLBA, rerr)
 		}
-		return nil, fmt.Errorf("%w: partition array truncated", ErrNoGPT)
+		return nil, fmt.Errorf("%w: partition array truncated", errNoGPT)
 	}
 	if crc32.ChecksumIEEE(arr) != binary.LittleEndian.Uint32(hdr[88:]) {
-		return nil, fmt.Errorf("%w: partition array checksum mismatch", ErrNoGPT)
+		return nil, fmt.Errorf("%w: partition array checksum mismatch", errNoGPT)
 	}
 	return &gptHeader{raw: h, lba: lba, entries: arr, count: int(count), entrySize: int(entrySize)}, nil
 }
@@ -150,7 +150,7 @@ func readGPTAt(s vdisk.Disk, lba int64) ([]Partition, error) {
 		first := binary.LittleEndian.Uint64(e[32:])
 		last := binary.LittleEndian.Uint64(e[40:])
 		if last < first || last >= uint64(1)<<54 {
-			return nil, fmt.Errorf("%w: entry %d has an invalid range %d-%d", ErrNoGPT, i+1, first, last)
+			return nil, fmt.Errorf("%w: entry %d has an invalid range %d-%d", errNoGPT, i+1, first, last)
 		}
 		parts = append(parts, Partition{
 			Number:   i + 1,
@@ -177,7 +177,7 @@ func checkLayout(parts []Partition, firstUsable, lastUsable int64) error {
 	}
 	for _, p := range parts {
 		if first, last := lbas(p); first < firstUsable || last > lastUsable {
-			return fmt.Errorf("%w: %s lies outside the usable LBA range %d-%d of the GPT (over the partition table); a damaged or crafted image", ErrInvalidLayout, desc(p), firstUsable, lastUsable)
+			return fmt.Errorf("%w: %s lies outside the usable LBA range %d-%d of the GPT (over the partition table); a damaged or crafted image", errInvalidLayout, desc(p), firstUsable, lastUsable)
 		}
 	}
 	byStart := append([]Partition{}, parts...)
@@ -185,7 +185,7 @@ func checkLayout(parts []Partition, firstUsable, lastUsable int64) error {
 	var reach Partition // of those before p, the one that ends last
 	for i, p := range byStart {
 		if i > 0 && p.Start < reach.Start+reach.Size {
-			return fmt.Errorf("%w: %s overlaps %s, so writing one would overwrite the other; a damaged or crafted image", ErrInvalidLayout, desc(reach), desc(p))
+			return fmt.Errorf("%w: %s overlaps %s, so writing one would overwrite the other; a damaged or crafted image", errInvalidLayout, desc(reach), desc(p))
 		}
 		if i == 0 || p.Start+p.Size > reach.Start+reach.Size {
 			reach = p
@@ -216,7 +216,7 @@ func guidString(b []byte) string {
 func (img *Image) Partitions() ([]Partition, error) {
 	if img.parts == nil && img.perr == nil {
 		img.parts, img.perr = ReadGPT(img.Disk)
-		if img.perr != nil && !errors.Is(img.perr, ErrNoGPT) {
+		if img.perr != nil && !errors.Is(img.perr, errNoGPT) {
 			img.perr = fmt.Errorf("%s: %w", img.Path, img.perr)
 		} else if img.perr != nil {
 			img.perr = fmt.Errorf("%s: %w; is this a Flatcar disk image?", img.Path, img.perr)

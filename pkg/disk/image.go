@@ -150,7 +150,7 @@ func OpenFile(path string, writable bool) (*os.File, fs.FileInfo, error) {
 	if writable {
 		flag = os.O_RDWR
 	}
-	return infile.OpenChecked(path, flag, func(st fs.FileInfo) error { return CheckFileInfo(path, st) },
+	return infile.OpenChecked(path, flag, func(st fs.FileInfo) error { return checkFileInfo(path, st) },
 		func(err error) error { return openError(path, writable, err) })
 }
 
@@ -161,12 +161,12 @@ func CheckFile(path string) error {
 	if err != nil {
 		return openError(path, false, err)
 	}
-	return CheckFileInfo(path, st)
+	return checkFileInfo(path, st)
 }
 
-// CheckFileInfo refuses what st says cannot be a disk image; the error wraps ErrNotDiskImage and,
+// checkFileInfo refuses what st says cannot be a disk image; the error wraps ErrNotDiskImage and,
 // as a wrong argument rather than a failed run, errs.ErrInvalid (exit code 2, as upload always had).
-func CheckFileInfo(path string, st fs.FileInfo) error {
+func checkFileInfo(path string, st fs.FileInfo) error {
 	m := st.Mode()
 	what, fix := infile.Describe(m), "give the path of an image file"
 	switch {

@@ -11,7 +11,7 @@ import (
 type MBRKind string
 
 const (
-	MBRNone       MBRKind = "none"
+	mbrNone       MBRKind = "none"
 	MBRProtective MBRKind = "protective"
 	MBRHybrid     MBRKind = "hybrid"
 )
@@ -31,7 +31,7 @@ func ReadMBR(s vdisk.Disk) (MBRInfo, error) {
 		return info, mbrReadError(err)
 	}
 	if info.raw[510] != 0x55 || info.raw[511] != 0xAA {
-		info.Kind = MBRNone
+		info.Kind = mbrNone
 		return info, nil
 	}
 	hasEE, others := false, 0
@@ -53,7 +53,7 @@ func ReadMBR(s vdisk.Disk) (MBRInfo, error) {
 	case hasEE:
 		info.Kind = MBRHybrid
 	default:
-		info.Kind = MBRNone
+		info.Kind = mbrNone
 	}
 	return info, nil
 }

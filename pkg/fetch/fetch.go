@@ -66,12 +66,12 @@ type Result struct {
 	Signature   *verify.Signature `json:"signature,omitempty"`
 }
 
-// DigestError is a download whose SHA512 differs from the signed DIGESTS.
-type DigestError struct {
+// digestError is a download whose SHA512 differs from the signed DIGESTS.
+type digestError struct {
 	URL, Want, Got string
 }
 
-func (e *DigestError) Error() string {
+func (e *digestError) Error() string {
 	return fmt.Sprintf("SHA512 of %s does not match the signed DIGESTS (got %s..., want %s...): the download was altered or damaged",
 		e.URL, e.Got[:16], e.Want[:16])
 }
@@ -299,7 +299,7 @@ func (f *fetcher) fromCache(ctx context.Context, entry *cacheEntry, comp, file s
 		return nil, decodeContext(err, entry.File)
 	}
 	if got != want {
-		return nil, &DigestError{URL: entry.File, Want: want, Got: got}
+		return nil, &digestError{URL: entry.File, Want: want, Got: got}
 	}
 	res := f.result(comp, file)
 	res.SHA512, res.Bytes, res.Cached, res.Verified, res.Signature = got, n, true, true, sig
@@ -333,7 +333,7 @@ func (f *fetcher) download(ctx context.Context, entry *cacheEntry, comp, file st
 	for attempt := 0; ; attempt++ {
 		kept := entry.partialSize()
 		got, n, err := f.downloadOnce(ctx, entry, art.URL, file, comp, kept)
-		var de *DecodeError
+		var de *decodeError
 		if errors.As(err, &de) && got == want {
 			os.Remove(entry.Partial) // verified but undecodable: the published file itself is bad
 			de.File = art.URL
@@ -360,7 +360,7 @@ func (f *fetcher) download(ctx context.Context, entry *cacheEntry, comp, file st
 				}
 				continue
 			}
-			return nil, &DigestError{URL: art.URL, Want: want, Got: got}
+			return nil, &digestError{URL: art.URL, Want: want, Got: got}
 		}
 		if err := entry.store(signed); err != nil {
 			return nil, err
@@ -435,7 +435,7 @@ func (f *fetcher) insecure(ctx context.Context, comp, file string) (*Result, err
 }
 
 func decodeContext(err error, name string) error {
-	var de *DecodeError
+	var de *decodeError
 	if errors.As(err, &de) {
 		de.File = name
 	}

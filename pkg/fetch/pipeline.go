@@ -45,16 +45,16 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// DecodeError is a download whose bytes are complete but do not decompress.
-type DecodeError struct {
+// decodeError is a download whose bytes are complete but do not decompress.
+type decodeError struct {
 	File string
 	Err  error
 }
 
-func (e *DecodeError) Error() string {
+func (e *decodeError) Error() string {
 	return fmt.Sprintf("%s is not valid bzip2 (truncated or corrupt): %v", e.File, e.Err)
 }
-func (e *DecodeError) Unwrap() error { return e.Err }
+func (e *decodeError) Unwrap() error { return e.Err }
 
 // writeError is a failure to write the output (disk full, I/O error).
 type writeError struct {
@@ -99,7 +99,7 @@ func stream(ctx context.Context, src io.Reader, decode bool, out io.Writer) (dig
 		case errors.As(err, new(*writeError)):
 			return "", written, err
 		case err != nil:
-			decodeErr = &DecodeError{Err: err}
+			decodeErr = &decodeError{Err: err}
 		}
 	} else if written, err = io.CopyBuffer(out, hashed, buf); err != nil {
 		return "", written, err

@@ -84,7 +84,7 @@ func TestStreamBadBzip2(t *testing.T) {
 		"randomised-looking 0": append([]byte("BZh91AY&SY"), make([]byte, 64)...),
 	} {
 		digest, _, err := stream(context.Background(), bytes.NewReader(in), true, io.Discard)
-		var de *DecodeError
+		var de *decodeError
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), "not valid bzip2") {
 			t.Errorf("%s: err %v, want a DecodeError", name, err)
 		}

@@ -57,7 +57,7 @@ func FetchSBOM(ctx context.Context, c *httpx.Client, rel release.Release, keyrin
 	}
 	sum := sha512.Sum512(data)
 	if got := hex.EncodeToString(sum[:]); got != want {
-		return nil, &DigestError{URL: art.URL, Want: want, Got: got}
+		return nil, &digestError{URL: art.URL, Want: want, Got: got}
 	}
 	return &SBOM{File: release.SBOMFile, URL: art.URL, SHA512: want, Verified: true}, nil
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
-// Methods a build can use; the names of `build --method`.
-var Methods = []string{"packer", "sysext"}
+// methods a build can use; the names of `build --method`.
+var methods = []string{"packer", "sysext"}
 
 // Config is what fleet.yaml holds, and what plan's and prune's flags set.
 type Config struct {
@@ -114,8 +114,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, m := range c.Methods {
-		if !slices.Contains(Methods, m) {
-			return bad("unknown method %q: must be %s", m, strings.Join(Methods, " or "))
+		if !slices.Contains(methods, m) {
+			return bad("unknown method %q: must be %s", m, strings.Join(methods, " or "))
 		}
 	}
 	if err := release.ValidateArch(c.Arch); err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 func TestImageNameMatchesBuild(t *testing.T) {
-	for _, m := range Methods {
+	for _, m := range methods {
 		if got, want := ImageName(m, "beta", "4459.1.0", "v1.35.2"), imagebuild.DefaultImageName(m, "beta", "4459.1.0", "v1.35.2"); got != want {
 			t.Errorf("%s: fleet names %q, build names %q", m, got, want)
 		}
@@ -62,7 +62,7 @@ func TestNewerOrdersByVersionsThenTime(t *testing.T) {
 }
 
 func img(cloud, id, channel, fv, kv, method string, created int64) Image {
-	return Image{Cloud: cloud, ID: id, Name: ImageName(method, channel, fv, kv), Slot: Slot{channel, Minor(kv), method},
+	return Image{Cloud: cloud, ID: id, Name: ImageName(method, channel, fv, kv), Slot: Slot{channel, minor(kv), method},
 		FlatcarVersion: fv, KubernetesVersion: kv, Status: "active", Created: time.Unix(created, 0)}
 }
 
@@ -80,17 +80,17 @@ func TestDecideKeepsNewestPerSlotAndCloud(t *testing.T) {
 	saving := img("east", "e7", "stable", "4459.1.0", "v1.35.2", "sysext", 0)
 	saving.Status = "saving"
 	imgs = append(imgs, saving)
-	prot := &ProtectSet{where: map[string]string{"e2": "cluster.yaml"}}
-	ds := Decide(imgs, nil, 1, false, prot)
+	prot := &protectSet{where: map[string]string{"e2": "cluster.yaml"}}
+	ds := decide(imgs, nil, 1, false, prot)
 	got := map[string]string{}
 	for _, d := range ds {
 		got[d.ID] = d.Action
 	}
-	want := map[string]string{"e1": Delete, "e2": Protected, "e3": Keep, "e4": Keep, "e5": Keep, "w1": Delete, "w2": Keep, "e6": Keep, "e7": Keep}
+	want := map[string]string{"e1": Delete, "e2": protected, "e3": Keep, "e4": Keep, "e5": Keep, "w1": Delete, "w2": Keep, "e6": Keep, "e7": Keep}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("decisions %v\nwant      %v", got, want)
 	}
-	hidden := Decide(imgs, nil, 1, true, nil)
+	hidden := decide(imgs, nil, 1, true, nil)
 	for _, d := range hidden {
 		if d.ID == "e1" && d.Action != Hide {
 			t.Errorf("with hide, e1 is %s", d.Action)
@@ -119,7 +119,7 @@ func TestApplyGoesOnAfterAFailure(t *testing.T) {
 	ds := []Decision{{Image: Image{Cloud: "a", ID: "bad"}, Action: Delete}, {Image: Image{Cloud: "a", ID: "k"}, Action: Keep},
 		{Image: Image{Cloud: "b", ID: "h"}, Action: Hide}}
 	r := &fakeRemover{}
-	err := Apply(context.Background(), ds, r)
+	err := apply(context.Background(), ds, r)
 	if err == nil || !strings.Contains(err.Error(), "HTTP 409") {
 		t.Fatalf("err %v", err)
 	}
@@ -148,7 +148,7 @@ spec:
 `), 0o644)
 	record := filepath.Join(dir, "x.build.json")
 	os.WriteFile(record, []byte(`{"imageName": "flatcar-beta-4487.1.0-kube-v1.34.6", "glance": [{"cloud": "east", "id": "rec-id"}]}`), 0o644)
-	p, err := LoadProtect([]string{manifests, record})
+	p, err := loadProtect([]string{manifests, record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ spec:
 	}
 	empty := filepath.Join(dir, "empty.yaml")
 	os.WriteFile(empty, nil, 0o644)
-	if _, err := LoadProtect([]string{empty}); err == nil {
+	if _, err := loadProtect([]string{empty}); err == nil {
 		t.Error("an empty protect file is accepted (a truncated manifest would protect nothing)")
 	}
 }
@@ -206,7 +206,7 @@ func TestPlanStatesAndMatrix(t *testing.T) {
 	}
 	c := Config{Channels: []string{"stable", "beta"}, KubernetesVersions: []string{"1.35"}, Methods: []string{"sysext"},
 		Clouds: []string{"east", "west", "broken"}, OutputDir: dir}
-	r := Plan(context.Background(), c, res, cat)
+	r := plan(context.Background(), c, res, cat)
 	if len(r.Rows) != 2 {
 		t.Fatalf("rows %+v", r.Rows)
 	}
@@ -275,7 +275,7 @@ func TestValidateCloudsWantsOne(t *testing.T) {
 
 func TestPruneOptionsValidate(t *testing.T) {
 	east := Config{Clouds: []string{"east"}}
-	for _, o := range []PruneOptions{
+	for _, o := range []pruneOptions{
 		{Config: east, Yes: true, Hide: true}, // two ways to prune
 		{},                                    // no cloud
 		{Config: Config{Clouds: []string{"east"}, Keep: -1}},
@@ -285,12 +285,12 @@ func TestPruneOptionsValidate(t *testing.T) {
 			t.Errorf("%+v: %v", o, err)
 		}
 	}
-	o := PruneOptions{Config: east, Hide: true}
+	o := pruneOptions{Config: east, Hide: true}
 	err := o.Validate()
-	if err != nil || !reflect.DeepEqual(o.Channels, release.Channels) || !reflect.DeepEqual(o.Methods, Methods) || o.Keep != 1 || o.Versions != nil || o.DryRun() {
+	if err != nil || !reflect.DeepEqual(o.Channels, release.Channels) || !reflect.DeepEqual(o.Methods, methods) || o.Keep != 1 || o.Versions != nil || o.DryRun() {
 		t.Errorf("defaults (every channel and method, keep 1, no version filter): %v %+v", err, o)
 	}
-	o = PruneOptions{Config: Config{Clouds: []string{"east"}, KubernetesVersions: []string{"v1.34.6,v1.35.2"}, Keep: 2}}
+	o = pruneOptions{Config: Config{Clouds: []string{"east"}, KubernetesVersions: []string{"v1.34.6,v1.35.2"}, Keep: 2}}
 	if err := o.Validate(); err != nil || !reflect.DeepEqual(o.Versions, []string{"v1.34.6", "v1.35.2"}) || o.Keep != 2 || !o.DryRun() {
 		t.Errorf("named versions are split for the minor filter: %v %+v", err, o)
 	}

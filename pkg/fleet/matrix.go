@@ -55,9 +55,9 @@ func (r *Result) GitLabPipeline(image string) map[string]any {
 		"parallel": map[string]any{"matrix": entries}}}
 }
 
-// ValidGitLabImage checks the image a child pipeline's jobs run in: GitLab Runner pipes each job's
+// validGitLabImage checks the image a child pipeline's jobs run in: GitLab Runner pipes each job's
 // script into a shell in it, so it must be flatcar-capo's shell image, named as the runner pulls it.
-func ValidGitLabImage(ref string) error {
+func validGitLabImage(ref string) error {
 	if ref == "" {
 		return fmt.Errorf("a --format gitlab pipeline needs the image its jobs run in: give --gitlab-image REF (or FLATCAR_CAPO_GITLAB_IMAGE), " +
 			"the flatcar-capo:shell image of make dist pushed to a registry your runners pull from, e.g. registry.example.com/flatcar-capo:v1.2.3-shell " +

@@ -20,8 +20,8 @@ type Resolver interface {
 	Kubernetes(ctx context.Context, spec string) (string, error)
 }
 
-// Catalog lists the images this tool uploaded to one cloud.
-type Catalog interface {
+// catalog lists the images this tool uploaded to one cloud.
+type catalog interface {
 	Images(ctx context.Context, cloud string) ([]Image, error)
 }
 
@@ -31,8 +31,8 @@ const (
 	Missing  = "missing"  // nothing of this slot
 	Stale    = "stale"    // only older images of this slot (an older Flatcar or Kubernetes patch)
 	Differs  = "differs"  // the name exists but not with the content of the local build record
-	Unknown  = "error"    // the cloud could not be asked
-	Building = "building" // an upload of the name is under way (queued/saving)
+	unknown  = "error"    // the cloud could not be asked
+	building = "building" // an upload of the name is under way (queued/saving)
 )
 
 // CloudState is one cloud's answer for one row.
@@ -76,10 +76,10 @@ type Result struct {
 // Err joins the errors (nil when every cloud and version answered).
 func (r *Result) Err() error { return errors.Join(r.Errors...) }
 
-// Plan resolves every channel and Kubernetes version, asks every cloud once, and sets each
+// plan resolves every channel and Kubernetes version, asks every cloud once, and sets each
 // row's state per cloud. A channel or version that does not resolve is an error that leaves its
 // rows out; a cloud that fails marks its cells "error" and the other clouds' cells still count.
-func Plan(ctx context.Context, c Config, res Resolver, cat Catalog) *Result {
+func plan(ctx context.Context, c Config, res Resolver, cat catalog) *Result {
 	out := &Result{}
 	flatcar := out.resolveAll(ctx, "channel", c.Channels, res.Flatcar)
 	kube := out.resolveAll(ctx, "kubernetes version", c.KubernetesVersions, res.Kubernetes)
@@ -133,7 +133,7 @@ type catalogAnswer struct {
 }
 
 // askClouds lists every cloud once, in parallel (a fleet spans regions far apart).
-func askClouds(ctx context.Context, clouds []string, cat Catalog) map[string]catalogAnswer {
+func askClouds(ctx context.Context, clouds []string, cat catalog) map[string]catalogAnswer {
 	out := make(map[string]catalogAnswer, len(clouds))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -152,10 +152,10 @@ func askClouds(ctx context.Context, clouds []string, cat Catalog) map[string]cat
 func cellState(cloud string, a catalogAnswer, row Row, localHash string) CloudState {
 	st := CloudState{Cloud: cloud}
 	if a.err != nil {
-		st.Status, st.Error = Unknown, a.err.Error()
+		st.Status, st.Error = unknown, a.err.Error()
 		return st
 	}
-	slot := Slot{Channel: row.Channel, Minor: Minor(row.KubernetesVersion), Method: row.Method}
+	slot := Slot{Channel: row.Channel, Minor: minor(row.KubernetesVersion), Method: row.Method}
 	var same, older []Image
 	for _, im := range a.images {
 		switch {
@@ -175,7 +175,7 @@ func cellState(cloud string, a catalogAnswer, row Row, localHash string) CloudSt
 		}
 	}
 	if len(same) > 0 {
-		st.Status, st.ImageID = Building, same[0].ID
+		st.Status, st.ImageID = building, same[0].ID
 		return st
 	}
 	if len(older) > 0 {
@@ -228,7 +228,7 @@ func (r *Result) Summary() string {
 		}
 	}
 	var parts []string
-	for _, s := range []string{Present, Missing, Stale, Differs, Building, Unknown} {
+	for _, s := range []string{Present, Missing, Stale, Differs, building, unknown} {
 		if n[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
 		}

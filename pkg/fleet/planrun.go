@@ -32,12 +32,12 @@ type PlanRequest struct {
 
 // PlanCatalog lists a cloud's images and keeps, per cloud, those whose slot it could not tell.
 type PlanCatalog interface {
-	Catalog
+	catalog
 	UnsureImages() map[string][]Image
 }
 
 // UnsureImages is, per cloud asked, the tool-tagged images whose slot could not be told.
-func (g *GlanceCatalog) UnsureImages() map[string][]Image { return g.Unsure }
+func (g *glanceCatalog) UnsureImages() map[string][]Image { return g.Unsure }
 
 // PlanReport is the plan and what --build did; its JSON is `plan -o json`.
 type PlanReport struct {
@@ -65,13 +65,13 @@ func PlanFleet(ctx context.Context, r PlanRequest) (*PlanReport, error) {
 	switch r.Format {
 	case "", "github":
 	case "gitlab":
-		if err := ValidGitLabImage(r.GitLabImage); err != nil {
+		if err := validGitLabImage(r.GitLabImage); err != nil {
 			return nil, errs.Invalidf("--gitlab-image: %v", err)
 		}
 	default:
 		return nil, errs.Invalidf("invalid --format %q: github (a strategy.matrix) or gitlab (a child pipeline)", r.Format)
 	}
-	c, err := LoadMerged(r.ConfigFile, r.Flags)
+	c, err := loadMerged(r.ConfigFile, r.Flags)
 	if err != nil {
 		return nil, err
 	}
@@ -83,13 +83,13 @@ func PlanFleet(ctx context.Context, r PlanRequest) (*PlanReport, error) {
 	}
 	res := r.Resolver
 	if res == nil {
-		res = ReleaseResolver{Client: httpx.New(r.Network), Server: c.ReleaseServer, Arch: c.Arch, Mirror: c.KubernetesMirror}
+		res = releaseResolver{Client: httpx.New(r.Network), Server: c.ReleaseServer, Arch: c.Arch, Mirror: c.KubernetesMirror}
 	}
 	cat := r.Images
 	if cat == nil {
-		cat = &GlanceCatalog{}
+		cat = &glanceCatalog{}
 	}
-	plan := Plan(ctx, c, res, cat)
+	plan := plan(ctx, c, res, cat)
 	rep := &PlanReport{Result: plan, Rows: plan.Rows, Matrix: plan.Matrix(), Errors: []string{}, Unsure: cat.UnsureImages()}
 	if rep.Rows == nil {
 		rep.Rows = []Row{}

@@ -14,18 +14,18 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
-// ProtectSet is the image names and IDs that files in use mention: manifests (an
+// protectSet is the image names and IDs that files in use mention: manifests (an
 // OpenStackMachineTemplate's image filter name or id, an ORC Image's import), build records
 // (imageName, the Glance IDs). Every string value of every document counts, so a field this
 // code does not know still protects: a false match keeps an image, a miss would delete one.
-type ProtectSet struct {
+type protectSet struct {
 	where map[string]string // name or ID -> the file that names it
 }
 
-// LoadProtect reads every file (YAML, multi-document, or JSON); a directory stands for the
+// loadProtect reads every file (YAML, multi-document, or JSON); a directory stands for the
 // .yaml, .yml and .json files below it (a GitOps repository of cluster manifests).
-func LoadProtect(paths []string) (*ProtectSet, error) {
-	p := &ProtectSet{where: map[string]string{}}
+func loadProtect(paths []string) (*protectSet, error) {
+	p := &protectSet{where: map[string]string{}}
 	var files []string
 	for _, path := range paths {
 		if err := infile.CheckPath("--protect", path, infile.Protect); err != nil {
@@ -95,10 +95,10 @@ func walkStrings(n *yaml.Node, fn func(string)) {
 }
 
 // Has says whether a file names the image (by name or by ID).
-func (p *ProtectSet) Has(im Image) bool { return p != nil && p.Where(im) != "" }
+func (p *protectSet) Has(im Image) bool { return p != nil && p.Where(im) != "" }
 
 // Where is the file that names the image, or "".
-func (p *ProtectSet) Where(im Image) string {
+func (p *protectSet) Where(im Image) string {
 	if p == nil {
 		return ""
 	}

@@ -18,7 +18,7 @@ const (
 	Keep      = "keep"
 	Delete    = "delete"
 	Hide      = "hide"
-	Protected = "protected" // named by a --protect file: never touched
+	protected = "protected" // named by a --protect file: never touched
 	Unsure    = "unknown"   // tagged by this tool but no slot can be told: never touched
 )
 
@@ -31,13 +31,13 @@ type Decision struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// Decide keeps the newest keep images of every slot in every cloud and marks the rest for
+// decide keeps the newest keep images of every slot in every cloud and marks the rest for
 // removal (delete, or hide when hide is set). The newest are kept whether hidden or not (prune
 // never unhides); protected images stay but do not take a newer image's place.
 //
 // Every image gets one decision, however often a listing named it: an image listed twice
 // (pages that overlap) would otherwise be kept as the newest and deleted as an older copy.
-func Decide(imgs []Image, unsure []Image, keep int, hide bool, protect *ProtectSet) []Decision {
+func decide(imgs []Image, unsure []Image, keep int, hide bool, protect *protectSet) []Decision {
 	type key struct {
 		cloud string
 		slot  Slot
@@ -76,7 +76,7 @@ func Decide(imgs []Image, unsure []Image, keep int, hide bool, protect *ProtectS
 			d := Decision{Image: im}
 			switch {
 			case protect.Has(im):
-				d.Action, d.Reason = Protected, "named in "+protect.Where(im)
+				d.Action, d.Reason = protected, "named in "+protect.Where(im)
 			case im.Status != "active":
 				// a queued or saving image may be another pipeline's upload in flight
 				d.Action, d.Reason = Keep, "not active ("+im.Status+"): may be an upload in progress"
@@ -102,15 +102,15 @@ func Decide(imgs []Image, unsure []Image, keep int, hide bool, protect *ProtectS
 	return out
 }
 
-// Remover carries out a decision in one cloud.
-type Remover interface {
+// remover carries out a decision in one cloud.
+type remover interface {
 	Delete(ctx context.Context, cloud, id string) error
 	Hide(ctx context.Context, cloud, id string) error
 }
 
-// Apply carries out the delete and hide decisions; every failure is kept and the rest go on.
+// apply carries out the delete and hide decisions; every failure is kept and the rest go on.
 // An image that any decision keeps is never removed, whatever another decision says.
-func Apply(ctx context.Context, ds []Decision, r Remover) error {
+func apply(ctx context.Context, ds []Decision, r remover) error {
 	type imageKey struct{ cloud, id string }
 	stays := map[imageKey]bool{}
 	for _, d := range ds {
@@ -142,9 +142,9 @@ func Apply(ctx context.Context, ds []Decision, r Remover) error {
 	return errors.Join(errs...)
 }
 
-// PruneOptions are prune's choices: the fleet config (clouds, and the channels, methods and
+// pruneOptions are prune's choices: the fleet config (clouds, and the channels, methods and
 // Kubernetes versions that narrow what is considered) and what to do with the older images.
-type PruneOptions struct {
+type pruneOptions struct {
 	Config
 	Yes  bool // delete the images Decide marks
 	Hide bool // set os_hidden on them instead
@@ -154,11 +154,11 @@ type PruneOptions struct {
 }
 
 // DryRun says nothing is changed: neither Yes nor Hide.
-func (o *PruneOptions) DryRun() bool { return !o.Yes && !o.Hide }
+func (o *pruneOptions) DryRun() bool { return !o.Yes && !o.Hide }
 
 // Validate checks o and fills prune's defaults: what the user did not narrow is not narrowed
 // (every channel and method), and keep is 1. Its errors wrap errs.ErrInvalid.
-func (o *PruneOptions) Validate() error {
+func (o *pruneOptions) Validate() error {
 	if o.Yes && o.Hide {
 		return errs.Invalidf("--yes (delete) and --hide are two ways to prune: choose one")
 	}
@@ -178,7 +178,7 @@ func (o *PruneOptions) Validate() error {
 		c.Channels = release.Channels
 	}
 	if allMethods {
-		c.Methods = Methods
+		c.Methods = methods
 	}
 	c.Keep = cmp.Or(c.Keep, 1)
 	o.Config = c

@@ -24,8 +24,8 @@ type PruneRequest struct {
 
 // PruneCatalog lists a cloud's images, those whose slot it could not tell, and removes them.
 type PruneCatalog interface {
-	Catalog
-	Remover
+	catalog
+	remover
 	UnsureImages() map[string][]Image
 }
 
@@ -44,22 +44,22 @@ func Prune(ctx context.Context, r PruneRequest) (*PruneReport, error) {
 		// Keeping none would delete the image CAPO finds by name for every new node of a slot.
 		return nil, errs.Invalidf("--keep %d: prune keeps at least the newest image of each slot, so --keep must be 1 or more; to remove a slot's last image, delete it by ID (openstack image delete ID)", r.Flags.Keep)
 	}
-	c, err := LoadMerged(r.ConfigFile, r.Flags)
+	c, err := loadMerged(r.ConfigFile, r.Flags)
 	if err != nil {
 		return nil, err
 	}
-	opts := PruneOptions{Config: c, Yes: r.Yes, Hide: r.Hide}
+	opts := pruneOptions{Config: c, Yes: r.Yes, Hide: r.Hide}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	c = opts.Config
-	prot, err := LoadProtect(r.Protect)
+	prot, err := loadProtect(r.Protect)
 	if err != nil {
 		return nil, err
 	}
 	cat := r.Images
 	if cat == nil {
-		cat = &GlanceCatalog{}
+		cat = &glanceCatalog{}
 	}
 	var imgs, unsure []Image
 	var errs []error
@@ -72,9 +72,9 @@ func Prune(ctx context.Context, r PruneRequest) (*PruneReport, error) {
 		}
 		imgs = append(imgs, filterImages(some, c, opts.Versions)...)
 	}
-	ds := Decide(imgs, unsure, c.Keep, r.Hide, prot)
+	ds := decide(imgs, unsure, c.Keep, r.Hide, prot)
 	if !opts.DryRun() {
-		if err := Apply(ctx, ds, cat); err != nil {
+		if err := apply(ctx, ds, cat); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -88,8 +88,8 @@ func Prune(ctx context.Context, r PruneRequest) (*PruneReport, error) {
 	return rep, errors.Join(errs...)
 }
 
-// LoadMerged is the fleet file (if any) with the flags laid over it, not yet validated.
-func LoadMerged(file string, flags Config) (Config, error) {
+// loadMerged is the fleet file (if any) with the flags laid over it, not yet validated.
+func loadMerged(file string, flags Config) (Config, error) {
 	var c Config
 	if file != "" {
 		var err error
@@ -105,7 +105,7 @@ func LoadMerged(file string, flags Config) (Config, error) {
 func filterImages(imgs []Image, c Config, versions []string) []Image {
 	minors := map[string]bool{}
 	for _, v := range versions {
-		if m := Minor(v); m != "" {
+		if m := minor(v); m != "" {
 			minors[m] = true
 		}
 	}

@@ -70,13 +70,13 @@ func imageFromGlance(cloud string, img images.Image) (Image, bool) {
 		im.KubernetesVersion = cmp.Or(im.KubernetesVersion, m[3])
 		im.Slot.Method = cmp.Or(im.Slot.Method, method)
 	}
-	im.Slot.Minor = Minor(im.KubernetesVersion)
+	im.Slot.Minor = minor(im.KubernetesVersion)
 	ok := im.Slot.Channel != "" && im.Slot.Method != "" && im.Slot.Minor != "" && im.FlatcarVersion != ""
 	return im, ok
 }
 
-// Minor is v1.35 for v1.35.2 (or 1.35.2); "" for what is not a version.
-func Minor(v string) string {
+// minor is v1.35 for v1.35.2 (or 1.35.2); "" for what is not a version.
+func minor(v string) string {
 	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
 	if len(parts) < 2 || !isNum(parts[0]) || !isNum(parts[1]) {
 		return ""

@@ -11,15 +11,15 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/release"
 )
 
-// GlanceCatalog is the Catalog and Remover of real clouds, one connection per cloud name.
-type GlanceCatalog struct {
+// glanceCatalog is the Catalog and Remover of real clouds, one connection per cloud name.
+type glanceCatalog struct {
 	mu     sync.Mutex
 	clouds map[string]*glance.Cloud
 	// Unsure collects, per cloud, tool-tagged images whose slot could not be told.
 	Unsure map[string][]Image
 }
 
-func (g *GlanceCatalog) connect(ctx context.Context, name string) (*glance.Cloud, error) {
+func (g *glanceCatalog) connect(ctx context.Context, name string) (*glance.Cloud, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if c, ok := g.clouds[name]; ok {
@@ -37,7 +37,7 @@ func (g *GlanceCatalog) connect(ctx context.Context, name string) (*glance.Cloud
 }
 
 // Images lists the tool's images in one cloud, hidden ones included.
-func (g *GlanceCatalog) Images(ctx context.Context, cloud string) ([]Image, error) {
+func (g *glanceCatalog) Images(ctx context.Context, cloud string) ([]Image, error) {
 	c, err := g.connect(ctx, cloud)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (g *GlanceCatalog) Images(ctx context.Context, cloud string) ([]Image, erro
 }
 
 // Delete removes an image.
-func (g *GlanceCatalog) Delete(ctx context.Context, cloud, id string) error {
+func (g *glanceCatalog) Delete(ctx context.Context, cloud, id string) error {
 	c, err := g.connect(ctx, cloud)
 	if err != nil {
 		return err
@@ -73,7 +73,7 @@ func (g *GlanceCatalog) Delete(ctx context.Context, cloud, id string) error {
 }
 
 // Hide sets os_hidden on an image.
-func (g *GlanceCatalog) Hide(ctx context.Context, cloud, id string) error {
+func (g *glanceCatalog) Hide(ctx context.Context, cloud, id string) error {
 	c, err := g.connect(ctx, cloud)
 	if err != nil {
 		return err
@@ -81,17 +81,17 @@ func (g *GlanceCatalog) Hide(ctx context.Context, cloud, id string) error {
 	return glance.HideImage(ctx, c, id)
 }
 
-// ReleaseResolver asks the release server for each channel's current version, as `release`
+// releaseResolver asks the release server for each channel's current version, as `release`
 // does, and resolves Kubernetes specs (stable, 1.35, v1.35.2) through the mirror's marker files,
 // as build does.
-type ReleaseResolver struct {
+type releaseResolver struct {
 	Client       *httpx.Client
 	Server, Arch string
 	Mirror       string // Kubernetes release mirror (default dl.k8s.io's)
 }
 
 // Flatcar resolves "current" on the channel.
-func (r ReleaseResolver) Flatcar(ctx context.Context, channel string) (string, error) {
+func (r releaseResolver) Flatcar(ctx context.Context, channel string) (string, error) {
 	rel, err := fetch.Resolve(ctx, r.Client, release.Release{Server: r.Server, Channel: channel, Arch: r.Arch, Version: release.Current})
 	if err != nil {
 		return "", err
@@ -100,6 +100,6 @@ func (r ReleaseResolver) Flatcar(ctx context.Context, channel string) (string, e
 }
 
 // Kubernetes resolves a version spec.
-func (r ReleaseResolver) Kubernetes(ctx context.Context, spec string) (string, error) {
+func (r releaseResolver) Kubernetes(ctx context.Context, spec string) (string, error) {
 	return kubernetes.ResolveVersion(ctx, r.Client, r.Mirror, spec)
 }

@@ -190,8 +190,8 @@ func newHash(algo string) (hash.Hash, error) {
 // Opener opens the bytes to upload: the file itself, or a qcow2 stream made from a raw file.
 type Opener func() (io.ReaderAt, io.Closer, error)
 
-// FileOpener opens a file as it is.
-func FileOpener(path string) Opener {
+// fileOpener opens a file as it is.
+func fileOpener(path string) Opener {
 	return func() (io.ReaderAt, io.Closer, error) {
 		f, err := os.Open(path)
 		return f, f, err

@@ -31,13 +31,13 @@ type OnExists string
 const (
 	Reuse   OnExists = "reuse"   // keep an identical active image, refuse a different one
 	Replace OnExists = "replace" // upload anew, then delete every older image of that name
-	Fail    OnExists = "fail"    // refuse when the name exists at all
+	fail    OnExists = "fail"    // refuse when the name exists at all
 )
 
 // ParseOnExists validates an --on-exists value.
 func ParseOnExists(s string) (OnExists, error) {
 	switch o := OnExists(s); o {
-	case Reuse, Replace, Fail:
+	case Reuse, Replace, fail:
 		return o, nil
 	}
 	return "", errs.Invalidf("invalid --on-exists: must be reuse, replace or fail, not %q", s)
@@ -84,7 +84,7 @@ func (r *Request) opener() Opener {
 	if r.Open != nil {
 		return r.Open
 	}
-	return FileOpener(r.File)
+	return fileOpener(r.File)
 }
 
 // Result is what one cloud ended up with.
@@ -189,7 +189,7 @@ func decideAndUpload(ctx context.Context, c *Cloud, req *Request) (*Result, erro
 	}
 
 	switch req.OnExists {
-	case Fail:
+	case fail:
 		if len(existing) > 0 {
 			return nil, fmt.Errorf("an image named %q already exists (%s); use --on-exists reuse or replace, or choose another --name", req.Name, ids(existing))
 		}

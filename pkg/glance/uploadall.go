@@ -42,7 +42,7 @@ func (r *Request) SetFile(file string, diskFormat disk.Format) error {
 	switch {
 	case diskFormat == "" || diskFormat == format:
 	case diskFormat == disk.FormatQcow2 && format == disk.FormatRaw:
-		if open, size, err = RawAsQcow2(file); err != nil {
+		if open, size, err = rawAsQcow2(file); err != nil {
 			return err
 		}
 		format = disk.FormatQcow2
@@ -281,9 +281,9 @@ func DetectFileFormat(path string) (disk.Format, int64, error) {
 	return format, st.Size(), nil
 }
 
-// RawAsQcow2 streams a raw image as qcow2 on the fly (convert.Qcow2Reader): Glance gets a smaller
+// rawAsQcow2 streams a raw image as qcow2 on the fly (convert.Qcow2Reader): Glance gets a smaller
 // qcow2 with the holes of the raw file left out. It returns the opener and the qcow2's length.
-func RawAsQcow2(path string) (Opener, int64, error) {
+func rawAsQcow2(path string) (Opener, int64, error) {
 	_, size, f, err := convert.Qcow2Reader(path)
 	if err != nil {
 		return nil, 0, err

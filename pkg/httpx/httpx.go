@@ -25,7 +25,7 @@ const (
 	DefaultRetries         = 3
 	DefaultStallTimeout    = 60 * time.Second
 	DefaultDownloadTimeout = 30 * time.Minute
-	DefaultBackoff         = 500 * time.Millisecond
+	defaultBackoff         = 500 * time.Millisecond
 	maxBackoff             = 30 * time.Second
 	dialTimeout            = 30 * time.Second
 )
@@ -54,7 +54,7 @@ func (o *Options) Validate() error {
 	}
 	o.StallTimeout = cmp.Or(o.StallTimeout, DefaultStallTimeout)
 	o.DownloadTimeout = cmp.Or(o.DownloadTimeout, DefaultDownloadTimeout)
-	o.Backoff = cmp.Or(o.Backoff, DefaultBackoff)
+	o.Backoff = cmp.Or(o.Backoff, defaultBackoff)
 	o.UserAgent = cmp.Or(o.UserAgent, "flatcar-capo")
 	o.Log = cmp.Or(o.Log, io.Discard)
 	return o.loadCA()
@@ -139,7 +139,7 @@ func (c *Client) request(ctx context.Context, method, url string, offset int64) 
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", offset))
 	}
 	resp, err := c.http.Do(req)
-	if IsUntrusted(err) {
+	if isUntrusted(err) {
 		return nil, untrusted(url, err)
 	}
 	if err != nil {
@@ -210,7 +210,7 @@ func transient(ctx context.Context, err error) bool {
 	if errors.As(err, &se) {
 		return se.Code >= 500 || se.Code == http.StatusRequestTimeout || se.Code == http.StatusTooManyRequests
 	}
-	if IsUntrusted(err) {
+	if isUntrusted(err) {
 		return false // the same certificate again
 	}
 	return true // connection refused/reset, timeouts, unexpected EOF, stalls

@@ -155,7 +155,7 @@ func TestTransportStopsRedirectLoops(t *testing.T) {
 	} {
 		n.Store(0)
 		_, err := c.Get(srv.URL + path)
-		var re *RedirectError
+		var re *redirectError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), want.msg) || !strings.Contains(err.Error(), srv.URL+path) {
 			t.Errorf("%s: %v, want %q", path, err, want.msg)
 		}
@@ -186,7 +186,7 @@ func TestTransportBoundsErrorBodies(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil || len(b) != MaxErrorBody {
-		t.Fatalf("read %d bytes (%v), want %d", len(b), err, MaxErrorBody)
+	if err != nil || len(b) != maxErrorBody {
+		t.Fatalf("read %d bytes (%v), want %d", len(b), err, maxErrorBody)
 	}
 }

@@ -8,16 +8,16 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
-// MaxRedirects bounds a redirect chain in every client, whatever its CheckRedirect says:
+// maxRedirects bounds a redirect chain in every client, whatever its CheckRedirect says:
 // go-containerregistry sets its own (an SSRF check) and with it loses net/http's limit of 10,
 // so a registry that redirected a blob to itself got some 6,400 requests a second until the
 // build was killed.
-const MaxRedirects = 10
+const maxRedirects = 10
 
-// MaxErrorBody is as much of an error response's body (status 400 and up) as any client on a
+// maxErrorBody is as much of an error response's body (status 400 and up) as any client on a
 // guarded transport reads: gophercloud and go-containerregistry read an error body whole into
 // their errors, and a hostile or broken server can send gigabytes.
-const MaxErrorBody = 1 << 20
+const maxErrorBody = 1 << 20
 
 // GuardRedirects wraps base so that an error response's body ends after MaxErrorBody bytes and a redirect chain ends, with a RedirectError, at the first
 // URL it has already visited (a loop) or after MaxRedirects redirects. The chain is read from
@@ -38,18 +38,18 @@ func (g redirectGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 	for r := req.Response; r != nil && r.Request != nil; r = r.Request.Response {
 		hops++
 		if r.Request.URL.String() == req.URL.String() {
-			return nil, &RedirectError{URL: req.URL.String(), First: first(req), Hops: hops, Loop: true}
+			return nil, &redirectError{URL: req.URL.String(), First: first(req), Hops: hops, Loop: true}
 		}
 	}
-	if hops > MaxRedirects {
-		return nil, &RedirectError{URL: req.URL.String(), First: first(req), Hops: hops}
+	if hops > maxRedirects {
+		return nil, &redirectError{URL: req.URL.String(), First: first(req), Hops: hops}
 	}
 	resp, err := g.base.RoundTrip(req)
 	if err == nil && resp.StatusCode >= 400 && resp.Body != nil {
 		resp.Body = struct {
 			io.Reader
 			io.Closer
-		}{io.LimitReader(resp.Body, MaxErrorBody), resp.Body}
+		}{io.LimitReader(resp.Body, maxErrorBody), resp.Body}
 	}
 	return resp, err
 }
@@ -62,20 +62,20 @@ func first(req *http.Request) string {
 	return req.URL.String()
 }
 
-// RedirectError is a redirect chain that was stopped.
-type RedirectError struct {
+// redirectError is a redirect chain that was stopped.
+type redirectError struct {
 	URL, First string // where it was sent again, where the chain began
 	Hops       int
 	Loop       bool
 }
 
 // Error names where the chain began: net/http's *url.Error around it names the last request.
-func (e *RedirectError) Error() string {
+func (e *redirectError) Error() string {
 	switch {
 	case e.Loop && e.Hops == 1:
 		return "a redirect loop (it redirects to itself); the server or mirror is misconfigured"
 	case e.Loop:
 		return fmt.Sprintf("a redirect loop (%d redirects from %s lead back to %s); the server or mirror is misconfigured", e.Hops, redact.URL(e.First), redact.URL(e.URL))
 	}
-	return fmt.Sprintf("stopped after %d redirects from %s; the server or mirror is misconfigured", MaxRedirects, redact.URL(e.First))
+	return fmt.Sprintf("stopped after %d redirects from %s; the server or mirror is misconfigured", maxRedirects, redact.URL(e.First))
 }

@@ -25,7 +25,7 @@ func (o *Options) loadCA() error {
 	if err != nil {
 		return errs.Invalid(err)
 	}
-	certs, err := CertificatesOnly("--ca-file", o.CAFile, data)
+	certs, err := certificatesOnly("--ca-file", o.CAFile, data)
 	if err != nil {
 		return err
 	}
@@ -37,12 +37,12 @@ func (o *Options) loadCA() error {
 // without one. manifests puts them on the nodes.
 func (o Options) CAPEM() []byte { return o.caPEM }
 
-// CertificatesOnly returns the CERTIFICATE blocks of a PEM CA bundle (each one a certificate
+// certificatesOnly returns the CERTIFICATE blocks of a PEM CA bundle (each one a certificate
 // that parses), re-encoded without the text around them. Any other block is refused (an
 // errs.ErrInvalid naming it and the fix): a bundle holding a certificate and its private key is
 // common, and what a CA file holds is trusted and, by manifests, copied into every node's
 // user-data.
-func CertificatesOnly(flag, path string, data []byte) ([]byte, error) {
+func certificatesOnly(flag, path string, data []byte) ([]byte, error) {
 	var out bytes.Buffer
 	for n := 1; ; n++ {
 		var b *pem.Block
@@ -85,14 +85,14 @@ func (o Options) trust(cfg *tls.Config) *tls.Config {
 	return cfg
 }
 
-// IsUntrusted says whether err is a TLS certificate no trusted CA signed.
-func IsUntrusted(err error) bool {
+// isUntrusted says whether err is a TLS certificate no trusted CA signed.
+func isUntrusted(err error) bool {
 	return errors.As(err, new(x509.UnknownAuthorityError)) || errors.As(err, new(*tls.CertificateVerificationError)) ||
 		(err != nil && strings.Contains(err.Error(), "x509: certificate signed by unknown authority"))
 }
 
-// UntrustedFix is what to do about an untrusted certificate of a build-host download.
-const UntrustedFix = "pass --ca-file FILE with the CA that signed it (PEM; or point SSL_CERT_FILE at a bundle that has it)"
+// untrustedFix is what to do about an untrusted certificate of a build-host download.
+const untrustedFix = "pass --ca-file FILE with the CA that signed it (PEM; or point SSL_CERT_FILE at a bundle that has it)"
 
 // untrusted is err as a message naming the server and the fix.
 func untrusted(rawURL string, err error) error {
@@ -100,7 +100,7 @@ func untrusted(rawURL string, err error) error {
 	if u, perr := url.Parse(rawURL); perr == nil {
 		host = u.Host
 	}
-	return fmt.Errorf("GET %s: the TLS certificate of %s is not trusted (x509: certificate signed by unknown authority): %s", rawURL, host, UntrustedFix)
+	return fmt.Errorf("GET %s: the TLS certificate of %s is not trusted (x509: certificate signed by unknown authority): %s", rawURL, host, untrustedFix)
 }
 
 // ProxyRefusedError is a proxy that answered a CONNECT (an https:// request through it) with

@@ -31,8 +31,8 @@ type Key struct {
 	AuthorizedKey  string // "ssh-ed25519 AAAA... comment"
 }
 
-// NewKey generates an ed25519 key and writes its private half to dir/name (0600).
-func NewKey(dir, name string) (*Key, error) {
+// newKey generates an ed25519 key and writes its private half to dir/name (0600).
+func newKey(dir, name string) (*Key, error) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func Validate(raw []byte) error {
 
 // Write makes a key in dir and writes the Ignition config for it to dir/config.ign (0600).
 func Write(dir, user string) (key *Key, ignFile string, err error) {
-	key, err = NewKey(dir, "build_ed25519")
+	key, err = newKey(dir, "build_ed25519")
 	if err != nil {
 		return nil, "", err
 	}

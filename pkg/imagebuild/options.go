@@ -100,7 +100,7 @@ const (
 	DefaultOEM      = "openstack"
 	DefaultCPUs     = 2
 	DefaultMemory   = 2048
-	DefaultOnExists = "reuse"
+	defaultOnExists = "reuse"
 )
 
 // DefaultImageName is image-builder's convention, flatcar-<channel>-<version>-kube-<k8s>; the
@@ -180,7 +180,7 @@ func (o *Options) validate() error {
 	if o.DiskSize < 0 || o.DiskSize%(1<<20) != 0 {
 		return fmt.Errorf("--disk-size must be a positive whole number of MiB, not %d bytes", o.DiskSize)
 	}
-	o.OnExists = cmp.Or(o.OnExists, DefaultOnExists)
+	o.OnExists = cmp.Or(o.OnExists, defaultOnExists)
 	if _, err := glance.ParseOnExists(o.OnExists); err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ const (
 	keyVM         key[vmFiles]         = "vm"          // the build VM's user, key and config (stepVMConfig)
 	keyPayload    key[string]          = "payload"     // directory handed to the guest (bin/, *.tgz, versions.env)
 	keySysexts    key[[]Sysext]        = "sysexts"     // the sysexts to bake, set by stepSysext
-	keyImages     key[*ImagesPlan]     = "images"      // the preloaded images, set by stepImages
+	keyImages     key[*imagesPlan]     = "images"      // the preloaded images, set by stepImages
 	// keySysextFiles maps each --sysext to its file and sha512: URLs are fetched and every file
 	// hashed before the reuse check, so reuse is keyed on what they hold now, and stepSysext takes these.
 	keySysextFiles key[map[string]sysextSource] = "sysextFiles"

@@ -19,8 +19,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/sysext"
 )
 
-// ImagesPlan is what stepImages pulled and what the node gets.
-type ImagesPlan struct {
+// imagesPlan is what stepImages pulled and what the node gets.
+type imagesPlan struct {
 	Pulled  *images.Result
 	Archive *images.Archive // nil without images
 	Node    images.Node
@@ -36,7 +36,7 @@ func (*stepImages) Name() string { return "images" }
 func (*stepImages) Run(ctx context.Context, state multistep.StateBag) multistep.StepAction {
 	o, rec := options(state), buildRecord(state)
 	io := &o.Images
-	plan := &ImagesPlan{Node: images.Node{Mirrors: io.mirrors, MirrorOnly: io.MirrorOnly, CAFile: io.CAFile, HTTPProxy: io.HTTPProxy, HTTPSProxy: io.HTTPSProxy, NoProxy: io.NoProxy}}
+	plan := &imagesPlan{Node: images.Node{Mirrors: io.mirrors, MirrorOnly: io.MirrorOnly, CAFile: io.CAFile, HTTPProxy: io.HTTPProxy, HTTPSProxy: io.HTTPSProxy, NoProxy: io.NoProxy}}
 	keyImages.put(state, plan)
 	if io.NodeAuth && len(io.mirrors) > 0 { // the mirrors' logins; without mirrors, the registries' below
 		var err error

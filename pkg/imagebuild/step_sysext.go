@@ -256,8 +256,8 @@ func keepNextToArtifact(ctx context.Context, o *Options, x *Sysext) error {
 	return nil
 }
 
-// SysextPlan is the sysext method's part of a dry run.
-type SysextPlan struct {
+// sysextPlan is the sysext method's part of a dry run.
+type sysextPlan struct {
 	Sysexts     []string `json:"sysexts"`
 	Stored      string   `json:"stored"`
 	Link        string   `json:"link"`
@@ -265,7 +265,7 @@ type SysextPlan struct {
 }
 
 // Lines are the plan's text form.
-func (p SysextPlan) Lines() []string {
+func (p sysextPlan) Lines() []string {
 	l := []string{"sysexts:"}
 	for _, s := range p.Sysexts {
 		l = append(l, "  "+s)
@@ -282,7 +282,7 @@ func (sysextMethod) Plan(ctx context.Context, o *Options, p *Plan) error {
 	if err != nil {
 		return err
 	}
-	sp := SysextPlan{Sysexts: o.Sysext, Stored: path.Join(sysext.KubernetesDir, name), Link: sysext.KubernetesLink, KeepUpdates: o.KeepUpdates}
+	sp := sysextPlan{Sysexts: o.Sysext, Stored: path.Join(sysext.KubernetesDir, name), Link: sysext.KubernetesLink, KeepUpdates: o.KeepUpdates}
 	if len(sp.Sysexts) == 0 {
 		sp.Sysexts = []string{"made from the Kubernetes " + o.Kubernetes.Kubernetes + " release binaries (" + name + ")"}
 	}

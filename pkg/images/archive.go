@@ -16,7 +16,7 @@ import (
 // Annotations `ctr images import` names an OCI archive's images by.
 const (
 	AnnotationImageName = "io.containerd.image.name"
-	AnnotationRefName   = "org.opencontainers.image.ref.name"
+	annotationRefName   = "org.opencontainers.image.ref.name"
 )
 
 // Archive is one OCI image-layout tar holding every image (each blob once, shared layers
@@ -41,7 +41,7 @@ func NewArchive(cacheDir string, imgs []Image) (*Archive, error) {
 		top := im.Blobs[0]
 		ann := map[string]string{AnnotationImageName: im.Name}
 		if r, err := ParseRef(im.Name); err == nil && r.Tag != "" {
-			ann[AnnotationRefName] = r.Tag
+			ann[annotationRefName] = r.Tag
 		}
 		idx.Manifests = append(idx.Manifests, v1.Descriptor{MediaType: top.MediaType, Digest: top.Digest, Size: top.Size, Annotations: ann})
 		for _, b := range im.Blobs {

@@ -75,7 +75,7 @@ func authDropIn(auths []HostAuth) (File, error) {
 	b.WriteString("# flatcar-capo --node-registry-auth: the registry logins of the CRI (root-only; a secret in the image)\n")
 	b.WriteString("# containerd 2.0/2.1 read registry.configs.<host>.auth with config_path too; removed in 2.2\nversion = 2\n")
 	for _, a := range auths {
-		if err := ValidateHostPort(a.Host); err != nil {
+		if err := validateHostPort(a.Host); err != nil {
 			return File{}, fmt.Errorf("--node-registry-auth: host %q: %v", a.Host, err)
 		}
 		h, _ := TOMLString(a.Host)

@@ -32,7 +32,7 @@ func (n Node) hostsFiles(ca []byte) ([]File, error) {
 		// the FIRST that exists, whole (core/remotes/docker/config).
 		dir := "_default"
 		if r != "*" {
-			if err := ValidateHostPort(r); err != nil { // it becomes a directory name
+			if err := validateHostPort(r); err != nil { // it becomes a directory name
 				return nil, fmt.Errorf("registry %q: %v", r, err)
 			}
 			dir = r

@@ -9,16 +9,16 @@ import (
 	"strings"
 )
 
-// RegistryNameRule is what a registry name in --registry-mirror may be: it becomes a directory
+// registryNameRule is what a registry name in --registry-mirror may be: it becomes a directory
 // under /etc/containerd/certs.d and a TOML key, so nothing else is accepted.
-const RegistryNameRule = "a registry is host[:port] (a DNS name such as registry.k8s.io, an IPv4 address or a bracketed IPv6 address such as [fd00::1], port 1-65535) or * for every registry"
+const registryNameRule = "a registry is host[:port] (a DNS name such as registry.k8s.io, an IPv4 address or a bracketed IPv6 address such as [fd00::1], port 1-65535) or * for every registry"
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
-// ValidateHostPort checks host[:port]: a DNS name (labels of a-z, 0-9 and inner '-'), an IPv4
+// validateHostPort checks host[:port]: a DNS name (labels of a-z, 0-9 and inner '-'), an IPv4
 // address or a bracketed IPv6 address, and an optional port 1-65535. It is the one check for
 // every host written into the node's containerd settings.
-func ValidateHostPort(s string) error {
+func validateHostPort(s string) error {
 	if s == "" {
 		return fmt.Errorf("empty")
 	}
@@ -69,23 +69,23 @@ func ValidateHostPort(s string) error {
 	return nil
 }
 
-// ValidateRegistryName checks a --registry-mirror registry: "*" or host[:port].
-func ValidateRegistryName(s string) error {
+// validateRegistryName checks a --registry-mirror registry: "*" or host[:port].
+func validateRegistryName(s string) error {
 	if s == "*" {
 		return nil
 	}
 	if strings.Contains(s, "/") {
 		return fmt.Errorf("%q has a path: the left of = is a registry, not a repository (to mirror into a project, put the path in the URL: registry.k8s.io=https://harbor.example/v2/PROJECT)", s)
 	}
-	if err := ValidateHostPort(s); err != nil {
-		return fmt.Errorf("%v; %s", err, RegistryNameRule)
+	if err := validateHostPort(s); err != nil {
+		return fmt.Errorf("%v; %s", err, registryNameRule)
 	}
 	return nil
 }
 
-// ValidateHTTPURL checks an http(s) URL whose host goes into the node's settings: the scheme,
+// validateHTTPURL checks an http(s) URL whose host goes into the node's settings: the scheme,
 // a valid host[:port], no user, query or fragment (what is left is the path, for the caller).
-func ValidateHTTPURL(raw string) (*url.URL, error) {
+func validateHTTPURL(raw string) (*url.URL, error) {
 	if hasControl(raw) || strings.ContainsAny(raw, "\"'\\ ") {
 		return nil, fmt.Errorf("it contains a space, quote, backslash or control character")
 	}
@@ -97,7 +97,7 @@ func ValidateHTTPURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("the scheme must be http or https")
 	}
 	u.Host = strings.ToLower(u.Host) // DNS names are case-insensitive; containerd matches exactly
-	if err := ValidateHostPort(u.Host); err != nil {
+	if err := validateHostPort(u.Host); err != nil {
 		return nil, fmt.Errorf("the host: %v", err)
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {

@@ -44,10 +44,10 @@ func ParseMirror(s string) (Mirror, error) {
 	if !ok || reg == "" {
 		return bad("no REGISTRY= before the URL")
 	}
-	if err := ValidateRegistryName(reg); err != nil {
+	if err := validateRegistryName(reg); err != nil {
 		return bad(err.Error())
 	}
-	u, err := ValidateHTTPURL(strings.TrimSpace(raw))
+	u, err := validateHTTPURL(strings.TrimSpace(raw))
 	if err != nil {
 		return bad("the URL: " + err.Error())
 	}

@@ -11,14 +11,14 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/redact"
 )
 
-// NodeNoProxy is what NO_PROXY always holds on the node: itself and the metadata service. The
+// nodeNoProxy is what NO_PROXY always holds on the node: itself and the metadata service. The
 // API server (and its load balancer), the service and pod CIDRs and the node subnet are the
 // cluster's to add with --no-proxy.
-var NodeNoProxy = []string{"localhost", "127.0.0.1", "169.254.169.254"}
+var nodeNoProxy = []string{"localhost", "127.0.0.1", "169.254.169.254"}
 
 // NoProxyList is NodeNoProxy plus extra (comma-separated), each entry once, in order.
 func NoProxyList(extra string) string {
-	out := slices.Clone(NodeNoProxy)
+	out := slices.Clone(nodeNoProxy)
 	for _, e := range strings.Split(extra, ",") {
 		if e = strings.TrimSpace(e); e != "" && !slices.Contains(out, e) {
 			out = append(out, e)
@@ -69,7 +69,7 @@ func ValidateProxies(httpProxy, httpsProxy, noProxy string) error {
 			continue
 		}
 		redact.SecretsOfURL(p.v) // never in a log, the record or a report
-		u, err := ValidateHTTPURL(p.v)
+		u, err := validateHTTPURL(p.v)
 		if err == nil && strings.Trim(u.Path, "/") != "" {
 			err = fmt.Errorf("a proxy URL has no path")
 		}

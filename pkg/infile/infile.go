@@ -30,9 +30,9 @@ type Kind struct {
 }
 
 const (
-	KiB = 1 << 10
+	kiB = 1 << 10
 	MiB = 1 << 20
-	GiB = 1 << 30
+	giB = 1 << 30
 )
 
 // The kinds the CLI's flags and arguments name. The limits are far above any real file and far
@@ -42,7 +42,7 @@ var (
 	Record     = Kind{Name: "build record (JSON)", Max: 4 * MiB}
 	SBOM       = Kind{Name: "CycloneDX SBOM (JSON)", Max: 64 * MiB}
 	SPDX       = Kind{Name: "Flatcar SBOM (SPDX JSON, flatcar_production_image_sbom.json)", Max: 256 * MiB}
-	Signature  = Kind{Name: "detached signature", Max: 64 * KiB}
+	Signature  = Kind{Name: "detached signature", Max: 64 * kiB}
 	Manifest   = Kind{Name: "manifest (YAML)", Max: 64 * MiB}
 	Protect    = Kind{Name: "manifest or build record, or a directory of them", Max: 64 * MiB, FileOrDir: true}
 	Keyring    = Kind{Name: "OpenPGP keyring", Max: 4 * MiB}
@@ -52,11 +52,11 @@ var (
 	CloudsYAML = Kind{Name: "clouds.yaml", Max: 4 * MiB}
 	CA         = Kind{Name: "PEM CA bundle", Max: 4 * MiB}
 	ImagesFile = Kind{Name: "images file (one ref per line)", Max: 4 * MiB}
-	OSRelease  = Kind{Name: "os-release file", Max: 64 * KiB}
-	Sysext     = Kind{Name: "sysext image", Max: 16 * GiB}
-	SysextRef  = Kind{Name: "sysext image", Max: 16 * GiB, URLOK: true}
+	OSRelease  = Kind{Name: "os-release file", Max: 64 * kiB}
+	Sysext     = Kind{Name: "sysext image", Max: 16 * giB}
+	SysextRef  = Kind{Name: "sysext image", Max: 16 * giB, URLOK: true}
 	Binaries   = Kind{Name: "directory of Kubernetes binaries", Dir: true}
-	RecordDir  = Kind{Name: "directory of build records", Dir: true}
+	recordDir  = Kind{Name: "directory of build records", Dir: true}
 )
 
 // Describe says what a file of mode m is when it is not a regular file ("a named pipe (FIFO)");
@@ -79,8 +79,8 @@ func Describe(m fs.FileMode) string {
 	return "not a regular file"
 }
 
-// Check refuses what st says path cannot be: what is the flag or argument ("--config", "FILE").
-func Check(what, path string, st fs.FileInfo, k Kind) error {
+// check refuses what st says path cannot be: what is the flag or argument ("--config", "FILE").
+func check(what, path string, st fs.FileInfo, k Kind) error {
 	m := st.Mode()
 	switch {
 	case m.IsDir() && (k.Dir || k.FileOrDir):
@@ -106,12 +106,12 @@ func CheckPath(what, path string, k Kind) error {
 	if err != nil {
 		return statError(what, path, k, err)
 	}
-	return Check(what, path, st, k)
+	return check(what, path, st, k)
 }
 
 // Open opens path for reading with Check on the path and again on the open descriptor.
 func Open(what, path string, k Kind) (*os.File, fs.FileInfo, error) {
-	return OpenChecked(path, os.O_RDONLY, func(st fs.FileInfo) error { return Check(what, path, st, k) },
+	return OpenChecked(path, os.O_RDONLY, func(st fs.FileInfo) error { return check(what, path, st, k) },
 		func(err error) error { return statError(what, path, k, err) })
 }
 
@@ -187,16 +187,16 @@ func (m *missing) Is(target error) bool { return target == os.ErrNotExist }
 // Size words n bytes for a message: "200 MiB", "4 KiB", "12 bytes".
 func Size(n int64) string {
 	switch {
-	case n >= GiB && n%GiB == 0:
-		return fmt.Sprintf("%d GiB", n/GiB)
+	case n >= giB && n%giB == 0:
+		return fmt.Sprintf("%d GiB", n/giB)
 	case n >= MiB && n%MiB == 0:
 		return fmt.Sprintf("%d MiB", n/MiB)
-	case n >= KiB && n%KiB == 0 && n < MiB:
-		return fmt.Sprintf("%d KiB", n/KiB)
+	case n >= kiB && n%kiB == 0 && n < MiB:
+		return fmt.Sprintf("%d KiB", n/kiB)
 	case n >= MiB:
 		return fmt.Sprintf("%.1f MiB", float64(n)/MiB)
-	case n >= KiB:
-		return fmt.Sprintf("%.1f KiB", float64(n)/KiB)
+	case n >= kiB:
+		return fmt.Sprintf("%.1f KiB", float64(n)/kiB)
 	}
 	return fmt.Sprintf("%d bytes", n)
 }

@@ -215,7 +215,7 @@ func readSmall(fsys *disk.FS, p string) string {
 func ruleImages(r *Report) {
 	c := r.Containerd
 	if len(c.Missing) > 0 {
-		r.add(LevelWarning, "images-missing", "kubeadm %s needs %s, not among the preloaded images: a node without registry access cannot pull them; fix: build again without --no-preload-images (or add them with --image)",
+		r.add(levelWarning, "images-missing", "kubeadm %s needs %s, not among the preloaded images: a node without registry access cannot pull them; fix: build again without --no-preload-images (or add them with --image)",
 			c.Kubernetes, strings.Join(c.Missing, ", "))
 	}
 }

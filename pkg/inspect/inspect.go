@@ -16,16 +16,16 @@ import (
 // Verdict values; the CLI exits 1 for NotReady only.
 const (
 	Ready    = "READY"
-	Warning  = "WARNING"
+	warning  = "WARNING"
 	NotReady = "NOT READY"
 )
 
 // Finding levels: an error makes the image NOT READY, a warning makes it WARNING, info changes
 // nothing (a fact worth showing, e.g. the harmless oem-qemu sysext of a retargeted image).
 const (
-	LevelError   = "error"
-	LevelWarning = "warning"
-	LevelInfo    = "info"
+	levelError   = "error"
+	levelWarning = "warning"
+	levelInfo    = "info"
 )
 
 // Report is the stable JSON document of `inspect -o json` (docs/inspect-json.md).

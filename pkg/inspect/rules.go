@@ -42,11 +42,11 @@ func (r *Report) judge() {
 	r.Verdict = Ready
 	for _, f := range r.Findings {
 		switch f.Level {
-		case LevelError:
+		case levelError:
 			r.Verdict = NotReady
 			return
-		case LevelWarning:
-			r.Verdict = Warning
+		case levelWarning:
+			r.Verdict = warning
 		}
 	}
 }
@@ -61,16 +61,16 @@ func ruleOEMID(r *Report) {
 	s := r.OEM.Settings
 	switch {
 	case s.OEMID == "":
-		r.add(LevelError, "oem-id-missing", "no oem_id is set: the kernel command line gets an empty flatcar.oem.id, the initrd falls back to qemu and Ignition ignores %s user-data; fix: flatcar-capo oem set %s --id %s", r.Target, r.Image, r.Target)
+		r.add(levelError, "oem-id-missing", "no oem_id is set: the kernel command line gets an empty flatcar.oem.id, the initrd falls back to qemu and Ignition ignores %s user-data; fix: flatcar-capo oem set %s --id %s", r.Target, r.Image, r.Target)
 	case s.OEMID != r.Target:
-		r.add(LevelError, "oem-id-mismatch", "oem_id is %q but the target is %q: Ignition and coreos-metadata would look for %s metadata; fix: flatcar-capo oem set %s --id %s", s.OEMID, r.Target, s.OEMID, r.Image, r.Target)
+		r.add(levelError, "oem-id-mismatch", "oem_id is %q but the target is %q: Ignition and coreos-metadata would look for %s metadata; fix: flatcar-capo oem set %s --id %s", s.OEMID, r.Target, s.OEMID, r.Image, r.Target)
 	}
 }
 
 // A leftover /oem/config.ign wins over cloud user-data on every boot.
 func ruleConfigIgn(r *Report) {
 	if r.ConfigIgn {
-		r.add(LevelError, "config-ign-leftover", "/oem/config.ign exists: it overrides cloud user-data on every boot; remove it when building the image")
+		r.add(levelError, "config-ign-leftover", "/oem/config.ign exists: it overrides cloud user-data on every boot; remove it when building the image")
 	}
 }
 
@@ -94,7 +94,7 @@ func ruleOEMSysextMissing(r *Report) {
 		if r.hasOEMSysext(n.id) {
 			continue
 		}
-		r.add(LevelError, "oem-sysext-missing", "%s but /oem/sysext/oem-%s-<version>.raw is missing: Flatcar's initrd would download it from the update server on the first boot, which fails without internet; fix: keep oem-release and the marker as the image shipped them (`flatcar-capo oem set %s --id %s` retargets through grub.cfg only), or add the oem-%s sysext of the same Flatcar version", n.why, n.id, r.Image, r.Target, n.id)
+		r.add(levelError, "oem-sysext-missing", "%s but /oem/sysext/oem-%s-<version>.raw is missing: Flatcar's initrd would download it from the update server on the first boot, which fails without internet; fix: keep oem-release and the marker as the image shipped them (`flatcar-capo oem set %s --id %s` retargets through grub.cfg only), or add the oem-%s sysext of the same Flatcar version", n.why, n.id, r.Image, r.Target, n.id)
 	}
 }
 
@@ -109,26 +109,26 @@ func (r *Report) hasOEMSysext(id string) bool {
 // does not run.
 func ruleFirstBoot(r *Report) {
 	if r.FirstBoot != nil && !*r.FirstBoot {
-		r.add(LevelWarning, "first-boot-missing", "/flatcar/first_boot is missing on the ESP: Ignition will not run on the first boot of this image")
+		r.add(levelWarning, "first-boot-missing", "/flatcar/first_boot is missing on the ESP: Ignition will not run on the first boot of this image")
 	}
 }
 
 // An EFI system partition that cannot be read (corrupt, crafted) will not boot under UEFI.
 func ruleESPUnreadable(r *Report) {
 	if r.ESPError != "" {
-		r.add(LevelWarning, "esp-unreadable", "the EFI system partition cannot be read (%s): UEFI firmware may not boot this image and /flatcar/first_boot cannot be checked; start again from a release image", r.ESPError)
+		r.add(levelWarning, "esp-unreadable", "the EFI system partition cannot be read (%s): UEFI firmware may not boot this image and /flatcar/first_boot cannot be checked; start again from a release image", r.ESPError)
 	}
 }
 
 func ruleAutologin(r *Report) {
 	if strings.Contains(" "+r.OEM.Settings.LinuxAppend+" ", " "+oem.Autologin+" ") {
-		r.add(LevelWarning, "autologin", "linux_append contains flatcar.autologin: a root shell on the serial/VNC console; fix: flatcar-capo oem set %s --id %s", r.Image, r.Target)
+		r.add(levelWarning, "autologin", "linux_append contains flatcar.autologin: a root shell on the serial/VNC console; fix: flatcar-capo oem set %s --id %s", r.Image, r.Target)
 	}
 }
 
 func ruleHybridMBR(r *Report) {
 	if r.MBR.Kind == disk.MBRHybrid {
-		r.add(LevelWarning, "hybrid-mbr", "the image has a hybrid MBR (Flatcar LTS 4081 and releases before 4459.2.0): Glance 2026.2 refuses it by default and newer Nova rejects it (Launchpad bug 2091114); fix: flatcar-capo oem set %s --id %s --protective-mbr", r.Image, r.Target)
+		r.add(levelWarning, "hybrid-mbr", "the image has a hybrid MBR (Flatcar LTS 4081 and releases before 4459.2.0): Glance 2026.2 refuses it by default and newer Nova rejects it (Launchpad bug 2091114); fix: flatcar-capo oem set %s --id %s --protective-mbr", r.Image, r.Target)
 	}
 }
 
@@ -136,7 +136,7 @@ func ruleHybridMBR(r *Report) {
 // and GRUB read the primary one first.
 func ruleGPTFromBackup(r *Report) {
 	if r.GPTPrimary != "" {
-		r.add(LevelWarning, "gpt-primary-damaged", "the primary GPT header is damaged (%s); the partitions were read from the backup header at the end of the image, which firmware may not do; rebuild from a fresh release image, or restore the primary with gdisk's recovery menu (r, then c: load the backup) — not 'sgdisk -e', which starts an empty table", r.GPTPrimary)
+		r.add(levelWarning, "gpt-primary-damaged", "the primary GPT header is damaged (%s); the partitions were read from the backup header at the end of the image, which firmware may not do; rebuild from a fresh release image, or restore the primary with gdisk's recovery menu (r, then c: load the backup) — not 'sgdisk -e', which starts an empty table", r.GPTPrimary)
 	}
 }
 
@@ -153,9 +153,9 @@ func ruleOEMReleaseDiffers(r *Report) {
 	switch {
 	case id == "" || id == s.OEMID:
 	case emptyOEMSysexts[id]:
-		r.add(LevelInfo, "oem-release-differs", "oem-release says ID=%s while oem_id is %s: expected after retargeting a %s image; its oem-%s sysext stays merged and is empty, so this is harmless (changing oem-release would make the initrd download another sysext at boot)", id, s.OEMID, id, id)
+		r.add(levelInfo, "oem-release-differs", "oem-release says ID=%s while oem_id is %s: expected after retargeting a %s image; its oem-%s sysext stays merged and is empty, so this is harmless (changing oem-release would make the initrd download another sysext at boot)", id, s.OEMID, id, id)
 	default:
-		r.add(LevelWarning, "oem-release-differs", "oem-release says ID=%s while oem_id is %s: the oem-%s sysext stays merged and brings %s's agents to a %s machine; start from Flatcar's %s image instead", id, s.OEMID, id, id, s.OEMID, s.OEMID)
+		r.add(levelWarning, "oem-release-differs", "oem-release says ID=%s while oem_id is %s: the oem-%s sysext stays merged and brings %s's agents to a %s machine; start from Flatcar's %s image instead", id, s.OEMID, id, id, s.OEMID, s.OEMID)
 	}
 }
 
@@ -163,7 +163,7 @@ func ruleOEMReleaseDiffers(r *Report) {
 func ruleMarkerDiffers(r *Report) {
 	for _, m := range r.Markers {
 		if id := strings.TrimPrefix(m, markerPrefix); id != r.OEM.Settings.OEMID && id != r.OEM.OEMReleaseID {
-			r.add(LevelWarning, "sysext-differs", "sysext marker %s differs from oem_id %s and from oem-release's ID=%s", m, r.OEM.Settings.OEMID, r.OEM.OEMReleaseID)
+			r.add(levelWarning, "sysext-differs", "sysext marker %s differs from oem_id %s and from oem-release's ID=%s", m, r.OEM.Settings.OEMID, r.OEM.OEMReleaseID)
 		}
 	}
 }

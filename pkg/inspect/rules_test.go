@@ -39,76 +39,76 @@ func TestVerdictRules(t *testing.T) {
 		words   []string
 	}{
 		{"retargeted qemu image", func(r *Report) {}, Ready,
-			[]finding{{LevelInfo, "oem-release-differs"}}, []string{"harmless"}},
+			[]finding{{levelInfo, "oem-release-differs"}}, []string{"harmless"}},
 		{"own platform", func(r *Report) { r.OEM.Settings.OEMID, r.Target = "qemu", "qemu" }, Ready, nil, nil},
 		{"esp-unreadable", func(r *Report) {
 			r.OEM.Settings.OEMID, r.Target, r.FirstBoot = "qemu", "qemu", nil
 			r.ESPError = "partition 1 (EFI-SYSTEM): no readable FAT filesystem"
-		}, Warning, []finding{{LevelWarning, "esp-unreadable"}}, []string{"partition 1 (EFI-SYSTEM)", "release image"}},
+		}, warning, []finding{{levelWarning, "esp-unreadable"}}, []string{"partition 1 (EFI-SYSTEM)", "release image"}},
 		{"oem-id-missing", func(r *Report) { r.OEM.Settings.OEMID = "" }, NotReady,
-			[]finding{{LevelError, "oem-id-missing"}, {LevelInfo, "oem-release-differs"}}, []string{"flatcar-capo oem set flatcar.img --id openstack"}},
+			[]finding{{levelError, "oem-id-missing"}, {levelInfo, "oem-release-differs"}}, []string{"flatcar-capo oem set flatcar.img --id openstack"}},
 		{"oem-id-mismatch", func(r *Report) { r.OEM.Settings.OEMID = "qemu" }, NotReady,
-			[]finding{{LevelError, "oem-id-mismatch"}}, []string{`"qemu"`, "--id openstack"}},
+			[]finding{{levelError, "oem-id-mismatch"}}, []string{`"qemu"`, "--id openstack"}},
 		{"config-ign-leftover", func(r *Report) { r.ConfigIgn = true }, NotReady,
-			[]finding{{LevelError, "config-ign-leftover"}, {LevelInfo, "oem-release-differs"}}, []string{"/oem/config.ign", "user-data"}},
+			[]finding{{levelError, "config-ign-leftover"}, {levelInfo, "oem-release-differs"}}, []string{"/oem/config.ign", "user-data"}},
 		{"oem-sysext-missing: oem-release changed", func(r *Report) {
 			r.OEM.OEMReleaseID = "openstack"
-		}, NotReady, []finding{{LevelError, "oem-sysext-missing"}, {LevelWarning, "sysext-differs"}},
+		}, NotReady, []finding{{levelError, "oem-sysext-missing"}, {levelWarning, "sysext-differs"}},
 			[]string{"ID=openstack", "/oem/sysext/oem-openstack-<version>.raw is missing", "without internet", "grub.cfg only"}},
 		{"oem-sysext-missing: marker added", func(r *Report) {
 			r.Markers = append(r.Markers, "active-oem-openstack")
-		}, NotReady, []finding{{LevelError, "oem-sysext-missing"}, {LevelInfo, "oem-release-differs"}},
+		}, NotReady, []finding{{levelError, "oem-sysext-missing"}, {levelInfo, "oem-release-differs"}},
 			[]string{"active-oem-openstack exists", "oem-openstack-<version>.raw is missing"}},
 		{"oem-sysext-missing: sysext deleted", func(r *Report) { r.Sysext = []SysextEntry{} }, NotReady,
-			[]finding{{LevelError, "oem-sysext-missing"}, {LevelInfo, "oem-release-differs"}},
+			[]finding{{levelError, "oem-sysext-missing"}, {levelInfo, "oem-release-differs"}},
 			[]string{"ID=qemu", "oem-qemu-<version>.raw is missing"}},
 		{"oem-sysext-missing: a directory is not the sysext", func(r *Report) {
 			r.Sysext = []SysextEntry{{Name: "oem-qemu-1.raw", IsDir: true}}
-		}, NotReady, []finding{{LevelError, "oem-sysext-missing"}, {LevelInfo, "oem-release-differs"}}, nil},
+		}, NotReady, []finding{{levelError, "oem-sysext-missing"}, {levelInfo, "oem-release-differs"}}, nil},
 		{"before OEM sysexts: no /oem/sysext", func(r *Report) {
 			r.SysextDir, r.Sysext, r.Markers = false, []SysextEntry{}, []string{}
-		}, Ready, []finding{{LevelInfo, "oem-release-differs"}}, nil},
-		{"first-boot-missing", func(r *Report) { r.FirstBoot = &no }, Warning,
-			[]finding{{LevelWarning, "first-boot-missing"}, {LevelInfo, "oem-release-differs"}}, []string{"/flatcar/first_boot", "Ignition will not run"}},
+		}, Ready, []finding{{levelInfo, "oem-release-differs"}}, nil},
+		{"first-boot-missing", func(r *Report) { r.FirstBoot = &no }, warning,
+			[]finding{{levelWarning, "first-boot-missing"}, {levelInfo, "oem-release-differs"}}, []string{"/flatcar/first_boot", "Ignition will not run"}},
 		{"ESP unreadable: no first-boot judgement", func(r *Report) { r.FirstBoot = nil }, Ready,
-			[]finding{{LevelInfo, "oem-release-differs"}}, nil},
-		{"autologin", func(r *Report) { r.OEM.Settings.LinuxAppend = "quiet flatcar.autologin" }, Warning,
-			[]finding{{LevelWarning, "autologin"}, {LevelInfo, "oem-release-differs"}}, []string{"root shell", "oem set"}},
+			[]finding{{levelInfo, "oem-release-differs"}}, nil},
+		{"autologin", func(r *Report) { r.OEM.Settings.LinuxAppend = "quiet flatcar.autologin" }, warning,
+			[]finding{{levelWarning, "autologin"}, {levelInfo, "oem-release-differs"}}, []string{"root shell", "oem set"}},
 		{"autologin prefix is not autologin", func(r *Report) { r.OEM.Settings.LinuxAppend = "flatcar.autologin=tty1x" }, Ready,
-			[]finding{{LevelInfo, "oem-release-differs"}}, nil},
-		{"hybrid-mbr", func(r *Report) { r.MBR = disk.MBRInfo{Kind: disk.MBRHybrid, Types: []string{"ee", "ef"}} }, Warning,
-			[]finding{{LevelWarning, "hybrid-mbr"}, {LevelInfo, "oem-release-differs"}}, []string{"2091114", "--protective-mbr"}},
-		{"gpt-primary-damaged", func(r *Report) { r.GPTPrimary = "no GPT partition table: no 'EFI PART' signature at LBA 1" }, Warning,
-			[]finding{{LevelWarning, "gpt-primary-damaged"}, {LevelInfo, "oem-release-differs"}}, []string{"backup header", "EFI PART", "gdisk"}},
+			[]finding{{levelInfo, "oem-release-differs"}}, nil},
+		{"hybrid-mbr", func(r *Report) { r.MBR = disk.MBRInfo{Kind: disk.MBRHybrid, Types: []string{"ee", "ef"}} }, warning,
+			[]finding{{levelWarning, "hybrid-mbr"}, {levelInfo, "oem-release-differs"}}, []string{"2091114", "--protective-mbr"}},
+		{"gpt-primary-damaged", func(r *Report) { r.GPTPrimary = "no GPT partition table: no 'EFI PART' signature at LBA 1" }, warning,
+			[]finding{{levelWarning, "gpt-primary-damaged"}, {levelInfo, "oem-release-differs"}}, []string{"backup header", "EFI PART", "gdisk"}},
 		{"oem-release-differs: another platform's sysext", func(r *Report) {
 			r.OEM.OEMReleaseID, r.Markers = "azure", []string{"active-oem-azure"}
 			r.Sysext = []SysextEntry{{Name: "oem-azure-4459.2.0.raw"}}
-		}, Warning, []finding{{LevelWarning, "oem-release-differs"}}, []string{"azure's agents"}},
+		}, warning, []finding{{levelWarning, "oem-release-differs"}}, []string{"azure's agents"}},
 		{"sysext-differs", func(r *Report) {
 			r.Markers = append(r.Markers, "active-oem-azure")
 			r.Sysext = append(r.Sysext, SysextEntry{Name: "oem-azure-4459.2.0.raw"})
-		}, Warning, []finding{{LevelInfo, "oem-release-differs"}, {LevelWarning, "sysext-differs"}}, []string{"active-oem-azure"}},
+		}, warning, []finding{{levelInfo, "oem-release-differs"}, {levelWarning, "sysext-differs"}}, []string{"active-oem-azure"}},
 		{"sysext-link-dangling", func(r *Report) {
 			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/kubernetes.raw", Checked: true, problem: "sysext-link-dangling",
 				Reason: "the link /etc/extensions/kubernetes.raw -> /opt/extensions/kubernetes/k.raw dangles"}}
-		}, NotReady, []finding{{LevelInfo, "oem-release-differs"}, {LevelError, "sysext-link-dangling"}}, []string{"dangles", "build --method sysext"}},
+		}, NotReady, []finding{{levelInfo, "oem-release-differs"}, {levelError, "sysext-link-dangling"}}, []string{"dangles", "build --method sysext"}},
 		{"sysext-name-mismatch", func(r *Report) {
 			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/k8s.raw", Checked: true, problem: "sysext-name-mismatch",
 				Reason: "linked as k8s.raw it needs usr/lib/extension-release.d/extension-release.k8s"}}
-		}, NotReady, []finding{{LevelInfo, "oem-release-differs"}, {LevelError, "sysext-name-mismatch"}}, []string{"extension-release.k8s"}},
+		}, NotReady, []finding{{levelInfo, "oem-release-differs"}, {levelError, "sysext-name-mismatch"}}, []string{"extension-release.k8s"}},
 		{"sysext-incompatible", func(r *Report) {
 			r.Extensions.Host.Source = "/usr/lib/os-release on USR-A (ext4)"
 			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/kubernetes.raw", Checked: true, problem: "sysext-incompatible",
 				Reason: "SYSEXT_LEVEL=2.0, but the host has SYSEXT_LEVEL=1.0"}}
-		}, NotReady, []finding{{LevelInfo, "oem-release-differs"}, {LevelError, "sysext-incompatible"}}, []string{"SYSEXT_LEVEL=2.0", "USR-A"}},
+		}, NotReady, []finding{{levelInfo, "oem-release-differs"}, {levelError, "sysext-incompatible"}}, []string{"SYSEXT_LEVEL=2.0", "USR-A"}},
 		{"images-missing", func(r *Report) {
 			r.Containerd.Kubernetes = "v1.33.4"
 			r.Containerd.Kubeadm = []string{"registry.k8s.io/pause:3.10", "registry.k8s.io/etcd:3.5.21-0"}
 			r.Containerd.Missing = []string{"registry.k8s.io/etcd:3.5.21-0"}
-		}, Warning, []finding{{LevelInfo, "oem-release-differs"}, {LevelWarning, "images-missing"}}, []string{"v1.33.4", "registry.k8s.io/etcd:3.5.21-0", "--no-preload-images"}},
+		}, warning, []finding{{levelInfo, "oem-release-differs"}, {levelWarning, "images-missing"}}, []string{"v1.33.4", "registry.k8s.io/etcd:3.5.21-0", "--no-preload-images"}},
 		{"sysext merges: no finding", func(r *Report) {
 			r.Extensions.Links = []ExtensionLink{{Path: "/etc/extensions/kubernetes.raw", Checked: true, WouldMerge: true}}
-		}, Ready, []finding{{LevelInfo, "oem-release-differs"}}, nil},
+		}, Ready, []finding{{levelInfo, "oem-release-differs"}}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

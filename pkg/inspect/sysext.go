@@ -339,9 +339,9 @@ func espArch(esp *disk.FS) string {
 func ruleContainerd(r *Report) {
 	switch c := r.Extensions.Containerd; {
 	case c == "none":
-		r.add(LevelError, "containerd-missing", "%s links to /dev/null and no containerd sysext would merge: the node has no containerd; fix: bake one (flatcar-capo build --containerd-version) or remove the mask", node.ExtensionLink(sysext.FlatcarContainerdName))
+		r.add(levelError, "containerd-missing", "%s links to /dev/null and no containerd sysext would merge: the node has no containerd; fix: bake one (flatcar-capo build --containerd-version) or remove the mask", node.ExtensionLink(sysext.FlatcarContainerdName))
 	case strings.HasPrefix(c, "built-in (containerd-flatcar is not masked"):
-		r.add(LevelWarning, "containerd-ambiguous", "a containerd sysext is linked but %s is not masked: both carry /usr/bin/containerd; fix: link %s to /dev/null (flatcar-capo build --containerd-version does)", node.ExtensionLink(sysext.FlatcarContainerdName), node.ExtensionLink(sysext.FlatcarContainerdName))
+		r.add(levelWarning, "containerd-ambiguous", "a containerd sysext is linked but %s is not masked: both carry /usr/bin/containerd; fix: link %s to /dev/null (flatcar-capo build --containerd-version does)", node.ExtensionLink(sysext.FlatcarContainerdName), node.ExtensionLink(sysext.FlatcarContainerdName))
 	}
 }
 
@@ -351,11 +351,11 @@ func ruleSysextLinks(r *Report) {
 	for _, l := range r.Extensions.Links {
 		switch l.problem {
 		case "sysext-link-dangling":
-			r.add(LevelError, l.problem, "%s: %s; systemd-sysext skips it, so nothing it carries exists on the node; fix: bake the image again (flatcar-capo build --method sysext) or point the link at an existing /opt/extensions/... file", l.Path, l.Reason)
+			r.add(levelError, l.problem, "%s: %s; systemd-sysext skips it, so nothing it carries exists on the node; fix: bake the image again (flatcar-capo build --method sysext) or point the link at an existing /opt/extensions/... file", l.Path, l.Reason)
 		case "sysext-name-mismatch":
-			r.add(LevelError, l.problem, "%s: %s", l.Path, l.Reason)
+			r.add(levelError, l.problem, "%s: %s", l.Path, l.Reason)
 		case "sysext-incompatible":
-			r.add(LevelError, l.problem, "%s would not be merged (judged against %s): %s", l.Path, r.Extensions.Host.Source, l.Reason)
+			r.add(levelError, l.problem, "%s would not be merged (judged against %s): %s", l.Path, r.Extensions.Host.Source, l.Reason)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // Defaults. Kubernetes follows the mirror's release/stable.txt (the resolved version goes into
 // the image name and the record, so a build stays reproducible); crictl and CNI fit its minor.
 const (
-	DefaultVersion    = Stable
+	DefaultVersion    = stable
 	DefaultCNIVersion = "v1.7.1"
 	// ExampleVersion is the exact version help texts show.
 	ExampleVersion      = "v1.36.1"
@@ -43,7 +43,7 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if IsExact(o.Kubernetes) {
-		o.Crictl = cmp.Or(o.Crictl, DefaultCrictlFor(o.Kubernetes))
+		o.Crictl = cmp.Or(o.Crictl, defaultCrictlFor(o.Kubernetes))
 		o.CNI = cmp.Or(o.CNI, DefaultCNIFor(o.Kubernetes))
 	}
 	o.Mirror = cmp.Or(o.Mirror, DefaultMirror)

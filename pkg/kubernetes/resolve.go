@@ -12,8 +12,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/httpx"
 )
 
-// Stable is the --kubernetes-version that follows release/stable.txt of the mirror.
-const Stable = "stable"
+// stable is the --kubernetes-version that follows release/stable.txt of the mirror.
+const stable = "stable"
 
 var (
 	minorRe = regexp.MustCompile(`^v?(\d+)\.(\d+)$`)
@@ -29,7 +29,7 @@ type Spec struct {
 // ParseSpec reads the forms --kubernetes-version takes.
 func ParseSpec(s string) (Spec, error) {
 	switch {
-	case s == Stable:
+	case s == stable:
 		return Spec{}, nil
 	case exactRe.MatchString(s):
 		return Spec{Exact: s}, nil
@@ -108,8 +108,8 @@ func ResolveVersion(ctx context.Context, c *httpx.Client, mirror, version string
 	return got, nil
 }
 
-// DefaultCrictlFor is crictl v<minor>.0 for Kubernetes v1.<minor>.x, as image-builder pins it.
-func DefaultCrictlFor(k8s string) string {
+// defaultCrictlFor is crictl v<minor>.0 for Kubernetes v1.<minor>.x, as image-builder pins it.
+func defaultCrictlFor(k8s string) string {
 	major, minor, ok := MinorOf(k8s)
 	if !ok {
 		return ""

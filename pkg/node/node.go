@@ -23,26 +23,26 @@ const (
 	ExtensionsVarDir = "/var/lib/extensions"
 
 	// The packer method's kubelet (kubernetes/release's unit with /opt/bin) and kubeadm's drop-in.
-	KubeletUnit   = UnitDir + "/" + Kubelet
-	KubeletDropIn = UnitDir + "/" + Kubelet + ".d/10-kubeadm.conf"
+	kubeletUnit   = UnitDir + "/" + Kubelet
+	kubeletDropIn = UnitDir + "/" + Kubelet + ".d/10-kubeadm.conf"
 
 	// containerd with the systemd cgroup driver (packer method): the config and the drop-in
 	// that points Flatcar's containerd.service at it.
-	ContainerdConfig = "/etc/containerd/config.toml"
-	ContainerdDropIn = UnitDir + "/" + Containerd + ".d/10-flatcar-capo.conf"
+	containerdConfig = "/etc/containerd/config.toml"
+	containerdDropIn = UnitDir + "/" + Containerd + ".d/10-flatcar-capo.conf"
 
 	// KubeadmDropIn orders kubeadm.service (which the node's Ignition brings) after containerd and
 	// coreos-metadata: the sysext bake writes it, the CAPO templates carry the same one.
 	KubeadmDropIn = UnitDir + "/" + Kubeadm + ".d/10-flatcar.conf"
-	// KubeadmContainerdDropIn is the packer method's: after containerd only (image-builder #939).
-	KubeadmContainerdDropIn = UnitDir + "/" + Kubeadm + ".d/10-flatcar-capo-containerd.conf"
+	// kubeadmContainerdDropIn is the packer method's: after containerd only (image-builder #939).
+	kubeadmContainerdDropIn = UnitDir + "/" + Kubeadm + ".d/10-flatcar-capo-containerd.conf"
 
 	// ServicePathConf puts BinDir on every unit's PATH (packer method): CABPK's /etc/kubeadm.sh
 	// calls plain `kubeadm`, and kubeadm calls crictl. A manager setting, not an environment
 	// generator: Flatcar 4628+ mounts /etc noexec.
 	ServicePathConf = "/etc/systemd/system.conf.d/10-flatcar-capo-path.conf"
-	// ServicePath is systemd's default PATH for units with BinDir last (the OS's own tools win).
-	ServicePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + BinDir
+	// servicePath is systemd's default PATH for units with BinDir last (the OS's own tools win).
+	servicePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:" + BinDir
 
 	// VolumePluginDir is the kubelet's flex-volume directory (its default is under /usr).
 	VolumePluginDir = "/opt/libexec/kubernetes/kubelet-plugins/volume/exec/"
@@ -134,9 +134,9 @@ Restart=on-failure
 RestartSec=30
 `
 
-// SysupdateTimer is masked by every CAPO flavor's additionalConfig (enabled with manifests
+// sysupdateTimer is masked by every CAPO flavor's additionalConfig (enabled with manifests
 // --sysupdate-url): Flatcar 4515+ enables it, and its service fails with no transfer.
-const SysupdateTimer = "systemd-sysupdate.timer"
+const sysupdateTimer = "systemd-sysupdate.timer"
 
 // UpdateUnits are masked unless updates are kept: update-engine and locksmithd must not reboot
 // a node into another Flatcar behind the cluster's back (image-builder and CAPO mask them too).
@@ -154,14 +154,14 @@ func Env() map[string]string {
 		"NODE_EXTENSIONS_STORE":  ExtensionsStore,
 		"NODE_EXTENSIONS_DIR":    ExtensionsDir,
 		"NODE_CNI_BIN_DIR":       CNIBinDir,
-		"NODE_KUBELET_UNIT":      KubeletUnit,
-		"NODE_KUBELET_DROPIN":    KubeletDropIn,
-		"NODE_CONTAINERD_CONFIG": ContainerdConfig,
-		"NODE_CONTAINERD_DROPIN": ContainerdDropIn,
-		"NODE_KUBEADM_DROPIN":    KubeadmContainerdDropIn,
+		"NODE_KUBELET_UNIT":      kubeletUnit,
+		"NODE_KUBELET_DROPIN":    kubeletDropIn,
+		"NODE_CONTAINERD_CONFIG": containerdConfig,
+		"NODE_CONTAINERD_DROPIN": containerdDropIn,
+		"NODE_KUBEADM_DROPIN":    kubeadmContainerdDropIn,
 		"NODE_UPDATE_UNITS":      strings.Join(UpdateUnits, " "),
 		"NODE_VOLUME_PLUGIN_DIR": VolumePluginDir,
 		"NODE_SERVICE_PATH_CONF": ServicePathConf,
-		"NODE_SERVICE_PATH":      ServicePath,
+		"NODE_SERVICE_PATH":      servicePath,
 	}
 }

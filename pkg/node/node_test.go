@@ -15,8 +15,8 @@ import (
 // files are the node files this package defines; dirs the directories whose entries are free
 // (binaries, plugins, sysext images and links). A node path anything else writes is drift.
 var (
-	files = []string{KubeletUnit, KubeletDropIn, ContainerdConfig, ContainerdDropIn, KubeadmDropIn,
-		KubeadmContainerdDropIn, SysextKubeletUnit, SysextKubeletDropIn, SysextUpholds, UnitDir,
+	files = []string{kubeletUnit, kubeletDropIn, containerdConfig, containerdDropIn, KubeadmDropIn,
+		kubeadmContainerdDropIn, SysextKubeletUnit, SysextKubeletDropIn, SysextUpholds, UnitDir,
 		ImagesArchive, ImagesList, ImportScript, ImportUnit,
 		ImportWants, ContainerdConfDropIn, ContainerdAuthDropIn}
 	dirs = []string{BinDir, CNIBinDir, ExtensionsStore, ExtensionsDir, SysextBinDir, SysextCNIDir,
@@ -208,7 +208,7 @@ func TestTemplatesCarryTheDefinedUnits(t *testing.T) {
 			dropIn, timerMasked := false, false
 			for _, u := range c.Systemd.Units {
 				switch {
-				case u.Mask && u.Name == SysupdateTimer:
+				case u.Mask && u.Name == sysupdateTimer:
 					timerMasked = true
 				case u.Mask:
 					masked = append(masked, u.Name)
@@ -229,7 +229,7 @@ func TestTemplatesCarryTheDefinedUnits(t *testing.T) {
 				t.Errorf("%s: no %s", f, KubeadmDropIn)
 			}
 			if !timerMasked {
-				t.Errorf("%s: %s is not masked", f, SysupdateTimer)
+				t.Errorf("%s: %s is not masked", f, sysupdateTimer)
 			}
 			if masked != nil && strings.Join(masked, " ") != strings.Join(UpdateUnits, " ") {
 				t.Errorf("%s masks %v, want pkg/node's UpdateUnits %v", f, masked, UpdateUnits)

@@ -10,32 +10,32 @@ import (
 // Bounds on the OEM grub.cfg, far above the few lines Flatcar writes (a crafted file of 40
 // self-doubling assignments once made inspect run out of memory): past them the file is refused.
 const (
-	MaxGrubCfgBytes = 64 << 10
-	MaxGrubCfgLines = 1000
-	// MaxGrubValue bounds a variable's expanded value; a kernel command line is at most a few KiB.
-	MaxGrubValue = 8 << 10
+	maxGrubCfgBytes = 64 << 10
+	maxGrubCfgLines = 1000
+	// maxGrubValue bounds a variable's expanded value; a kernel command line is at most a few KiB.
+	maxGrubValue = 8 << 10
 )
 
-// CheckGrubConfig refuses a grub.cfg that is larger, longer or expands to longer values than
+// checkGrubConfig refuses a grub.cfg that is larger, longer or expands to longer values than
 // the bounds, before anything else evaluates it; it costs one pass over at most 64 KiB.
-func CheckGrubConfig(data []byte) error {
+func checkGrubConfig(data []byte) error {
 	const crafted = "a damaged or crafted OEM partition; flatcar-capo refuses it"
-	if len(data) > MaxGrubCfgBytes {
-		return fmt.Errorf("grub.cfg is %d bytes, more than the %d flatcar-capo reads (Flatcar's has a few lines): %s", len(data), MaxGrubCfgBytes, crafted)
+	if len(data) > maxGrubCfgBytes {
+		return fmt.Errorf("grub.cfg is %d bytes, more than the %d flatcar-capo reads (Flatcar's has a few lines): %s", len(data), maxGrubCfgBytes, crafted)
 	}
-	if n := bytes.Count(data, []byte("\n")) + 1; n > MaxGrubCfgLines {
-		return fmt.Errorf("grub.cfg has %d lines, more than the %d flatcar-capo reads (Flatcar's has a few): %s", n, MaxGrubCfgLines, crafted)
+	if n := bytes.Count(data, []byte("\n")) + 1; n > maxGrubCfgLines {
+		return fmt.Errorf("grub.cfg has %d lines, more than the %d flatcar-capo reads (Flatcar's has a few): %s", n, maxGrubCfgLines, crafted)
 	}
-	if _, err := ParseGrubConfig(data).evaluate(); err != nil {
+	if _, err := parseGrubConfig(data).evaluate(); err != nil {
 		return fmt.Errorf("%w: %s", err, crafted)
 	}
 	return nil
 }
 
-// GrubConfig is the OEM partition's grub.cfg as lines. GRUB sources the file after setting its own
+// grubConfig is the OEM partition's grub.cfg as lines. GRUB sources the file after setting its own
 // defaults, so a later `set var=...` overrides an earlier one; edits therefore change only the
 // effective (last) assignment or append one, and keep every other line and comment as it was.
-type GrubConfig struct {
+type grubConfig struct {
 	lines []string
 	// trailingNewline records whether the file ended with a newline, to render it back unchanged.
 	trailingNewline bool
@@ -50,18 +50,18 @@ type Settings struct {
 
 // Variables whose values flatcar-capo reads and writes.
 const (
-	VarOEMID        = "oem_id"
-	VarLinuxAppend  = "linux_append"
-	VarLinuxConsole = "linux_console"
+	varOEMID        = "oem_id"
+	varLinuxAppend  = "linux_append"
+	varLinuxConsole = "linux_console"
 )
 
 // assignment matches `set name=value` with an optional quoted value.
 var assignment = regexp.MustCompile(`^\s*set\s+([A-Za-z_][A-Za-z0-9_]*)=(.*?)\s*$`)
 
-// ParseGrubConfig splits grub.cfg into lines.
-func ParseGrubConfig(data []byte) *GrubConfig {
+// parseGrubConfig splits grub.cfg into lines.
+func parseGrubConfig(data []byte) *grubConfig {
 	s := string(data)
-	g := &GrubConfig{trailingNewline: strings.HasSuffix(s, "\n") || s == ""}
+	g := &grubConfig{trailingNewline: strings.HasSuffix(s, "\n") || s == ""}
 	s = strings.TrimSuffix(s, "\n")
 	if s != "" {
 		g.lines = strings.Split(s, "\n")
@@ -70,7 +70,7 @@ func ParseGrubConfig(data []byte) *GrubConfig {
 }
 
 // Bytes renders the configuration.
-func (g *GrubConfig) Bytes() []byte {
+func (g *grubConfig) Bytes() []byte {
 	s := strings.Join(g.lines, "\n")
 	if g.trailingNewline && s != "" {
 		s += "\n"
@@ -96,7 +96,7 @@ func depthChange(line string) int {
 
 // scan walks the lines as GRUB would source them, calling fn for each assignment with the line
 // index and whether it is at top level.
-func (g *GrubConfig) scan(fn func(i int, name, rawValue string, topLevel bool)) {
+func (g *grubConfig) scan(fn func(i int, name, rawValue string, topLevel bool)) {
 	depth := 0
 	for i, line := range g.lines {
 		if m := assignment.FindStringSubmatch(line); m != nil {
@@ -110,14 +110,14 @@ func (g *GrubConfig) scan(fn func(i int, name, rawValue string, topLevel bool)) 
 // $var references are expanded from the values set so far, as GRUB does).
 // Evaluation stops at the first value longer than MaxGrubValue (cut there); CheckGrubConfig
 // tells whether that happened.
-func (g *GrubConfig) Settings() Settings {
+func (g *grubConfig) Settings() Settings {
 	s, _ := g.evaluate()
 	return s
 }
 
 // evaluate sources the file with every value bounded by MaxGrubValue, failing at the first
 // assignment that would expand past it.
-func (g *GrubConfig) evaluate() (Settings, error) {
+func (g *grubConfig) evaluate() (Settings, error) {
 	vars := map[string]string{}
 	var err error
 	g.scan(func(i int, name, raw string, _ bool) {
@@ -126,20 +126,20 @@ func (g *GrubConfig) evaluate() (Settings, error) {
 		}
 		// The value is cut at the bound: one that doubles itself on every line would otherwise
 		// grow without end.
-		v := expand(raw, vars, MaxGrubValue)
-		if len(v) > MaxGrubValue {
-			v = v[:MaxGrubValue]
-			err = fmt.Errorf("grub.cfg line %d: $%s would expand to more than %d bytes", i+1, name, MaxGrubValue)
+		v := expand(raw, vars, maxGrubValue)
+		if len(v) > maxGrubValue {
+			v = v[:maxGrubValue]
+			err = fmt.Errorf("grub.cfg line %d: $%s would expand to more than %d bytes", i+1, name, maxGrubValue)
 		}
 		vars[name] = v
 	})
-	return Settings{OEMID: vars[VarOEMID], LinuxAppend: vars[VarLinuxAppend], LinuxConsole: vars[VarLinuxConsole]}, err
+	return Settings{OEMID: vars[varOEMID], LinuxAppend: vars[varLinuxAppend], LinuxConsole: vars[varLinuxConsole]}, err
 }
 
 // Set makes name evaluate to value: the last top-level assignment is rewritten in place when
 // nothing after it can reassign the variable; otherwise a new assignment is appended. The
 // value must already be validated (no quote, $, backslash or newline).
-func (g *GrubConfig) Set(name, value string) {
+func (g *grubConfig) Set(name, value string) {
 	last, lastTop := -1, false
 	g.scan(func(i int, n, _ string, top bool) {
 		if n == name {

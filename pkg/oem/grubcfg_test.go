@@ -13,7 +13,7 @@ import (
 const qemuGrubCfg = "# Flatcar GRUB settings\n\nset oem_id=\"qemu\"\nset linux_append=\"flatcar.autologin\"\n"
 
 func TestSettingsLastAssignmentWinsAndExpands(t *testing.T) {
-	cfg := ParseGrubConfig([]byte(`set oem_id="qemu"
+	cfg := parseGrubConfig([]byte(`set oem_id="qemu"
 set linux_console="console=ttyS0,115200n8"
 # comment with set oem_id="nope"
 set oem_id='openstack'
@@ -28,27 +28,27 @@ set linux_append="${linux_append} b=2"
 }
 
 func TestPlanRetargetsQemuConfig(t *testing.T) {
-	next := Plan([]byte(qemuGrubCfg), SetOptions{ID: "openstack"}, nil)
+	next := plan([]byte(qemuGrubCfg), SetOptions{ID: "openstack"}, nil)
 	want := "# Flatcar GRUB settings\n\nset oem_id=\"openstack\"\nset linux_append=\"\"\n"
 	if string(next) != want {
 		t.Fatalf("got %q, want %q", next, want)
 	}
 	// Idempotent: a second plan changes nothing.
-	if again := Plan(next, SetOptions{ID: "openstack"}, nil); string(again) != string(next) {
+	if again := plan(next, SetOptions{ID: "openstack"}, nil); string(again) != string(next) {
 		t.Fatalf("second run changed the file: %q", again)
 	}
 }
 
 func TestPlanAppendsWithoutDuplicatesAndKeepsAutologinOnRequest(t *testing.T) {
-	next := Plan([]byte(qemuGrubCfg), SetOptions{ID: "openstack", KeepAutologin: true}, []string{"flatcar.autologin", "console=ttyS0", "console=ttyS0"})
-	s := ParseGrubConfig(next).Settings()
+	next := plan([]byte(qemuGrubCfg), SetOptions{ID: "openstack", KeepAutologin: true}, []string{"flatcar.autologin", "console=ttyS0", "console=ttyS0"})
+	s := parseGrubConfig(next).Settings()
 	if s.LinuxAppend != "flatcar.autologin console=ttyS0" {
 		t.Fatalf("linux_append = %q", s.LinuxAppend)
 	}
 }
 
 func TestPlanCreatesConfigWhenMissing(t *testing.T) {
-	next := Plan(nil, SetOptions{ID: "openstack"}, []string{"a=b"})
+	next := plan(nil, SetOptions{ID: "openstack"}, []string{"a=b"})
 	if string(next) != "set oem_id=\"openstack\"\nset linux_append=\"a=b\"\n" {
 		t.Fatalf("got %q", next)
 	}
@@ -56,11 +56,11 @@ func TestPlanCreatesConfigWhenMissing(t *testing.T) {
 
 func TestPlanAppendsWhenLastAssignmentIsInsideABlock(t *testing.T) {
 	in := "set oem_id=\"qemu\"\nif [ x = x ]; then\n  set oem_id=\"vmware\"\nfi\n"
-	next := string(Plan([]byte(in), SetOptions{ID: "openstack"}, nil))
+	next := string(plan([]byte(in), SetOptions{ID: "openstack"}, nil))
 	if !strings.HasPrefix(next, in) || !strings.HasSuffix(next, "fi\nset oem_id=\"openstack\"\n") {
 		t.Fatalf("got %q", next)
 	}
-	if ParseGrubConfig([]byte(next)).Settings().OEMID != "openstack" {
+	if parseGrubConfig([]byte(next)).Settings().OEMID != "openstack" {
 		t.Fatal("effective oem_id is not openstack")
 	}
 }
@@ -97,13 +97,13 @@ func TestCheckGrubConfigBounds(t *testing.T) {
 		"flatcar's":           {qemuGrubCfg, ""},
 		"doubling 40 times":   {`set linux_append="x"` + "\n" + doubling, "would expand to more than"},
 		"100k self-appending": {strings.Repeat(`set linux_append="$linux_append a"`+"\n", 100000), "more than the 65536"},
-		"many short lines":    {strings.Repeat("set a=b\n", MaxGrubCfgLines+1), "lines, more than"},
-		"a long literal":      {`set linux_append="` + strings.Repeat("a", MaxGrubValue+1) + `"`, "would expand to more than"},
-		"at the value bound":  {`set linux_append="` + strings.Repeat("a", MaxGrubValue) + `"`, ""},
+		"many short lines":    {strings.Repeat("set a=b\n", maxGrubCfgLines+1), "lines, more than"},
+		"a long literal":      {`set linux_append="` + strings.Repeat("a", maxGrubValue+1) + `"`, "would expand to more than"},
+		"at the value bound":  {`set linux_append="` + strings.Repeat("a", maxGrubValue) + `"`, ""},
 	}
 	for name, c := range cases {
 		start := time.Now()
-		err := CheckGrubConfig([]byte(c.cfg))
+		err := checkGrubConfig([]byte(c.cfg))
 		if took := time.Since(start); took > time.Second {
 			t.Errorf("%s: took %v", name, took)
 		}
@@ -111,7 +111,7 @@ func TestCheckGrubConfigBounds(t *testing.T) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 		// Settings stays bounded even without the check.
-		if s := ParseGrubConfig([]byte(c.cfg)).Settings(); len(s.LinuxAppend) > MaxGrubValue {
+		if s := parseGrubConfig([]byte(c.cfg)).Settings(); len(s.LinuxAppend) > maxGrubValue {
 			t.Errorf("%s: Settings gave a %d-byte linux_append", name, len(s.LinuxAppend))
 		}
 	}
@@ -130,28 +130,28 @@ func FuzzGrubConfig(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		before := allocated()
-		err := CheckGrubConfig(data)
-		g := ParseGrubConfig(data)
+		err := checkGrubConfig(data)
+		g := parseGrubConfig(data)
 		s := g.Settings()
 		// The memory limit: at most MaxGrubCfgLines values of 2*MaxGrubValue each, twice over.
-		if n := allocated() - before; n > 4*MaxGrubCfgLines*MaxGrubValue+uint64(64*len(data)) {
+		if n := allocated() - before; n > 4*maxGrubCfgLines*maxGrubValue+uint64(64*len(data)) {
 			t.Fatalf("evaluating %d bytes allocated %d bytes", len(data), n)
 		}
 		for _, v := range []string{s.OEMID, s.LinuxAppend, s.LinuxConsole} {
-			if len(v) > MaxGrubValue {
+			if len(v) > maxGrubValue {
 				t.Fatalf("a %d-byte value", len(v))
 			}
 		}
 		if err != nil {
 			return
 		}
-		if len(data) > MaxGrubCfgBytes {
+		if len(data) > maxGrubCfgBytes {
 			t.Fatalf("accepted %d bytes", len(data))
 		}
 		if got := g.Bytes(); len(g.lines) > 0 && data[len(data)-1] == '\n' && string(got) != string(data) {
 			t.Fatalf("re-rendered %q as %q", data, got)
 		}
-		g.Set(VarOEMID, "openstack")
+		g.Set(varOEMID, "openstack")
 		if got := g.Settings().OEMID; got != "openstack" {
 			t.Fatalf("after Set, oem_id is %q", got)
 		}

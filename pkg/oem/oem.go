@@ -14,19 +14,19 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/disk"
 )
 
-// PartitionName is the GPT name of Flatcar's OEM partition.
-const PartitionName = "OEM"
+// partitionName is the GPT name of Flatcar's OEM partition.
+const partitionName = "OEM"
 
-// GrubCfgPath is the OEM grub.cfg, an io/fs name in the OEM filesystem (/oem/grub.cfg when mounted).
-const GrubCfgPath = "grub.cfg"
+// grubCfgPath is the OEM grub.cfg, an io/fs name in the OEM filesystem (/oem/grub.cfg when mounted).
+const grubCfgPath = "grub.cfg"
 
 // Autologin is the kernel argument that gives a root shell on the console; production images drop it.
 const Autologin = "flatcar.autologin"
 
-// Partition opens the OEM partition's filesystem of img: btrfs or ext4, the two Flatcar has
+// partition opens the OEM partition's filesystem of img: btrfs or ext4, the two Flatcar has
 // shipped. A read-only img makes WriteFile fail.
-func Partition(img *disk.Image) (disk.Partition, disk.WritableFS, error) {
-	p, err := img.FindPartition(PartitionName)
+func partition(img *disk.Image) (disk.Partition, disk.WritableFS, error) {
+	p, err := img.FindPartition(partitionName)
 	if err != nil {
 		return p, nil, err
 	}
@@ -57,19 +57,19 @@ type State struct {
 
 // ReadState reads grub.cfg and oem-release.
 func ReadState(img *disk.Image) (State, disk.WritableFS, error) {
-	p, fsys, err := Partition(img)
+	p, fsys, err := partition(img)
 	if err != nil {
 		return State{}, nil, err
 	}
 	st := State{Partition: p.Number, Filesystem: fsys.Type()}
-	data, err := fsys.ReadFile(GrubCfgPath)
+	data, err := fsys.ReadFile(grubCfgPath)
 	switch {
 	case err == nil:
 		st.GrubCfg = true
-		if err := CheckGrubConfig(data); err != nil {
+		if err := checkGrubConfig(data); err != nil {
 			return st, fsys, fmt.Errorf("%s: OEM %w", img.Path, err)
 		}
-		st.Settings = ParseGrubConfig(data).Settings()
+		st.Settings = parseGrubConfig(data).Settings()
 	case !errors.Is(err, fs.ErrNotExist):
 		return st, fsys, fmt.Errorf("%s: reading OEM grub.cfg: %w", img.Path, err)
 	}
@@ -91,16 +91,16 @@ func osReleaseValue(data []byte, key string) string {
 	return ""
 }
 
-// NoRoomError is a file too big for the in-place rewrite of a btrfs OEM partition. Nothing was
+// noRoomError is a file too big for the in-place rewrite of a btrfs OEM partition. Nothing was
 // written when it is returned.
-type NoRoomError struct {
+type noRoomError struct {
 	File      string
 	Size      int // bytes of the new content
 	MaxStored int // most bytes one inline extent stores (compressed content up to a sector may fit)
 	detail    error
 }
 
-func (e *NoRoomError) Error() string {
+func (e *noRoomError) Error() string {
 	return fmt.Sprintf("the new %s (%d bytes) does not fit in the btrfs OEM partition: flatcar-capo rewrites a btrfs file in place "+
 		"as one inline extent, which stores at most %d bytes (zlib-compressed when that helps), and its tree leaf must have room too. "+
 		"Nothing was written. Shorten --linux-append (kernel arguments added by earlier runs stay: start again from the original "+
@@ -108,4 +108,4 @@ func (e *NoRoomError) Error() string {
 		e.File, e.Size, e.MaxStored)
 }
 
-func (e *NoRoomError) Unwrap() error { return e.detail }
+func (e *noRoomError) Unwrap() error { return e.detail }

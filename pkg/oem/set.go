@@ -29,7 +29,7 @@ type SetOptions struct {
 // Validate checks every value; a failure wraps errs.ErrInvalid (usage error, exit 2).
 func (o SetOptions) Validate() ([]string, error) {
 	if o.ID == "" {
-		return nil, errs.Invalidf("--id is required, e.g. --id openstack (Flatcar's OEM ids: %s)", strings.Join(KnownIDs, ", "))
+		return nil, errs.Invalidf("--id is required, e.g. --id openstack (Flatcar's OEM ids: %s)", strings.Join(knownIDs, ", "))
 	}
 	if err := ValidateID(o.ID, o.AllowUnknownID); err != nil {
 		return nil, err
@@ -49,9 +49,9 @@ type SetResult struct {
 	MBRReplaced bool     `json:"mbrReplaced"`
 }
 
-// Plan computes the new grub.cfg for the current content (nil when it does not exist).
-func Plan(current []byte, opts SetOptions, extra []string) []byte {
-	g := ParseGrubConfig(current)
+// plan computes the new grub.cfg for the current content (nil when it does not exist).
+func plan(current []byte, opts SetOptions, extra []string) []byte {
+	g := parseGrubConfig(current)
 	s := g.Settings()
 	words := strings.Fields(s.LinuxAppend)
 	if !opts.KeepAutologin {
@@ -62,9 +62,9 @@ func Plan(current []byte, opts SetOptions, extra []string) []byte {
 			words = append(words, w)
 		}
 	}
-	g.Set(VarOEMID, opts.ID)
+	g.Set(varOEMID, opts.ID)
 	if newAppend := strings.Join(words, " "); newAppend != s.LinuxAppend || current == nil {
-		g.Set(VarLinuxAppend, newAppend)
+		g.Set(varLinuxAppend, newAppend)
 	}
 	return g.Bytes()
 }
@@ -83,7 +83,7 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 			return res, fmt.Errorf("%s: %w", img.Path, err)
 		}
 	}
-	p, fsys, err := Partition(img)
+	p, fsys, err := partition(img)
 	if err != nil {
 		return res, err
 	}
@@ -91,24 +91,24 @@ func Set(img *disk.Image, opts SetOptions) (SetResult, error) {
 	if b, ok := fsys.(*btrfs.FS); ok && !opts.Time.IsZero() { // go-diskfs' ext4 stamps time.Now
 		b.Now = opts.Time
 	}
-	current, err := fsys.ReadFile(GrubCfgPath)
+	current, err := fsys.ReadFile(grubCfgPath)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return res, fmt.Errorf("%s: reading OEM grub.cfg: %w", img.Path, err)
 		}
 		current, res.Created = nil, true
-	} else if err := CheckGrubConfig(current); err != nil {
+	} else if err := checkGrubConfig(current); err != nil {
 		return res, fmt.Errorf("%s: OEM %w", img.Path, err)
 	}
-	res.Before = ParseGrubConfig(current).Settings()
-	next := Plan(current, opts, extra)
-	res.After = ParseGrubConfig(next).Settings()
+	res.Before = parseGrubConfig(current).Settings()
+	next := plan(current, opts, extra)
+	res.After = parseGrubConfig(next).Settings()
 	if res.Created || string(next) != string(current) {
 		// Content too big for a btrfs OEM's in-place rewrite gets a message saying so and what to
 		// do, not the btrfs package's "unsupported layout".
-		err := fsys.WriteFile(GrubCfgPath, next)
+		err := fsys.WriteFile(grubCfgPath, next)
 		if b, ok := fsys.(*btrfs.FS); ok && errors.Is(err, btrfs.ErrNoRoom) {
-			err = &NoRoomError{File: "/" + GrubCfgPath, Size: len(next), MaxStored: b.MaxInline(), detail: err}
+			err = &noRoomError{File: "/" + grubCfgPath, Size: len(next), MaxStored: b.MaxInline(), detail: err}
 		}
 		if err != nil {
 			return res, fmt.Errorf("%s: writing OEM grub.cfg (%s): %w", img.Path, fsys.Type(), err)
@@ -133,9 +133,9 @@ var (
 	maxValueLength = 1024
 )
 
-// KnownIDs are the platform ids Flatcar's initrd (Ignition, afterburn/coreos-metadata) accepts as
+// knownIDs are the platform ids Flatcar's initrd (Ignition, afterburn/coreos-metadata) accepts as
 // flatcar.oem.id, from Flatcar's image types and Ignition's platform list.
-var KnownIDs = []string{
+var knownIDs = []string{
 	"akamai", "ami", "azure", "brightbox", "cloudsigma", "cloudstack", "digitalocean",
 	"equinixmetal", "exoscale", "file", "gce", "hetzner", "hyperv", "interoute", "kubevirt",
 	"metal", "niftycloud", "openstack", "packet", "proxmoxve", "pxe", "qemu", "rackspace",
@@ -149,10 +149,10 @@ func ValidateID(id string, allowUnknown bool) error {
 	if !idPattern.MatchString(id) || len(id) > 64 {
 		return errs.Invalidf("invalid OEM id %q: an id is lowercase letters, digits, '-' and '_' (pattern [a-z0-9][a-z0-9_-]*), e.g. --id openstack", id)
 	}
-	if allowUnknown || slices.Contains(KnownIDs, id) {
+	if allowUnknown || slices.Contains(knownIDs, id) {
 		return nil
 	}
-	return errs.Invalidf("unknown OEM id %q; Flatcar's OEM ids are: %s (use --allow-unknown-id for a platform this list lacks)", id, strings.Join(KnownIDs, ", "))
+	return errs.Invalidf("unknown OEM id %q; Flatcar's OEM ids are: %s (use --allow-unknown-id for a platform this list lacks)", id, strings.Join(knownIDs, ", "))
 }
 
 // ParseKernelArgs splits space-separated kernel arguments and checks each word.

@@ -22,7 +22,7 @@ type Tools struct {
 	Accelerator     string `json:"accelerator"`
 	AcceleratorNote string `json:"acceleratorNote,omitempty"`
 	driver          Driver
-	version         Version
+	version         version
 }
 
 // PlanInfo is what a build would do, for --dry-run.
@@ -120,7 +120,7 @@ func (pi PlanInfo) validate(ctx context.Context, c *condenser) error {
 	return nil
 }
 
-func (pi PlanInfo) templatePath() string { return filepath.Join(pi.Config.WorkDir, TemplateFile) }
+func (pi PlanInfo) templatePath() string { return filepath.Join(pi.Config.WorkDir, templateFile) }
 func (pi PlanInfo) logFile() string      { return filepath.Join(pi.Config.WorkDir, "packer.log") }
 
 func (pi PlanInfo) run(ctx context.Context, c *condenser, args ...string) error {
@@ -178,7 +178,7 @@ type condenser struct {
 }
 
 func (c *condenser) line(s string) {
-	l, ok := ParseLine(s)
+	l, ok := parseLine(s)
 	if !ok {
 		if t := strings.TrimSpace(s); t != "" {
 			fmt.Fprintln(c.log, t)

@@ -42,8 +42,8 @@ type Result struct {
 	Image, LogFile, PackerVersion, Accelerator string
 }
 
-// GuestPayloadDir is where the payload lands in the guest; sysprep removes it.
-const GuestPayloadDir = "/tmp/flatcar-capo/payload"
+// guestPayloadDir is where the payload lands in the guest; sysprep removes it.
+const guestPayloadDir = "/tmp/flatcar-capo/payload"
 
 // PayloadFiles are the files a payload directory must hold.
 var PayloadFiles = []string{"bin/kubeadm", "bin/kubelet", "bin/kubectl", "crictl.tar.gz", "cni-plugins.tgz", "versions.env"}

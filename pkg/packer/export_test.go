@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// Validate plans the build, materialises the build directory (scripts and rendered template)
+// validate plans the build, materialises the build directory (scripts and rendered template)
 // and runs `packer validate` on it, as Build does first. Nothing boots.
-func Validate(ctx context.Context, cfg Config) (PlanInfo, error) {
+func validate(ctx context.Context, cfg Config) (PlanInfo, error) {
 	pi, err := Plan(ctx, cfg)
 	if err != nil {
 		return pi, err

@@ -142,7 +142,7 @@ func TestBuildStandinAndBootResult(t *testing.T) {
 		"id capo-build 2>&1 || true":                                            "no such user",
 		"test ! -e /home/capo-build && echo gone":                               "gone",
 		"grep -c capo-build /oem/config.ign 2>/dev/null || echo 0":              "0", // sysprep removes a leftover one
-		"test ! -e " + GuestPayloadDir + " && echo gone":                        "gone",
+		"test ! -e " + guestPayloadDir + " && echo gone":                        "gone",
 		"cat /etc/flatcar-capo-user-script":                                     "user-script-ran",
 	} {
 		out, err := g.SSH(cmd)

@@ -5,27 +5,27 @@ import (
 	"strings"
 )
 
-// Line is one line of `packer -machine-readable` output: timestamp,target,type,data...
-type Line struct {
+// line is one line of `packer -machine-readable` output: timestamp,target,type,data...
+type line struct {
 	Timestamp int64
 	Target    string // the build name ("qemu.flatcar"), empty for global lines
 	Type      string // "ui", "artifact", "error-count", ...
 	Data      []string
 }
 
-// ParseLine splits a machine-readable line and undoes packer's escaping in the data fields
+// parseLine splits a machine-readable line and undoes packer's escaping in the data fields
 // (commas as %!(PACKER_COMMA), newlines and carriage returns as \n and \r). ok is false for lines
 // that are not machine-readable (packer can print plain text before it parses its flags).
-func ParseLine(s string) (l Line, ok bool) {
+func parseLine(s string) (l line, ok bool) {
 	f := strings.Split(strings.TrimRight(s, "\r\n"), ",")
 	if len(f) < 3 {
-		return Line{}, false
+		return line{}, false
 	}
 	ts, err := strconv.ParseInt(f[0], 10, 64)
 	if err != nil || f[2] == "" {
-		return Line{}, false
+		return line{}, false
 	}
-	l = Line{Timestamp: ts, Target: f[1], Type: f[2]}
+	l = line{Timestamp: ts, Target: f[1], Type: f[2]}
 	for _, d := range f[3:] {
 		l.Data = append(l.Data, unescaper.Replace(d))
 	}
@@ -36,7 +36,7 @@ var unescaper = strings.NewReplacer(`%!(PACKER_COMMA)`, ",", `\n`, "\n", `\r`, "
 
 // UI returns the text of a `ui` line and its kind ("say", "message", "error"); ok is false for
 // other line types.
-func (l Line) UI() (kind, text string, ok bool) {
+func (l line) UI() (kind, text string, ok bool) {
 	if l.Type != "ui" || len(l.Data) < 2 {
 		return "", "", false
 	}

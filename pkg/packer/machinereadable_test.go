@@ -8,11 +8,11 @@ import (
 )
 
 func TestParseLine(t *testing.T) {
-	l, ok := ParseLine(`1764565000,qemu.flatcar,ui,say,==> qemu.flatcar: Waiting for SSH%!(PACKER_COMMA) port 3344\n  second line`)
+	l, ok := parseLine(`1764565000,qemu.flatcar,ui,say,==> qemu.flatcar: Waiting for SSH%!(PACKER_COMMA) port 3344\n  second line`)
 	if !ok {
 		t.Fatal("a machine-readable ui line was not recognised")
 	}
-	want := Line{Timestamp: 1764565000, Target: "qemu.flatcar", Type: "ui",
+	want := line{Timestamp: 1764565000, Target: "qemu.flatcar", Type: "ui",
 		Data: []string{"say", "==> qemu.flatcar: Waiting for SSH, port 3344\n  second line"}}
 	if !reflect.DeepEqual(l, want) {
 		t.Fatalf("ParseLine = %#v, want %#v", l, want)
@@ -20,7 +20,7 @@ func TestParseLine(t *testing.T) {
 	if kind, text, ok := l.UI(); !ok || kind != "say" || !strings.HasPrefix(text, "==> qemu.flatcar: Waiting for SSH, port") {
 		t.Fatalf("UI() = %q %q %v", kind, text, ok)
 	}
-	l, ok = ParseLine("1764565001,,artifact-count,1")
+	l, ok = parseLine("1764565001,,artifact-count,1")
 	if !ok || l.Target != "" || l.Type != "artifact-count" || !reflect.DeepEqual(l.Data, []string{"1"}) {
 		t.Fatalf("global line = %#v %v", l, ok)
 	}
@@ -28,7 +28,7 @@ func TestParseLine(t *testing.T) {
 		t.Error("artifact-count taken for a ui line")
 	}
 	for _, plain := range []string{"", "Error: Failed to prepare build", "abc,qemu,ui,say,x", "12,x"} {
-		if l, ok := ParseLine(plain); ok {
+		if l, ok := parseLine(plain); ok {
 			t.Errorf("ParseLine(%q) = %#v, want not machine-readable", plain, l)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
-// TemplateFile is the rendered template's name in the build directory.
-const TemplateFile = "flatcar-capo.pkr.hcl"
+// templateFile is the rendered template's name in the build directory.
+const templateFile = "flatcar-capo.pkr.hcl"
 
 // templateData is what packer/flatcar-capo.pkr.hcl.tmpl sees.
 type templateData struct {
@@ -37,7 +37,7 @@ type templateData struct {
 func scriptEnv(cfg Config) []string {
 	env := node.Env()
 	maps.Copy(env, cfg.Vars)
-	env["PAYLOAD_DIR"] = GuestPayloadDir
+	env["PAYLOAD_DIR"] = guestPayloadDir
 	env["BUILD_USER"] = cfg.SSHUser
 	out := make([]string, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {
@@ -74,7 +74,7 @@ func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // render produces the HCL2 template for packer version v. cfg must be checked, WorkDir the
 // directory the scripts are materialised in.
-func render(cfg Config, v Version, accel, qemu string) (string, error) {
+func render(cfg Config, v version, accel, qemu string) (string, error) {
 	t, err := template.New(packerfiles.Template).Funcs(template.FuncMap{"hcl": hclString, "hclList": hclList}).
 		ParseFS(packerfiles.FS, packerfiles.Template)
 	if err != nil {
@@ -97,7 +97,7 @@ func render(cfg Config, v Version, accel, qemu string) (string, error) {
 		ShutdownTimeout:   "10m0s",
 		QEMUArgs:          qemuArgs(cfg),
 		PayloadSource:     cfg.Payload + "/", // trailing slash: the directory's contents
-		GuestPayload:      GuestPayloadDir,
+		GuestPayload:      guestPayloadDir,
 		UserScripts:       cfg.UserScripts,
 		Env:               scriptEnv(cfg),
 		SysprepScript:     script(packerfiles.Sysprep),

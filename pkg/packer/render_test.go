@@ -17,14 +17,14 @@ func TestRenderPerPackerVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := render(cfg, Version{1, 6, 6, ""}, "tcg", "/usr/bin/qemu-system-x86_64")
+	old, err := render(cfg, version{1, 6, 6, ""}, "tcg", "/usr/bin/qemu-system-x86_64")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.DiskSize = 12 << 30
 	cfg.IgnitionFile, cfg.ConfigDriveFile = "", cfg.IgnitionFile // stands in for a config drive
 	cfg.UserScripts = []string{cfg.SSHPrivateKeyFile + ".pub"}
-	cur, err := render(cfg, Version{1, 12, 0, ""}, "kvm", "/usr/bin/qemu-system-x86_64")
+	cur, err := render(cfg, version{1, 12, 0, ""}, "kvm", "/usr/bin/qemu-system-x86_64")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRenderPerPackerVersion(t *testing.T) {
 		`format           = "raw"`, `disable_vnc       = true`, `http_bind_address = "127.0.0.1"`,
 		`["-vnc", "none"]`, `hostfwd=tcp:127.0.0.1:{{ .SSHHostPort }}-:22`, `["-device", "virtio-net,netdev=user.0"]`,
 		`file=` + filepath.Join(cfg.OutputDir, "flatcar.img") + `,if=virtio`,
-		`"KUBERNETES_VERSION=v1.33.4"`, `"BUILD_USER=builder"`, `"PAYLOAD_DIR=` + GuestPayloadDir + `"`, `"NODE_BIN_DIR=/opt/bin"`, `"NODE_UPDATE_UNITS=update-engine.service locksmithd.service"`,
+		`"KUBERNETES_VERSION=v1.33.4"`, `"BUILD_USER=builder"`, `"PAYLOAD_DIR=` + guestPayloadDir + `"`, `"NODE_BIN_DIR=/opt/bin"`, `"NODE_UPDATE_UNITS=update-engine.service locksmithd.service"`,
 		filepath.Join(cfg.WorkDir, "scripts", "sysprep.sh"), `shutdown_command     = "sudo -n sh /run/flatcar-capo-shutdown.sh"`,
 		`source      = "` + cfg.Payload + `/"`,
 	}
@@ -106,7 +106,7 @@ func TestTemplateValidatesWithRealPackers(t *testing.T) {
 				cfg := fixture(t)
 				cfg.Packer, cfg.DiskSize = packer, disk
 				cfg.UserScripts = []string{cfg.SSHPrivateKeyFile + ".pub"}
-				pi, err := Validate(context.Background(), cfg)
+				pi, err := validate(context.Background(), cfg)
 				if err != nil {
 					t.Fatalf("packer validate: %v\ntemplate:\n%s", err, pi.Template)
 				}

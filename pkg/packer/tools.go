@@ -16,7 +16,7 @@ import (
 var (
 	ErrMissingPacker = errors.New("packer is missing or unusable")
 	ErrMissingPlugin = errors.New("the packer QEMU plugin is not installed")
-	ErrMissingQEMU   = errors.New("QEMU is missing or unusable")
+	errMissingQEMU   = errors.New("QEMU is missing or unusable")
 )
 
 const (
@@ -65,24 +65,24 @@ func pluginPathEnv(packer string) string {
 }
 
 // packerVersion runs `packer version`.
-func packerVersion(ctx context.Context, d Driver, env []string) (Version, error) {
+func packerVersion(ctx context.Context, d Driver, env []string) (version, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var out strings.Builder
 	err := d.Run(ctx, Invocation{Args: []string{"version"}, Env: env, Stdout: func(l string) { out.WriteString(l + "\n") }})
 	if err != nil {
-		return Version{}, fmt.Errorf("%w: `%s version` failed: %v; %s", ErrMissingPacker, d.Path(), err, installPackerHint)
+		return version{}, fmt.Errorf("%w: `%s version` failed: %v; %s", ErrMissingPacker, d.Path(), err, installPackerHint)
 	}
-	v, err := ParseVersion(out.String())
+	v, err := parseVersion(out.String())
 	if err != nil {
-		return Version{}, fmt.Errorf("%w: %s: %v", ErrMissingPacker, d.Path(), err)
+		return version{}, fmt.Errorf("%w: %s: %v", ErrMissingPacker, d.Path(), err)
 	}
 	return v, nil
 }
 
 // checkQEMUPlugin fails, before anything boots, when packer >= 1.10 has no QEMU plugin, and says
 // the exact command that installs it.
-func checkQEMUPlugin(ctx context.Context, d Driver, v Version, env []string, pluginPath string) error {
+func checkQEMUPlugin(ctx context.Context, d Driver, v version, env []string, pluginPath string) error {
 	if !v.NeedsQEMUPlugin() {
 		return nil
 	}
@@ -112,10 +112,10 @@ func findQEMU(p string) (string, error) {
 	p = cmp.Or(p, "qemu-system-x86_64")
 	found, err := exec.LookPath(p)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s not found: %s", ErrMissingQEMU, p, installQEMUHint)
+		return "", fmt.Errorf("%w: %s not found: %s", errMissingQEMU, p, installQEMUHint)
 	}
 	if _, err := exec.LookPath("qemu-img"); err != nil {
-		return "", fmt.Errorf("%w: qemu-img not found (packer copies the base disk with it): install it with `apt-get install qemu-utils`", ErrMissingQEMU)
+		return "", fmt.Errorf("%w: qemu-img not found (packer copies the base disk with it): install it with `apt-get install qemu-utils`", errMissingQEMU)
 	}
 	return filepath.Abs(found) // clean, as Abs makes it
 }

@@ -15,7 +15,7 @@ func TestParseVersion(t *testing.T) {
 		{"1.6.6\n", "1.6.6", false},
 		{"Packer v2.0.1\n", "2.0.1", true},
 	} {
-		v, err := ParseVersion(c.in)
+		v, err := parseVersion(c.in)
 		if err != nil {
 			t.Fatalf("ParseVersion(%q): %v", c.in, err)
 		}
@@ -24,14 +24,14 @@ func TestParseVersion(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "packer: command not found", "Packer vX.Y"} {
-		if v, err := ParseVersion(bad); err == nil {
+		if v, err := parseVersion(bad); err == nil {
 			t.Errorf("ParseVersion(%q) = %s, want an error", bad, v)
 		}
 	}
-	if err := (Version{1, 5, 6, ""}).Supported(); err == nil {
+	if err := (version{1, 5, 6, ""}).Supported(); err == nil {
 		t.Error("packer 1.5.6 accepted; it has no iso_checksum = \"none\"")
 	}
-	if err := (Version{1, 6, 6, ""}).Supported(); err != nil {
+	if err := (version{1, 6, 6, ""}).Supported(); err != nil {
 		t.Errorf("packer 1.6.6 refused: %v", err)
 	}
 }

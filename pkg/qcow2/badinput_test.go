@@ -64,69 +64,69 @@ func TestBadInputs(t *testing.T) {
 		err  error
 	}{
 		{"empty file", patch(nil, func([]byte) {}), "", nil},
-		{"truncated header", patch(orig[:50], func([]byte) {}), "truncated header", ErrCorrupt},
-		{"truncated v3 header", patch(orig[:90], func([]byte) {}), "truncated", ErrCorrupt},
-		{"truncated in the data", patch(orig[:len(orig)/2], func([]byte) {}), "past the end of the file", ErrCorrupt},
-		{"truncated in the tables", patch(orig[:3*65536+100], func([]byte) {}), "past the end of the file", ErrCorrupt},
-		{"truncated compressed", patch(origC[:len(origC)-200000], func([]byte) {}), "past the end of the file", ErrCorrupt},
-		{"version 4", patch(orig, func(b []byte) { be.PutUint32(b[4:], 4) }), "qcow2 version 4", ErrUnsupported},
-		{"cluster_bits 30", patch(orig, func(b []byte) { be.PutUint32(b[20:], 30) }), "cluster_bits 30", ErrCorrupt},
-		{"cluster_bits 8", patch(orig, func(b []byte) { be.PutUint32(b[20:], 8) }), "cluster_bits 8", ErrCorrupt},
-		{"huge virtual size", patch(orig, func(b []byte) { be.PutUint64(b[24:], 1<<62) }), "is too large, not supported", ErrUnsupported},
-		{"virtual size beyond L1", patch(orig, func(b []byte) { be.PutUint64(b[24:], 1<<45) }), "the virtual size needs", ErrCorrupt},
-		{"huge L1", patch(orig, func(b []byte) { be.PutUint32(b[36:], 1<<30) }), "L1 table", ErrCorrupt},
-		{"L1 past the end", patch(orig, func(b []byte) { be.PutUint64(b[40:], 1<<40) }), "L1 table at 0x10000000000", ErrCorrupt},
-		{"L1 unaligned", patch(orig, func(b []byte) { be.PutUint64(b[40:], 65536+8) }), "not cluster aligned", ErrCorrupt},
-		{"L1 on the header", patch(orig, func(b []byte) { be.PutUint64(b[40:], 0) }), "overlaps the header", ErrCorrupt},
-		{"refcount table too big", patch(orig, func(b []byte) { be.PutUint32(b[56:], 1<<20) }), "refcount table", ErrCorrupt},
-		{"header_length too big", patch(orig, func(b []byte) { be.PutUint32(b[100:], 1<<20) }), "header_length", ErrCorrupt},
-		{"refcount_order 9", patch(orig, func(b []byte) { be.PutUint32(b[96:], 9) }), "refcount_order", ErrCorrupt},
+		{"truncated header", patch(orig[:50], func([]byte) {}), "truncated header", errCorrupt},
+		{"truncated v3 header", patch(orig[:90], func([]byte) {}), "truncated", errCorrupt},
+		{"truncated in the data", patch(orig[:len(orig)/2], func([]byte) {}), "past the end of the file", errCorrupt},
+		{"truncated in the tables", patch(orig[:3*65536+100], func([]byte) {}), "past the end of the file", errCorrupt},
+		{"truncated compressed", patch(origC[:len(origC)-200000], func([]byte) {}), "past the end of the file", errCorrupt},
+		{"version 4", patch(orig, func(b []byte) { be.PutUint32(b[4:], 4) }), "qcow2 version 4", errUnsupported},
+		{"cluster_bits 30", patch(orig, func(b []byte) { be.PutUint32(b[20:], 30) }), "cluster_bits 30", errCorrupt},
+		{"cluster_bits 8", patch(orig, func(b []byte) { be.PutUint32(b[20:], 8) }), "cluster_bits 8", errCorrupt},
+		{"huge virtual size", patch(orig, func(b []byte) { be.PutUint64(b[24:], 1<<62) }), "is too large, not supported", errUnsupported},
+		{"virtual size beyond L1", patch(orig, func(b []byte) { be.PutUint64(b[24:], 1<<45) }), "the virtual size needs", errCorrupt},
+		{"huge L1", patch(orig, func(b []byte) { be.PutUint32(b[36:], 1<<30) }), "L1 table", errCorrupt},
+		{"L1 past the end", patch(orig, func(b []byte) { be.PutUint64(b[40:], 1<<40) }), "L1 table at 0x10000000000", errCorrupt},
+		{"L1 unaligned", patch(orig, func(b []byte) { be.PutUint64(b[40:], 65536+8) }), "not cluster aligned", errCorrupt},
+		{"L1 on the header", patch(orig, func(b []byte) { be.PutUint64(b[40:], 0) }), "overlaps the header", errCorrupt},
+		{"refcount table too big", patch(orig, func(b []byte) { be.PutUint32(b[56:], 1<<20) }), "refcount table", errCorrupt},
+		{"header_length too big", patch(orig, func(b []byte) { be.PutUint32(b[100:], 1<<20) }), "header_length", errCorrupt},
+		{"refcount_order 9", patch(orig, func(b []byte) { be.PutUint32(b[96:], 9) }), "refcount_order", errCorrupt},
 		{"L1 entry past the end", patch(orig, func(b []byte) {
 			l1 := be.Uint64(b[40:])
 			be.PutUint64(b[l1:], 1<<40|flagCopied)
-		}), "L2 table at 0x10000000000 points past the end", ErrCorrupt},
+		}), "L2 table at 0x10000000000 points past the end", errCorrupt},
 		{"L2 entry past the end", patch(orig, func(b []byte) {
 			_, e := firstL2(t, b)
 			be.PutUint64(b[e:], uint64(len(b)+65536)|flagCopied)
-		}), "data cluster at", ErrCorrupt},
+		}), "data cluster at", errCorrupt},
 		{"L2 entry unaligned", patch(orig, func(b []byte) {
 			_, e := firstL2(t, b)
 			be.PutUint64(b[e:], be.Uint64(b[e:])+512)
-		}), "not cluster aligned", ErrCorrupt},
+		}), "not cluster aligned", errCorrupt},
 		{"L2 entry with reserved bits", patch(orig, func(b []byte) {
 			_, e := firstL2(t, b)
 			be.PutUint64(b[e:], be.Uint64(b[e:])|1<<57)
-		}), "reserved bits", ErrCorrupt},
+		}), "reserved bits", errCorrupt},
 		{"L2 entry on the L1 table", patch(orig, func(b []byte) {
 			_, e := firstL2(t, b)
 			be.PutUint64(b[e:], be.Uint64(b[40:])|flagCopied)
-		}), "overlaps the image header or tables", ErrCorrupt},
+		}), "overlaps the image header or tables", errCorrupt},
 		{"compressed entry past the end", patch(origC, func(b []byte) {
 			_, e := firstL2(t, b)
 			be.PutUint64(b[e:], flagCompress|uint64(len(b)+1000))
-		}), "compressed cluster at", ErrCorrupt},
+		}), "compressed cluster at", errCorrupt},
 		{"compressed garbage", patch(origC, func(b []byte) {
 			_, e := firstL2(t, b)
 			coff := be.Uint64(b[e:]) & (1<<54 - 1)
 			for i := coff; i < coff+64; i++ {
 				b[i] = 0xff
 			}
-		}), "does not decode", ErrCorrupt},
+		}), "does not decode", errCorrupt},
 		{"refcount block zeroed", patch(orig, func(b []byte) {
 			rb := be.Uint64(b[be.Uint64(b[48:]):])
 			clear(b[rb : rb+65536])
-		}), "refcount is 0", ErrCorrupt},
+		}), "refcount is 0", errCorrupt},
 		{"refcount table entry past the end", patch(orig, func(b []byte) {
 			be.PutUint64(b[be.Uint64(b[48:]):], 1<<40)
-		}), "refcount block at 0x10000000000", ErrCorrupt},
-		{"LUKS encryption", patch(orig, func(b []byte) { be.PutUint32(b[32:], 2) }), "encrypted images (LUKS", ErrUnsupported},
-		{"AES encryption", patch(orig, func(b []byte) { be.PutUint32(b[32:], 1) }), "encrypted images (AES", ErrUnsupported},
-		{"backing file", fromQemu("-b", filepath.Join(dir, "base.qcow2"), "-F", "qcow2"), "backing file", ErrUnsupported},
-		{"external data file", fromQemu("-o", "data_file="+filepath.Join(dir, "data.raw")), "external data files", ErrUnsupported},
-		{"zstd", fromQemu("-o", "compression_type=zstd"), "zstd compression", ErrUnsupported},
-		{"extended L2", fromQemu("-o", "extended_l2=on"), "extended L2", ErrUnsupported},
-		{"unknown incompatible bit", patch(orig, func(b []byte) { be.PutUint64(b[72:], 1<<10) }), "unknown incompatible feature bit 10", ErrUnsupported},
-		{"marked corrupt", patch(orig, func(b []byte) { be.PutUint64(b[72:], incompatCorrupt) }), "marked corrupt", ErrCorrupt},
+		}), "refcount block at 0x10000000000", errCorrupt},
+		{"LUKS encryption", patch(orig, func(b []byte) { be.PutUint32(b[32:], 2) }), "encrypted images (LUKS", errUnsupported},
+		{"AES encryption", patch(orig, func(b []byte) { be.PutUint32(b[32:], 1) }), "encrypted images (AES", errUnsupported},
+		{"backing file", fromQemu("-b", filepath.Join(dir, "base.qcow2"), "-F", "qcow2"), "backing file", errUnsupported},
+		{"external data file", fromQemu("-o", "data_file="+filepath.Join(dir, "data.raw")), "external data files", errUnsupported},
+		{"zstd", fromQemu("-o", "compression_type=zstd"), "zstd compression", errUnsupported},
+		{"extended L2", fromQemu("-o", "extended_l2=on"), "extended L2", errUnsupported},
+		{"unknown incompatible bit", patch(orig, func(b []byte) { be.PutUint64(b[72:], 1<<10) }), "unknown incompatible feature bit 10", errUnsupported},
+		{"marked corrupt", patch(orig, func(b []byte) { be.PutUint64(b[72:], incompatCorrupt) }), "marked corrupt", errCorrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(dir, "bad.qcow2")

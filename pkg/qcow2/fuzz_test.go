@@ -42,7 +42,7 @@ func TestSeedImagesMatchRaw(t *testing.T) {
 		if name == "seed-v3-zero.qcow2" {
 			want = zeroed
 		}
-		r, err := Open(bytes.NewReader(b), int64(len(b)))
+		r, err := open(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -66,7 +66,7 @@ func FuzzOpen(f *testing.F) {
 
 func fuzzOpenBody(t *testing.T, data []byte) {
 	{
-		r, err := Open(bytes.NewReader(data), int64(len(data)))
+		r, err := open(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			return
 		}

@@ -20,21 +20,21 @@ import (
 	"math/bits"
 )
 
-// Magic is the first four bytes of every qcow2 file.
-var Magic = [4]byte{'Q', 'F', 'I', 0xfb}
+// magic is the first four bytes of every qcow2 file.
+var magic = [4]byte{'Q', 'F', 'I', 0xfb}
 
-// ErrUnsupported is wrapped by errors about valid qcow2 features this package does not implement.
-var ErrUnsupported = errors.New("not supported")
+// errUnsupported is wrapped by errors about valid qcow2 features this package does not implement.
+var errUnsupported = errors.New("not supported")
 
-// ErrCorrupt is wrapped by errors about images that break the qcow2 format.
-var ErrCorrupt = errors.New("corrupt qcow2 image")
+// errCorrupt is wrapped by errors about images that break the qcow2 format.
+var errCorrupt = errors.New("corrupt qcow2 image")
 
 func unsupported(format string, a ...any) error {
-	return fmt.Errorf("qcow2: %s: %w (convert it with qemu-img first)", fmt.Sprintf(format, a...), ErrUnsupported)
+	return fmt.Errorf("qcow2: %s: %w (convert it with qemu-img first)", fmt.Sprintf(format, a...), errUnsupported)
 }
 
 func corrupt(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: %s", errCorrupt, fmt.Sprintf(format, a...))
 }
 
 const (
@@ -88,7 +88,7 @@ func (h *Header) clusterSize() int64 { return 1 << h.ClusterBits }
 // parseHeader decodes and validates the header from the first cluster (or less, for a short
 // file) of an image of fileSize bytes.
 func parseHeader(b []byte, fileSize int64) (*Header, error) {
-	if len(b) < 4 || [4]byte(b[:4]) != Magic {
+	if len(b) < 4 || [4]byte(b[:4]) != magic {
 		return nil, corrupt("no qcow2 magic")
 	}
 	if len(b) < headerV2Len {
@@ -223,7 +223,7 @@ func (h *Header) checkTables(fileSize int64) error {
 	if h.Size > maxVirtualSize {
 		// qemu-img makes such files (1 EiB with 2 MiB clusters); they are not damaged.
 		return fmt.Errorf("qcow2: a virtual size of %d bytes (%d PiB) is too large, %w (at most %d PiB; a Flatcar image is a few GiB)",
-			h.Size, h.Size>>50, ErrUnsupported, uint64(maxVirtualSize)>>50)
+			h.Size, h.Size>>50, errUnsupported, uint64(maxVirtualSize)>>50)
 	}
 	perL1 := uint64(cs) * uint64(cs/8)
 	need := (h.Size + perL1 - 1) / perL1
@@ -266,7 +266,7 @@ func (h *Header) marshal() []byte {
 	}
 	b := make([]byte, n+8)
 	be := binary.BigEndian
-	copy(b, Magic[:])
+	copy(b, magic[:])
 	be.PutUint32(b[4:], h.Version)
 	be.PutUint32(b[20:], h.ClusterBits)
 	be.PutUint64(b[24:], h.Size)

@@ -203,7 +203,7 @@ func BenchmarkInflateImage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := Open(bytes.NewReader(data), int64(len(data)))
+	r, err := open(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		b.Fatal(err)
 	}

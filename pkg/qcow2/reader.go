@@ -69,14 +69,14 @@ func OpenFile(f *os.File) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Open(f, st.Size())
+	return open(f, st.Size())
 }
 
-// Open reads and validates the header and tables of a qcow2 image of fileSize bytes.
-func Open(ra io.ReaderAt, fileSize int64) (*Reader, error) {
+// open reads and validates the header and tables of a qcow2 image of fileSize bytes.
+func open(ra io.ReaderAt, fileSize int64) (*Reader, error) {
 	var peek [headerV2Len]byte
 	if n, err := ra.ReadAt(peek[:], 0); n < len(peek) {
-		if n >= 4 && [4]byte(peek[:4]) == Magic || err == io.EOF {
+		if n >= 4 && [4]byte(peek[:4]) == magic || err == io.EOF {
 			return nil, corrupt("truncated header (%d bytes)", n)
 		}
 		return nil, fmt.Errorf("qcow2: reading the header: %w", err)

@@ -34,11 +34,11 @@ func NewStreamWriter(raw *os.File) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewStream(context.Background(), src)
+	return newStream(context.Background(), src)
 }
 
-// NewStream prepares a compat 1.1 qcow2 stream of src.
-func NewStream(ctx context.Context, src vdisk.Disk) (*Stream, error) {
+// newStream prepares a compat 1.1 qcow2 stream of src.
+func newStream(ctx context.Context, src vdisk.Disk) (*Stream, error) {
 	bits := uint(defaultClusterBits)
 	runs, clusters, err := scanRuns(ctx, src, bits)
 	if err != nil {

@@ -16,8 +16,8 @@ import (
 	"unicode/utf8"
 )
 
-// Mask replaces a secret.
-const Mask = "REDACTED"
+// mask replaces a secret.
+const mask = "REDACTED"
 
 // URL returns raw with its userinfo replaced by Mask and the values of secret-looking query
 // parameters masked. A string that does not parse as a URL goes through String.
@@ -28,7 +28,7 @@ func URL(raw string) string {
 	}
 	out := raw
 	if u.User != nil {
-		out = userinfo.ReplaceAllString(out, "${1}"+Mask+"@")
+		out = userinfo.ReplaceAllString(out, "${1}"+mask+"@")
 	}
 	// Edit the query in place: re-encoding the URL would escape a {channel} template.
 	if i := strings.IndexByte(out, '?'); i >= 0 && u.RawQuery != "" {
@@ -36,7 +36,7 @@ func URL(raw string) string {
 		for j, p := range params {
 			k, _, ok := strings.Cut(p, "=")
 			if ok && secretName.MatchString(k) {
-				params[j] = k + "=" + Mask
+				params[j] = k + "=" + mask
 			}
 		}
 		out = out[:i+1] + strings.Join(params, "&")
@@ -130,7 +130,7 @@ func Known(s string) string {
 	if s == "" {
 		return s
 	}
-	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
+	s = userinfo.ReplaceAllString(s, "${1}"+mask+"@")
 	return literalsOut(s)
 }
 
@@ -140,20 +140,20 @@ func String(s string) string {
 	if s == "" {
 		return s
 	}
-	s = userinfo.ReplaceAllString(s, "${1}"+Mask+"@")
+	s = userinfo.ReplaceAllString(s, "${1}"+mask+"@")
 	s = jsonMember.ReplaceAllStringFunc(s, func(m string) string {
 		sub := jsonMember.FindStringSubmatch(m)
 		if !secretKey(strings.Trim(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sub[1]), ":")), `"`)) {
 			return m
 		}
-		return sub[1] + `"` + Mask + `"`
+		return sub[1] + `"` + mask + `"`
 	})
 	s = keyValue.ReplaceAllStringFunc(s, func(m string) string {
 		sub := keyValue.FindStringSubmatch(m)
-		if strings.HasPrefix(sub[3], Mask) || strings.HasPrefix(sub[3], `"`+Mask) || !secretKey(sub[1]) {
+		if strings.HasPrefix(sub[3], mask) || strings.HasPrefix(sub[3], `"`+mask) || !secretKey(sub[1]) {
 			return m
 		}
-		return sub[1] + sub[2] + Mask
+		return sub[1] + sub[2] + mask
 	})
 	return literalsOut(s)
 }
@@ -193,7 +193,7 @@ func literalsOut(s string) string {
 	literalMu.RLock()
 	defer literalMu.RUnlock()
 	for _, l := range literals {
-		s = strings.ReplaceAll(s, l, Mask)
+		s = strings.ReplaceAll(s, l, mask)
 	}
 	return s
 }

@@ -97,7 +97,7 @@ func TestSecretEncodings(t *testing.T) {
 			if !strings.HasPrefix(got, "authentication failed: the server echoed [") || !strings.HasSuffix(got, "] for the user admin") {
 				t.Errorf("%s: neighbouring words changed: %q", name, got)
 			}
-			if !strings.Contains(got, Mask) {
+			if !strings.Contains(got, mask) {
 				t.Errorf("%s: %q survives in %q", name, echo, got)
 			}
 		}

@@ -151,9 +151,9 @@ const SBOMFile = "flatcar_production_image_sbom.json"
 
 // Every artifact X has these companions on the server.
 const (
-	DigestsSuffix       = ".DIGESTS"     // MD5, SHA1 and SHA512 sections
+	digestsSuffix       = ".DIGESTS"     // MD5, SHA1 and SHA512 sections
 	SignedDigestsSuffix = ".DIGESTS.asc" // the same, clear-signed
-	SignatureSuffix     = ".sig"         // detached signature of X
+	signatureSuffix     = ".sig"         // detached signature of X
 )
 
 // Artifact lists the URLs that make up one downloadable file.
@@ -170,9 +170,9 @@ func (r Release) Artifact(file string) Artifact {
 	return Artifact{
 		File:          file,
 		URL:           r.URL(file),
-		DigestsURL:    r.URL(file + DigestsSuffix),
+		DigestsURL:    r.URL(file + digestsSuffix),
 		SignedDigests: r.URL(file + SignedDigestsSuffix),
-		SignatureURL:  r.URL(file + SignatureSuffix),
+		SignatureURL:  r.URL(file + signatureSuffix),
 	}
 }
 

@@ -66,7 +66,7 @@ func TestBakeRefuses(t *testing.T) {
 			big := filepath.Join(t.TempDir(), "big.raw")
 			os.WriteFile(big, nil, 0o644)
 			os.Truncate(big, 400<<20)
-			e, err := HostFile("opt/extensions/kubernetes/big.raw", 0o644, big)
+			e, err := hostFile("opt/extensions/kubernetes/big.raw", 0o644, big)
 			if err != nil {
 				t.Fatal(err)
 			}

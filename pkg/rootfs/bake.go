@@ -16,8 +16,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
-// PartitionName is the GPT name of Flatcar's ROOT partition (number 9).
-const PartitionName = "ROOT"
+// partitionName is the GPT name of Flatcar's ROOT partition (number 9).
+const partitionName = "ROOT"
 
 // Result reports what Bake did.
 type Result struct {
@@ -101,7 +101,7 @@ func oldRoot(ctx context.Context, img *disk.Image, part disk.Partition) (old vdi
 }
 
 func findRoot(img *disk.Image) (disk.Partition, error) {
-	part, err := img.FindPartition(PartitionName)
+	part, err := img.FindPartition(partitionName)
 	if err != nil {
 		return part, fmt.Errorf("%w (the bake writes into partition 9, ROOT)", err)
 	}

@@ -44,9 +44,9 @@ func Bytes(p string, perm fs.FileMode, content []byte) Entry {
 	}}
 }
 
-// HostFile returns a regular-file entry whose content is the host file src (owned by root in
+// hostFile returns a regular-file entry whose content is the host file src (owned by root in
 // the image). The size is taken now; Bake fails if the file changes size before it is written.
-func HostFile(p string, perm fs.FileMode, src string) (Entry, error) {
+func hostFile(p string, perm fs.FileMode, src string) (Entry, error) {
 	st, err := os.Stat(src)
 	if err != nil {
 		return Entry{}, err
@@ -125,7 +125,7 @@ func (l Layout) Entries() ([]Entry, error) {
 		}
 		names[x.Name] = true
 		stored := node.ExtensionFile(x.Name, x.FileName)
-		raw, err := HostFile(inRoot(stored), 0o644, x.Source)
+		raw, err := hostFile(inRoot(stored), 0o644, x.Source)
 		if err != nil {
 			return nil, fmt.Errorf("sysext %s: %w", x.Name, err)
 		}

@@ -20,7 +20,7 @@ import (
 func TestReaderAtRandomReads(t *testing.T) {
 	src := image(t, 0, "")
 	big := randomFile(t, 120<<20+12345)
-	e, err := HostFile("opt/big.raw", 0o644, big)
+	e, err := hostFile("opt/big.raw", 0o644, big)
 	if err != nil {
 		t.Fatal(err)
 	}

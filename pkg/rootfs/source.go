@@ -15,13 +15,13 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/vdisk"
 )
 
-// UncarriableError names every entry of the original ROOT that a fresh filesystem cannot
+// uncarriableError names every entry of the original ROOT that a fresh filesystem cannot
 // reproduce (hard links, device nodes, fifos, sockets, extended attributes, ...).
-type UncarriableError struct {
+type uncarriableError struct {
 	Problems []string // "/path: reason"
 }
 
-func (e *UncarriableError) Error() string {
+func (e *uncarriableError) Error() string {
 	const show = 20
 	list := e.Problems
 	more := ""
@@ -70,7 +70,7 @@ func readTree(old *disk.FS) (root Entry, entries []Entry, err error) {
 		return Entry{}, nil, err
 	}
 	if len(problems) > 0 {
-		return Entry{}, nil, &UncarriableError{Problems: problems}
+		return Entry{}, nil, &uncarriableError{Problems: problems}
 	}
 	return root, entries, nil
 }

@@ -98,14 +98,14 @@ func VerifySHA256(pub crypto.PublicKey, sumHex, sigPath string) error {
 // The image properties Glance (glance/location.py) and Nova read, named as cursive names them.
 const (
 	PropSignature  = "img_signature"
-	PropHashMethod = "img_signature_hash_method"
-	PropKeyType    = "img_signature_key_type"
+	propHashMethod = "img_signature_hash_method"
+	propKeyType    = "img_signature_key_type"
 	PropCertUUID   = "img_signature_certificate_uuid"
 )
 
-// GlanceHash is the hash method of the image signature: SHA-512, the hash every upload already
+// glanceHash is the hash method of the image signature: SHA-512, the hash every upload already
 // computes (build records it), so signing reads the image no extra time.
-const GlanceHash = "SHA-512"
+const glanceHash = "SHA-512"
 
 // GlanceKeyType is img_signature_key_type for key, or an error for a key cursive 0.2 cannot
 // verify: it registers RSA-PSS, DSA and ECC curves of 384 bits and more only (ECC_SECP384R1,
@@ -150,8 +150,8 @@ func GlanceSignature(key *Key, sha512Digest []byte, certUUID string) (map[string
 	}
 	return map[string]string{
 		PropSignature:  base64.StdEncoding.EncodeToString(sig),
-		PropHashMethod: GlanceHash,
-		PropKeyType:    keyType,
+		propHashMethod: glanceHash,
+		propKeyType:    keyType,
 		PropCertUUID:   certUUID,
 	}, nil
 }

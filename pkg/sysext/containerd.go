@@ -43,9 +43,9 @@ var (
 
 // The containerd sysext's files, node paths.
 const (
-	ContainerdUnit       = node.SysextUnitDir + "/" + node.Containerd
+	containerdUnit       = node.SysextUnitDir + "/" + node.Containerd
 	ContainerdUpholds    = node.SysextUnitDir + "/multi-user.target.d/10-containerd-service.conf"
-	ContainerdConfigFile = "/usr/share/containerd/config.toml"
+	containerdConfigFile = "/usr/share/containerd/config.toml"
 )
 
 // ContainerdFileName is the versioned image name, e.g. containerd-2.3.7-x86-64.raw (the bakery's).
@@ -87,8 +87,8 @@ func ContainerdSpec(in ContainerdInput) (Spec, error) {
 	files := []File{
 		{Path: "usr", Archive: in.Tarball}, // bin/* lands in usr/bin
 		{Path: inImage(node.SysextBinDir) + "/runc", Mode: 0o755, Source: in.RuncBin},
-		{Path: inImage(ContainerdConfigFile), Data: []byte(FlatcarContainerdConfig)},
-		{Path: inImage(ContainerdUnit), Data: containerdService},
+		{Path: inImage(containerdConfigFile), Data: []byte(FlatcarContainerdConfig)},
+		{Path: inImage(containerdUnit), Data: containerdService},
 		{Path: inImage(ContainerdUpholds), Data: containerdUpholds},
 	}
 	return Spec{Name: ContainerdName, Release: rel, ReleaseOrder: []string{"ID", "SYSEXT_LEVEL", "ARCHITECTURE", "EXTENSION_RELOAD_MANAGER", ContainerdVersionKey},

@@ -54,8 +54,8 @@ const DefaultGzipLevel = 1
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-// ValidName checks a sysext NAME (the file name in /etc/extensions without .raw).
-func ValidName(name string) error {
+// validName checks a sysext NAME (the file name in /etc/extensions without .raw).
+func validName(name string) error {
 	if !namePattern.MatchString(name) || strings.Contains(name, "..") {
 		return errs.Invalidf("invalid sysext name %q: use letters, digits, '.', '_' and '-' (e.g. kubernetes)", name)
 	}
@@ -138,7 +138,7 @@ func compressor(name string, level int) (string, int, error) {
 }
 
 func (s Spec) check() error {
-	if err := ValidName(s.Name); err != nil {
+	if err := validName(s.Name); err != nil {
 		return err
 	}
 	if len(s.Release) == 0 {

@@ -284,7 +284,7 @@ func BenchmarkCreateKubernetes(b *testing.B) {
 	in := KubernetesInput{Version: "v1.33.4", Arch: "amd64"}
 	if p := os.Getenv("BENCH_PAYLOAD"); p != "" {
 		var err error
-		if in, err = KubernetesInputFromDir(p, "v1.33.4", "amd64"); err != nil {
+		if in, err = kubernetesInputFromDir(p, "v1.33.4", "amd64"); err != nil {
 			b.Fatal(err)
 		}
 	} else {

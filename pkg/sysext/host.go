@@ -21,20 +21,20 @@ type Host struct {
 // Flatcar's os-release constants: every Flatcar release since sysexts exist says
 // ID=flatcar and SYSEXT_LEVEL=1.0.
 const (
-	FlatcarID          = "flatcar"
-	FlatcarSysextLevel = "1.0"
+	flatcarID          = "flatcar"
+	flatcarSysextLevel = "1.0"
 )
 
 // FlatcarHost is a Flatcar host of the given architecture (any spelling; empty: not checked)
 // described by Flatcar's constants, for when the image's own os-release cannot be read.
 func FlatcarHost(arch string) Host {
-	return Host{ID: FlatcarID, SysextLevel: FlatcarSysextLevel, Architecture: hostArch(arch),
+	return Host{ID: flatcarID, SysextLevel: flatcarSysextLevel, Architecture: hostArch(arch),
 		Source: "Flatcar's constants (ID=flatcar, SYSEXT_LEVEL=1.0)", versionUnknown: true}
 }
 
 // HostFromOSRelease describes a host by its os-release content; source names the file.
 func HostFromOSRelease(data []byte, arch, source string) (Host, error) {
-	r, err := ParseRelease(data)
+	r, err := parseRelease(data)
 	if err != nil {
 		return Host{}, fmt.Errorf("%s: %w", source, err)
 	}
@@ -54,11 +54,11 @@ func hostArch(arch string) string {
 	return a
 }
 
-// Compatible applies systemd-sysext's rules (extension_release_validate in systemd's
+// compatible applies systemd-sysext's rules (extension_release_validate in systemd's
 // src/shared/extension-util.c) to an extension-release: SYSEXT_SCOPE, ARCHITECTURE, then ID
 // (_any matches every OS), then SYSEXT_LEVEL when both sides have one, else VERSION_ID.
 // It returns whether systemd would merge, and why (or why not) in one sentence.
-func Compatible(ext Release, h Host) (bool, string) {
+func compatible(ext Release, h Host) (bool, string) {
 	if len(ext) == 0 {
 		return false, "the extension-release file is empty"
 	}

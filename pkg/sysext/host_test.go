@@ -36,11 +36,11 @@ func TestCompatible(t *testing.T) {
 		{"ID=_any\nSYSEXT_SCOPE=portable\n", flatcar, false, "SYSEXT_SCOPE"},
 		{"ID=_any\nSYSEXT_SCOPE=\"initrd system\"\n", flatcar, true, "ID=_any"},
 	} {
-		r, err := ParseRelease([]byte(c.ext))
+		r, err := parseRelease([]byte(c.ext))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ok, why := Compatible(r, c.host)
+		ok, why := compatible(r, c.host)
 		if ok != c.ok || !strings.Contains(why, c.why) {
 			t.Errorf("%q on %s: %v %q, want %v %q", c.ext, c.host.Source, ok, why, c.ok, c.why)
 		}
@@ -48,7 +48,7 @@ func TestCompatible(t *testing.T) {
 }
 
 func TestParseRelease(t *testing.T) {
-	r, err := ParseRelease([]byte("# comment\n\nNAME=\"Flatcar \\\"CL\\\"\"\nID=flatcar\nPRETTY='a b'\nEMPTY=\n"))
+	r, err := parseRelease([]byte("# comment\n\nNAME=\"Flatcar \\\"CL\\\"\"\nID=flatcar\nPRETTY='a b'\nEMPTY=\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +56,11 @@ func TestParseRelease(t *testing.T) {
 		t.Errorf("%#v", r)
 	}
 	for _, bad := range []string{"NOEQUALS\n", "A=\"open\n", "=x\n"} {
-		if _, err := ParseRelease([]byte(bad)); err == nil {
+		if _, err := parseRelease([]byte(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}
-	back, err := ParseRelease(r.Format("ID"))
+	back, err := parseRelease(r.Format("ID"))
 	if err != nil || len(back) != len(r) || back["NAME"] != r["NAME"] {
 		t.Errorf("Format round trip: %#v %v", back, err)
 	}

@@ -32,7 +32,7 @@ type Report struct {
 // on the host. An image it would not merge is a report, not an error.
 func Inspect(path string, o InspectOptions) (*Report, error) {
 	if o.Name != "" {
-		if err := ValidName(o.Name); err != nil {
+		if err := validName(o.Name); err != nil {
 			return nil, err
 		}
 	}

@@ -65,7 +65,7 @@ func (o CreateOptions) Validate() error {
 	if o.Kubernetes == "" {
 		return errs.Invalidf("--kubernetes-version is required, e.g. --kubernetes-version stable, 1.36 or %s", kubernetes.ExampleVersion)
 	}
-	if o.ReleaseID != "_any" && o.ReleaseID != FlatcarID {
+	if o.ReleaseID != "_any" && o.ReleaseID != flatcarID {
 		return errs.Invalidf("--release-id must be _any or flatcar, not %q", o.ReleaseID)
 	}
 	if o.Compression != "zstd" && o.Compression != "gzip" {
@@ -202,8 +202,8 @@ func extensionRelease(arch, releaseID, versionKey, version string) (Release, err
 	rel := Release{"ID": "_any", "ARCHITECTURE": arch, "EXTENSION_RELOAD_MANAGER": "1", versionKey: version}
 	switch releaseID {
 	case "", "_any":
-	case FlatcarID:
-		rel["ID"], rel["SYSEXT_LEVEL"] = FlatcarID, FlatcarSysextLevel
+	case flatcarID:
+		rel["ID"], rel["SYSEXT_LEVEL"] = flatcarID, flatcarSysextLevel
 	default:
 		return nil, fmt.Errorf("release ID %q: use _any or flatcar", releaseID)
 	}

@@ -8,11 +8,11 @@ import (
 	"strings"
 )
 
-// KubernetesInputFromDir finds the Kubernetes files in dir, for users who downloaded them
+// kubernetesInputFromDir finds the Kubernetes files in dir, for users who downloaded them
 // themselves (air-gapped hosts): kubelet, kubeadm and kubectl in dir or dir/bin, and optionally
 // the CNI plugins (cni-plugins*.tgz, or a cni/ directory) and crictl (crictl*.tar.gz or a
 // crictl binary). That is also the payload layout `build` writes.
-func KubernetesInputFromDir(dir, version, arch string) (KubernetesInput, error) {
+func kubernetesInputFromDir(dir, version, arch string) (KubernetesInput, error) {
 	in := KubernetesInput{Version: version, Arch: arch}
 	find := func(patterns ...string) string {
 		for _, p := range patterns {

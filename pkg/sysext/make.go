@@ -111,7 +111,7 @@ func createAndHash(ctx context.Context, spec Spec, out, version, arch string) (*
 // inputOf is the sysext's files: o.Binaries', or the verified downloads of dl.
 func inputOf(ctx context.Context, c *httpx.Client, o MakeOptions, dl kubernetes.Options, arch string) (KubernetesInput, error) {
 	if o.Binaries != "" {
-		return KubernetesInputFromDir(o.Binaries, dl.Kubernetes, arch)
+		return kubernetesInputFromDir(o.Binaries, dl.Kubernetes, arch)
 	}
 	if dl.CacheDir == "" && o.DefaultCacheDir != nil {
 		d, err := o.DefaultCacheDir()

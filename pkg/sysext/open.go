@@ -155,7 +155,7 @@ func (info *Info) readReleases(sq *disk.FS) error {
 			if err != nil {
 				return fmt.Errorf("reading %s: %w", e.Path, err)
 			}
-			r, err := ParseRelease(data)
+			r, err := parseRelease(data)
 			if err != nil {
 				info.setReleaseError(name, err.Error())
 				continue

@@ -52,13 +52,13 @@ func TestPublishWritesSumsOfEveryRaw(t *testing.T) {
 	}
 	// Every transfer as .transfer (systemd >= 257) and .conf (systemd 255, Flatcar LTS), the same bytes.
 	wantTransfers := []string{"kubernetes-1.34.conf", "kubernetes-1.35.conf",
-		filepath.Join(TransferDir, "kubernetes-v1.34.conf"), filepath.Join(TransferDir, "kubernetes-v1.34.transfer"),
-		filepath.Join(TransferDir, "kubernetes-v1.35.conf"), filepath.Join(TransferDir, "kubernetes-v1.35.transfer"),
+		filepath.Join(transferDir, "kubernetes-v1.34.conf"), filepath.Join(transferDir, "kubernetes-v1.34.transfer"),
+		filepath.Join(transferDir, "kubernetes-v1.35.conf"), filepath.Join(transferDir, "kubernetes-v1.35.transfer"),
 		"noop.conf", "noop.transfer"}
 	if strings.Join(p.Transfers, ",") != strings.Join(wantTransfers, ",") {
 		t.Errorf("Transfers = %q, want %q", p.Transfers, wantTransfers)
 	}
-	for _, base := range []string{filepath.Join(TransferDir, "kubernetes-v1.35"), "noop"} {
+	for _, base := range []string{filepath.Join(transferDir, "kubernetes-v1.35"), "noop"} {
 		conf, err1 := os.ReadFile(filepath.Join(dir, base+".conf"))
 		transfer, err2 := os.ReadFile(filepath.Join(dir, base+".transfer"))
 		if err1 != nil || err2 != nil || string(conf) != string(transfer) || !strings.Contains(string(conf), "[Source]") {

@@ -17,8 +17,8 @@ import (
 // character, space, backslash (sha256sum escapes those), slash or '%' (a systemd specifier).
 var publishName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+~-]*\.raw$`)
 
-// ValidPublishName checks a .raw file name before it goes into SHA256SUMS.
-func ValidPublishName(name string) error {
+// validPublishName checks a .raw file name before it goes into SHA256SUMS.
+func validPublishName(name string) error {
 	if !publishName.MatchString(name) {
 		return errs.Invalidf("sysext file name %q cannot be published: only letters, digits and . _ + ~ - are allowed (no spaces, control characters, backslashes or %%), so SHA256SUMS keeps one line per file; rename it, e.g. kubernetes-v1.35.2-x86-64.raw", name)
 	}

@@ -11,9 +11,9 @@ import (
 // Release is an os-release or extension-release file: KEY=VALUE pairs (os-release(5)).
 type Release map[string]string
 
-// ParseRelease parses os-release(5) syntax: comments, blank lines, and values that may be
+// parseRelease parses os-release(5) syntax: comments, blank lines, and values that may be
 // single- or double-quoted with backslash escapes inside double quotes.
-func ParseRelease(data []byte) (Release, error) {
+func parseRelease(data []byte) (Release, error) {
 	r := Release{}
 	sc := bufio.NewScanner(strings.NewReader(string(data)))
 	line := 0

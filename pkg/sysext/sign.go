@@ -14,10 +14,10 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/errs"
 )
 
-// SignatureFile is what systemd-sysupdate fetches next to SHA256SUMS when a transfer says
+// signatureFile is what systemd-sysupdate fetches next to SHA256SUMS when a transfer says
 // Verify=true: a detached OpenPGP signature of SHA256SUMS, checked with gpg against
 // ImportPubring.
-const SignatureFile = "SHA256SUMS.gpg"
+const signatureFile = "SHA256SUMS.gpg"
 
 // ImportPubring is where systemd-sysupdate (systemd's import/pull-common.c) takes the keyring
 // from: /etc/systemd/import-pubring.gpg when it exists, else the vendor /usr/lib/systemd one;
@@ -49,8 +49,8 @@ func readKey(flag, path string) (*openpgp.Entity, error) {
 	return el[0], nil
 }
 
-// LoadSigningKey reads --sign-key: one unprotected OpenPGP private key that can sign now.
-func LoadSigningKey(path string) (*openpgp.Entity, error) {
+// loadSigningKey reads --sign-key: one unprotected OpenPGP private key that can sign now.
+func loadSigningKey(path string) (*openpgp.Entity, error) {
 	e, err := readKey("--sign-key", path)
 	if err != nil {
 		return nil, err
@@ -68,8 +68,8 @@ func LoadSigningKey(path string) (*openpgp.Entity, error) {
 	return e, nil
 }
 
-// SignDetached is a binary detached signature of data (SHA-256), what gpg --detach-sign writes.
-func SignDetached(e *openpgp.Entity, data []byte) ([]byte, error) {
+// signDetached is a binary detached signature of data (SHA-256), what gpg --detach-sign writes.
+func signDetached(e *openpgp.Entity, data []byte) ([]byte, error) {
 	var sig bytes.Buffer
 	if err := openpgp.DetachSign(&sig, e, bytes.NewReader(data), &packet.Config{DefaultHash: crypto.SHA256}); err != nil {
 		return nil, fmt.Errorf("signing SHA256SUMS: %w", err)

@@ -78,12 +78,12 @@ func TransferName(version, ext string) string {
 // NoopName is the bakery's noop transfer with ext (noop.transfer, noop.conf).
 func NoopName(ext string) string { return "noop" + ext }
 
-// TransferDir is the bakery's directory of the Kubernetes transfers (extensions/kubernetes/).
-const TransferDir = "kubernetes"
+// transferDir is the bakery's directory of the Kubernetes transfers (extensions/kubernetes/).
+const transferDir = "kubernetes"
 
-// FlatTransferName is the name publish wrote before it followed the bakery (kubernetes-1.35.conf
+// flatTransferName is the name publish wrote before it followed the bakery (kubernetes-1.35.conf
 // next to the images); it is still written so configs pointing at it keep working.
-func FlatTransferName(version string) string {
+func flatTransferName(version string) string {
 	if m := minor(version); m != "" {
 		return "kubernetes-" + m + ".conf"
 	}
@@ -149,7 +149,7 @@ func Publish(dir string, o PublishOptions) (*Published, error) {
 	var signer *openpgp.Entity
 	if o.SignKey != "" {
 		var err error
-		if signer, err = LoadSigningKey(o.SignKey); err != nil {
+		if signer, err = loadSigningKey(o.SignKey); err != nil {
 			return nil, err
 		}
 	}
@@ -162,7 +162,7 @@ func Publish(dir string, o PublishOptions) (*Published, error) {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".raw") {
 			continue
 		}
-		if err := ValidPublishName(e.Name()); err != nil {
+		if err := validPublishName(e.Name()); err != nil {
 			return nil, err
 		}
 		raws = append(raws, e.Name())
@@ -193,16 +193,16 @@ func Publish(dir string, o PublishOptions) (*Published, error) {
 	sumsFile := []byte(strings.Join(sums, ""))
 	// Between the two renames a reader sees sums and signature disagree: with Verify=true
 	// systemd-sysupdate then refuses the update (fails closed) and takes it on its next run.
-	sigPath := filepath.Join(dir, SignatureFile)
+	sigPath := filepath.Join(dir, signatureFile)
 	if signer != nil {
-		sig, err := SignDetached(signer, sumsFile)
+		sig, err := signDetached(signer, sumsFile)
 		if err != nil {
 			return nil, err
 		}
 		if err := atomicfile.WriteFile(sigPath, sig, 0o644); err != nil {
 			return nil, err
 		}
-		p.Signature, p.Signer = SignatureFile, fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint)
+		p.Signature, p.Signer = signatureFile, fmt.Sprintf("%X", signer.PrimaryKey.Fingerprint)
 	} else if err := os.Remove(sigPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err // unsigned now: a signature of other sums would only mislead
 	}
@@ -210,7 +210,7 @@ func Publish(dir string, o PublishOptions) (*Published, error) {
 		return nil, err
 	}
 	if len(minors) > 0 {
-		if err := os.MkdirAll(filepath.Join(dir, TransferDir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, transferDir), 0o755); err != nil {
 			return nil, err
 		}
 	}
@@ -219,9 +219,9 @@ func Publish(dir string, o PublishOptions) (*Published, error) {
 		if err != nil {
 			return nil, err
 		}
-		names := []string{FlatTransferName(v)}
+		names := []string{flatTransferName(v)}
 		for _, ext := range TransferExts {
-			names = append(names, filepath.Join(TransferDir, TransferName(v, ext)))
+			names = append(names, filepath.Join(transferDir, TransferName(v, ext)))
 		}
 		for _, name := range names {
 			if err := atomicfile.WriteFile(filepath.Join(dir, name), conf, 0o644); err != nil {

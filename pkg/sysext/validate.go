@@ -27,7 +27,7 @@ func (info *Info) DefaultName() string {
 // /etc/extensions/NAME.raw, each with the fix; empty means none of these checks failed.
 func (info *Info) Problems(name string) []string {
 	var p []string
-	if err := ValidName(name); err != nil {
+	if err := validName(name); err != nil {
 		p = append(p, err.Error())
 	}
 	if sectors := info.Size &^ 511; info.BytesUsed > sectors {
@@ -64,7 +64,7 @@ func (info *Info) WouldMerge(name string, host Host) (bool, string) {
 	if p := info.Problems(name); len(p) > 0 {
 		return false, p[0]
 	}
-	return Compatible(info.Releases[name], host)
+	return compatible(info.Releases[name], host)
 }
 
 // Ignored lists the top-level directories systemd-sysext does not merge (anything but usr

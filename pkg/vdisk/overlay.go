@@ -12,9 +12,9 @@ import (
 	"sync"
 )
 
-// OverlayBlock is the granularity of an Overlay's own ranges: a write that covers part of a
+// overlayBlock is the granularity of an Overlay's own ranges: a write that covers part of a
 // block first copies the rest of it up from the base.
-const OverlayBlock = 4096
+const overlayBlock = 4096
 
 // Overlay is a copy-on-write disk over a read-only base: written ranges live in a sparse
 // temporary file (0600, unlinked as soon as it is made, so no failure or signal leaves it
@@ -136,15 +136,15 @@ func (o *Overlay) WriteAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	lo := off &^ (OverlayBlock - 1)
-	hi := min(o.size, (end+OverlayBlock-1)&^(OverlayBlock-1))
+	lo := off &^ (overlayBlock - 1)
+	hi := min(o.size, (end+overlayBlock-1)&^(overlayBlock-1))
 	buf := p
 	if lo != off || hi != end {
 		buf = make([]byte, hi-lo)
-		if err := o.fill(buf[:min(len(buf), OverlayBlock)], lo); err != nil {
+		if err := o.fill(buf[:min(len(buf), overlayBlock)], lo); err != nil {
 			return 0, err
 		}
-		if tail := (hi - 1) &^ (OverlayBlock - 1); tail > lo {
+		if tail := (hi - 1) &^ (overlayBlock - 1); tail > lo {
 			if err := o.fill(buf[tail-lo:], tail); err != nil {
 				return 0, err
 			}
@@ -175,8 +175,8 @@ func (o *Overlay) Discard(off, n int64) error {
 	if off < 0 || n < 0 || off+n > o.size {
 		return fmt.Errorf("overlay: discard of %d bytes at %d is outside the %d-byte disk", n, off, o.size)
 	}
-	lo := (off + OverlayBlock - 1) &^ (OverlayBlock - 1)
-	hi := (off + n) &^ (OverlayBlock - 1)
+	lo := (off + overlayBlock - 1) &^ (overlayBlock - 1)
+	hi := (off + n) &^ (overlayBlock - 1)
 	if off+n == o.size {
 		hi = o.size
 	}

@@ -45,7 +45,7 @@ func TestOverlayMatchesACopy(t *testing.T) {
 	}
 	written := make([]bool, size) // bytes whose block the overlay stores (a raw copy would have them)
 	mark := func(off, n int64, v bool) {
-		lo, hi := off&^(OverlayBlock-1), min(size, (off+n+OverlayBlock-1)&^(OverlayBlock-1))
+		lo, hi := off&^(overlayBlock-1), min(size, (off+n+overlayBlock-1)&^(overlayBlock-1))
 		for i := lo; i < hi; i++ {
 			written[i] = v
 		}
@@ -59,7 +59,7 @@ func TestOverlayMatchesACopy(t *testing.T) {
 				t.Fatal(err)
 			}
 			clear(model[off : off+n])
-			lo, hi := (off+OverlayBlock-1)&^(OverlayBlock-1), (off+n)&^(OverlayBlock-1)
+			lo, hi := (off+overlayBlock-1)&^(overlayBlock-1), (off+n)&^(overlayBlock-1)
 			if off+n == size {
 				hi = size
 			}
@@ -118,7 +118,7 @@ func TestOverlayMatchesACopy(t *testing.T) {
 			t.Fatalf("byte %d holds data outside the extents", i)
 		case written[i] && !covered[i]:
 			t.Fatalf("written byte %d outside the extents", i)
-		case !written[i] && covered[i] && baseCopy[i&^(OverlayBlock-1)] == 0 && allZero(baseCopy[i&^(OverlayBlock-1):min(size, i&^(OverlayBlock-1)+OverlayBlock)]):
+		case !written[i] && covered[i] && baseCopy[i&^(overlayBlock-1)] == 0 && allZero(baseCopy[i&^(overlayBlock-1):min(size, i&^(overlayBlock-1)+overlayBlock)]):
 			t.Fatalf("byte %d in the extents: neither written nor data in the base", i)
 		}
 	}
@@ -135,13 +135,13 @@ func TestOverlayMatchesACopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	fresh.WriteAt([]byte{1}, 2*OverlayBlock+5)
+	fresh.WriteAt([]byte{1}, 2*overlayBlock+5)
 	for _, c := range []struct {
 		off, n int64
 		want   bool
-	}{{0, 2 * OverlayBlock, false}, {0, 2*OverlayBlock + 1, true}, {3 * OverlayBlock, size - 3*OverlayBlock, false}, {2*OverlayBlock + 4000, 1, true}} {
+	}{{0, 2 * overlayBlock, false}, {0, 2*overlayBlock + 1, true}, {3 * overlayBlock, size - 3*overlayBlock, false}, {2*overlayBlock + 4000, 1, true}} {
 		if got := fresh.Touched(c.off, c.n); got != c.want {
-			t.Errorf("Touched(%d, %d) = %v after one byte at %d", c.off, c.n, got, 2*OverlayBlock+5)
+			t.Errorf("Touched(%d, %d) = %v after one byte at %d", c.off, c.n, got, 2*overlayBlock+5)
 		}
 	}
 }

@@ -82,8 +82,8 @@ type protected struct{ Disk }
 
 func (protected) WriteAt([]byte, int64) (int, error) { return 0, ErrReadOnly }
 
-// ZeroBlock is the granularity of WriteNonZero: all-zero blocks of this size are not written.
-const ZeroBlock = 4096
+// zeroBlock is the granularity of WriteNonZero: all-zero blocks of this size are not written.
+const zeroBlock = 4096
 
 // WriteNonZero is the one zero-skipper of the copies: it writes p at off to dst, except the
 // all-zero ZeroBlock-aligned blocks, which stay as dst has them (a hole in a fresh sparse file).
@@ -98,7 +98,7 @@ func WriteNonZero(dst io.WriterAt, p []byte, off int64) error {
 		return err
 	}
 	for i := 0; i < len(p); {
-		n := min(len(p)-i, ZeroBlock-int((off+int64(i))%ZeroBlock))
+		n := min(len(p)-i, zeroBlock-int((off+int64(i))%zeroBlock))
 		if IsZero(p[i : i+n]) {
 			if err := flush(i); err != nil {
 				return err

@@ -62,15 +62,15 @@ func TestWriteNonZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	p := make([]byte, 64*ZeroBlock)
+	p := make([]byte, 64*zeroBlock)
 	p[100] = 1
-	p[40*ZeroBlock+5] = 2
-	if err := WriteNonZero(f, p, 3*ZeroBlock); err != nil {
+	p[40*zeroBlock+5] = 2
+	if err := WriteNonZero(f, p, 3*zeroBlock); err != nil {
 		t.Fatal(err)
 	}
-	f.Truncate(int64(len(p)) + 3*ZeroBlock)
+	f.Truncate(int64(len(p)) + 3*zeroBlock)
 	got := make([]byte, len(p))
-	f.ReadAt(got, 3*ZeroBlock)
+	f.ReadAt(got, 3*zeroBlock)
 	if !bytes.Equal(got, p) {
 		t.Fatal("content differs")
 	}
@@ -78,7 +78,7 @@ func TestWriteNonZero(t *testing.T) {
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Blocks*512 > 8*ZeroBlock {
+	if st.Blocks*512 > 8*zeroBlock {
 		t.Errorf("%d bytes allocated for 2 non-zero blocks", st.Blocks*512)
 	}
 }

@@ -22,14 +22,14 @@ func (p Pairing) String() string { return "capi-" + p.CAPI + "+capo-" + p.CAPO }
 // one (its go.mod pins CAPI v1.12.10) and the newest CAPI the Go module proxy serves.
 var Pairings = []Pairing{{CAPI: "v1.12.10", CAPO: "v0.14.7"}, {CAPI: "v1.14.2", CAPO: "v0.14.7"}}
 
-// ORCVersion is the ORC whose Image CRD is installed beside CAPO (--image-ref orc; CAPO's
+// orcVersion is the ORC whose Image CRD is installed beside CAPO (--image-ref orc; CAPO's
 // controllers watch ORC Images). CAPO v0.14.7's e2e tests install ORC v2.4.0.
-const ORCVersion = "v2.4.0"
+const orcVersion = "v2.4.0"
 
 // The lock and output of scripts/install-capi.sh, in the cache's capi/.
 const (
-	BuildLock = ".build.lock"
-	BuildLog  = "build.log"
+	buildLock = ".build.lock"
+	buildLog  = "build.log"
 )
 
 // crdsOnly asks buildDirs for CAPO's and ORC's manifests only (Options.InfrastructureCRDs).
@@ -53,12 +53,12 @@ func cacheDir() string {
 func buildDirs(t testing.TB, p Pairing, providers []string) dirs {
 	t.Helper()
 	top := cacheDir()
-	d := dirs{CAPI: filepath.Join(top, "capi", p.CAPI), CAPO: filepath.Join(top, "capo", p.CAPO), ORC: filepath.Join(top, "orc", ORCVersion)}
+	d := dirs{CAPI: filepath.Join(top, "capi", p.CAPI), CAPO: filepath.Join(top, "capo", p.CAPO), ORC: filepath.Join(top, "orc", orcVersion)}
 	need := []string{filepath.Join(d.CAPI, ".manifests")} // the core's CRDs, always installed
 	for _, pr := range providers {
 		if pr == crdsOnly {
 			need = append(need, filepath.Join(d.CAPO, ".manifests"), filepath.Join(d.ORC, ".manifests"))
-		} else if pr == Infrastructure {
+		} else if pr == infrastructure {
 			need = append(need, filepath.Join(d.CAPO, "capo-manager"), filepath.Join(d.CAPO, ".manifests"), filepath.Join(d.ORC, ".manifests"))
 		} else {
 			need = append(need, filepath.Join(d.CAPI, pr+"-manager"))
@@ -72,7 +72,7 @@ func buildDirs(t testing.TB, p Pairing, providers []string) dirs {
 		}
 		return nil
 	}
-	testutil.WaitForScript(t, "scripts/install-capi.sh", filepath.Join(top, "capi", BuildLock), filepath.Join(top, "capi", BuildLog),
+	testutil.WaitForScript(t, "scripts/install-capi.sh", filepath.Join(top, "capi", buildLock), filepath.Join(top, "capi", buildLog),
 		func() bool { return missing() == nil })
 	testutil.RequireEnv(t, missing(), "the CAPI "+p.CAPI+" and CAPO "+p.CAPO+" managers built from the Go module proxy (run scripts/install-capi.sh)")
 	return d

@@ -24,11 +24,11 @@ const (
 	Core           = "capi"  // sigs.k8s.io/cluster-api
 	Bootstrap      = "cabpk" // its bootstrap/kubeadm
 	ControlPlane   = "kcp"   // its controlplane/kubeadm
-	Infrastructure = "capo"  // sigs.k8s.io/cluster-api-provider-openstack
+	infrastructure = "capo"  // sigs.k8s.io/cluster-api-provider-openstack
 )
 
-// AllProviders is every provider, in start order.
-var AllProviders = []string{Core, Bootstrap, ControlPlane, Infrastructure}
+// allProviders is every provider, in start order.
+var allProviders = []string{Core, Bootstrap, ControlPlane, infrastructure}
 
 // provider is where a provider's manifests are (sub, under its module's build directory), the
 // contract labels its kustomization puts on its CRDs, and the feature gates it runs with:
@@ -44,13 +44,13 @@ var providers = map[string]provider{
 	Core:           {sub: ".", gates: "ClusterTopology=true"}, // core/ since v1.14: coreSub
 	Bootstrap:      {sub: "bootstrap/kubeadm", labels: contract("v1beta1", "v1beta2"), gates: "KubeadmBootstrapFormatIgnition=true"},
 	ControlPlane:   {sub: "controlplane/kubeadm", labels: contract("v1beta1", "v1beta2"), gates: "ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"},
-	Infrastructure: {sub: ".", labels: contract("v1beta1")},
+	infrastructure: {sub: ".", labels: contract("v1beta1")},
 }
 
 // sub is where p's manifests are under root: the core's moved from the module root to core/
 // in CAPI v1.14 (scripts/install-capi.sh copies them with their paths).
 func (d dirs) sub(p string) (root, sub string) {
-	if p == Infrastructure {
+	if p == infrastructure {
 		return d.CAPO, providers[p].sub
 	}
 	if _, err := os.Stat(filepath.Join(d.CAPI, "core", "config")); p == Core && err == nil {
@@ -112,11 +112,11 @@ type process struct {
 func Start(t testing.TB, o Options) *Management {
 	t.Helper()
 	if o.Providers == nil {
-		o.Providers = AllProviders
+		o.Providers = allProviders
 	}
 	kdir := kubetest.RealDir(t)
 	need := o.Providers
-	if o.InfrastructureCRDs && !slices.Contains(need, Infrastructure) {
+	if o.InfrastructureCRDs && !slices.Contains(need, infrastructure) {
 		need = append(slices.Clone(need), crdsOnly)
 	}
 	d := buildDirs(t, o.Pairing, need)
@@ -213,17 +213,17 @@ current-context: capitest
 			return err
 		}
 	}
-	if o.InfrastructureCRDs && !slices.Contains(o.Providers, Infrastructure) {
+	if o.InfrastructureCRDs && !slices.Contains(o.Providers, infrastructure) {
 		if err := add(d.ORC, ".", nil, 0, "*_images.yaml"); err != nil {
 			return err
 		}
-		root, sub := d.sub(Infrastructure)
-		if err := add(root, sub, providers[Infrastructure].labels, 0, "*.yaml"); err != nil {
+		root, sub := d.sub(infrastructure)
+		if err := add(root, sub, providers[infrastructure].labels, 0, "*.yaml"); err != nil {
 			return err
 		}
 	}
 	for _, p := range o.Providers {
-		if p == Infrastructure {
+		if p == infrastructure {
 			if err := add(d.ORC, ".", nil, 0, "*_images.yaml"); err != nil {
 				return err
 			}
@@ -243,7 +243,7 @@ current-context: capitest
 
 	for _, p := range o.Providers {
 		bin := filepath.Join(d.CAPI, p+"-manager")
-		if p == Infrastructure {
+		if p == infrastructure {
 			bin = filepath.Join(d.CAPO, p+"-manager")
 		}
 		args := []string{"--webhook-port", fmt.Sprint(pp[p].webhook), "--webhook-cert-dir", c.WebhookDir,

@@ -139,9 +139,9 @@ func bz2CachePath(key [sha512.Size]byte) string {
 	return filepath.Join(dir, "flatcar-capo", "fetchtest-bz2", fmt.Sprintf("%x.bz2", key[:16]))
 }
 
-// Image is size bytes of deterministic content that compresses like a disk image: random runs
+// image is size bytes of deterministic content that compresses like a disk image: random runs
 // between runs of zeros, so its .bz2 has several blocks.
-func Image(size int, seed int64) []byte {
+func image(size int, seed int64) []byte {
 	rng := rand.New(rand.NewSource(seed))
 	b := make([]byte, size)
 	for off := 0; off < size; {

@@ -46,9 +46,9 @@ func NewWorld(t *testing.T) *World {
 	w.Dir = filepath.Join(base, "work")
 	os.Mkdir(w.Dir, 0o755)
 	w.Cur = Release{Channel: "stable", Arch: "amd64", Version: CurrentVersion, Image: "qemu",
-		Content: Image(3<<20, 1), Signer: w.Key.Current, Key: w.Key, SignedAt: now.Add(-time.Hour), Current: true}
+		Content: image(3<<20, 1), Signer: w.Key.Current, Key: w.Key, SignedAt: now.Add(-time.Hour), Current: true}
 	w.Old = Release{Channel: "stable", Arch: "amd64", Version: OldVersion, Image: "qemu",
-		Content: Image(2<<20, 2), Signer: w.Key.Expired, Key: w.Key, SignedAt: now.Add(-30 * 30 * 24 * time.Hour), WithoutImg: true}
+		Content: image(2<<20, 2), Signer: w.Key.Expired, Key: w.Key, SignedAt: now.Add(-30 * 30 * 24 * time.Hour), WithoutImg: true}
 	w.Srv.Publish(t, w.Cur)
 	w.Srv.Publish(t, w.Old)
 	return w

@@ -332,7 +332,7 @@ func Build(t testing.TB, opts Options) string {
 	t.Helper()
 	testutil.RequireTools(t, opts.tools()...)
 	src, err := cached(opts)
-	if errors.Is(err, ErrNeedsRoot) {
+	if errors.Is(err, errNeedsRoot) {
 		testutil.RequireRoot(t, fmt.Sprintf("the OEM %s fixture (%v)", opts.OEM, err))
 	}
 	if err != nil {

@@ -56,26 +56,26 @@ type layoutFile struct {
 	} `json:"layouts"`
 }
 
-// LayoutPath is Flatcar's disk layout (build_library/disk_layout.json) committed in testdata/.
-func LayoutPath() string { return testutil.Testdata("flatcar-disk-layout.json") }
+// layoutPath is Flatcar's disk layout (build_library/disk_layout.json) committed in testdata/.
+func layoutPath() string { return testutil.Testdata("flatcar-disk-layout.json") }
 
 // plan reads Flatcar's base layout and places its partitions, in number order, 2 MiB aligned,
 // with scaled-down sizes. Zero-size ("blank") entries such as 5 and 8 get no GPT entry.
 func plan(opts Options) ([]part, error) {
-	raw, err := os.ReadFile(LayoutPath())
+	raw, err := os.ReadFile(layoutPath())
 	if err != nil {
 		return nil, fmt.Errorf("reading Flatcar's disk layout: %w", err)
 	}
 	var lf layoutFile
 	if err := json.Unmarshal(raw, &lf); err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", LayoutPath(), err)
+		return nil, fmt.Errorf("parsing %s: %w", layoutPath(), err)
 	}
 	base := lf.Layouts["base"]
 	var nums []int
 	for k := range base {
 		n, err := strconv.Atoi(k)
 		if err != nil {
-			return nil, fmt.Errorf("%s: partition key %q is not a number", LayoutPath(), k)
+			return nil, fmt.Errorf("%s: partition key %q is not a number", layoutPath(), k)
 		}
 		nums = append(nums, n)
 	}
@@ -94,7 +94,7 @@ func plan(opts Options) ([]part, error) {
 		}
 		guid, ok := typeGUIDs[e.Type]
 		if !ok {
-			return nil, fmt.Errorf("%s: partition %d has unknown type %q", LayoutPath(), n, e.Type)
+			return nil, fmt.Errorf("%s: partition %d has unknown type %q", layoutPath(), n, e.Type)
 		}
 		p := part{Number: n, Name: e.Label, TypeGUID: guid, UUID: e.UUID, Start: next}
 		if p.UUID == "" {

@@ -15,7 +15,7 @@ import (
 
 // OEMID and Version are what the default OEM partition says it is: a qemu image of this release.
 const (
-	OEMID   = "qemu"
+	oemid   = "qemu"
 	Version = "4459.2.0"
 )
 
@@ -24,10 +24,10 @@ func DefaultGrubCfg() string {
 	return "# Flatcar GRUB settings\n\nset oem_id=\"qemu\"\nset linux_append=\"flatcar.autologin\"\n"
 }
 
-// LongGrubCfg has the same settings after a long comment, so that btrfs stores it as a
+// longGrubCfg has the same settings after a long comment, so that btrfs stores it as a
 // zlib-compressed inline extent when the kernel writes it with compress=zlib (the default grub.cfg
 // of OEM btrfs-kernel-zlib).
-func LongGrubCfg() string {
+func longGrubCfg() string {
 	var b strings.Builder
 	b.WriteString("# Flatcar GRUB settings\n#\n")
 	for i := 1; i <= 24; i++ {
@@ -42,7 +42,7 @@ func LongGrubCfg() string {
 func OEMFiles(opts Options) map[string][]byte {
 	id := opts.OEMID
 	if id == "" {
-		id = OEMID
+		id = oemid
 	}
 	release := fmt.Sprintf("ID=%s\nVERSION_ID=%s\nNAME=\"QEMU\"\nHOME_URL=\"https://www.qemu.org/\"\nBUG_REPORT_URL=\"https://issues.flatcar.org\"\n", id, Version)
 	if id == "openstack" {
@@ -58,7 +58,7 @@ func OEMFiles(opts Options) map[string][]byte {
 		case opts.GrubCfg != "":
 			files["grub.cfg"] = []byte(opts.GrubCfg)
 		case opts.OEM == OEMBtrfsKernelZlib:
-			files["grub.cfg"] = []byte(LongGrubCfg())
+			files["grub.cfg"] = []byte(longGrubCfg())
 		default:
 			files["grub.cfg"] = []byte(DefaultGrubCfg())
 		}
@@ -124,14 +124,14 @@ func makeOEM(work, fsPath string, size int64, opts Options) error {
 	return fmt.Errorf("unknown OEM kind %q", opts.OEM)
 }
 
-// ErrNeedsRoot is returned for fixtures that need a kernel mount (OEM btrfs-kernel-zlib).
-var ErrNeedsRoot = errors.New("this fixture needs root: the kernel writes its files through a loop mount")
+// errNeedsRoot is returned for fixtures that need a kernel mount (OEM btrfs-kernel-zlib).
+var errNeedsRoot = errors.New("this fixture needs root: the kernel writes its files through a loop mount")
 
 // makeKernelZlibOEM lets the kernel write the files through a loop mount with compress=zlib, as
 // Flatcar's image build does, so small compressible files become zlib-compressed inline extents.
 func makeKernelZlibOEM(work, tree, fsPath string) error {
 	if os.Geteuid() != 0 {
-		return ErrNeedsRoot
+		return errNeedsRoot
 	}
 	if err := run("mkfs.btrfs", "-q", "--mixed", "-m", "single", "-d", "single", "-L", "OEM", fsPath); err != nil {
 		return err

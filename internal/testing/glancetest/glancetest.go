@@ -48,16 +48,16 @@ type Cloud struct {
 	hostile  Hostile
 }
 
-// Project is the ID of the project the fake's tokens are scoped to: the owner of every image
+// project is the ID of the project the fake's tokens are scoped to: the owner of every image
 // its users create (PutFor makes images of other projects).
-const Project = "p1"
+const project = "p1"
 
 // Token is the token the fake's Keystone hands out, shaped as Keystone's fernet tokens are.
 const Token = "gAAAAABpFakeKeystoneToken0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
 
-// PageSize is how many images one list page holds when the client names no limit (Glance's
+// pageSize is how many images one list page holds when the client names no limit (Glance's
 // limit_param_default).
-const PageSize = 25
+const pageSize = 25
 
 // Hostile are the ways a real cloud's Glance (or a proxy in front of it) answers oddly, for the
 // tests of what prune and upload do with such answers. The zero value is a well-behaved Glance.
@@ -84,9 +84,9 @@ type Hostile struct {
 	EchoHeaders bool
 }
 
-// EchoHeaders writes the request's headers into w as JSON, as an echoing gateway's error
+// echoHeaders writes the request's headers into w as JSON, as an echoing gateway's error
 // page does.
-func EchoHeaders(w io.Writer, r *http.Request) {
+func echoHeaders(w io.Writer, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"request": r.Method + " " + r.URL.String(), "headers": r.Header})
 }
 
@@ -146,7 +146,7 @@ func New(t testing.TB) *Cloud {
 		w.WriteHeader(rec.Code)
 		w.Write(rec.Body.Bytes())
 		if rec.Code >= 400 {
-			EchoHeaders(w, r)
+			echoHeaders(w, r)
 		}
 	}))
 	f.URL = f.srv.URL
@@ -213,7 +213,7 @@ func (f *Cloud) token(w http.ResponseWriter, r *http.Request) {
 		"expires_at": time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"issued_at":  time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"user":       map[string]any{"id": "u1", "name": "demo", "domain": map[string]any{"id": "default", "name": "Default"}},
-		"project":    map[string]any{"id": Project, "name": "demo", "domain": map[string]any{"id": "default", "name": "Default"}},
+		"project":    map[string]any{"id": project, "name": "demo", "domain": map[string]any{"id": "default", "name": "Default"}},
 		"catalog": []any{map[string]any{"type": "image", "name": "glance", "id": "s1", "endpoints": []any{
 			map[string]any{"id": "e1", "interface": "public", "region": "RegionOne", "region_id": "RegionOne", "url": f.srv.URL},
 		}}, map[string]any{"type": "key-manager", "name": "barbican", "id": "s2", "endpoints": []any{
@@ -246,7 +246,7 @@ func (f *Cloud) list(w http.ResponseWriter, r *http.Request) {
 	out := []map[string]any{}
 	for _, img := range f.images {
 		vis, _ := img["visibility"].(string)
-		own := img["owner"] == Project
+		own := img["owner"] == project
 		switch {
 		case !own && vis != "public" && vis != "shared" && vis != "community",
 			!own && vis == "community" && q.Get("visibility") != "community",
@@ -276,7 +276,7 @@ func (f *Cloud) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	limit := PageSize
+	limit := pageSize
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
 		limit = n
 	}
@@ -329,7 +329,7 @@ func (f *Cloud) create(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("00000000-0000-0000-0000-%012d", f.nextID)
 	img["id"], img["status"], img["size"] = id, "queued", nil
 	img["created_at"] = f.createdAt()
-	img["owner"], img["os_hidden"] = Project, false
+	img["owner"], img["os_hidden"] = project, false
 	if img["visibility"] == nil {
 		img["visibility"] = "shared"
 	}
@@ -415,7 +415,7 @@ func (f *Cloud) delete(w http.ResponseWriter, r *http.Request) {
 // mayChange answers 403, as Glance does, when img belongs to another project (this fake's
 // tokens are not admin's); the caller holds f.mu.
 func (f *Cloud) mayChange(w http.ResponseWriter, img map[string]any) bool {
-	if img["owner"] != Project {
+	if img["owner"] != project {
 		writeJSON(w, http.StatusForbidden, map[string]any{"message": "You are not permitted to modify this image."})
 		return false
 	}
@@ -464,7 +464,7 @@ func (f *Cloud) PutFor(attrs map[string]any, name, status string, data []byte, t
 	id := fmt.Sprintf("00000000-0000-0000-0000-%012d", f.nextID)
 	img := map[string]any{"id": id, "name": name, "status": status, "disk_format": "raw", "container_format": "bare",
 		"tags": append([]string{}, tags...), "size": nil, "visibility": "shared",
-		"created_at": f.createdAt(), "owner": Project, "os_hidden": false}
+		"created_at": f.createdAt(), "owner": project, "os_hidden": false}
 	maps.Copy(img, attrs)
 	if data != nil {
 		sum := sha512.Sum512(data)

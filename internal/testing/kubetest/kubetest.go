@@ -184,7 +184,7 @@ func Content(o kubernetes.Options, name string) []byte {
 const (
 	PauseTag   = "3.10"
 	EtcdTag    = "3.5.21-0"
-	CoreDNSTag = "v1.12.0"
+	coreDNSTag = "v1.12.0"
 )
 
 // KubeadmImages is what `kubeadm config images list --kubernetes-version version
@@ -199,7 +199,7 @@ func KubeadmImages(version, repo string) []string {
 	}
 	return []string{repo + "/kube-apiserver:" + version, repo + "/kube-controller-manager:" + version,
 		repo + "/kube-scheduler:" + version, repo + "/kube-proxy:" + version,
-		coredns + ":" + CoreDNSTag, repo + "/pause:" + PauseTag, repo + "/etcd:" + EtcdTag}
+		coredns + ":" + coreDNSTag, repo + "/pause:" + PauseTag, repo + "/etcd:" + EtcdTag}
 }
 
 // kubeadmImages is the stand-in kubeadm's `config images list`: only for its own version (a
@@ -221,5 +221,5 @@ func kubeadmImages(version string) string {
   echo "$coredns:%[2]s"; echo "$repo/pause:%[3]s"; echo "$repo/etcd:%[4]s"
   exit 0
 fi
-`, version, CoreDNSTag, PauseTag, EtcdTag)
+`, version, coreDNSTag, PauseTag, EtcdTag)
 }

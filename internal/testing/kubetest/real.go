@@ -16,8 +16,8 @@ import (
 // The versions scripts/install-kubernetes.sh builds (crictl: scripts/install-containerd.sh).
 const (
 	RealVersion = "v1.34.4"
-	RealCrictl  = "v1.34.0"
-	RealCNI     = "v1.7.1"
+	realCrictl  = "v1.34.0"
+	realCNI     = "v1.7.1"
 )
 
 // RealDir is scripts/install-kubernetes.sh's output directory: kubeadm, kubelet, kubectl, the
@@ -60,8 +60,8 @@ func realDir(t testing.TB, need []string) string {
 	}
 	waitForBuild(t, top, func() bool { return missing() == nil })
 	if err := missing(); err != nil {
-		if log, lerr := os.ReadFile(filepath.Join(top, BuildLog)); lerr == nil {
-			t.Logf("the last lines of %s:\n%s", filepath.Join(top, BuildLog), tail(string(log), 30))
+		if log, lerr := os.ReadFile(filepath.Join(top, buildLog)); lerr == nil {
+			t.Logf("the last lines of %s:\n%s", filepath.Join(top, buildLog), tail(string(log), 30))
 		}
 		testutil.RequireEnv(t, err, "Kubernetes "+RealVersion+" built from source (run scripts/install-kubernetes.sh)")
 	}
@@ -71,15 +71,15 @@ func realDir(t testing.TB, need []string) string {
 // BuildLock and BuildLog are scripts/install-kubernetes.sh's lock (held while it runs) and, when
 // scripts/install-deps.sh starts it in the background, its output, both in the cache's kubernetes/.
 const (
-	BuildLock = ".build.lock"
-	BuildLog  = "build.log"
+	buildLock = ".build.lock"
+	buildLog  = "build.log"
 )
 
 // waitForBuild waits, for at most an hour, while scripts/install-kubernetes.sh holds its lock
 // in top and ready says no.
 func waitForBuild(t testing.TB, top string, ready func() bool) {
 	t.Helper()
-	testutil.WaitForScript(t, "scripts/install-kubernetes.sh", filepath.Join(top, BuildLock), filepath.Join(top, BuildLog), ready)
+	testutil.WaitForScript(t, "scripts/install-kubernetes.sh", filepath.Join(top, buildLock), filepath.Join(top, buildLog), ready)
 }
 
 // tail is the last n lines of s.
@@ -94,7 +94,7 @@ func tail(s string, n int) string {
 func NewReal(t testing.TB, bin, crictlDir string) *Mirror {
 	t.Helper()
 	m := &Mirror{Server: fetchtest.NewServer(t)}
-	o := kubernetes.Options{Kubernetes: RealVersion, Crictl: RealCrictl, CNI: RealCNI, Mirror: m.URL + "/release", GitHubMirror: m.URL}
+	o := kubernetes.Options{Kubernetes: RealVersion, Crictl: realCrictl, CNI: realCNI, Mirror: m.URL + "/release", GitHubMirror: m.URL}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}

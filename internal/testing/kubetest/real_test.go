@@ -20,7 +20,7 @@ func TestRealNodeDirWaitsOnlyForTheNodeBinaries(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "cni"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := os.Create(filepath.Join(top, BuildLock))
+	lock, err := os.Create(filepath.Join(top, buildLock))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func Boot(t testing.TB, image string, opts Options) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	start := time.Now()
-	cmdline, log, err := Run(ctx, image, t.TempDir(), opts)
+	cmdline, log, err := run(ctx, image, t.TempDir(), opts)
 	if err != nil {
 		t.Fatalf("qemuboot: %v\nlast serial output:\n%s", err, Tail(log, 3000))
 	}
@@ -65,9 +65,9 @@ func Boot(t testing.TB, image string, opts Options) string {
 	return cmdline
 }
 
-// Run is Boot without testing.TB: work is a directory for the serial log and UEFI variables. It
+// run is Boot without testing.TB: work is a directory for the serial log and UEFI variables. It
 // returns the printed command line and the serial log.
-func Run(ctx context.Context, image, work string, opts Options) (cmdline string, log []byte, err error) {
+func run(ctx context.Context, image, work string, opts Options) (cmdline string, log []byte, err error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = 120 * time.Second
 	}

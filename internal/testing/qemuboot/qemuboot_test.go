@@ -73,7 +73,7 @@ func TestBootPrintsGRUBsCommandLine(t *testing.T) {
 func TestBootFailsClearlyOnAnUnbootableDisk(t *testing.T) {
 	testutil.RequireTools(t, "qemu-system-x86_64", "mkfs.btrfs", "mkfs.ext4", "mkfs.vfat", "mcopy")
 	img := flatcardisk.Build(t, flatcardisk.Options{})
-	_, _, err := Run(t.Context(), img, t.TempDir(), Options{Timeout: 5e9})
+	_, _, err := run(t.Context(), img, t.TempDir(), Options{Timeout: 5e9})
 	if err == nil || !strings.Contains(err.Error(), "did not power off within 5s") {
 		t.Fatalf("err = %v, want a timeout", err)
 	}

@@ -309,15 +309,15 @@ type Pushed struct {
 	Index    string            // the kubeadm name pushed as a multi-arch index (amd64 + arm64)
 }
 
-// Busybox is the host's static busybox (busybox-static), the one binary in every test image.
-const Busybox = "/bin/busybox"
+// busybox is the host's static busybox (busybox-static), the one binary in every test image.
+const busybox = "/bin/busybox"
 
 // PushKubeadm pushes one small image for each ref kubeadm lists for refs (as
 // registry.k8s.io/...), under the same repository paths on this registry: every image has the
 // host's busybox (one shared layer) and a layer of its own, its Cmd prints "preloaded <repo>";
 // the pause image is a multi-arch index (amd64 + arm64).
 func (r *Registry) PushKubeadm(ctx context.Context, refs []string) (*Pushed, error) {
-	bb, err := os.ReadFile(Busybox)
+	bb, err := os.ReadFile(busybox)
 	if err != nil {
 		return nil, fmt.Errorf("the test images carry the host's busybox (apt-get install busybox-static): %w", err)
 	}

@@ -26,10 +26,10 @@ type Containerd struct {
 	cmd         *exec.Cmd
 }
 
-// StartContainerd writes files (those under etc/containerd/, every absolute /etc/containerd path
+// startContainerd writes files (those under etc/containerd/, every absolute /etc/containerd path
 // in them moved to the test's directory) and runs containerd with env (the node's proxy
 // settings) until the test ends. The native snapshotter and no NRI keep it to this directory.
-func StartContainerd(t testing.TB, files []NodeFile, env []string) *Containerd {
+func startContainerd(t testing.TB, files []NodeFile, env []string) *Containerd {
 	t.Helper()
 	return StartContainerdOf(t, ContainerdVersion, files, env)
 }

@@ -21,8 +21,8 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// FwCfgName is where Flatcar's Ignition reads its config on QEMU.
-const FwCfgName = "opt/org.flatcar-linux/config"
+// fwCfgName is where Flatcar's Ignition reads its config on QEMU.
+const fwCfgName = "opt/org.flatcar-linux/config"
 
 // BootOptions describe one boot of the guest.
 type BootOptions struct {
@@ -185,7 +185,7 @@ func start(image, work string, opts BootOptions) (*Guest, error) {
 		if err := os.WriteFile(ign, opts.Ignition, 0o600); err != nil {
 			return nil, err
 		}
-		args = append(args, "-fw_cfg", "name="+FwCfgName+",file="+qemuboot.OptEscape(ign))
+		args = append(args, "-fw_cfg", "name="+fwCfgName+",file="+qemuboot.OptEscape(ign))
 	}
 	if opts.UEFI {
 		drives, err := qemuboot.UEFIDrives(filepath.Join(work, fmt.Sprintf("OVMF_VARS-%d.fd", port)))
@@ -234,7 +234,7 @@ func (g *Guest) waitSSH(ctx context.Context) error {
 			return ctx.Err()
 		default:
 		}
-		if bytes.Contains(g.Log(), []byte(InitrdFailedMarker)) {
+		if bytes.Contains(g.Log(), []byte(initrdFailedMarker)) {
 			return fmt.Errorf("the initramfs failed:\n%s", g.LogTail(4000))
 		}
 		if g.opts.Key == "" {

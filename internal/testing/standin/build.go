@@ -21,15 +21,15 @@ import (
 
 // Sizes of the guest's disk (sparse; the data is ~300 MB).
 const (
-	USRASize = 1 << 30 // USR-A, as Flatcar's; holds the ext4 /usr
-	DiskSize = 3 << 30 // ROOT takes what the other partitions leave (~1.6 GiB)
+	usraSize = 1 << 30 // USR-A, as Flatcar's; holds the ext4 /usr
+	diskSize = 3 << 30 // ROOT takes what the other partitions leave (~1.6 GiB)
 )
 
 // Tools are the host programs Build runs.
 var Tools = []string{"mmdebstrap", "chroot", "mkfs.ext4", "debugfs", "e2fsck", "mkfs.btrfs", "mkfs.vfat", "mcopy", "grub-mkimage", "busybox"}
 
-// ErrNeedsRoot: mmdebstrap --mode=root and the chroot steps need root (CI runs as root).
-var ErrNeedsRoot = errors.New("building the stand-in guest needs root (mmdebstrap --mode=root; CI runs tests as root)")
+// errNeedsRoot: mmdebstrap --mode=root and the chroot steps need root (CI runs as root).
+var errNeedsRoot = errors.New("building the stand-in guest needs root (mmdebstrap --mode=root; CI runs tests as root)")
 
 // CacheDir is where built guests are kept: <user cache dir>/flatcar-capo/standin.
 func CacheDir() (string, error) {
@@ -40,10 +40,10 @@ func CacheDir() (string, error) {
 	return filepath.Join(base, "flatcar-capo", "standin"), nil
 }
 
-// Build returns the path of the guest's raw disk for opts, building it on first use. The file
+// build returns the path of the guest's raw disk for opts, building it on first use. The file
 // is shared by every caller: never write to it (copy it, e.g. with disk.CopySparse). Concurrent
 // callers, also in other processes, wait for one build.
-func Build(ctx context.Context, opts Options) (string, error) {
+func build(ctx context.Context, opts Options) (string, error) {
 	if err := opts.validate(); err != nil {
 		return "", err
 	}
@@ -79,7 +79,7 @@ func Build(ctx context.Context, opts Options) (string, error) {
 		return image, nil
 	}
 	if os.Geteuid() != 0 {
-		return "", ErrNeedsRoot
+		return "", errNeedsRoot
 	}
 	for _, t := range Tools {
 		if _, err := exec.LookPath(t); err != nil {
@@ -133,8 +133,8 @@ func (o Options) diskOptions(dir, usr string, k kernelInfo) flatcardisk.Options 
 		GrubCfg:   o.grubCfg(),
 		FirstBoot: true,
 		Bootable:  true,
-		DiskSize:  DiskSize,
-		USRASize:  USRASize,
+		DiskSize:  diskSize,
+		USRASize:  usraSize,
 		USRAImage: filepath.Join(dir, usr),
 		Kernel:    k.path,
 	}
@@ -199,7 +199,7 @@ func makeUSR(ctx context.Context, file, tree string) error {
 	if err != nil {
 		return err
 	}
-	if err := f.Truncate(USRASize); err != nil {
+	if err := f.Truncate(usraSize); err != nil {
 		f.Close()
 		return err
 	}
@@ -217,8 +217,8 @@ func makeUSR(ctx context.Context, file, tree string) error {
 // inputsHash names a /usr build by everything that goes into it.
 func inputsHash(k kernelInfo) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%d %d\n", builderVersion, strings.Join(Packages, ","),
-		strings.Join(wantModules, ","), osRelease(), USRASize, DiskSize)
+	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%d %d\n", builderVersion, strings.Join(packages, ","),
+		strings.Join(wantModules, ","), osRelease(), usraSize, diskSize)
 	fmt.Fprintf(h, "%q %q %q\n", enabled, masked, sourceDateEpoch)
 	fmt.Fprintf(h, "kernel %s\n", k.version)
 	if err := hashFile(h, k.path); err != nil {

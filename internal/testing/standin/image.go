@@ -20,8 +20,8 @@ func Image(t testing.TB, opts Options) string {
 	if opts.Log == nil {
 		opts.Log = t.Logf
 	}
-	path, err := Build(context.Background(), opts)
-	if errors.Is(err, ErrNeedsRoot) {
+	path, err := build(context.Background(), opts)
+	if errors.Is(err, errNeedsRoot) {
 		testutil.RequireRoot(t, err.Error())
 	}
 	if err != nil {

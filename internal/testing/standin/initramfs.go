@@ -12,8 +12,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
 )
 
-// InitrdFailedMarker is printed on the console when the initramfs cannot mount the system.
-const InitrdFailedMarker = "FLATCAR_CAPO_INITRD_FAILED"
+// initrdFailedMarker is printed on the console when the initramfs cannot mount the system.
+const initrdFailedMarker = "FLATCAR_CAPO_INITRD_FAILED"
 
 // initScript is the initramfs' /init: what Flatcar's initrd does at this level. Partitions are
 // found by GPT name (the kernel's PARTNAME), ROOT by its filesystem label as root=LABEL=ROOT says.
@@ -27,7 +27,7 @@ mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
 mkdir -p /tmp # Ignition mounts the config drive on a temporary directory
 log() { echo "initrd: $*" >/dev/kmsg; }
 fail() {
-	echo "` + InitrdFailedMarker + `: $*" >/dev/console
+	echo "` + initrdFailedMarker + `: $*" >/dev/console
 	sleep 2
 	poweroff -f
 }

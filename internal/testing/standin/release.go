@@ -19,7 +19,7 @@ import (
 // BuildQcow2 returns the cached qcow2 of the guest (compressed, compat 0.10: as Flatcar
 // publishes its images), converting Build's raw disk on first use.
 func BuildQcow2(ctx context.Context, opts Options) (string, error) {
-	raw, err := Build(ctx, opts)
+	raw, err := build(ctx, opts)
 	if err != nil {
 		return "", err
 	}

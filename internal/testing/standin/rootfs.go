@@ -73,7 +73,7 @@ func mirrorIn(file string) string {
 
 // debootstrap makes the Debian root in dir (which must not exist yet).
 func debootstrap(ctx context.Context, dir string) error {
-	args := []string{"--mode=root", "--variant=minbase", "--include=" + strings.Join(Packages, ","),
+	args := []string{"--mode=root", "--variant=minbase", "--include=" + strings.Join(packages, ","),
 		"bookworm", dir, mirrorURL()}
 	cmd := exec.CommandContext(ctx, "mmdebstrap", args...)
 	cmd.Env = append(os.Environ(), "SOURCE_DATE_EPOCH="+sourceDateEpoch, "DEBIAN_FRONTEND=noninteractive")

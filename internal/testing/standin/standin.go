@@ -63,8 +63,8 @@ func (o Options) grubCfg() string {
 	return "# Flatcar GRUB settings\n\nset oem_id=\"openstack\"\n"
 }
 
-// Packages is the guest's fixed package list (on top of mmdebstrap's minbase).
-var Packages = []string{
+// packages is the guest's fixed package list (on top of mmdebstrap's minbase).
+var packages = []string{
 	"systemd-sysv", "udev", "dbus", "kmod", "iproute2", "openssh-server", "openssh-client", "sudo",
 	"curl", "jq", "e2fsprogs", "btrfs-progs", "gdisk", "fdisk", "cloud-guest-utils", "passwd",
 	"bash", "coreutils", "tar", "gzip", "util-linux", "mount",

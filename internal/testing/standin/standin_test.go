@@ -228,7 +228,7 @@ func TestFirstBootConfigDriveUEFI(t *testing.T) {
 func TestBuildIsCached(t *testing.T) {
 	first := Image(t, Options{})
 	start := time.Now()
-	again, err := Build(context.Background(), Options{})
+	again, err := build(context.Background(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestBuildIsCached(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("cached Build took %s", d)
 	}
-	if _, err := Build(context.Background(), Options{OEM: "azure"}); err == nil || !strings.Contains(err.Error(), "want qemu or openstack") {
+	if _, err := build(context.Background(), Options{OEM: "azure"}); err == nil || !strings.Contains(err.Error(), "want qemu or openstack") {
 		t.Errorf("Build with OEM azure: %v", err)
 	}
 }

@@ -18,25 +18,25 @@ const RealEnv = "FLATCAR_CAPO_REAL_TESTS"
 // Real reports whether this is the real tier (FLATCAR_CAPO_REAL_TESTS=1).
 func Real() bool { return os.Getenv(RealEnv) == "1" }
 
-// Unit reports whether this is the fast tier, the default: every Require* skips.
-func Unit() bool { return !Real() }
+// unit reports whether this is the fast tier, the default: every Require* skips.
+func unit() bool { return !Real() }
 
-// StrictEnv names the variable that turns every skip of this file into a failure. .ci/run and
+// strictEnv names the variable that turns every skip of this file into a failure. .ci/run and
 // `make test STRICT=1` set it: on CI a missing tool or missing root is a broken machine, and a
 // skipped test would let missing coverage look green. Strict without RealEnv fails every
 // real-parts test too: a strict run that forgot the switch would otherwise skip them all.
-const StrictEnv = "FLATCAR_CAPO_STRICT_TESTS"
+const strictEnv = "FLATCAR_CAPO_STRICT_TESTS"
 
-// Strict reports whether skips are failures (FLATCAR_CAPO_STRICT_TESTS=1).
-func Strict() bool { return os.Getenv(StrictEnv) == "1" }
+// strict reports whether skips are failures (FLATCAR_CAPO_STRICT_TESTS=1).
+func strict() bool { return os.Getenv(strictEnv) == "1" }
 
 // unitSkip skips a real-parts test in the fast tier; in strict mode it fails instead, naming
 // the switch (strict means nothing may be left out).
 func unitSkip(t testing.TB, format string, a ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, a...)
-	if Strict() {
-		t.Fatalf("%s, but %s is not 1 (the fast tier) and %s=1 forbids leaving it out: set %s=1 (make test does)", msg, RealEnv, StrictEnv, RealEnv)
+	if strict() {
+		t.Fatalf("%s, but %s is not 1 (the fast tier) and %s=1 forbids leaving it out: set %s=1 (make test does)", msg, RealEnv, strictEnv, RealEnv)
 	}
 	t.Skipf("SKIP (fast tier; %s=1 runs it): %s", RealEnv, msg)
 }
@@ -46,10 +46,10 @@ func unitSkip(t testing.TB, format string, a ...any) {
 // RequireTool skips the test, or fails it in strict mode, when tool is not on PATH.
 func RequireTool(t testing.TB, tool string) {
 	t.Helper()
-	if _, known := Tools[tool]; !known {
-		t.Fatalf("testutil: %s is not in testutil.Tools: add it there with the scripts/install-deps.sh profile that installs it", tool)
+	if _, known := tools[tool]; !known {
+		t.Fatalf("testutil: %s is not in testutil's tools list (tools.go): add it there with the scripts/install-deps.sh profile that installs it", tool)
 	}
-	if Unit() {
+	if unit() {
 		unitSkip(t, "needs %s", tool)
 	}
 	if _, err := exec.LookPath(tool); err != nil {
@@ -69,10 +69,10 @@ func RequireTools(t testing.TB, tools ...string) {
 // needs root (CI runs as root).
 func RequireRoot(t testing.TB, why string) {
 	t.Helper()
-	if Unit() {
+	if unit() {
 		unitSkip(t, "%s needs root", why)
 	}
-	if !IsRoot() {
+	if !isRoot() {
 		skip(t, "%s needs root (CI runs as root)", why)
 	}
 }
@@ -81,7 +81,7 @@ func RequireRoot(t testing.TB, why string) {
 // (not of the code under test) does not hold: err says what is missing, what names the need.
 func RequireEnv(t testing.TB, err error, what string) {
 	t.Helper()
-	if Unit() {
+	if unit() {
 		unitSkip(t, "%s", what)
 	}
 	if err != nil {
@@ -94,7 +94,7 @@ func RequireEnv(t testing.TB, err error, what string) {
 // first. In the real tier it does nothing; the later Require* still check the machine.
 func RequireReal(t testing.TB, what string) {
 	t.Helper()
-	if Unit() {
+	if unit() {
 		unitSkip(t, "%s", what)
 	}
 }
@@ -103,16 +103,16 @@ func RequireReal(t testing.TB, what string) {
 // not, logs what is left out (fails the test in strict mode, where nothing may be left out).
 func HaveRoot(t testing.TB, what string) bool {
 	t.Helper()
-	if IsRoot() && Real() {
+	if isRoot() && Real() {
 		return true
 	}
-	if Strict() && Unit() {
-		t.Fatalf("%s needs root and %s=1 (make test sets it); %s=1 forbids leaving it out", what, RealEnv, StrictEnv)
+	if strict() && unit() {
+		t.Fatalf("%s needs root and %s=1 (make test sets it); %s=1 forbids leaving it out", what, RealEnv, strictEnv)
 	}
-	if Strict() {
-		t.Fatalf("%s needs root; %s=1 forbids leaving it out", what, StrictEnv)
+	if strict() {
+		t.Fatalf("%s needs root; %s=1 forbids leaving it out", what, strictEnv)
 	}
-	if Unit() {
+	if unit() {
 		t.Logf("SKIP part (fast tier; %s=1 runs it): %s needs root", RealEnv, what)
 	} else {
 		t.Logf("SKIP part: %s needs root (CI runs as root)", what)
@@ -130,22 +130,22 @@ func SkipLong(t testing.TB, why string) {
 	}
 }
 
-// Small reports whether tests keep their inputs small: under -short (the race run of make test,
+// small reports whether tests keep their inputs small: under -short (the race run of make test,
 // where the race detector makes everything ~10x slower) and in the fast tier, which must answer
 // in minutes; the real tier (make test) runs the full sizes.
-func Small() bool { return testing.Short() || Unit() }
+func small() bool { return testing.Short() || unit() }
 
 func skip(t testing.TB, format string, a ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, a...)
-	if Strict() {
-		t.Fatalf("%s; %s=1 makes this a failure, not a skip", msg, StrictEnv)
+	if strict() {
+		t.Fatalf("%s; %s=1 makes this a failure, not a skip", msg, strictEnv)
 	}
 	t.Skipf("SKIP: %s", msg)
 }
 
-// IsRoot reports whether the tests run as root (CI does).
-func IsRoot() bool { return os.Geteuid() == 0 }
+// isRoot reports whether the tests run as root (CI does).
+func isRoot() bool { return os.Geteuid() == 0 }
 
 // RequireOptIn skips a test that only runs when asked for by env=1 (a proof too long for `make
 // test`, which its own make target runs). Strict mode allows this skip: not asking is the runner's

@@ -32,21 +32,21 @@ func TestForcedSkip(t *testing.T) {
 // with the reason in strict mode (.ci/run, make test STRICT=1). These runs are the real tier.
 func TestStrictModeFailsSkips(t *testing.T) {
 	kinds := []string{"tool", "env"}
-	if !IsRoot() {
+	if !isRoot() {
 		kinds = append(kinds, "part")
 	}
 	for _, kind := range kinds {
 		for _, strict := range []bool{false, true} {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestForcedSkip$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), "TESTUTIL_CHILD=1", "TESTUTIL_CHILD_KIND="+kind, StrictEnv+"=", RealEnv+"=1")
+			cmd.Env = append(os.Environ(), "TESTUTIL_CHILD=1", "TESTUTIL_CHILD_KIND="+kind, strictEnv+"=", RealEnv+"=1")
 			if strict {
-				cmd.Env = append(cmd.Env, StrictEnv+"=1")
+				cmd.Env = append(cmd.Env, strictEnv+"=1")
 			}
 			out, err := cmd.CombinedOutput()
 			s := string(out)
 			switch {
-			case strict && (err == nil || !strings.Contains(s, "--- FAIL: TestForcedSkip") || !strings.Contains(s, StrictEnv+"=1")):
-				t.Errorf("%s, strict: want a failure naming %s, got err %v:\n%s", kind, StrictEnv, err, s)
+			case strict && (err == nil || !strings.Contains(s, "--- FAIL: TestForcedSkip") || !strings.Contains(s, strictEnv+"=1")):
+				t.Errorf("%s, strict: want a failure naming %s, got err %v:\n%s", kind, strictEnv, err, s)
 			case !strict && kind != "part" && (err != nil || !strings.Contains(s, "--- SKIP: TestForcedSkip") || !strings.Contains(s, "SKIP: ")):
 				t.Errorf("%s: want a visible skip, got err %v:\n%s", kind, err, s)
 			case !strict && kind == "part" && (err != nil || !strings.Contains(s, "SKIP part: the kernel mount check needs root")):
@@ -65,9 +65,9 @@ func TestFastTierSkipsRealParts(t *testing.T) {
 	for _, kind := range []string{"present", "tool", "env", "part"} {
 		for _, strict := range []bool{false, true} {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestForcedSkip$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), "TESTUTIL_CHILD=1", "TESTUTIL_CHILD_KIND="+kind, StrictEnv+"=", RealEnv+"=")
+			cmd.Env = append(os.Environ(), "TESTUTIL_CHILD=1", "TESTUTIL_CHILD_KIND="+kind, strictEnv+"=", RealEnv+"=")
 			if strict {
-				cmd.Env = append(cmd.Env, StrictEnv+"=1")
+				cmd.Env = append(cmd.Env, strictEnv+"=1")
 			}
 			out, err := cmd.CombinedOutput()
 			s := string(out)

@@ -1,10 +1,10 @@
 package testutil
 
-// Tools is every external program a test may require (RequireTool refuses any other), with the
+// tools is every external program a test may require (RequireTool refuses any other), with the
 // scripts/install-deps.sh profile whose package list must install it. TestInstallDepsInstallsEveryTool
 // checks each against `dpkg -S`, so a tool a new test needs cannot be missing from a fresh machine
 // unnoticed (runc once was: it only came with podman on the machine CI ran on).
-var Tools = map[string]string{
+var tools = map[string]string{
 	"bash": "test", "blkid": "test", "btrfs": "test", "busybox": "test", "bzip2": "test",
 	"chattr": "test", "chroot": "test", "cp": "test", "debugfs": "test", "docker-registry": "test",
 	"dpkg": "test", "dumpe2fs": "test", "e2fsck": "test", "glance-api": "test", "glance-manage": "test",

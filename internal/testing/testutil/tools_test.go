@@ -16,7 +16,7 @@ func TestInstallDepsInstallsEveryTool(t *testing.T) {
 	RequireTools(t, "bash", "dpkg")
 	lists := map[string][]string{}
 	found := map[string]string{} // tool -> path
-	for tool, profile := range Tools {
+	for tool, profile := range tools {
 		if profile == "" {
 			continue
 		}
@@ -53,7 +53,7 @@ func TestInstallDepsInstallsEveryTool(t *testing.T) {
 	}
 	owners, ess := providers(paths), essentials()
 	for tool, path := range found {
-		profile, pkgs := Tools[tool], owners[path]
+		profile, pkgs := tools[tool], owners[path]
 		if len(pkgs) == 0 {
 			t.Errorf("%s (%s): no Debian package provides it (dpkg -S): install-deps.sh cannot install it on a fresh machine", tool, path)
 			continue

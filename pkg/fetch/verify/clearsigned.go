@@ -14,8 +14,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 )
 
-// ErrBadSignature is wrapped by every verification failure, so callers can tell it from I/O errors.
-var ErrBadSignature = errors.New("OpenPGP verification failed")
+// errBadSignature is wrapped by every verification failure, so callers can tell it from I/O errors.
+var errBadSignature = errors.New("OpenPGP verification failed")
 
 // clockSkew tolerates a signer's clock slightly ahead of ours.
 const clockSkew = 10 * time.Minute
@@ -37,21 +37,21 @@ type Signature struct {
 func Clearsigned(armored []byte, kr *Keyring, now time.Time) ([]byte, *Signature, error) {
 	block, _ := clearsign.Decode(armored)
 	if block == nil {
-		return nil, nil, fmt.Errorf("%w: not a clear-signed OpenPGP message", ErrBadSignature)
+		return nil, nil, fmt.Errorf("%w: not a clear-signed OpenPGP message", errBadSignature)
 	}
 	sigBytes, err := io.ReadAll(block.ArmoredSignature.Body)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: unreadable signature block: %v", ErrBadSignature, err)
+		return nil, nil, fmt.Errorf("%w: unreadable signature block: %v", errBadSignature, err)
 	}
 	sig, err := signatureFor(sigBytes, kr)
 	if err != nil {
 		return nil, nil, err
 	}
 	if sig.CreationTime.After(now.Add(clockSkew)) {
-		return nil, nil, fmt.Errorf("%w: the signature is dated %s, in the future", ErrBadSignature, stamp(sig.CreationTime))
+		return nil, nil, fmt.Errorf("%w: the signature is dated %s, in the future", errBadSignature, stamp(sig.CreationTime))
 	}
 	if sig.SigExpired(now) {
-		return nil, nil, fmt.Errorf("%w: the signature expired on %s", ErrBadSignature,
+		return nil, nil, fmt.Errorf("%w: the signature expired on %s", errBadSignature,
 			stamp(sig.CreationTime.Add(time.Duration(*sig.SigLifetimeSecs)*time.Second)))
 	}
 	atSigning := &packet.Config{Time: func() time.Time { return sig.CreationTime }}
@@ -61,7 +61,7 @@ func Clearsigned(armored []byte, kr *Keyring, now time.Time) ([]byte, *Signature
 	}
 	for _, k := range kr.Entities.KeysById(*sig.IssuerKeyId) {
 		if k.Revoked(now) || k.Entity.Revoked(now) {
-			return nil, nil, fmt.Errorf("%w: signing key %X has been revoked", ErrBadSignature, *sig.IssuerKeyId)
+			return nil, nil, fmt.Errorf("%w: signing key %X has been revoked", errBadSignature, *sig.IssuerKeyId)
 		}
 	}
 	return block.Plaintext, &Signature{
@@ -81,7 +81,7 @@ func signatureFor(sigBytes []byte, kr *Keyring) (*packet.Signature, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: malformed signature: %v", ErrBadSignature, err)
+			return nil, fmt.Errorf("%w: malformed signature: %v", errBadSignature, err)
 		}
 		sig, ok := p.(*packet.Signature)
 		if !ok || sig.IssuerKeyId == nil {
@@ -93,9 +93,9 @@ func signatureFor(sigBytes []byte, kr *Keyring) (*packet.Signature, error) {
 		issuers = append(issuers, fmt.Sprintf("%016X", *sig.IssuerKeyId))
 	}
 	if len(issuers) == 0 {
-		return nil, fmt.Errorf("%w: the message carries no signature", ErrBadSignature)
+		return nil, fmt.Errorf("%w: the message carries no signature", errBadSignature)
 	}
-	return nil, fmt.Errorf("%w: signed by key %s, which is not in the %s", ErrBadSignature,
+	return nil, fmt.Errorf("%w: signed by key %s, which is not in the %s", errBadSignature,
 		strings.Join(issuers, ", "), kr.Source)
 }
 
@@ -103,13 +103,13 @@ func explain(err error, sig *packet.Signature) error {
 	at := stamp(sig.CreationTime)
 	switch {
 	case errors.Is(err, pgperrors.ErrKeyExpired):
-		return fmt.Errorf("%w: key %X was expired (or not yet valid) when the signature was made on %s", ErrBadSignature, *sig.IssuerKeyId, at)
+		return fmt.Errorf("%w: key %X was expired (or not yet valid) when the signature was made on %s", errBadSignature, *sig.IssuerKeyId, at)
 	case errors.Is(err, pgperrors.ErrKeyRevoked):
-		return fmt.Errorf("%w: signing key %X has been revoked", ErrBadSignature, *sig.IssuerKeyId)
+		return fmt.Errorf("%w: signing key %X has been revoked", errBadSignature, *sig.IssuerKeyId)
 	case errors.Is(err, pgperrors.ErrSignatureExpired):
-		return fmt.Errorf("%w: a binding signature of key %X was expired on %s", ErrBadSignature, *sig.IssuerKeyId, at)
+		return fmt.Errorf("%w: a binding signature of key %X was expired on %s", errBadSignature, *sig.IssuerKeyId, at)
 	}
-	return fmt.Errorf("%w: %v (the signed text was altered or the signature is damaged)", ErrBadSignature, err)
+	return fmt.Errorf("%w: %v (the signed text was altered or the signature is damaged)", errBadSignature, err)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
