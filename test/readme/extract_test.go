@@ -218,11 +218,18 @@ var inlineCode = regexp.MustCompile("`(flatcar-capo [^`]+)`")
 // code blocks): command synopses, whose subcommands and flags must exist even though they are
 // not runnable as written.
 func inlineCommands(r io.Reader) ([]Line, error) {
-	var (
-		out     []Line
-		inBlock bool
-		n       int
-	)
+	var out []Line
+	err := eachProseLine(r, func(n int, text string) {
+		for _, m := range inlineCode.FindAllStringSubmatch(text, -1) {
+			out = append(out, Line{Number: n, Text: m[1]})
+		}
+	})
+	return out, err
+}
+
+// eachProseLine calls fn with every line of r outside fenced code blocks, numbered from 1.
+func eachProseLine(r io.Reader, fn func(n int, text string)) error {
+	inBlock, n := false, 0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
@@ -232,14 +239,11 @@ func inlineCommands(r io.Reader) ([]Line, error) {
 			inBlock = !inBlock
 			continue
 		}
-		if inBlock {
-			continue
-		}
-		for _, m := range inlineCode.FindAllStringSubmatch(text, -1) {
-			out = append(out, Line{Number: n, Text: m[1]})
+		if !inBlock {
+			fn(n, text)
 		}
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 var longFlag = regexp.MustCompile(`(^|[\s\[|\\])(--[a-z][a-z0-9-]*)`)
@@ -269,19 +273,7 @@ var codeSpan = regexp.MustCompile("`([^`]+)`")
 // blocks), each with the first line that names it.
 func inlineFlags(r io.Reader) (map[string]int, error) {
 	out := map[string]int{}
-	inBlock, n := false, 0
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		n++
-		text := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(text), "```") {
-			inBlock = !inBlock
-			continue
-		}
-		if inBlock {
-			continue
-		}
+	err := eachProseLine(r, func(n int, text string) {
 		for _, span := range codeSpan.FindAllStringSubmatch(text, -1) {
 			for _, m := range longFlag.FindAllStringSubmatch(span[1], -1) {
 				if _, ok := out[m[2]]; !ok {
@@ -289,6 +281,6 @@ func inlineFlags(r io.Reader) (map[string]int, error) {
 				}
 			}
 		}
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
