@@ -82,6 +82,12 @@ func (c *Cloud) run(ctx context.Context, name string, env []string, argv ...stri
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 5 * time.Second
+	// Pdeathsig follows the thread that forks: keep it ours until the command exits. Unlocked,
+	// the thread could next serve a netns dial (dialIn), which locks it for good and ends it with
+	// its goroutine, and the kernel would kill this command then (placement-db-sync was, once the
+	// catalog's registration dialled beside it).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s: %v; its log: %s\n%s", name, err, c.logPath(name), tail(c.logPath(name), 15))

@@ -11,6 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/endpoints"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/services"
 )
 
 const python = "/usr/bin/python3" // a pyenv python3 may shadow Debian's, which has the OpenStack modules
@@ -86,7 +91,7 @@ func (c *Cloud) up(ctx context.Context) error {
 	// Catalog and database syncs, two at a time.
 	t := time.Now()
 	syncs := []func() error{
-		func() error { return c.registerCatalog(ctx, rc["OS_PASSWORD"]) },
+		func() error { return c.registerCatalog(ctx) },
 		c.syncPlacement(ctx),
 		c.syncNova(ctx),
 		c.syncNeutron(ctx),
@@ -270,27 +275,35 @@ func (c *Cloud) mysqlURL(db string) string {
 	return "mysql+pymysql://root@localhost/" + db + "?unix_socket=" + filepath.Join(c.Dir, "mariadb", "mysqld.sock") + "&charset=utf8"
 }
 
-func (c *Cloud) registerCatalog(ctx context.Context, password string) error {
-	const script = `
-import json, sys, urllib.request
-ks, pw = sys.argv[1:3]
-def call(method, path, body=None, token=None):
-    req = urllib.request.Request(ks + path, method=method, data=json.dumps(body).encode() if body else None,
-                                 headers={"Content-Type": "application/json"})
-    if token: req.add_header("X-Auth-Token", token)
-    with urllib.request.urlopen(req) as r:
-        return r.headers.get("X-Subject-Token"), json.loads(r.read() or b"{}")
-tok, _ = call("POST", "/v3/auth/tokens", {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-    "name": "admin", "domain": {"id": "default"}, "password": pw}}}, "scope": {"project": {"name": "admin", "domain": {"id": "default"}}}}})
-for typ, name, url in (("compute", "nova", "http://127.0.0.1:%s/v2.1" % sys.argv[3]),
-                       ("placement", "placement", "http://127.0.0.1:%s" % sys.argv[4]),
-                       ("network", "neutron", "http://127.0.0.1:%s" % sys.argv[5])):
-    _, svc = call("POST", "/v3/services", {"service": {"type": typ, "name": name}}, tok)
-    for iface in ("public", "internal", "admin"):
-        call("POST", "/v3/endpoints", {"endpoint": {"service_id": svc["service"]["id"], "interface": iface, "region_id": "RegionOne", "url": url}}, tok)
-`
-	return c.run(ctx, "catalog", nil, python, "-c", script, c.keystone, password,
-		fmt.Sprint(novaPort), fmt.Sprint(placementPort), fmt.Sprint(neutronPort))
+// registerCatalog puts Nova, Placement and Neutron into Keystone's catalog (RegionOne, the three
+// interfaces), as Debian's install guide does with the openstack CLI; through gophercloud, as the
+// rest of the harness talks to the cloud, in the namespace.
+func (c *Cloud) registerCatalog(ctx context.Context) error {
+	pc, err := c.Provider(ctx)
+	if err != nil {
+		return err
+	}
+	identity, err := openstack.NewIdentityV3(pc, gophercloud.EndpointOpts{})
+	if err != nil {
+		return err
+	}
+	for _, s := range []struct{ typ, name, url string }{
+		{"compute", "nova", fmt.Sprintf("http://127.0.0.1:%d/v2.1", novaPort)},
+		{"placement", "placement", fmt.Sprintf("http://127.0.0.1:%d", placementPort)},
+		{"network", "neutron", fmt.Sprintf("http://127.0.0.1:%d", neutronPort)},
+	} {
+		svc, err := services.Create(ctx, identity, services.CreateOpts{Type: s.typ, Name: s.name}).Extract()
+		if err != nil {
+			return fmt.Errorf("registering %s in Keystone's catalog: %w", s.name, err)
+		}
+		for _, iface := range []gophercloud.Availability{gophercloud.AvailabilityPublic, gophercloud.AvailabilityInternal, gophercloud.AvailabilityAdmin} {
+			opts := endpoints.CreateOpts{Availability: iface, Region: "RegionOne", URL: s.url, ServiceID: svc.ID}
+			if _, err := endpoints.Create(ctx, identity, opts).Extract(); err != nil {
+				return fmt.Errorf("registering %s's %s endpoint in Keystone's catalog: %w", s.name, iface, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (c *Cloud) syncPlacement(ctx context.Context) func() error {
