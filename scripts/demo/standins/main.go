@@ -30,6 +30,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
 )
 
@@ -41,6 +42,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: standins -dir DIR [-owner PID]")
 		os.Exit(2)
 	}
+	// The harness's Require* skip unless this is set (the fast tier of `go test`); the demo is no
+	// test and must run its real parts, so a skip here would only stop it with no server.
+	os.Setenv(testutil.RealEnv, "1")
 	t := newTB()
 	defer t.cleanup()
 	if err := run(t, *dir, *owner); err != nil {
