@@ -173,9 +173,17 @@ l2_population = True
 enable_security_group = True
 firewall_driver = iptables
 `,
+	// dnsmasq drops to nobody, and on every port change re-reads its hosts file from
+	// Dir/neutron/dhcp, under the test's 0700 temp dirs: as nobody it could not, kept the host list
+	// it started with (no guest) and ignored every guest's DHCPDISCOVER. It stays root here (a
+	// deployment's /var/lib/neutron lets nobody through). Its log, per network, has the leases.
 	"neutron/dhcp_agent.ini": `[DEFAULT]
 interface_driver = linuxbridge
 enable_isolated_metadata = True
+dnsmasq_config_file = {{.Dir}}/neutron/dnsmasq.conf
+dnsmasq_base_log_dir = {{.LogDir}}/dnsmasq
+`,
+	"neutron/dnsmasq.conf": `user=root
 `,
 	"neutron/l3_agent.ini": `[DEFAULT]
 interface_driver = linuxbridge
