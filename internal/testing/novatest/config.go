@@ -177,9 +177,13 @@ firewall_driver = iptables
 	// Dir/neutron/dhcp, under the test's 0700 temp dirs: as nobody it could not, kept the host list
 	// it started with (no guest) and ignored every guest's DHCPDISCOVER. It stays root here (a
 	// deployment's /var/lib/neutron lets nobody through). Its log, per network, has the leases.
+	// The metadata service is the router's proxy (the L3 agent's): a network is created before its
+	// router interface, so with isolated metadata on the DHCP agent started a proxy of its own too,
+	// and under load (privsep helpers taking 80 s each) that start raised and left the network with
+	// no dnsmasq at all. A network without a router would need it back on.
 	"neutron/dhcp_agent.ini": `[DEFAULT]
 interface_driver = linuxbridge
-enable_isolated_metadata = True
+enable_isolated_metadata = False
 dnsmasq_config_file = {{.Dir}}/neutron/dnsmasq.conf
 dnsmasq_base_log_dir = {{.LogDir}}/dnsmasq
 `,
