@@ -118,7 +118,12 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 		strings.TrimSuffix(filepath.Base(image), ".qcow2")}, capitest.ManifestSets("proof", kubetest.RealVersion)...)...).MustSucceed(t)
 	cpMachine := proofMachine{name: "proof-control-plane-0", ip: controlPlaneIP, mac: "52:54:00:26:00:10", uuid: "6f1d2c3e-0000-4000-8000-000000000026"}
 	workerMachine := proofMachine{name: "proof-md-0-worker", ip: workerIP, mac: "52:54:00:26:00:11", uuid: "6f1d2c3e-0000-4000-8000-000000000027"}
-	if err := capitest.AddToSpecs(manifest, userSpecs(pub, cpMachine), userSpecs(pub, workerMachine)); err != nil {
+	cpSpecs := userSpecs(pub, cpMachine)
+	fault := os.Getenv("NODE_PROOF_FAULT") == "init"
+	if fault {
+		cpSpecs.PreKubeadmCommands = []string{initFault}
+	}
+	if err := capitest.AddToSpecs(manifest, cpSpecs, userSpecs(pub, workerMachine)); err != nil {
 		t.Fatal(err)
 	}
 	apiPort, err := testutil.FreePort()
@@ -148,6 +153,9 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	kubectl := "sudo " + nodePath + "kubectl --kubeconfig /etc/kubernetes/admin.conf "
 	waitBootstrap(t, g, 40*time.Minute)
 	step("kubeadm init (by kubeadm.service, " + kubeadmRuns(g) + ")")
+	if fault {
+		checkInitRetried(t, g)
+	}
 	// CABPK writes the worker's bootstrap data once KCP saw the control plane initialized (the
 	// workload cluster's kubeadm-config, read at the endpoint) and CABPK made its bootstrap token
 	// there: the worker boots now, beside the control plane's start.
@@ -363,6 +371,29 @@ func waitBootstrap(t *testing.T, g *standin.Guest, timeout time.Duration) {
 		}
 		time.Sleep(20 * time.Second)
 	}
+}
+
+// initFault is NODE_PROOF_FAULT=init's preKubeadmCommand: the first kubeadm init gets a 1 s
+// control-plane health check, so it fails after writing its static pods, certificates and
+// kubeconfigs and starting them (as a slow first boot's init does at 1200 s); later runs get
+// the kubeadm.yml CABPK wrote back.
+const initFault = "if [ -e /var/lib/node-proof-kubeadm.yml ]; then cp /var/lib/node-proof-kubeadm.yml /etc/kubeadm.yml; " +
+	"else cp /etc/kubeadm.yml /var/lib/node-proof-kubeadm.yml && " +
+	"sed -i 's/controlPlaneComponentHealthCheck: .*/controlPlaneComponentHealthCheck: 1s/' /etc/kubeadm.yml; fi"
+
+// checkInitRetried: under initFault the first kubeadm init failed in its health check and the
+// kubeadm.service drop-in reset the node before the run that succeeded.
+func checkInitRetried(t *testing.T, g *standin.Guest) {
+	t.Helper()
+	journal := quietSSH(g)("sudo journalctl -b --no-pager -u kubeadm.service")
+	runs := quietSSH(g)("systemctl show -p NRestarts --value kubeadm.service")
+	for _, want := range []string{"wait-control-plane", "[reset] Deleting contents of directories"} {
+		if !strings.Contains(journal, want) || runs == "0" {
+			t.Fatalf("the injected fault did not fail the first kubeadm init and reset the node (%s restarts, no %q):\n%s", runs, want, journal)
+		}
+	}
+	fmt.Printf("NODE_PROOF_FAULT=init: the first kubeadm init failed in wait-control-plane; kubeadm.service reset the node and ran %s more time(s):\n%s\n", runs,
+		quietSSH(g)("sudo journalctl -b --no-pager -u kubeadm.service | grep -E 'error execution phase|kubeadm reset|\\[reset\\] Deleting|initialized successfully|Started|Failed|Scheduled restart'"))
 }
 
 // kubeadmRuns says how many times kubeadm.service ran (its drop-in runs a failed kubeadm again).
