@@ -120,7 +120,10 @@ const (
 // coreos-metadata and reads the metadata environment (COREOS_OPENSTACK_*). It also runs a failed
 // kubeadm again: kubeadm join gives up on one API answer slower than 10 s (the node proof's worker
 // did, beside a loaded control plane), and CABPK's unit is a oneshot that would leave the node
-// unjoined until a MachineHealthCheck replaced it.
+// unjoined until a MachineHealthCheck replaced it. A retry first undoes what a failed kubeadm
+// wrote (a slow init leaves its static pods, ports and etcd data behind), keeping the cluster CA
+// and keys CABPK's Ignition wrote: kubeadm reset deletes them, and a new CA would not be the
+// cluster's. No $ or %: clusterctl's envsubst and systemd would expand them.
 const KubeadmDropInContent = `[Unit]
 Requires=containerd.service coreos-metadata.service
 After=containerd.service coreos-metadata.service
@@ -132,6 +135,25 @@ StartLimitBurst=10
 EnvironmentFile=/run/metadata/flatcar
 Restart=on-failure
 RestartSec=30
+# A kubeadm that failed after writing its files fails every retry in preflight: before a retry,
+# kubeadm reset, and /etc/kubernetes back as Ignition wrote it (the cluster CA and keys). The
+# kubelet config goes first, so a kubelet restarted during the reset cannot start the old pods.
+ExecStartPre=/bin/sh -ec '\
+  if [ ! -e /var/lib/flatcar-capo/before-kubeadm ]; then \
+    rm -rf /var/lib/flatcar-capo/before-kubeadm.tmp; \
+    mkdir -p -m 0700 /var/lib/flatcar-capo/before-kubeadm.tmp; \
+    if [ -d /etc/kubernetes ]; then cp -a /etc/kubernetes /var/lib/flatcar-capo/before-kubeadm.tmp/; fi; \
+    mv /var/lib/flatcar-capo/before-kubeadm.tmp /var/lib/flatcar-capo/before-kubeadm; \
+  elif [ ! -e /run/cluster-api/bootstrap-success.complete ] && ls /etc/kubernetes/admin.conf \
+      /etc/kubernetes/kubelet.conf /etc/kubernetes/bootstrap-kubelet.conf /etc/kubernetes/manifests/etcd.yaml \
+      /etc/kubernetes/manifests/kube-apiserver.yaml /var/lib/kubelet/config.yaml 2>/dev/null | grep -q .; then \
+    echo kubeadm.service: the last kubeadm left its files, kubeadm reset before the retry; \
+    rm -f /var/lib/kubelet/config.yaml; \
+    kubeadm reset -f; \
+    if [ -d /var/lib/flatcar-capo/before-kubeadm/kubernetes ]; then cp -a /var/lib/flatcar-capo/before-kubeadm/kubernetes /etc/; fi; \
+  fi'
+# The copy holds the cluster CA's key: not kept once kubeadm succeeded.
+ExecStartPost=/bin/rm -rf /var/lib/flatcar-capo/before-kubeadm
 `
 
 // sysupdateTimer is masked by every CAPO flavor's additionalConfig (enabled with manifests
