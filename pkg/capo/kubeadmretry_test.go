@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	igntypes "github.com/flatcar/ignition/config/v2_3/types"
+
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
 // A kubeadm init that failed after writing its static pods (its control plane not healthy in
@@ -100,12 +102,12 @@ func checkRetryResets(t *testing.T, doc, dropIn string) {
 	if out, err := exec.Command("sh", "-n", "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("%s: the ExecStartPre script is not valid sh: %v\n%s\n%s", doc, err, out, script)
 	}
-	const keep = "/var/lib/flatcar-capo/before-kubeadm"
-	snapshot := strings.Index(script, "cp -a /etc/kubernetes "+keep+".tmp/")
+	keep := node.KubeadmRetryDir
+	snapshot := strings.Index(script, "cp -a /etc/kubernetes "+keep+"/new/")
 	marker := strings.Index(script, "[ ! -e /run/cluster-api/bootstrap-success.complete ]")
 	left := strings.Index(script, "/etc/kubernetes/manifests/kube-apiserver.yaml")
 	reset := strings.Index(script, "kubeadm reset -f")
-	restore := strings.Index(script, "cp -a "+keep+"/kubernetes /etc/")
+	restore := strings.Index(script, "cp -a "+keep+"/before/kubernetes /etc/")
 	if snapshot < 0 || marker < snapshot || left < marker || reset < left || restore < reset {
 		t.Errorf("%s: the ExecStartPre script does not copy /etc/kubernetes first, then reset only after a failed kubeadm left its files and restore the copy:\n%s", doc, script)
 	}

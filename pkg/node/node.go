@@ -34,6 +34,9 @@ const (
 	// KubeadmDropIn orders kubeadm.service (which the node's Ignition brings) after containerd and
 	// coreos-metadata: the sysext bake writes it, the CAPO templates carry the same one.
 	KubeadmDropIn = UnitDir + "/" + Kubeadm + ".d/10-flatcar.conf"
+	// KubeadmRetryDir holds /etc/kubernetes as Ignition wrote it until kubeadm succeeded: the
+	// drop-in puts it back after resetting a failed kubeadm.
+	KubeadmRetryDir = "/var/lib/flatcar-capo/kubeadm-retry"
 	// kubeadmContainerdDropIn is the packer method's: after containerd only (image-builder #939).
 	kubeadmContainerdDropIn = UnitDir + "/" + Kubeadm + ".d/10-flatcar-capo-containerd.conf"
 
@@ -138,22 +141,22 @@ RestartSec=30
 # A kubeadm that failed after writing its files fails every retry in preflight: before a retry,
 # kubeadm reset, and /etc/kubernetes back as Ignition wrote it (the cluster CA and keys). The
 # kubelet config goes first, so a kubelet restarted during the reset cannot start the old pods.
-ExecStartPre=/bin/sh -ec '\
-  if [ ! -e /var/lib/flatcar-capo/before-kubeadm ]; then \
-    rm -rf /var/lib/flatcar-capo/before-kubeadm.tmp; \
-    mkdir -p -m 0700 /var/lib/flatcar-capo/before-kubeadm.tmp; \
-    if [ -d /etc/kubernetes ]; then cp -a /etc/kubernetes /var/lib/flatcar-capo/before-kubeadm.tmp/; fi; \
-    mv /var/lib/flatcar-capo/before-kubeadm.tmp /var/lib/flatcar-capo/before-kubeadm; \
+ExecStartPre=/bin/sh -ec 'umask 077; \
+  if [ ! -e /var/lib/flatcar-capo/kubeadm-retry/before ]; then \
+    rm -rf /var/lib/flatcar-capo/kubeadm-retry; \
+    mkdir -p /var/lib/flatcar-capo/kubeadm-retry/new; \
+    if [ -d /etc/kubernetes ]; then cp -a /etc/kubernetes /var/lib/flatcar-capo/kubeadm-retry/new/; fi; \
+    mv /var/lib/flatcar-capo/kubeadm-retry/new /var/lib/flatcar-capo/kubeadm-retry/before; \
   elif [ ! -e /run/cluster-api/bootstrap-success.complete ] && ls /etc/kubernetes/admin.conf \
       /etc/kubernetes/kubelet.conf /etc/kubernetes/bootstrap-kubelet.conf /etc/kubernetes/manifests/etcd.yaml \
       /etc/kubernetes/manifests/kube-apiserver.yaml /var/lib/kubelet/config.yaml 2>/dev/null | grep -q .; then \
     echo kubeadm.service: the last kubeadm left its files, kubeadm reset before the retry; \
     rm -f /var/lib/kubelet/config.yaml; \
     kubeadm reset -f; \
-    if [ -d /var/lib/flatcar-capo/before-kubeadm/kubernetes ]; then cp -a /var/lib/flatcar-capo/before-kubeadm/kubernetes /etc/; fi; \
+    if [ -d /var/lib/flatcar-capo/kubeadm-retry/before/kubernetes ]; then cp -a /var/lib/flatcar-capo/kubeadm-retry/before/kubernetes /etc/; fi; \
   fi'
 # The copy holds the cluster CA's key: not kept once kubeadm succeeded.
-ExecStartPost=/bin/rm -rf /var/lib/flatcar-capo/before-kubeadm
+ExecStartPost=/bin/rm -rf /var/lib/flatcar-capo/kubeadm-retry
 `
 
 // sysupdateTimer is masked by every CAPO flavor's additionalConfig (enabled with manifests
