@@ -74,9 +74,9 @@ func kubeadmDropIn(t *testing.T, cfg igntypes.Config) string {
 
 // checkRetryResets reads the drop-in as systemd does (a trailing backslash continues a line)
 // and wants, beside Restart=on-failure, an ExecStartPre shell script (valid for sh -n) that keeps
-// /etc/kubernetes as Ignition wrote it before the first try and, before a retry after kubeadm's
-// files were left behind and CABPK's success marker is absent, runs kubeadm reset and puts the
-// copy back; and an ExecStartPost that removes the copy (it holds the CA key).
+// /etc/kubernetes as Ignition wrote it before the first try and, before a retry while CABPK's
+// success marker is absent, runs kubeadm reset and puts the copy back; and an ExecStartPost that
+// removes the copy (it holds the CA key).
 func checkRetryResets(t *testing.T, doc, dropIn string) {
 	t.Helper()
 	if strings.ContainsAny(dropIn, "$%") {
@@ -105,11 +105,11 @@ func checkRetryResets(t *testing.T, doc, dropIn string) {
 	keep := node.KubeadmRetryDir
 	snapshot := strings.Index(script, "cp -a /etc/kubernetes "+keep+"/new/")
 	marker := strings.Index(script, "[ ! -e /run/cluster-api/bootstrap-success.complete ]")
-	left := strings.Index(script, "/etc/kubernetes/manifests/kube-apiserver.yaml")
+	noKubelet := strings.Index(script, "rm -f /var/lib/kubelet/config.yaml")
 	reset := strings.Index(script, "kubeadm reset -f")
 	restore := strings.Index(script, "cp -a "+keep+"/before/kubernetes /etc/")
-	if snapshot < 0 || marker < snapshot || left < marker || reset < left || restore < reset {
-		t.Errorf("%s: the ExecStartPre script does not copy /etc/kubernetes first, then reset only after a failed kubeadm left its files and restore the copy:\n%s", doc, script)
+	if snapshot < 0 || marker < snapshot || noKubelet < marker || reset < noKubelet || restore < reset {
+		t.Errorf("%s: the ExecStartPre script does not copy /etc/kubernetes on the first try, then, before a retry with no success marker, remove the kubelet's config, reset and restore the copy:\n%s", doc, script)
 	}
 	if post := lines["ExecStartPost"]; len(post) != 1 || post[0] != "/bin/rm -rf "+keep {
 		t.Errorf("%s: ExecStartPost=%q, want the copy of the CA key removed after success", doc, post)

@@ -138,19 +138,17 @@ StartLimitBurst=10
 EnvironmentFile=/run/metadata/flatcar
 Restart=on-failure
 RestartSec=30
-# A kubeadm that failed after writing its files fails every retry in preflight: before a retry,
-# kubeadm reset, and /etc/kubernetes back as Ignition wrote it (the cluster CA and keys). The
-# kubelet config goes first, so a kubelet restarted during the reset cannot start the old pods.
+# A kubeadm that failed after writing its files fails every retry in preflight: a retry first
+# runs kubeadm reset and puts back /etc/kubernetes as Ignition wrote it (the cluster CA and keys).
+# The kubelet config goes first, so a kubelet restarted during the reset cannot start old pods.
 ExecStartPre=/bin/sh -ec 'umask 077; \
   if [ ! -e /var/lib/flatcar-capo/kubeadm-retry/before ]; then \
     rm -rf /var/lib/flatcar-capo/kubeadm-retry; \
     mkdir -p /var/lib/flatcar-capo/kubeadm-retry/new; \
     if [ -d /etc/kubernetes ]; then cp -a /etc/kubernetes /var/lib/flatcar-capo/kubeadm-retry/new/; fi; \
     mv /var/lib/flatcar-capo/kubeadm-retry/new /var/lib/flatcar-capo/kubeadm-retry/before; \
-  elif [ ! -e /run/cluster-api/bootstrap-success.complete ] && ls /etc/kubernetes/admin.conf \
-      /etc/kubernetes/kubelet.conf /etc/kubernetes/bootstrap-kubelet.conf /etc/kubernetes/manifests/etcd.yaml \
-      /etc/kubernetes/manifests/kube-apiserver.yaml /var/lib/kubelet/config.yaml 2>/dev/null | grep -q .; then \
-    echo kubeadm.service: the last kubeadm left its files, kubeadm reset before the retry; \
+  elif [ ! -e /run/cluster-api/bootstrap-success.complete ]; then \
+    echo kubeadm.service: a retry, so kubeadm reset and /etc/kubernetes as Ignition wrote it; \
     rm -f /var/lib/kubelet/config.yaml; \
     kubeadm reset -f; \
     if [ -d /var/lib/flatcar-capo/kubeadm-retry/before/kubernetes ]; then cp -a /var/lib/flatcar-capo/kubeadm-retry/before/kubernetes /etc/; fi; \
