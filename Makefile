@@ -165,7 +165,8 @@ test-packer-guest: deps
 # manifests; kubeadm init must run by itself and the node be Ready with kube-system Running, then a
 # second guest joins as a worker. `make test` runs it for the sysext method; this runs both
 # methods (NODE_PROOF_METHODS="sysext" for one), prints NODE-PROOF-BEGIN/END <method> blocks and
-# keeps the images in bin/node-proof/<method>/.
+# keeps the images in bin/node-proof/<method>/. NODE_PROOF_FAULT="init join" fails the first kubeadm
+# init/join after it wrote its files: kubeadm.service's retry must reset and still bring the node up.
 NODE_PROOF_TIMEOUT ?= 240m
 NODE_PROOF_METHODS ?= sysext packer
 node-proof: deps

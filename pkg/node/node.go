@@ -34,6 +34,9 @@ const (
 	// KubeadmDropIn orders kubeadm.service (which the node's Ignition brings) after containerd and
 	// coreos-metadata: the sysext bake writes it, the CAPO templates carry the same one.
 	KubeadmDropIn = UnitDir + "/" + Kubeadm + ".d/10-flatcar.conf"
+	// KubeadmRetryDir holds /etc/kubernetes as Ignition wrote it until kubeadm succeeded: the
+	// drop-in puts it back after resetting a failed kubeadm.
+	KubeadmRetryDir = "/var/lib/flatcar-capo/kubeadm-retry"
 	// kubeadmContainerdDropIn is the packer method's: after containerd only (image-builder #939).
 	kubeadmContainerdDropIn = UnitDir + "/" + Kubeadm + ".d/10-flatcar-capo-containerd.conf"
 
@@ -120,7 +123,10 @@ const (
 // coreos-metadata and reads the metadata environment (COREOS_OPENSTACK_*). It also runs a failed
 // kubeadm again: kubeadm join gives up on one API answer slower than 10 s (the node proof's worker
 // did, beside a loaded control plane), and CABPK's unit is a oneshot that would leave the node
-// unjoined until a MachineHealthCheck replaced it.
+// unjoined until a MachineHealthCheck replaced it. A retry first undoes what a failed kubeadm
+// wrote (a slow init leaves its static pods, ports and etcd data behind), keeping the cluster CA
+// and keys CABPK's Ignition wrote: kubeadm reset deletes them, and a new CA would not be the
+// cluster's. No $ or %: clusterctl's envsubst and systemd would expand them.
 const KubeadmDropInContent = `[Unit]
 Requires=containerd.service coreos-metadata.service
 After=containerd.service coreos-metadata.service
@@ -132,6 +138,23 @@ StartLimitBurst=10
 EnvironmentFile=/run/metadata/flatcar
 Restart=on-failure
 RestartSec=30
+# A kubeadm that failed after writing its files fails every retry in preflight: a retry first
+# runs kubeadm reset and puts back /etc/kubernetes as Ignition wrote it (the cluster CA and keys).
+# The kubelet config goes first, so a kubelet restarted during the reset cannot start old pods.
+ExecStartPre=/bin/sh -ec 'umask 077; \
+  if [ ! -e /var/lib/flatcar-capo/kubeadm-retry/before ]; then \
+    rm -rf /var/lib/flatcar-capo/kubeadm-retry; \
+    mkdir -p /var/lib/flatcar-capo/kubeadm-retry/new; \
+    if [ -d /etc/kubernetes ]; then cp -a /etc/kubernetes /var/lib/flatcar-capo/kubeadm-retry/new/; fi; \
+    mv /var/lib/flatcar-capo/kubeadm-retry/new /var/lib/flatcar-capo/kubeadm-retry/before; \
+  elif [ ! -e /run/cluster-api/bootstrap-success.complete ]; then \
+    echo kubeadm.service: a retry, so kubeadm reset and /etc/kubernetes as Ignition wrote it; \
+    rm -f /var/lib/kubelet/config.yaml; \
+    kubeadm reset -f; \
+    if [ -d /var/lib/flatcar-capo/kubeadm-retry/before/kubernetes ]; then cp -a /var/lib/flatcar-capo/kubeadm-retry/before/kubernetes /etc/; fi; \
+  fi'
+# The copy holds the cluster CA's key: not kept once kubeadm succeeded.
+ExecStartPost=/bin/rm -rf /var/lib/flatcar-capo/kubeadm-retry
 `
 
 // sysupdateTimer is masked by every CAPO flavor's additionalConfig (enabled with manifests

@@ -21,7 +21,7 @@ var (
 		ImportWants, ContainerdConfDropIn, ContainerdAuthDropIn}
 	dirs = []string{BinDir, CNIBinDir, ExtensionsStore, ExtensionsDir, SysextBinDir, SysextCNIDir,
 		VolumePluginDir, PreloadDir, path.Dir(path.Dir(ImportScript)),
-		ContainerdCertsDir}
+		ContainerdCertsDir, KubeadmRetryDir}
 )
 
 func init() {

@@ -118,7 +118,20 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 		strings.TrimSuffix(filepath.Base(image), ".qcow2")}, capitest.ManifestSets("proof", kubetest.RealVersion)...)...).MustSucceed(t)
 	cpMachine := proofMachine{name: "proof-control-plane-0", ip: controlPlaneIP, mac: "52:54:00:26:00:10", uuid: "6f1d2c3e-0000-4000-8000-000000000026"}
 	workerMachine := proofMachine{name: "proof-md-0-worker", ip: workerIP, mac: "52:54:00:26:00:11", uuid: "6f1d2c3e-0000-4000-8000-000000000027"}
-	if err := capitest.AddToSpecs(manifest, userSpecs(pub, cpMachine), userSpecs(pub, workerMachine)); err != nil {
+	cpSpecs, workerSpecs := userSpecs(pub, cpMachine), userSpecs(pub, workerMachine)
+	faults := map[string]bool{}
+	for _, f := range strings.Fields(os.Getenv("NODE_PROOF_FAULT")) {
+		switch f {
+		case "init":
+			cpSpecs.PreKubeadmCommands = []string{kubeadmFault(initFault)}
+		case "join":
+			workerSpecs.PreKubeadmCommands = []string{kubeadmFault(joinFault)}
+		default:
+			t.Fatalf("NODE_PROOF_FAULT=%q: want init, join or both", f)
+		}
+		faults[f] = true
+	}
+	if err := capitest.AddToSpecs(manifest, cpSpecs, workerSpecs); err != nil {
 		t.Fatal(err)
 	}
 	apiPort, err := testutil.FreePort()
@@ -148,6 +161,9 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	kubectl := "sudo " + nodePath + "kubectl --kubeconfig /etc/kubernetes/admin.conf "
 	waitBootstrap(t, g, 40*time.Minute)
 	step("kubeadm init (by kubeadm.service, " + kubeadmRuns(g) + ")")
+	if faults["init"] {
+		checkRetried(t, g, "init", initFault)
+	}
 	// CABPK writes the worker's bootstrap data once KCP saw the control plane initialized (the
 	// workload cluster's kubeadm-config, read at the endpoint) and CABPK made its bootstrap token
 	// there: the worker boots now, beside the control plane's start.
@@ -182,6 +198,9 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 	step("node Ready, kube-system Running")
 	// The worker joins before the evidence is printed, so it shows both nodes (or why not).
 	worker, joinErr := joinWorker(t, g, workerBoot, <-workerBooted, step)
+	if joinErr == nil && faults["join"] {
+		checkRetried(t, worker, "join", joinFault)
+	}
 	if joinErr == nil {
 		// The management side found both Nodes by their provider IDs, through the
 		// <cluster>-kubeconfig Secret at the endpoint.
@@ -363,6 +382,39 @@ func waitBootstrap(t *testing.T, g *standin.Guest, timeout time.Duration) {
 		}
 		time.Sleep(20 * time.Second)
 	}
+}
+
+// NODE_PROOF_FAULT's faults: the first kubeadm init (join) of the control plane (worker) gets a
+// 1 s timeout, so it fails after writing its files and starting the kubelet (and the init its
+// static pods), as a slow first boot's does at 1200 s. Each names the kubeadm.yml timeout it
+// cuts and the phase that then fails.
+var (
+	initFault = fault{timeout: "controlPlaneComponentHealthCheck", phase: "wait-control-plane"}
+	joinFault = fault{timeout: "kubeletHealthCheck", phase: "kubelet-start"}
+)
+
+type fault struct{ timeout, phase string }
+
+// kubeadmFault is f's preKubeadmCommand: the first run cuts the timeout; later runs put back the
+// kubeadm.yml CABPK wrote.
+func kubeadmFault(f fault) string {
+	return "if [ -e /var/lib/node-proof-kubeadm.yml ]; then cp /var/lib/node-proof-kubeadm.yml /etc/kubeadm.yml; " +
+		"else cp /etc/kubeadm.yml /var/lib/node-proof-kubeadm.yml && sed -i 's/" + f.timeout + ": .*/" + f.timeout + ": 1s/' /etc/kubeadm.yml; fi"
+}
+
+// checkRetried: under f the first kubeadm failed in its phase and the kubeadm.service drop-in
+// reset the node before the run that succeeded.
+func checkRetried(t *testing.T, g *standin.Guest, name string, f fault) {
+	t.Helper()
+	journal := quietSSH(g)("sudo journalctl -b --no-pager -u kubeadm.service")
+	runs := quietSSH(g)("systemctl show -p NRestarts --value kubeadm.service")
+	for _, want := range []string{"error execution phase " + f.phase, "[reset] Deleting contents of directories"} {
+		if !strings.Contains(journal, want) || runs == "0" {
+			t.Fatalf("NODE_PROOF_FAULT=%s did not fail the first kubeadm %s and reset the node (%s restarts, no %q):\n%s", name, name, runs, want, journal)
+		}
+	}
+	fmt.Printf("NODE_PROOF_FAULT=%s: the first kubeadm %s failed in %s; kubeadm.service reset the node and ran %s more time(s):\n%s\n", name, name, f.phase, runs,
+		quietSSH(g)("sudo journalctl -b --no-pager -u kubeadm.service | grep -E 'error execution phase|kubeadm reset|\\[reset\\] Deleting|initialized successfully|has joined|Started|Failed|Scheduled restart'"))
 }
 
 // kubeadmRuns says how many times kubeadm.service ran (its drop-in runs a failed kubeadm again).

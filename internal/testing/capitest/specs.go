@@ -7,11 +7,12 @@ import (
 	"strings"
 )
 
-// Additions are what a user adds to a KubeadmConfigSpec (KubeadmConfigSpec.files and .users)
-// before applying a `manifests` output: e.g. a login, a CNI configuration.
+// Additions are what a user adds to a KubeadmConfigSpec (KubeadmConfigSpec.files, .users and
+// .preKubeadmCommands) before applying a `manifests` output: e.g. a login, a CNI configuration.
 type Additions struct {
-	Files map[string]string // path -> content, mode 0644
-	Users []User
+	Files              map[string]string // path -> content, mode 0644
+	Users              []User
+	PreKubeadmCommands []string // run after the manifest's own
 }
 
 // User is a KubeadmConfigSpec user: a login with its SSH key and groups ("sudo").
@@ -71,6 +72,13 @@ func add(spec map[string]any, a Additions) {
 	}
 	if len(users) > 0 {
 		spec["users"] = users
+	}
+	if len(a.PreKubeadmCommands) > 0 {
+		cmds, _ := spec["preKubeadmCommands"].([]any)
+		for _, c := range a.PreKubeadmCommands {
+			cmds = append(cmds, c)
+		}
+		spec["preKubeadmCommands"] = cmds
 	}
 }
 

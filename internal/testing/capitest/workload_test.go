@@ -40,7 +40,7 @@ func TestAddToSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := Additions{Files: map[string]string{"/etc/b": "B", "/etc/a": "A"}, Users: []User{{Name: "u", SSHKey: "ssh-ed25519 K\n", Groups: "sudo"}}}
-	if err := AddToSpecs(f, cp, Additions{Files: map[string]string{"/etc/w": "W"}}); err != nil {
+	if err := AddToSpecs(f, cp, Additions{Files: map[string]string{"/etc/w": "W"}, PreKubeadmCommands: []string{"echo w"}}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(f)
@@ -54,7 +54,8 @@ func TestAddToSpecs(t *testing.T) {
 			t.Errorf("the KubeadmControlPlane's spec lacks %s: %s", want, cpSpec)
 		}
 	}
-	if w := fmt.Sprint(docs[1]["spec"]); !strings.Contains(w, "path:/etc/w") || strings.Contains(w, "users") || !strings.Contains(w, "format:ignition") {
+	if w := fmt.Sprint(docs[1]["spec"]); !strings.Contains(w, "path:/etc/w") || strings.Contains(w, "users") || !strings.Contains(w, "format:ignition") ||
+		!strings.Contains(w, "preKubeadmCommands:[echo w]") {
 		t.Errorf("the KubeadmConfigTemplate's spec: %s", w)
 	}
 	if err := AddToSpecs(f+".none", cp, cp); err == nil {
