@@ -4,9 +4,8 @@
 # (sigs.k8s.io/cluster-api: the module root, bootstrap/kubeadm, controlplane/kubeadm), the CAPO
 # manager (sigs.k8s.io/cluster-api-provider-openstack), and beside the binaries each module's CRDs
 # (config/crd/bases) and admission webhooks (config/webhook/manifests.yaml), copied from the
-# module tree with the same relative paths; ORC's manager and CRDs the same way (CAPO v0.12+
-# resolves every machine's image through an ORC Image, so a CAPO that reconciles needs ORC's
-# manager running; --image-ref orc names one directly). Cached:
+# module tree with the same relative paths; ORC's manager and CRDs the same way (CAPO's docs
+# require ORC beside CAPO v0.12+; it resolves the ORC Images of --image-ref orc). Cached:
 #   $CACHE/capi/$V/{capi,cabpk,kcp}-manager, config/... (core/config/... since v1.14), bootstrap/kubeadm/config/...,
 #   controlplane/kubeadm/config/...
 #   $CACHE/capo/$CAPO_VERSION/capo-manager, config/...

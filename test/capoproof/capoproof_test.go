@@ -242,8 +242,8 @@ func TestCAPOCreatesServers(t *testing.T) {
 			t.Errorf("the API server's floating IP %s is on port %q, want the control plane's port", fip.FloatingIP, fip.PortID)
 		}
 		built := s.LaunchedAt.Sub(s.Created)
-		figure("%s server %s (Machine %s, providerID %s): ACTIVE (launched) %.0f s after Nova's create; %d bytes of user data; addresses %v",
-			role, s.Name, m.Metadata.Name, m.Spec.ProviderID, built.Seconds(), len(got), addrs)
+		figure("%s server %s (Machine %s, providerID %s): ACTIVE (launched) %.0f s after Nova's create; user data %d bytes, %d in Nova (base64, its limit 65535); addresses %v",
+			role, s.Name, m.Metadata.Name, m.Spec.ProviderID, built.Seconds(), len(got), len(s.UserData), addrs)
 		lines = append(lines, fmt.Sprintf("server %s %s %s", s.Name, s.Status, imageName))
 	}
 	for _, m := range w.machines() {

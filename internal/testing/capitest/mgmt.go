@@ -26,9 +26,10 @@ const (
 	Bootstrap      = "cabpk" // its bootstrap/kubeadm
 	ControlPlane   = "kcp"   // its controlplane/kubeadm
 	Infrastructure = "capo"  // sigs.k8s.io/cluster-api-provider-openstack
-	// ORC is the OpenStack resource controller (github.com/k-orc/openstack-resource-controller):
-	// CAPO v0.12+ resolves every machine's image through an ORC Image, so a CAPO that creates
-	// servers needs it running; with it every ORC CRD is installed, not only the Image.
+	// ORC is the OpenStack resource controller (github.com/k-orc/openstack-resource-controller),
+	// which CAPO's docs require beside CAPO v0.12+: it resolves the ORC Images of --image-ref
+	// orc (CAPO looks up image.filter and image.id in Glance itself). With it every ORC CRD is
+	// installed, not only the Image that CAPO's controllers watch.
 	ORC = "orc"
 )
 
