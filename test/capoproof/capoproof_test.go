@@ -185,6 +185,20 @@ func TestCAPOCreatesServers(t *testing.T) {
 		time.Sleep(5 * time.Second)
 	}
 	figure("the control plane's OpenStackMachine ready %.0f s after apply", time.Since(applied).Seconds())
+	// CAPI copies the providerID and addresses to the Machine on its next reconcile (and the
+	// Machines were read before their OpenStackMachines).
+	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(3 * time.Second) {
+		machines = w.machines()
+		copied := true
+		for _, m := range machines {
+			if ready(m) && (m.Spec.ProviderID == "" || len(m.Status.Addresses) == 0) {
+				copied = false
+			}
+		}
+		if copied || time.Now().After(end) {
+			break
+		}
+	}
 
 	// What CAPO made, read back from Neutron and Nova.
 	neutron := newOpenStack(t, ctx, cloud)
@@ -255,6 +269,13 @@ func TestCAPOCreatesServers(t *testing.T) {
 		}
 		if m.Spec.ProviderID != m.infra.Spec.ProviderID {
 			t.Errorf("Machine %s has providerID %q, its OpenStackMachine %q", m.Metadata.Name, m.Spec.ProviderID, m.infra.Spec.ProviderID)
+		}
+		var machineAddrs []string
+		for _, a := range m.Status.Addresses {
+			machineAddrs = append(machineAddrs, a.Address)
+		}
+		if !slices.Equal(machineAddrs, addrs) {
+			t.Errorf("Machine %s has addresses %v, its OpenStackMachine %v", m.Metadata.Name, machineAddrs, addrs)
 		}
 		if len(ports) == 1 && (len(ports[0].FixedIPs) == 0 || !slices.Contains(addrs, ports[0].FixedIPs[0].IPAddress)) {
 			t.Errorf("OpenStackMachine %s's addresses %v lack its port's %+v", m.infra.Metadata.Name, addrs, ports[0].FixedIPs)

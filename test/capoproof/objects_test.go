@@ -69,8 +69,11 @@ type machine struct {
 		}
 		InfrastructureRef struct{ Name string }
 	}
-	Status struct{ Phase string }
-	infra  openStackMachine
+	Status struct {
+		Phase     string
+		Addresses []struct{ Type, Address string }
+	}
+	infra openStackMachine
 }
 
 func (m machine) controlPlane() bool {
