@@ -29,7 +29,7 @@ const (
 	// ORC is the OpenStack resource controller (github.com/k-orc/openstack-resource-controller),
 	// which CAPO's docs require beside CAPO v0.12+: it resolves the ORC Images of --image-ref
 	// orc (CAPO looks up image.filter and image.id in Glance itself). With it every ORC CRD is
-	// installed, not only the Image that CAPO's controllers watch.
+	// installed (with Infrastructure or InfrastructureCRDs), not only the Image that CAPO's controllers watch.
 	ORC = "orc"
 )
 
