@@ -4,11 +4,12 @@
 # (sigs.k8s.io/cluster-api: the module root, bootstrap/kubeadm, controlplane/kubeadm), the CAPO
 # manager (sigs.k8s.io/cluster-api-provider-openstack), and beside the binaries each module's CRDs
 # (config/crd/bases) and admission webhooks (config/webhook/manifests.yaml), copied from the
-# module tree with the same relative paths; ORC's CRDs (--image-ref orc) the same way. Cached:
+# module tree with the same relative paths; ORC's manager and CRDs the same way (CAPO's docs
+# require ORC beside CAPO v0.12+; it resolves the ORC Images of --image-ref orc). Cached:
 #   $CACHE/capi/$V/{capi,cabpk,kcp}-manager, config/... (core/config/... since v1.14), bootstrap/kubeadm/config/...,
 #   controlplane/kubeadm/config/...
 #   $CACHE/capo/$CAPO_VERSION/capo-manager, config/...
-#   $CACHE/orc/$ORC_VERSION/config/crd/bases
+#   $CACHE/orc/$ORC_VERSION/orc-manager, config/crd/bases
 # ($CACHE = ${XDG_CACHE_HOME:-~/.cache}/flatcar-capo, as install-kubernetes.sh; a rerun only checks,
 # --force rebuilds). One build at a time: it holds $CACHE/capi/.build.lock while it runs (a second
 # run waits, then finds everything cached; the tests wait on it too, since
@@ -81,6 +82,7 @@ for v in $first "$CAPO_VERSION" ${CAPI_VERSIONS#"$first"}; do
     managers "$d" "sigs.k8s.io/cluster-api-provider-openstack@$v" capo-manager=sigs.k8s.io/cluster-api-provider-openstack
     manifests "$(src "sigs.k8s.io/cluster-api-provider-openstack@$v")" "$d" .
     o=$cache/orc/$ORC_VERSION; mkdir -p "$o"
+    managers "$o" "github.com/k-orc/openstack-resource-controller/v2@$ORC_VERSION" orc-manager=github.com/k-orc/openstack-resource-controller/v2/cmd/manager
     manifests "$(src "github.com/k-orc/openstack-resource-controller/v2@$ORC_VERSION")" "$o" .
     continue
   fi

@@ -1,6 +1,6 @@
 // Package capitest runs the real Cluster API management side on 127.0.0.1 for tests: etcd and
 // kube-apiserver (scripts/install-kubernetes.sh's build), each provider's CRDs and admission and
-// conversion webhooks, and the CAPI core, CABPK, KCP and CAPO managers as plain processes
+// conversion webhooks, and the CAPI core, CABPK, KCP, CAPO and ORC managers as plain processes
 // (scripts/install-capi.sh's build from the Go module proxy), with neither cert-manager nor
 // clusterctl: so the real webhooks, not our reading of them, judge what `manifests` renders.
 package capitest
@@ -58,7 +58,9 @@ func buildDirs(t testing.TB, p Pairing, providers []string) dirs {
 	for _, pr := range providers {
 		if pr == crdsOnly {
 			need = append(need, filepath.Join(d.CAPO, ".manifests"), filepath.Join(d.ORC, ".manifests"))
-		} else if pr == infrastructure {
+		} else if pr == ORC {
+			need = append(need, filepath.Join(d.ORC, "orc-manager"), filepath.Join(d.ORC, ".manifests"))
+		} else if pr == Infrastructure {
 			need = append(need, filepath.Join(d.CAPO, "capo-manager"), filepath.Join(d.CAPO, ".manifests"), filepath.Join(d.ORC, ".manifests"))
 		} else {
 			need = append(need, filepath.Join(d.CAPI, pr+"-manager"))

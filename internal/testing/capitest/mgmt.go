@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -24,11 +25,16 @@ const (
 	Core           = "capi"  // sigs.k8s.io/cluster-api
 	Bootstrap      = "cabpk" // its bootstrap/kubeadm
 	ControlPlane   = "kcp"   // its controlplane/kubeadm
-	infrastructure = "capo"  // sigs.k8s.io/cluster-api-provider-openstack
+	Infrastructure = "capo"  // sigs.k8s.io/cluster-api-provider-openstack
+	// ORC is the OpenStack resource controller (github.com/k-orc/openstack-resource-controller),
+	// which CAPO's docs require beside CAPO v0.12+: it resolves the ORC Images of --image-ref
+	// orc (CAPO looks up image.filter and image.id in Glance itself). With it every ORC CRD is
+	// installed (with Infrastructure or InfrastructureCRDs), not only the Image that CAPO's controllers watch.
+	ORC = "orc"
 )
 
 // allProviders is every provider, in start order.
-var allProviders = []string{Core, Bootstrap, ControlPlane, infrastructure}
+var allProviders = []string{Core, Bootstrap, ControlPlane, Infrastructure}
 
 // provider is where a provider's manifests are (sub, under its module's build directory), the
 // contract labels its kustomization puts on its CRDs, and the feature gates it runs with:
@@ -44,13 +50,13 @@ var providers = map[string]provider{
 	Core:           {sub: ".", gates: "ClusterTopology=true"}, // core/ since v1.14: coreSub
 	Bootstrap:      {sub: "bootstrap/kubeadm", labels: contract("v1beta1", "v1beta2"), gates: "KubeadmBootstrapFormatIgnition=true"},
 	ControlPlane:   {sub: "controlplane/kubeadm", labels: contract("v1beta1", "v1beta2"), gates: "ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"},
-	infrastructure: {sub: ".", labels: contract("v1beta1")},
+	Infrastructure: {sub: ".", labels: contract("v1beta1")},
 }
 
 // sub is where p's manifests are under root: the core's moved from the module root to core/
 // in CAPI v1.14 (scripts/install-capi.sh copies them with their paths).
 func (d dirs) sub(p string) (root, sub string) {
-	if p == infrastructure {
+	if p == Infrastructure {
 		return d.CAPO, providers[p].sub
 	}
 	if _, err := os.Stat(filepath.Join(d.CAPI, "core", "config")); p == Core && err == nil {
@@ -80,6 +86,8 @@ type Options struct {
 	// guest-only network) that the managers reach as through a bastion, by the CONNECT proxy in
 	// their HTTPS_PROXY: address -> the 127.0.0.1 address that leads there (a QEMU hostfwd).
 	Routes map[string]string
+	// Netns runs every process (and Kubectl) in this network namespace: see netns.go.
+	Netns string
 }
 
 // Management is a running management side. Kubeconfig is the admin's (system:masters).
@@ -93,6 +101,7 @@ type Management struct {
 	client  *http.Client
 	api     string
 	proxy   string // the routes' proxy URL, when o.Routes
+	netns   string // Options.Netns
 }
 
 // Timing is how long one step took.
@@ -116,7 +125,7 @@ func Start(t testing.TB, o Options) *Management {
 	}
 	kdir := kubetest.RealDir(t)
 	need := o.Providers
-	if o.InfrastructureCRDs && !slices.Contains(need, infrastructure) {
+	if o.InfrastructureCRDs && !slices.Contains(need, Infrastructure) {
 		need = append(slices.Clone(need), crdsOnly)
 	}
 	d := buildDirs(t, o.Pairing, need)
@@ -124,7 +133,7 @@ func Start(t testing.TB, o Options) *Management {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Management{Pairing: o.Pairing, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), kubectl: filepath.Join(kdir, "kubectl")}
+	m := &Management{Pairing: o.Pairing, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), kubectl: filepath.Join(kdir, "kubectl"), netns: o.Netns}
 	t.Cleanup(func() { m.stop(t) })
 	if len(o.Routes) > 0 {
 		p, err := startRoutes(t, o.Routes)
@@ -152,7 +161,7 @@ func (m *Management) start(kdir string, d dirs, o Options) error {
 	if err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
-	ports, err := freePorts(3 + 3*len(o.Providers))
+	ports, err := freePorts(3+3*len(o.Providers), m.netns)
 	if err != nil {
 		return err
 	}
@@ -169,7 +178,7 @@ current-context: capitest
 	if err := os.WriteFile(m.Kubeconfig, []byte(kc), 0o600); err != nil {
 		return err
 	}
-	if m.client, err = c.client(); err != nil {
+	if m.client, err = c.client(m.netns); err != nil {
 		return err
 	}
 	etcd := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
@@ -213,18 +222,25 @@ current-context: capitest
 			return err
 		}
 	}
-	if o.InfrastructureCRDs && !slices.Contains(o.Providers, infrastructure) {
-		if err := add(d.ORC, ".", nil, 0, "*_images.yaml"); err != nil {
+	orcCRDs := "*_images.yaml" // CAPO's controllers watch ORC Images
+	if slices.Contains(o.Providers, ORC) {
+		orcCRDs = "*.yaml"
+	}
+	if o.InfrastructureCRDs && !slices.Contains(o.Providers, Infrastructure) {
+		if err := add(d.ORC, ".", nil, 0, orcCRDs); err != nil {
 			return err
 		}
-		root, sub := d.sub(infrastructure)
-		if err := add(root, sub, providers[infrastructure].labels, 0, "*.yaml"); err != nil {
+		root, sub := d.sub(Infrastructure)
+		if err := add(root, sub, providers[Infrastructure].labels, 0, "*.yaml"); err != nil {
 			return err
 		}
 	}
 	for _, p := range o.Providers {
-		if p == infrastructure {
-			if err := add(d.ORC, ".", nil, 0, "*_images.yaml"); err != nil {
+		if p == ORC {
+			continue // its CRDs go with CAPO's
+		}
+		if p == Infrastructure {
+			if err := add(d.ORC, ".", nil, 0, orcCRDs); err != nil {
 				return err
 			}
 		}
@@ -242,8 +258,15 @@ current-context: capitest
 	took(fmt.Sprintf("%d CRDs established", len(crds)))
 
 	for _, p := range o.Providers {
+		if p == ORC { // no webhooks, its own flags
+			if err := m.run(p+"-manager", filepath.Join(d.ORC, p+"-manager"), "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", pp[p].health),
+				"--metrics-bind-address", "0", "--leader-elect=false"); err != nil {
+				return err
+			}
+			continue
+		}
 		bin := filepath.Join(d.CAPI, p+"-manager")
-		if p == infrastructure {
+		if p == Infrastructure {
 			bin = filepath.Join(d.CAPO, p+"-manager")
 		}
 		args := []string{"--webhook-port", fmt.Sprint(pp[p].webhook), "--webhook-cert-dir", c.WebhookDir,
@@ -265,7 +288,7 @@ current-context: capitest
 
 	// The admission webhooks, the probed provider's last: the API server reads the
 	// configurations in the order they were written, so once the last one is in effect all are.
-	order := slices.Clone(o.Providers)
+	order := slices.DeleteFunc(slices.Clone(o.Providers), func(p string) bool { return p == ORC })
 	probe := ""
 	for _, p := range []string{Core, ControlPlane} {
 		if i := slices.Index(order, p); i >= 0 {
@@ -304,7 +327,7 @@ func (m *Management) String() string {
 
 // Kubectl runs kubectl against the management side; out is its combined output.
 func (m *Management) Kubectl(args ...string) (string, error) {
-	cmd := exec.Command(m.kubectl, append([]string{"--kubeconfig", m.Kubeconfig}, args...)...)
+	cmd := m.command(m.kubectl, append([]string{"--kubeconfig", m.Kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -379,7 +402,7 @@ func (m *Management) run(name, bin string, args ...string) error {
 		return err
 	}
 	defer f.Close()
-	cmd := exec.Command(bin, args...)
+	cmd := m.command(bin, args...)
 	cmd.Stdout, cmd.Stderr, cmd.Dir = f, f, m.Dir
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.Kubeconfig) // the managers' (controller-runtime's) client
 	if m.proxy != "" {
@@ -387,15 +410,37 @@ func (m *Management) run(name, bin string, args ...string) error {
 		// management side's own 127.0.0.1 never goes through a proxy.
 		cmd.Env = append(cmd.Env, "HTTPS_PROXY="+m.proxy, "NO_PROXY=127.0.0.1,localhost")
 	}
-	// Gone with the test binary, should it die before its cleanup.
+	// Gone with the test binary, should it die before its cleanup. Pdeathsig follows the thread
+	// that forks, so that goroutine keeps its thread until the process exits: the runtime may
+	// otherwise end the thread (a goroutine that locked it, such as a namespace's dial, returns)
+	// and the kernel kill the process then.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p := &process{name: name, log: log, cmd: cmd, done: make(chan struct{})}
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	p := &process{name: name, log: log, cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
 	m.procs = append(m.procs, p)
 	return nil
+}
+
+// command is bin with args, run in the namespace when there is one (`ip netns exec` execs bin,
+// so the PID is bin's).
+func (m *Management) command(bin string, args ...string) *exec.Cmd {
+	if m.netns == "" {
+		return exec.Command(bin, args...)
+	}
+	return exec.Command("ip", append([]string{"netns", "exec", m.netns, bin}, args...)...)
 }
 
 // waitHTTP waits until url answers 200, or the process behind it (name) exits.
@@ -455,25 +500,26 @@ func (m *Management) stop(t testing.TB) {
 
 // client trusts the CA and presents the admin certificate (the API server's /readyz; the
 // managers' health endpoints are plain HTTP).
-func (c *certs) client() (*http.Client, error) {
+func (c *certs) client(ns string) (*http.Client, error) {
 	pair, err := tls.LoadX509KeyPair(c.AdminCert, c.AdminKey)
 	if err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(c.caPEM)
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}}}, nil
+	return &http.Client{Transport: &http.Transport{DialContext: dialer(ns), DisableKeepAlives: ns != "",
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}}}, nil
 }
 
-// freePorts are n distinct free ports on 127.0.0.1.
-func freePorts(n int) ([]int, error) {
+// freePorts are n distinct free ports on 127.0.0.1, of ns too when there is one.
+func freePorts(n int, ns string) ([]int, error) {
 	var ports []int
 	for len(ports) < n {
 		p, err := testutil.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		if !slices.Contains(ports, p) {
+		if !slices.Contains(ports, p) && (ns == "" || freeIn(ns, p)) {
 			ports = append(ports, p)
 		}
 	}

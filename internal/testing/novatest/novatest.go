@@ -134,6 +134,7 @@ func (c *Cloud) startWatchdog() error {
 // Stop stops everything and removes the namespace; it may be called more than once.
 func (c *Cloud) Stop() error {
 	start := time.Now()
+	c.recordAgentNetns()
 	c.stopProcs(10 * time.Second)
 	out, err := exec.Command(filepath.Join(c.Dir, "down.sh"), c.Dir).CombinedOutput()
 	if c.state != nil {

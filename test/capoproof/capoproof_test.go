@@ -1,0 +1,362 @@
+// Package capoproof_test is issue 46's CAPO loop: the real CAPO manager creates a cluster's
+// servers on a real Nova (internal/testing/novatest) from our image, for the cluster
+// `flatcar-capo manifests` makes, beside the real CAPI, CABPK, KCP and ORC managers
+// (internal/testing/capitest). Run by `make capo-proof`, not by `make test`.
+package capoproof_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/capitest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/novatest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
+)
+
+// proofEnv opts in, as novatest's TestComputeBootsServer: the cloud takes minutes and GBs.
+const proofEnv = "FLATCAR_CAPO_CAPO_PROOF"
+
+// The names the cloud's admin gives the flavors and the key pair, and the cluster's.
+const (
+	cluster        = "capo"
+	cpFlavor       = "capo.control-plane"
+	workerFlavor   = "capo.worker"
+	keyName        = "capo-proof"
+	externalSubnet = "172.24.4.0/24" // novatest's external veth is 172.24.4.1 in the namespace
+)
+
+// TestCAPOCreatesServers is issue 46's item 2 up to the guest's network: a `build --method
+// sysext` image uploaded to Glance by `upload`, the cluster `manifests` renders without an API
+// load balancer (as CAPO's Flatcar e2e), applied to the management side running in the cloud's
+// network namespace, and the real CAPO reconciles it: the OpenStackCluster Ready with the network,
+// subnet, router, security groups and API floating IP CAPO made in Neutron; the control plane's
+// server made by Nova from our image and flavor, ACTIVE, on CAPO's network behind its security
+// group, with the bootstrap data CABPK wrote as its user data and the API floating IP on its
+// port; its OpenStackMachine and Machine carrying the server's ID (openstack:///<uuid>) and
+// addresses. The worker's server comes once the control plane is initialized (its kubeadm init
+// needs the guest's network): until then the test checks that CABPK holds the worker's data for
+// that reason, and checks the worker's server as the control plane's when it is there.
+func TestCAPOCreatesServers(t *testing.T) {
+	testutil.RequireOptIn(t, proofEnv, "the CAPO loop on a real Nova (make capo-proof)")
+	testutil.RequireOpenStackCompute(t)
+	testutil.RequireTools(t, "qemu-img", "mmdebstrap", "docker-registry")
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "logs")
+	if keep := os.Getenv("CAPO_PROOF_DIR"); keep != "" {
+		logDir = filepath.Join(keep, "capo-loop")
+	}
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var figures []string
+	figure := func(format string, args ...any) {
+		s := fmt.Sprintf(format, args...)
+		t.Log(s)
+		figures = append(figures, s)
+	}
+
+	// Our image, built as the node proof builds it (real Kubernetes, kubeadm's images preloaded).
+	start := time.Now()
+	image := buildImage(t, dir)
+	imageName := strings.TrimSuffix(filepath.Base(image), ".qcow2")
+	figure("image built (build --method sysext) in %.0f s", time.Since(start).Seconds())
+
+	start = time.Now()
+	cloud, err := novatest.Start(ctx, novatest.Options{Dir: filepath.Join(dir, "cloud"), LogDir: logDir,
+		OpenStackScript: filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh"), Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cloud.Stop(); err != nil {
+			t.Error(err)
+		}
+		if left := cloud.Leftovers(); len(left) > 0 {
+			t.Errorf("left behind after Stop:\n%s", strings.Join(left, "\n"))
+		}
+	})
+	figure("cloud up in %.0f s", time.Since(start).Seconds())
+
+	// What the cloud's admin gives a CAPO user: the image (the product's upload), flavors, an
+	// external network for the routers and floating IPs, a key pair.
+	start = time.Now()
+	up := testutil.RunCmd(t, testutil.Cmd{Prefix: []string{"ip", "netns", "exec", cloud.Netns},
+		Args: []string{"upload", image, "--name", imageName, "--cloud", "local", "--visibility", "public"},
+		Env:  []string{"OS_CLIENT_CONFIG_FILE=" + cloud.CloudsYAML}, Timeout: 15 * time.Minute}).MustSucceed(t)
+	f := strings.Fields(up.Stdout)
+	if len(f) == 0 {
+		t.Fatalf("upload printed no image ID:\n%s", up.Combined())
+	}
+	imageID := f[len(f)-1]
+	figure("image %s uploaded by `flatcar-capo upload` in %.0f s", imageID, time.Since(start).Seconds())
+	osc := func(args ...string) string {
+		t.Helper()
+		out, err := cloud.OpenStack(ctx, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	// min_ram is 2048 (upload's kubeadm minimum); min_disk the image's virtual size.
+	cpFlavorID := osc("flavor", "create", "--ram", "3072", "--disk", "20", "--vcpus", "2", "-f", "value", "-c", "id", cpFlavor)
+	workerFlavorID := osc("flavor", "create", "--ram", "2048", "--disk", "20", "--vcpus", "1", "-f", "value", "-c", "id", workerFlavor)
+	extID := osc("network", "create", "--external", "--provider-network-type", "flat", "--provider-physical-network", "extnet",
+		"-f", "value", "-c", "id", "public")
+	osc("subnet", "create", "--network", "public", "--subnet-range", externalSubnet, "--gateway", "172.24.4.1",
+		"--no-dhcp", "--allocation-pool", "start=172.24.4.10,end=172.24.4.99", "public-subnet")
+	_, key := standin.TestUser(t)
+	osc("keypair", "create", "--public-key", key+".pub", keyName)
+
+	// The management side, in the cloud's namespace: CAPO and ORC reach the APIs where
+	// Keystone's catalog says they are, and the floating IPs on the external network.
+	start = time.Now()
+	mgmt := capitest.Start(t, capitest.Options{Pairing: capitest.Pairings[0], Netns: cloud.Netns,
+		Providers: []string{capitest.Core, capitest.Bootstrap, capitest.ControlPlane, capitest.Infrastructure, capitest.ORC}})
+	t.Cleanup(func() { keepLogs(t, mgmt.Dir, logDir) })
+	var steps []string
+	for _, s := range mgmt.Timings {
+		steps = append(steps, fmt.Sprintf("%s %.0f s", s.Step, s.Took.Seconds()))
+	}
+	figure("management side (%s, with ORC) up in %.0f s: %s", capitest.Pairings[0], time.Since(start).Seconds(), strings.Join(steps, ", "))
+
+	// The cluster as a user makes it.
+	manifest := filepath.Join(dir, "cluster.yaml")
+	args := []string{"manifests", "--flavor", "sysext-baked", "--api-server-load-balancer=false", "--output-file", manifest,
+		"--image-name", imageName, "--cluster-name", cluster, "--kubernetes-version", kubetest.RealVersion}
+	for _, kv := range []string{"WORKER_MACHINE_COUNT=1", "OPENSTACK_CLOUD=local",
+		"OPENSTACK_CONTROL_PLANE_MACHINE_FLAVOR=" + cpFlavor, "OPENSTACK_NODE_MACHINE_FLAVOR=" + workerFlavor,
+		"OPENSTACK_DNS_NAMESERVERS=172.24.4.1", "OPENSTACK_EXTERNAL_NETWORK_ID=" + extID, "OPENSTACK_FAILURE_DOMAIN=nova",
+		"OPENSTACK_SSH_KEY_NAME=" + keyName, "OPENSTACK_CLOUD_YAML_B64=" + base64.StdEncoding.EncodeToString(cloud.AdminCloudsYAML("local")),
+		"OPENSTACK_CLOUD_CACERT_B64=" + base64.StdEncoding.EncodeToString([]byte("\n"))} {
+		args = append(args, "--set", kv)
+	}
+	testutil.Run(t, args...).MustSucceed(t)
+	applied := time.Now()
+	if out, err := mgmt.Kubectl("apply", "--server-side", "-n", "default", "-f", manifest); err != nil {
+		t.Fatalf("the management side refused the manifest: %v\n%s", err, out)
+	}
+
+	// CAPO's work, watched until the control plane's server is ACTIVE and its OpenStackMachine
+	// carries it, and every Machine that has its bootstrap data too. CABPK gives the worker's
+	// KubeadmConfig its data only once the control plane is initialized (kubeadm init ran in the
+	// control plane's guest, which needs the guest's network): until then CAPO has nothing to boot
+	// for it, and the worker's Machine stays Pending.
+	w := &watch{t: t, m: mgmt}
+	var osc1 openStackCluster
+	var clusterReady time.Duration
+	var machines []machine
+	ready := func(m machine) bool { return m.infra.Status.Ready && m.infra.Spec.ProviderID != "" }
+	for deadline := time.Now().Add(30 * time.Minute); ; {
+		w.get("openstackclusters.infrastructure.cluster.x-k8s.io/"+cluster, &osc1)
+		if osc1.Status.Ready && clusterReady == 0 {
+			clusterReady = time.Since(applied)
+			figure("OpenStackCluster Ready %.0f s after apply", clusterReady.Seconds())
+		}
+		machines = w.machines()
+		done := clusterReady > 0 && len(machines) == 2
+		for _, m := range machines {
+			if (m.controlPlane() || m.Spec.Bootstrap.DataSecretName != "") && !ready(m) {
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+		if msg := w.failure(osc1, machines); msg != "" {
+			t.Fatalf("CAPO failed: %s\n%s", msg, w.describe())
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("CAPO did not make the servers ACTIVE within 30 min of the apply:\n%s", w.describe())
+		}
+		time.Sleep(5 * time.Second)
+	}
+	figure("the control plane's OpenStackMachine ready %.0f s after apply", time.Since(applied).Seconds())
+	// CAPI copies the providerID and addresses to the Machine on its next reconcile (and the
+	// Machines were read before their OpenStackMachines).
+	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(3 * time.Second) {
+		machines = w.machines()
+		copied := true
+		for _, m := range machines {
+			if ready(m) && (m.Spec.ProviderID == "" || len(m.Status.Addresses) == 0) {
+				copied = false
+			}
+		}
+		if copied || time.Now().After(end) {
+			break
+		}
+	}
+
+	// What CAPO made, read back from Neutron and Nova.
+	neutron := newOpenStack(t, ctx, cloud)
+	net := neutron.network(osc1.Status.Network.ID)
+	if len(osc1.Status.Network.Subnets) != 1 || osc1.Status.Router.ID == "" || osc1.Status.ControlPlaneSecurityGroup.ID == "" ||
+		osc1.Status.WorkerSecurityGroup.ID == "" || osc1.Spec.ControlPlaneEndpoint.Host == "" {
+		t.Fatalf("OpenStackCluster status lacks CAPO's network, subnet, router, security groups or endpoint: %+v", osc1)
+	}
+	subnet := neutron.subnet(osc1.Status.Network.Subnets[0].ID)
+	if subnet.CIDR != "10.6.0.0/24" || subnet.NetworkID != net.ID {
+		t.Errorf("CAPO's subnet %s is %s on %s, want the template's 10.6.0.0/24 on %s", subnet.ID, subnet.CIDR, subnet.NetworkID, net.ID)
+	}
+	router := neutron.router(osc1.Status.Router.ID)
+	if router.GatewayInfo.NetworkID != extID {
+		t.Errorf("CAPO's router %s has external gateway %q, want the external network %s", router.ID, router.GatewayInfo.NetworkID, extID)
+	}
+	fip := neutron.floatingIP(osc1.Spec.ControlPlaneEndpoint.Host)
+	t.Logf("CAPO made network %s (%s), subnet %s, router %s, security groups %s and %s, API floating IP %s (port %s)", net.Name, net.ID,
+		subnet.CIDR, router.ID, osc1.Status.ControlPlaneSecurityGroup.Name, osc1.Status.WorkerSecurityGroup.Name, fip.FloatingIP, fip.PortID)
+
+	var lines []string
+	lines = append(lines, fmt.Sprintf("glance image: %s %s", imageName, imageID))
+	servers := 0
+	for _, m := range machines {
+		if !m.controlPlane() && m.Spec.Bootstrap.DataSecretName == "" {
+			// The worker: CABPK holds its data until the control plane is initialized, so no server.
+			why := w.dataCondition(m)
+			if !strings.Contains(why, "control plane to be initialized") || m.infra.Spec.ProviderID != "" {
+				t.Errorf("worker Machine %s has no bootstrap data but CABPK does not say it waits for the control plane (%q), or it has a server (%q)",
+					m.Metadata.Name, why, m.infra.Spec.ProviderID)
+			}
+			figure("worker Machine %s %s, no server: CABPK's DataSecretAvailable says %q (the control plane's kubeadm init needs the guest's network)",
+				m.Metadata.Name, m.Status.Phase, why)
+			continue
+		}
+		servers++
+		id := strings.TrimPrefix(m.infra.Spec.ProviderID, "openstack:///")
+		s := neutron.server(id)
+		role, flavorID, sg := "worker", workerFlavorID, osc1.Status.WorkerSecurityGroup
+		if m.controlPlane() {
+			role, flavorID, sg = "control plane", cpFlavorID, osc1.Status.ControlPlaneSecurityGroup
+		}
+		if s.Status != "ACTIVE" {
+			t.Errorf("%s server %s is %s", role, s.Name, s.Status)
+		}
+		if s.Image["id"] != imageID {
+			t.Errorf("%s server %s booted image %v, want ours, %s", role, s.Name, s.Image["id"], imageID)
+		}
+		if s.Flavor["id"] != flavorID {
+			t.Errorf("%s server %s has flavor %v, want %s", role, s.Name, s.Flavor["id"], flavorID)
+		}
+		if s.KeyName != keyName {
+			t.Errorf("%s server %s has key pair %q, want %q", role, s.Name, s.KeyName, keyName)
+		}
+		ports := neutron.ports(id)
+		if len(ports) != 1 || ports[0].NetworkID != net.ID || !slices.Contains(ports[0].SecurityGroups, sg.ID) {
+			t.Errorf("%s server %s's ports %+v: want one on CAPO's network %s in security group %s", role, s.Name, ports, net.ID, sg.Name)
+		}
+		data := w.bootstrapData(m)
+		got, err := base64.StdEncoding.DecodeString(s.UserData)
+		if err != nil || string(got) != string(data) {
+			t.Errorf("%s server %s's user data (%d bytes) is not the bootstrap data Secret CABPK wrote for Machine %s (%d bytes): %v",
+				role, s.Name, len(got), m.Metadata.Name, len(data), err)
+		}
+		var addrs []string
+		for _, a := range m.infra.Status.Addresses {
+			addrs = append(addrs, a.Address)
+		}
+		if m.Spec.ProviderID != m.infra.Spec.ProviderID {
+			t.Errorf("Machine %s has providerID %q, its OpenStackMachine %q", m.Metadata.Name, m.Spec.ProviderID, m.infra.Spec.ProviderID)
+		}
+		var machineAddrs []string
+		for _, a := range m.Status.Addresses {
+			machineAddrs = append(machineAddrs, a.Address)
+		}
+		if !slices.Equal(machineAddrs, addrs) {
+			t.Errorf("Machine %s has addresses %v, its OpenStackMachine %v", m.Metadata.Name, machineAddrs, addrs)
+		}
+		if len(ports) == 1 && (len(ports[0].FixedIPs) == 0 || !slices.Contains(addrs, ports[0].FixedIPs[0].IPAddress)) {
+			t.Errorf("OpenStackMachine %s's addresses %v lack its port's %+v", m.infra.Metadata.Name, addrs, ports[0].FixedIPs)
+		}
+		if m.controlPlane() && (fip.PortID == "" || len(ports) == 0 || fip.PortID != ports[0].ID) {
+			t.Errorf("the API server's floating IP %s is on port %q, want the control plane's port", fip.FloatingIP, fip.PortID)
+		}
+		built := s.LaunchedAt.Sub(s.Created)
+		figure("%s server %s (Machine %s, providerID %s): ACTIVE (launched) %.0f s after Nova's create; user data %d bytes, %d in Nova (base64, its limit 65535); addresses %v",
+			role, s.Name, m.Metadata.Name, m.Spec.ProviderID, built.Seconds(), len(got), len(s.UserData), addrs)
+		lines = append(lines, fmt.Sprintf("server %s %s %s", s.Name, s.Status, imageName))
+	}
+	if servers == 0 {
+		t.Error("CAPO made no server")
+	}
+	for _, m := range w.machines() {
+		lines = append(lines, fmt.Sprintf("machine %s %s", m.Metadata.Name, m.Status.Phase))
+		if m.controlPlane() && m.Status.Phase != "Provisioned" && m.Status.Phase != "Running" {
+			t.Errorf("the control plane's Machine %s is %s, want Provisioned (or Running)", m.Metadata.Name, m.Status.Phase)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	fmt.Println("CAPO-PROOF-BEGIN")
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	for _, f := range figures {
+		fmt.Println("figure: " + f)
+	}
+	fmt.Println("CAPO-PROOF-END")
+}
+
+// buildImage builds the node proof's image: the stand-in release, real Kubernetes from the
+// 127.0.0.1 mirror, kubeadm's real images preloaded from the registry.
+func buildImage(t *testing.T, dir string) string {
+	t.Helper()
+	bin := kubetest.RealDir(t)
+	ctrd := registrytest.ContainerdDir(t)
+	mirror := kubetest.NewReal(t, bin, ctrd)
+	reg := registrytest.Start(t)
+	refs, err := registrytest.KubeadmImageList(context.Background(), bin, kubetest.RealVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.PushReal(context.Background(), bin, refs); err != nil {
+		t.Fatal(err)
+	}
+	srv := fetchtest.NewServer(t)
+	rel := standin.PublishRelease(t, srv, standin.ReleaseOptions{Sysexts: []string{registrytest.ContainerdSysext(t, dir)}})
+	out := filepath.Join(dir, "out")
+	args := []string{"build", "--method", "sysext", "--base", "qemu", "--oem", "openstack", "--release-server", rel.ReleaseServer,
+		"--keyring", rel.Keyring, "--channel", rel.Channel, "--version", rel.Version, "--cache-dir", filepath.Join(dir, "cache"),
+		"--output-dir", out, "--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile}
+	res := testutil.RunCmd(t, testutil.Cmd{Args: append(args, mirror.Args()...), Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}}).MustSucceed(t)
+	qcows, _ := filepath.Glob(filepath.Join(out, "*.qcow2"))
+	if len(qcows) != 1 {
+		t.Fatalf("artifacts in %s: %v\n%s", out, qcows, res.Stderr)
+	}
+	return qcows[0]
+}
+
+// keepLogs copies the management side's logs (the CAPO and ORC managers') next to the cloud's.
+func keepLogs(t *testing.T, from, to string) {
+	logs, _ := filepath.Glob(filepath.Join(from, "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(to, "mgmt-"+filepath.Base(l)), b, 0o600)
+		}
+		if err != nil {
+			t.Logf("keeping %s: %v", l, err)
+		}
+	}
+}
+
+// decode is json.Unmarshal that fails the test.
+func decode(t *testing.T, what string, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v\n%.2000s", what, err, b)
+	}
+}
