@@ -52,7 +52,7 @@ func TestCAPOCreatesServers(t *testing.T) {
 	testutil.RequireOptIn(t, proofEnv, "the CAPO loop on a real Nova (make capo-proof)")
 	testutil.RequireOpenStackCompute(t)
 	testutil.RequireTools(t, "qemu-img", "mmdebstrap", "docker-registry")
-	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 110*time.Minute) // the cloud alone took 41 min at load 30
 	defer cancel()
 	dir := t.TempDir()
 	logDir := filepath.Join(dir, "logs")
