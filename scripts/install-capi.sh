@@ -4,8 +4,9 @@
 # (sigs.k8s.io/cluster-api: the module root, bootstrap/kubeadm, controlplane/kubeadm), the CAPO
 # manager (sigs.k8s.io/cluster-api-provider-openstack), and beside the binaries each module's CRDs
 # (config/crd/bases) and admission webhooks (config/webhook/manifests.yaml), copied from the
-# module tree with the same relative paths; ORC's manager and CRDs the same way (CAPO's docs
-# require ORC beside CAPO v0.12+; it resolves the ORC Images of --image-ref orc). Cached:
+# module tree with the same relative paths; ORC's CRDs the same way, and with ORC_MANAGER=1 (make
+# capo-proof) ORC's manager (CAPO's docs require ORC beside CAPO v0.12+; it resolves the ORC
+# Images of --image-ref orc; make test needs only its CRDs, so a fresh machine skips the build). Cached:
 #   $CACHE/capi/$V/{capi,cabpk,kcp}-manager, config/... (core/config/... since v1.14), bootstrap/kubeadm/config/...,
 #   controlplane/kubeadm/config/...
 #   $CACHE/capo/$CAPO_VERSION/capo-manager, config/...
@@ -21,6 +22,7 @@ set -euo pipefail
 CAPI_VERSIONS=${CAPI_VERSIONS:-v1.12.10 v1.14.2}
 CAPO_VERSION=${CAPO_VERSION:-v0.14.7}
 ORC_VERSION=${ORC_VERSION:-v2.4.0}
+ORC_MANAGER=${ORC_MANAGER:-0}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/flatcar-capo
 force=; [ "${1:-}" = --force ] && force=1
 log() { echo "install-capi: $(date -u +%H:%M:%S) $*" >&2; }
@@ -82,7 +84,7 @@ for v in $first "$CAPO_VERSION" ${CAPI_VERSIONS#"$first"}; do
     managers "$d" "sigs.k8s.io/cluster-api-provider-openstack@$v" capo-manager=sigs.k8s.io/cluster-api-provider-openstack
     manifests "$(src "sigs.k8s.io/cluster-api-provider-openstack@$v")" "$d" .
     o=$cache/orc/$ORC_VERSION; mkdir -p "$o"
-    managers "$o" "github.com/k-orc/openstack-resource-controller/v2@$ORC_VERSION" orc-manager=github.com/k-orc/openstack-resource-controller/v2/cmd/manager
+    [ "$ORC_MANAGER" != 1 ] || managers "$o" "github.com/k-orc/openstack-resource-controller/v2@$ORC_VERSION" orc-manager=github.com/k-orc/openstack-resource-controller/v2/cmd/manager
     manifests "$(src "github.com/k-orc/openstack-resource-controller/v2@$ORC_VERSION")" "$o" .
     continue
   fi

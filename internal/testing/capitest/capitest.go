@@ -76,6 +76,6 @@ func buildDirs(t testing.TB, p Pairing, providers []string) dirs {
 	}
 	testutil.WaitForScript(t, "scripts/install-capi.sh", filepath.Join(top, "capi", buildLock), filepath.Join(top, "capi", buildLog),
 		func() bool { return missing() == nil })
-	testutil.RequireEnv(t, missing(), "the CAPI "+p.CAPI+" and CAPO "+p.CAPO+" managers built from the Go module proxy (run scripts/install-capi.sh)")
+	testutil.RequireEnv(t, missing(), "the CAPI "+p.CAPI+" and CAPO "+p.CAPO+" managers built from the Go module proxy (run scripts/install-capi.sh; ORC_MANAGER=1 builds ORC's manager too)")
 	return d
 }
