@@ -76,19 +76,7 @@ func TestCAPOCreatesServers(t *testing.T) {
 	figure("image built (build --method sysext) in %.0f s", time.Since(start).Seconds())
 
 	start = time.Now()
-	cloud, err := novatest.Start(ctx, novatest.Options{Dir: filepath.Join(dir, "cloud"), LogDir: logDir,
-		OpenStackScript: filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh"), Log: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cloud.Stop(); err != nil {
-			t.Error(err)
-		}
-		if left := cloud.Leftovers(); len(left) > 0 {
-			t.Errorf("left behind after Stop:\n%s", strings.Join(left, "\n"))
-		}
-	})
+	cloud := novatest.StartT(ctx, t, novatest.Options{Dir: filepath.Join(dir, "cloud"), LogDir: logDir, Log: t.Logf})
 	figure("cloud up in %.0f s", time.Since(start).Seconds())
 
 	// What the cloud's admin gives a CAPO user: the image (the product's upload), flavors, an

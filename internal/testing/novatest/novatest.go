@@ -20,7 +20,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
 //go:embed down.sh
@@ -210,4 +213,26 @@ func readEnv(path string) (map[string]string, error) {
 		}
 	}
 	return m, s.Err()
+}
+
+// StartT starts a cloud for test t with scripts/openstack.sh of this repository; t's cleanup stops
+// it and fails t if anything of it is left behind.
+func StartT(ctx context.Context, t testing.TB, opts Options) *Cloud {
+	t.Helper()
+	if opts.OpenStackScript == "" {
+		opts.OpenStackScript = filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
+	}
+	cloud, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cloud.Stop(); err != nil {
+			t.Error(err)
+		}
+		if left := cloud.Leftovers(); len(left) > 0 {
+			t.Errorf("left behind after Stop:\n%s", strings.Join(left, "\n"))
+		}
+	})
+	return cloud
 }

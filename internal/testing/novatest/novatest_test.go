@@ -57,19 +57,7 @@ func TestComputeBootsServer(t *testing.T) {
 	}
 
 	start := time.Now()
-	cloud, err := novatest.Start(ctx, novatest.Options{Dir: t.TempDir(), LogDir: logDir,
-		OpenStackScript: filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh"), Log: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cloud.Stop(); err != nil {
-			t.Error(err)
-		}
-		if left := cloud.Leftovers(); len(left) > 0 {
-			t.Errorf("left behind after Stop:\n%s", strings.Join(left, "\n"))
-		}
-	})
+	cloud := novatest.StartT(ctx, t, novatest.Options{Dir: t.TempDir(), LogDir: logDir, Log: t.Logf})
 	upTook := time.Since(start)
 	rssIdle, _ := cloud.RSS()
 	t.Logf("cloud up in %.0f s, %d MiB resident (idle)", upTook.Seconds(), rssIdle>>20)
