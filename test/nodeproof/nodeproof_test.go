@@ -390,7 +390,7 @@ func waitBootstrap(t *testing.T, g *standin.Guest, timeout time.Duration) {
 // cuts and the phase that then fails.
 var (
 	initFault = fault{timeout: "controlPlaneComponentHealthCheck", phase: "wait-control-plane"}
-	joinFault = fault{timeout: "kubeletHealthCheck", phase: "kubelet-start"}
+	joinFault = fault{timeout: "kubeletHealthCheck", phase: "kubelet-wait-bootstrap"} // kubeadm v1.34: after kubelet-start
 )
 
 type fault struct{ timeout, phase string }
