@@ -3,13 +3,8 @@ package novatest
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
-	"runtime"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // The cloud's network namespace: its own loopback (every API, RabbitMQ and libvirt listen on its
@@ -56,33 +51,4 @@ func createNetns(ctx context.Context, ns string) error {
 		}
 	}
 	return nil
-}
-
-// dialIn opens a TCP connection from inside the namespace: the socket is made on a thread that
-// entered it, and keeps the namespace wherever it is used afterwards. The thread stays locked and
-// is discarded by the runtime when the goroutine ends, so no other goroutine runs in the namespace.
-func dialIn(ctx context.Context, ns, network, addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread's namespace is not the process's
-		f, err := os.Open("/run/netns/" + ns)
-		if err != nil {
-			ch <- result{nil, err}
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{nil, fmt.Errorf("entering network namespace %s: %w", ns, err)}
-			return
-		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, network, addr)
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	return r.c, r.err
 }

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/netns"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
@@ -170,7 +171,7 @@ func (c *Cloud) Leftovers() []string {
 func (c *Cloud) HTTPClient() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return dialIn(ctx, c.Netns, network, addr)
+			return netns.Dial(ctx, c.Netns, network, addr)
 		},
 		DisableKeepAlives: true,
 	}}

@@ -83,7 +83,7 @@ func (c *Cloud) run(ctx context.Context, name string, env []string, argv ...stri
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 5 * time.Second
 	// Pdeathsig follows the thread that forks: keep it ours until the command exits. Unlocked,
-	// the thread could next serve a netns dial (dialIn), which locks it for good and ends it with
+	// the thread could next serve a netns dial (netns.Dial), which locks it for good and ends it with
 	// its goroutine, and the kernel would kill this command then (placement-db-sync was, once the
 	// catalog's registration dialled beside it).
 	runtime.LockOSThread()

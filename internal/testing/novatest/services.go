@@ -16,6 +16,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/endpoints"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/services"
+
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/netns"
 )
 
 const python = "/usr/bin/python3" // a pyenv python3 may shadow Debian's, which has the OpenStack modules
@@ -391,7 +393,7 @@ func parallel(n int, fns []func() error) error {
 func (c *Cloud) waitTCP(ctx context.Context, p *proc, host string, port int, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
-		conn, err := dialIn(ctx, c.Netns, "tcp", fmt.Sprintf("%s:%d", host, port))
+		conn, err := netns.Dial(ctx, c.Netns, "tcp", fmt.Sprintf("%s:%d", host, port))
 		if err == nil {
 			conn.Close()
 			return nil
