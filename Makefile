@@ -188,6 +188,7 @@ capo-proof:
 	scripts/install-openstack-compute.sh
 	scripts/install-kubernetes.sh >/dev/null
 	ORC_MANAGER=1 scripts/install-capi.sh
+	scripts/install-occm.sh >/dev/null
 	@rm -rf bin/capo-proof; mkdir -p bin/capo-proof/logs
 	set -o pipefail; CAPO_PROOF_DIR=$(CURDIR)/bin/capo-proof FLATCAR_CAPO_CAPO_PROOF=1 FLATCAR_CAPO_STRICT_TESTS=1 \
 	  $(GO) test -count=1 -p 1 -timeout $(CAPO_PROOF_TIMEOUT) -run '^(TestComputeBootsServer|TestCAPOCreatesServers)$$' -v \

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,22 +48,12 @@ func KubeadmImageList(ctx context.Context, bin, version string) ([]string, error
 // it, upstream's entrypoint, PATH set (kubeadm's etcd pod runs plain `etcd`), linux/amd64.
 func (r *Registry) PushReal(ctx context.Context, bin string, refs []string) (*Pushed, error) {
 	p := &Pushed{Refs: refs, At: map[string]string{}, Digest: map[string]string{}, Manifest: map[string]string{}, Marker: map[string]string{}}
-	work, err := os.MkdirTemp("", "realimages-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
 	for _, ref := range refs {
-		rest, ok := strings.CutPrefix(ref, "registry.k8s.io/")
-		if !ok {
-			return nil, fmt.Errorf("registrytest: %s is not a registry.k8s.io ref", ref)
-		}
-		repo, _, _ := strings.Cut(rest, ":")
+		repo, _, _ := strings.Cut(strings.TrimPrefix(ref, "registry.k8s.io/"), ":")
 		spec, ok := realImages[path.Base(repo)]
 		if !ok {
 			return nil, fmt.Errorf("registrytest: no real image for %s", ref)
 		}
-		layerTar := filepath.Join(work, path.Base(repo)+".tar")
 		entries := []tarEntry{{src: filepath.Join(bin, spec.binary), dst: spec.inImage}}
 		if path.Base(repo) == "kube-proxy" {
 			// Upstream's kube-proxy image is distroless-iptables: Debian's iptables with its
@@ -73,26 +64,58 @@ func (r *Registry) PushReal(ctx context.Context, bin string, refs []string) (*Pu
 			}
 			entries = append(entries, ipt...)
 		}
-		if err := tarFiles(layerTar, entries); err != nil {
-			return nil, err
-		}
-		layer, err := tarball.LayerFromFile(layerTar, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching, tarball.WithMediaType(types.OCILayer))
-		if err != nil {
-			return nil, err
-		}
-		img, err := Image{Arch: "amd64", Entrypoint: []string{spec.inImage},
-			Env: []string{"PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"}}.buildWith(layer)
-		if err != nil {
-			return nil, err
-		}
-		at := r.Host + "/" + rest
-		d, err := r.Push(ctx, at, img)
+		at, d, err := r.pushEntries(ctx, ref, entries, Image{Entrypoint: []string{spec.inImage},
+			Env: []string{"PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"}})
 		if err != nil {
 			return nil, err
 		}
 		p.At[ref], p.Digest[ref], p.Manifest[ref] = at, d.String(), d.String()
 	}
 	return p, nil
+}
+
+// PushFiles pushes as ref (a registry.k8s.io/... name, under the same path on this registry) a
+// linux/amd64 image of one layer holding files (path in the image -> file on this machine, mode
+// 0755) with im's Entrypoint, Cmd and Env: an upstream image remade from a binary built here. It
+// returns the ref on this registry.
+func (r *Registry) PushFiles(ctx context.Context, ref string, files map[string]string, im Image) (string, error) {
+	var entries []tarEntry
+	for dst, src := range files {
+		entries = append(entries, tarEntry{src: src, dst: dst})
+	}
+	slices.SortFunc(entries, func(a, b tarEntry) int { return strings.Compare(a.dst, b.dst) })
+	at, _, err := r.pushEntries(ctx, ref, entries, im)
+	return at, err
+}
+
+// pushEntries pushes a linux/amd64 image of one layer of entries as ref (registry.k8s.io/...)
+// under the same path on this registry: the ref there and the digest pushed.
+func (r *Registry) pushEntries(ctx context.Context, ref string, entries []tarEntry, im Image) (string, v1.Hash, error) {
+	rest, ok := strings.CutPrefix(ref, "registry.k8s.io/")
+	if !ok {
+		return "", v1.Hash{}, fmt.Errorf("registrytest: %s is not a registry.k8s.io ref", ref)
+	}
+	work, err := os.MkdirTemp("", "realimage-")
+	if err != nil {
+		return "", v1.Hash{}, err
+	}
+	defer os.RemoveAll(work)
+	layerTar := filepath.Join(work, "layer.tar")
+	if err := tarFiles(layerTar, entries); err != nil {
+		return "", v1.Hash{}, err
+	}
+	layer, err := tarball.LayerFromFile(layerTar, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return "", v1.Hash{}, err
+	}
+	im.Arch = "amd64"
+	img, err := im.buildWith(layer)
+	if err != nil {
+		return "", v1.Hash{}, err
+	}
+	at := r.Host + "/" + rest
+	d, err := r.Push(ctx, at, img)
+	return at, d, err
 }
 
 // buildWith is Build with one prepared layer instead of in-memory files.

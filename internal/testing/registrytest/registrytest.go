@@ -362,8 +362,8 @@ type Image struct {
 	Files  map[string][]byte // path in the image -> content (mode 0755)
 	Marker string            // printed by the image's Cmd (/bin/busybox echo Marker) when it has busybox
 	Layers [][]byte          // extra layers: raw tar contents made by Layer
-	// Entrypoint and Env are upstream's, for the real control-plane images (RealImages).
-	Entrypoint, Env []string
+	// Entrypoint, Cmd and Env are upstream's, for the real images (PushReal, PushFiles).
+	Entrypoint, Cmd, Env []string
 }
 
 // Build makes the v1.Image.
@@ -397,6 +397,9 @@ func (im Image) build(layers []v1.Layer) (v1.Image, error) {
 	cf.Created = v1.Time{Time: time.Unix(0, 0)}
 	if im.Marker != "" {
 		cf.Config.Cmd = []string{"/bin/busybox", "echo", im.Marker}
+	}
+	if im.Cmd != nil {
+		cf.Config.Cmd = im.Cmd
 	}
 	cf.Config.Entrypoint, cf.Config.Env = im.Entrypoint, im.Env
 	img, err = mutate.ConfigFile(img, cf)
