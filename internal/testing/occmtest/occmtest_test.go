@@ -43,15 +43,6 @@ func TestPushedImageRunsTheManager(t *testing.T) {
 	reg := registrytest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	ref, err := Push(ctx, reg, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ref != "registry.k8s.io/provider-os/openstack-cloud-controller-manager:"+Version {
-		t.Fatalf("pushed as %s, want the upstream DaemonSet's ref", ref)
-	}
-	cfg, root := pullAndUnpack(t, ctx, reg, ref)
-
 	keystone, seen := recordKeystone(t)
 	c := Cloud{AuthURL: keystone + "/v3", Username: "occm-user", Password: `pa"ss\word`, Project: "occm-project", Domain: "occm-domain", Region: "RegionTwo"}
 	docs := renderedDocs(t, dir, c)
@@ -62,13 +53,23 @@ func TestPushedImageRunsTheManager(t *testing.T) {
 	}
 	// The node's side: hostNetwork, kubeadm's control-plane label selected, the uninitialized taint tolerated, nothing pulled.
 	pod := ds.Spec.Template.Spec
-	if !pod.HostNetwork || pod.NodeSelector["node-role.kubernetes.io/control-plane"] != "" || !tolerates(pod.Tolerations, "node.cloudprovider.kubernetes.io/uninitialized") {
+	if sel, ok := pod.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok || sel != "" || !pod.HostNetwork || !tolerates(pod.Tolerations, "node.cloudprovider.kubernetes.io/uninitialized") {
 		t.Fatalf("the DaemonSet does not run on a kubeadm control plane before its node is initialized: %+v", pod)
 	}
 	ctr := pod.Containers[0]
+	start := time.Now()
+	ref, err := Push(ctx, reg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref != "registry.k8s.io/provider-os/openstack-cloud-controller-manager:"+Version {
+		t.Fatalf("pushed as %s, want the upstream DaemonSet's ref", ref)
+	}
 	if ctr.Image != ref || (ctr.ImagePullPolicy != "" && ctr.ImagePullPolicy != corev1.PullIfNotPresent) {
 		t.Fatalf("the DaemonSet runs %s (pull policy %q), want the preloaded %s, never pulled", ctr.Image, ctr.ImagePullPolicy, ref)
 	}
+	cfg, root := pullAndUnpack(t, ctx, reg, ref)
+	t.Logf("pushed, pulled and unpacked in %s", time.Since(start).Round(time.Second))
 
 	// The Secret volume, as kubelet mounts it.
 	mount := ""
@@ -95,7 +96,7 @@ func TestPushedImageRunsTheManager(t *testing.T) {
 
 	out := runIn(t, root, append(argv, "--version"))
 	if !strings.Contains(out, Version) {
-		t.Fatalf("%v --version printed %q, want %s", argv, out, Version)
+		t.Fatalf("%v --version printed %q, want %s", argv, tail(out), Version)
 	}
 
 	// --secure-port=0: no serving here (the DaemonSet's 10258 may be taken on this host).
