@@ -23,7 +23,8 @@ import (
 func TestAPIServerAdmitsManifests(t *testing.T) {
 	testutil.RequireReal(t, "a real kube-apiserver and the manifests of scripts/install-occm.sh's build")
 	dir := Dir(t)
-	m := capitest.Start(t, capitest.Options{Pairing: capitest.Pairings[0], Providers: []string{capitest.Core}})
+	m := capitest.Start(t, capitest.Options{Pairing: capitest.Pairings[0], InfrastructureCRDs: true,
+		Providers: []string{capitest.Core, capitest.Bootstrap, capitest.ControlPlane}})
 	out, err := Manifests(dir, Cloud{AuthURL: "http://10.0.0.2:5000/v3", Username: "admin", Password: "s3cret", Project: "admin", Domain: "Default", Region: "RegionOne"})
 	if err != nil {
 		t.Fatal(err)
