@@ -192,7 +192,7 @@ capo-proof:
 	@rm -rf bin/capo-proof; mkdir -p bin/capo-proof/logs
 	set -o pipefail; CAPO_PROOF_DIR=$(CURDIR)/bin/capo-proof FLATCAR_CAPO_CAPO_PROOF=1 FLATCAR_CAPO_STRICT_TESTS=1 \
 	  $(GO) test -count=1 -p 1 -timeout $(CAPO_PROOF_TIMEOUT) -run '^(TestComputeBootsServer|TestCAPOCreatesServers)$$' -v \
-	  ./internal/testing/novatest/ ./test/capoproof/ 2>&1 | tee bin/capo-proof/capo-proof.log
+	  ./internal/testing/novatest/ ./internal/testing/occmtest/ ./test/capoproof/ 2>&1 | tee bin/capo-proof/capo-proof.log
 	@sed -n '/^CAPO-PROOF-BEGIN$$/,/^CAPO-PROOF-END$$/p' bin/capo-proof/capo-proof.log
 
 # Differential oracles that compare us with a reference reader known to misread some inputs:
