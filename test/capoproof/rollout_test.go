@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func newImages(t *testing.T, dir string) *images {
 }
 
 // build publishes the stand-in release of that version and builds its image with
-// `build --method sysext`; it returns the qcow2, named flatcar-stable-VERSION-kube-K8S.
+// `build --method sysext`; it returns the qcow2, named flatcar-stable-VERSION-kube-K8S-sysext.
 func (b *images) build(version string) string {
 	t := b.t
 	t.Helper()
@@ -72,8 +73,16 @@ func (b *images) build(version string) string {
 	if len(qcows) != 1 {
 		t.Fatalf("artifacts in %s: %v\n%s", out, qcows, res.Stderr)
 	}
+	var steps []string // build's "[n/N] step   done   1.2s: note" lines: where the time went
+	for _, m := range buildStep.FindAllStringSubmatch(res.Stderr, -1) {
+		steps = append(steps, m[1]+" "+m[2])
+	}
+	t.Logf("build of release %s: %s", rel.Version, strings.Join(steps, ", "))
 	return qcows[0]
 }
+
+// buildStep is one step's line in build's progress output (pkg/imagebuild's timed steps).
+var buildStep = regexp.MustCompile(`(?m)^\[\d+/\d+\] (\S.*?)\s+(?:done|FAILED|stopped|interrupted)\s+([\d.]+s)`)
 
 // uploadImage uploads image to the cloud's Glance as a user does, `flatcar-capo upload`, and
 // returns its Glance ID.
@@ -345,7 +354,7 @@ func TestRolloutTemplate(t *testing.T) {
 	kubectl := filepath.Join(kubetest.RealNodeDir(t), "kubectl")
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "cluster.yaml")
-	const oldImage, newImage = "flatcar-stable-" + standin.Version + "-kube-" + kubetest.RealVersion, "flatcar-stable-" + newerVersion + "-kube-" + kubetest.RealVersion
+	const oldImage, newImage = "flatcar-stable-" + standin.Version + "-kube-" + kubetest.RealVersion + "-sysext", "flatcar-stable-" + newerVersion + "-kube-" + kubetest.RealVersion + "-sysext"
 	testutil.Run(t, "manifests", "--flavor", "sysext-baked", "--api-server-load-balancer=false", "--output-file", manifest,
 		"--image-name", oldImage, "--cluster-name", cluster, "--kubernetes-version", kubetest.RealVersion,
 		"--set", "WORKER_MACHINE_COUNT=1", "--set", "OPENSTACK_NODE_MACHINE_FLAVOR="+workerFlavor).MustSucceed(t)
@@ -465,4 +474,37 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestRolloutImages: one builder makes the proof's image and the newer release's from one
+// mirror, registry and build cache; the second is named after the newer release, as
+// `build` names images (flatcar-<channel>-<version>-kube-<k8s>-sysext), recorded as built from
+// that release (its .build.json), and READY for openstack.
+// The loop's opt-in: building the first image takes minutes.
+func TestRolloutImages(t *testing.T) {
+	testutil.RequireOptIn(t, proofEnv, "the CAPO loop's two images (make capo-proof)")
+	testutil.RequireTools(t, "qemu-img", "mmdebstrap", "docker-registry")
+	dir := t.TempDir()
+	start := time.Now()
+	imgs := newImages(t, dir)
+	t.Logf("mirror and registry (kubeadm's images pushed) ready in %.0f s", time.Since(start).Seconds())
+	start = time.Now()
+	first := imgs.build(standin.Version)
+	t.Logf("first image %s built in %.0f s", filepath.Base(first), time.Since(start).Seconds())
+	start = time.Now()
+	second := imgs.build(newerVersion)
+	t.Logf("second image %s built in %.0f s", filepath.Base(second), time.Since(start).Seconds())
+	for _, c := range []struct{ image, version string }{{first, standin.Version}, {second, newerVersion}} {
+		if want := "flatcar-stable-" + c.version + "-kube-" + kubetest.RealVersion + "-sysext.qcow2"; filepath.Base(c.image) != want {
+			t.Errorf("image %s, want %s", c.image, want)
+		}
+		if res := testutil.Run(t, "inspect", c.image, "--for", "openstack"); res.Code != 0 {
+			t.Errorf("inspect %s --for openstack exited %d:\n%s", c.image, res.Code, res.Combined())
+		}
+		var rec struct{ FlatcarVersion, ImageName string }
+		b, err := os.ReadFile(c.image + ".build.json")
+		if err != nil || json.Unmarshal(b, &rec) != nil || rec.FlatcarVersion != c.version || rec.ImageName+".qcow2" != filepath.Base(c.image) {
+			t.Errorf("build record of %s: %v %+v, want release %s", c.image, err, rec, c.version)
+		}
+	}
 }
