@@ -183,7 +183,7 @@ node-proof: deps
 # scripts/install-openstack-compute.sh (install-deps.sh capo-proof); not part of make test (-p 1:
 # one cloud at a time). Keeps every service's log and the guest's console in bin/capo-proof/ and
 # prints the CAPO-PROOF-BEGIN/END blocks.
-CAPO_PROOF_TIMEOUT ?= 190m
+CAPO_PROOF_TIMEOUT ?= 250m
 # CAPO_PROOF_RUN picks the tests (e.g. '^TestCAPOCreatesServers$$' for the loop alone).
 CAPO_PROOF_RUN ?= ^(TestComputeBootsServer|TestCAPOCreatesServers)$$
 capo-proof:

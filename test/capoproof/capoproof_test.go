@@ -17,10 +17,8 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/capitest"
-	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/novatest"
-	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
@@ -51,7 +49,7 @@ func TestCAPOCreatesServers(t *testing.T) {
 	testutil.RequireOptIn(t, proofEnv, "the CAPO loop on a real Nova (make capo-proof)")
 	testutil.RequireOpenStackCompute(t)
 	testutil.RequireTools(t, "qemu-img", "mmdebstrap", "docker-registry")
-	ctx, cancel := context.WithTimeout(context.Background(), 160*time.Minute) // the cloud alone took 41 min at load 30
+	ctx, cancel := context.WithTimeout(context.Background(), 220*time.Minute) // the cloud alone took 41 min at load 30
 	defer cancel()
 	dir := t.TempDir()
 	logDir := filepath.Join(dir, "logs")
@@ -70,7 +68,8 @@ func TestCAPOCreatesServers(t *testing.T) {
 
 	// Our image, built as the node proof builds it (real Kubernetes, kubeadm's images preloaded).
 	start := time.Now()
-	image, reg := buildImage(t, dir)
+	imgs := newImages(t, dir)
+	image, reg := imgs.build(standin.Version), imgs.reg
 	imageName := strings.TrimSuffix(filepath.Base(image), ".qcow2")
 	figure("image built (build --method sysext) in %.0f s", time.Since(start).Seconds())
 
@@ -332,6 +331,8 @@ func TestCAPOCreatesServers(t *testing.T) {
 	if tainted > 0 {
 		t.Errorf("%d nodes keep the %s taint: no cloud controller manager initialized them", tainted, uninitializedTaint)
 	}
+	// The upgrade (rollout_test.go): the worker replaced from a newer release's image, as users do.
+	lines = append(lines, rollOut(t, ctx, imgs, cloud, w, wl, neutron, osc1.Spec.ControlPlaneEndpoint.Host, figure))
 	// The guests have no route to the registry: kubeadm's images came preloaded in the image.
 	pulls := reg.PullRequests() - pullsBefore
 	lines = append(lines, fmt.Sprintf("registry pulls during boot: %d", pulls))
@@ -352,35 +353,6 @@ func TestCAPOCreatesServers(t *testing.T) {
 		fmt.Println("figure: " + f)
 	}
 	fmt.Println("CAPO-PROOF-END")
-}
-
-// buildImage builds the node proof's image: the stand-in release, real Kubernetes from the
-// 127.0.0.1 mirror, kubeadm's real images preloaded from the registry.
-func buildImage(t *testing.T, dir string) (string, *registrytest.Registry) {
-	t.Helper()
-	bin := kubetest.RealDir(t)
-	ctrd := registrytest.ContainerdDir(t)
-	mirror := kubetest.NewReal(t, bin, ctrd)
-	reg := registrytest.Start(t)
-	refs, err := registrytest.KubeadmImageList(context.Background(), bin, kubetest.RealVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.PushReal(context.Background(), bin, refs); err != nil {
-		t.Fatal(err)
-	}
-	srv := fetchtest.NewServer(t)
-	rel := standin.PublishRelease(t, srv, standin.ReleaseOptions{Sysexts: []string{registrytest.ContainerdSysext(t, dir)}})
-	out := filepath.Join(dir, "out")
-	args := []string{"build", "--method", "sysext", "--base", "qemu", "--oem", "openstack", "--release-server", rel.ReleaseServer,
-		"--keyring", rel.Keyring, "--channel", rel.Channel, "--version", rel.Version, "--cache-dir", filepath.Join(dir, "cache"),
-		"--output-dir", out, "--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile}
-	res := testutil.RunCmd(t, testutil.Cmd{Args: append(args, mirror.Args()...), Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}}).MustSucceed(t)
-	qcows, _ := filepath.Glob(filepath.Join(out, "*.qcow2"))
-	if len(qcows) != 1 {
-		t.Fatalf("artifacts in %s: %v\n%s", out, qcows, res.Stderr)
-	}
-	return qcows[0], reg
 }
 
 // keepLogs copies the management side's logs (the CAPO and ORC managers') next to the cloud's.
