@@ -183,7 +183,9 @@ node-proof: deps
 # scripts/install-openstack-compute.sh (install-deps.sh capo-proof); not part of make test (-p 1:
 # one cloud at a time). Keeps every service's log and the guest's console in bin/capo-proof/ and
 # prints the CAPO-PROOF-BEGIN/END blocks.
-CAPO_PROOF_TIMEOUT ?= 120m
+CAPO_PROOF_TIMEOUT ?= 250m
+# CAPO_PROOF_RUN picks the tests (e.g. '^TestCAPOCreatesServers$$' for the loop alone).
+CAPO_PROOF_RUN ?= ^(TestComputeBootsServer|TestCAPOCreatesServers|TestPushedImageRunsTheManager|TestAPIServerAdmitsManifests|TestBuildPreloadsTheManager|TestManifestsAreUpstreams)$$
 capo-proof:
 	scripts/install-openstack-compute.sh
 	scripts/install-kubernetes.sh >/dev/null
@@ -191,7 +193,7 @@ capo-proof:
 	scripts/install-occm.sh >/dev/null
 	@rm -rf bin/capo-proof; mkdir -p bin/capo-proof/logs
 	set -o pipefail; CAPO_PROOF_DIR=$(CURDIR)/bin/capo-proof FLATCAR_CAPO_CAPO_PROOF=1 FLATCAR_CAPO_STRICT_TESTS=1 \
-	  $(GO) test -count=1 -p 1 -timeout $(CAPO_PROOF_TIMEOUT) -run '^(TestComputeBootsServer|TestCAPOCreatesServers)$$' -v \
+	  $(GO) test -count=1 -p 1 -timeout $(CAPO_PROOF_TIMEOUT) -run '$(CAPO_PROOF_RUN)' -v \
 	  ./internal/testing/novatest/ ./internal/testing/occmtest/ ./test/capoproof/ 2>&1 | tee bin/capo-proof/capo-proof.log
 	@sed -n '/^CAPO-PROOF-BEGIN$$/,/^CAPO-PROOF-END$$/p' bin/capo-proof/capo-proof.log
 

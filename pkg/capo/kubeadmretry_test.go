@@ -18,10 +18,12 @@ import (
 )
 
 // A kubeadm init that failed after writing its static pods (its control plane not healthy in
-// 1200 s, seen in a node proof under load) failed every retry in preflight: every template's
-// kubeadm.service that restarts on failure must undo the failed kubeadm first, in the user-data
-// CABPK's renderer makes of it (flavor x CAPI API, and the ClusterClass).
-func TestKubeadmRetryResetsFirst(t *testing.T) {
+// 1200 s, seen in a node proof under load) failed every retry in preflight; one that failed in
+// its CoreDNS addon after CAPI had used its API (the CAPO loop) must not be reset: every
+// template's kubeadm.service that restarts on failure must resume an init whose etcd started
+// and undo any other failed kubeadm first, in the user-data CABPK's renderer makes of it
+// (flavor x CAPI API, and the ClusterClass).
+func TestKubeadmRetryResumesOrResets(t *testing.T) {
 	type combo struct {
 		flavor, api  string
 		clusterClass bool
@@ -81,8 +83,9 @@ func kubeadmDropIn(t *testing.T, cfg igntypes.Config) string {
 // checkRetryResets reads the drop-in as systemd does (a trailing backslash continues a line)
 // and wants, beside Restart=on-failure, an ExecStartPre shell script (valid for sh -n) that keeps
 // /etc/kubernetes as Ignition wrote it before the first try and, before a retry while CABPK's
-// success marker is absent, runs kubeadm reset and puts the copy back; and an ExecStartPost that
-// removes the copy (it holds the CA key).
+// success marker is absent, either (an init whose etcd has data) has kubeadm ignore preflight
+// errors, or runs kubeadm reset and puts the copy back; and an ExecStartPost that removes the
+// copy (it holds the CA key).
 func checkRetryResets(t *testing.T, doc, dropIn string) {
 	t.Helper()
 	if strings.ContainsAny(dropIn, "$%") {
@@ -110,12 +113,14 @@ func checkRetryResets(t *testing.T, doc, dropIn string) {
 	}
 	keep := node.KubeadmRetryDir
 	snapshot := strings.Index(script, "cp -a /etc/kubernetes "+keep+"/new/")
-	marker := strings.Index(script, "[ ! -e /run/cluster-api/bootstrap-success.complete ]")
+	marker := strings.Index(script, "[ -e /run/cluster-api/bootstrap-success.complete ]")
+	resume := strings.Index(script, `grep -q "^kind: InitConfiguration" /etc/kubeadm.yml && [ -d /var/lib/etcd/member ]`)
+	ignore := strings.Index(script, `sed -i "/^nodeRegistration:/r `)
 	noKubelet := strings.Index(script, "rm -f /var/lib/kubelet/config.yaml")
 	reset := strings.Index(script, "kubeadm reset -f")
 	restore := strings.Index(script, "cp -a "+keep+"/before/kubernetes /etc/")
-	if snapshot < 0 || marker < snapshot || noKubelet < marker || reset < noKubelet || restore < reset {
-		t.Errorf("%s: the ExecStartPre script does not copy /etc/kubernetes on the first try, then, before a retry with no success marker, remove the kubelet's config, reset and restore the copy:\n%s", doc, script)
+	if snapshot < 0 || marker < snapshot || resume < marker || ignore < resume || noKubelet < ignore || reset < noKubelet || restore < reset {
+		t.Errorf("%s: the ExecStartPre script does not copy /etc/kubernetes on the first try, then, before a retry with no success marker, resume an init whose etcd started (preflight errors ignored), or else remove the kubelet's config, reset and restore the copy:\n%s", doc, script)
 	}
 	if post := lines["ExecStartPost"]; len(post) != 1 || post[0] != "/bin/rm -rf "+keep {
 		t.Errorf("%s: ExecStartPost=%q, want the copy of the CA key removed after success", doc, post)
@@ -126,10 +131,12 @@ func checkRetryResets(t *testing.T, doc, dropIn string) {
 // root) with the real kubeadm v1.34.4, in a private mount and network namespace (/etc and
 // /var/lib overlays on a temporary directory, /run a tmpfs): Ignition's files (CAs, keys made by
 // kubeadm's own certs phases as CABPK's are, a user's static pod), the first try's copy, a
-// half-done init (every file of kubeadm's certs, kubeconfig, etcd and control-plane phases, etcd
-// data) that real preflight refuses, then the retry: real kubeadm reset, Ignition's files back
-// byte for byte, nothing of the first init left, preflight clean, new certificates signed by the
-// same CA; with CABPK's success marker no reset, and ExecStartPost removes the copy.
+// half-done init (every file of kubeadm's certs, kubeconfig, etcd and control-plane phases, no
+// etcd data yet) that real preflight refuses, then the retry: real kubeadm reset, Ignition's
+// files back byte for byte, nothing of the first init left, preflight clean, new certificates
+// signed by the same CA. Then a half-done init with etcd data: the retry keeps it all and real
+// kubeadm's preflight passes on the config it edited; with CABPK's success marker no reset, and
+// ExecStartPost removes the copy.
 func TestKubeadmRetryScriptWithRealKubeadm(t *testing.T) {
 	testutil.RequireReal(t, "the real kubeadm in a mount namespace")
 	testutil.RequireRoot(t, "mount namespaces")
@@ -157,8 +164,10 @@ func TestKubeadmRetryScriptWithRealKubeadm(t *testing.T) {
 		t.Fatalf("the control plane's kubeadm.service drop-in has no ExecStartPre sh -ec script or no ExecStartPost")
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "kubeadm.yml"), []byte(retryKubeadmConfig), 0o600); err != nil {
-		t.Fatal(err)
+	for name, cfg := range map[string]string{"kubeadm.yml": retryKubeadmConfig, "kubeadm-list.yml": retryKubeadmConfigWithList} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.Command("unshare", "--mount", "--net", "--propagation", "private", "sh", "-c", retryHarness)
 	cmd.Env = append(os.Environ(), "T="+dir, "KUBEADM_DIR="+bin, "PRE="+pre, "POST="+post)
@@ -172,8 +181,7 @@ func TestKubeadmRetryScriptWithRealKubeadm(t *testing.T) {
 		s, _, _ = strings.Cut("\n"+s, "\n== ")
 		return s
 	}
-	if !strings.Contains(section("preflight before"), "FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml") ||
-		!strings.Contains(section("preflight before"), "DirAvailable--var-lib-etcd") {
+	if !strings.Contains(section("preflight before"), "FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml") {
 		t.Fatalf("the half-done init does not fail kubeadm's preflight as on the node:\n%s", got)
 	}
 	if !strings.Contains(section("retry"), "[reset] Deleting contents of directories") {
@@ -196,6 +204,30 @@ func TestKubeadmRetryScriptWithRealKubeadm(t *testing.T) {
 	if err := signedBy(filepath.Join(dir, "etc-up/kubernetes/pki/apiserver.crt"), filepath.Join(dir, "etc-up/kubernetes/pki/ca.crt")); err != nil {
 		t.Errorf("the certificates after the reset are not signed by Ignition's CA: %v", err)
 	}
+	// An init whose etcd has data: no reset, kubeadm told to ignore preflight errors (once, however
+	// often it retries; beside a user's own list), and real kubeadm's preflight passes on it.
+	if s := section("resume"); strings.Contains(s, "[reset]") || !strings.Contains(s, "no reset") {
+		t.Errorf("the retry of an init whose etcd has data reset the node, or did not say it resumes:\n%s", s)
+	}
+	if c := section("resumed config"); strings.Count(c, "  ignorePreflightErrors:\n  - all\n") != 1 || strings.Count(c, "- all") != 1 {
+		t.Errorf("the resumed init's config does not ignore preflight errors exactly once:\n%s", c)
+	}
+	// (The harness has no CRI: kubeadm's image pull fails after the checks whatever they ignore.)
+	resumedPreflight := func(name string) {
+		s := section(name)
+		if strings.Contains(s, "[ERROR ") || !strings.Contains(s, "[WARNING FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml]") ||
+			!strings.Contains(s, "[WARNING DirAvailable--var-lib-etcd]") {
+			t.Errorf("real kubeadm's preflight does not take the first init's files as warnings with the resumed config (%s):\n%s\n%s", name, s, got)
+		}
+	}
+	resumedPreflight("resumed preflight")
+	if s := section("resumed left"); !strings.Contains(s, "/var/lib/etcd/member/wal") || !strings.Contains(s, "kube-apiserver.yaml") {
+		t.Errorf("the resumed init lost etcd's data or its static pods:\n%s", s)
+	}
+	if c := section("resume with a list"); !strings.Contains(c, "  ignorePreflightErrors:\n  - all\n  criSocket:") || strings.Count(c, "ignorePreflightErrors") != 1 {
+		t.Errorf("the resumed init's config with a user's list does not ignore all in its place (kubeadm refuses all beside a named check):\n%s", c)
+	}
+	resumedPreflight("resumed preflight with a list")
 	if s := section("success"); !strings.Contains(s, "/etc/kubernetes/admin.conf") || strings.Contains(s, "[reset]") || !strings.Contains(s, "No such file") {
 		t.Errorf("with CABPK's success marker the script reset the node, or ExecStartPost kept the copy:\n%s", s)
 	}
@@ -222,15 +254,22 @@ func signedBy(certFile, caFile string) error {
 	return certs[0].CheckSignatureFrom(certs[1])
 }
 
+// retryKubeadmConfig is an init config in the block style CABPK writes /etc/kubeadm.yml in.
 const retryKubeadmConfig = `apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 kubernetesVersion: v1.34.4
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
-localAPIEndpoint: {advertiseAddress: 10.26.0.10}
-nodeRegistration: {name: proof-control-plane-0, criSocket: unix:///run/no-cri.sock}
+localAPIEndpoint:
+  advertiseAddress: 10.26.0.10
+nodeRegistration:
+  criSocket: unix:///run/no-cri.sock
+  name: proof-control-plane-0
 `
+
+// retryKubeadmConfigWithList is retryKubeadmConfig with a user's own ignorePreflightErrors.
+var retryKubeadmConfigWithList = strings.Replace(retryKubeadmConfig, "  criSocket:", "  ignorePreflightErrors:\n  - Swap\n  criSocket:", 1)
 
 // retryHarness runs in the private namespaces; "== name" starts each section the test reads.
 const retryHarness = `set -e
@@ -239,22 +278,35 @@ mount -t overlay overlay -o "lowerdir=/etc,upperdir=$T/etc-up,workdir=$T/etc-wor
 mount -t overlay overlay -o "lowerdir=/var/lib,upperdir=$T/var-up,workdir=$T/var-work" /var/lib
 mount -t tmpfs tmpfs /run
 export PATH="$KUBEADM_DIR:$PATH"
-cfg="$T/kubeadm.yml"
+cfg=/etc/kubeadm.yml
+cp "$T/kubeadm.yml" "$cfg"
+halfdone() {
+  kubeadm init phase certs all --config "$cfg" >/dev/null
+  kubeadm init phase kubeconfig all --config "$cfg" >/dev/null
+  kubeadm init phase etcd local --config "$cfg" >/dev/null
+  kubeadm init phase control-plane all --config "$cfg" >/dev/null
+  mkdir -p /var/lib/kubelet && echo x > /var/lib/kubelet/config.yaml
+}
 for p in ca etcd-ca front-proxy-ca sa; do kubeadm init phase certs $p --config "$cfg" >/dev/null; done
 mkdir -p /etc/kubernetes/manifests && echo user > /etc/kubernetes/manifests/kube-vip.yaml
 (cd /etc/kubernetes && find . -type f | sort | xargs sha256sum) > "$T/ignition.sum"
 echo "== first try"; sh -ec "$PRE"
-kubeadm init phase certs all --config "$cfg" >/dev/null
-kubeadm init phase kubeconfig all --config "$cfg" >/dev/null
-kubeadm init phase etcd local --config "$cfg" >/dev/null
-kubeadm init phase control-plane all --config "$cfg" >/dev/null
-mkdir -p /var/lib/etcd/member /var/lib/kubelet && echo x > /var/lib/etcd/member/wal && echo x > /var/lib/kubelet/config.yaml
+halfdone
 echo "== preflight before"; kubeadm init phase preflight --config "$cfg" --ignore-preflight-errors=all 2>&1 | grep -E 'FileAvailable|DirAvailable' || true
 echo "== retry"; sh -ec "$PRE" 2>&1
 echo "== ignition's files"; (cd /etc/kubernetes && sha256sum -c "$T/ignition.sum" 2>&1) || true
-echo "== left"; find /etc/kubernetes /var/lib/etcd /var/lib/kubelet -type f | sort
+echo "== left"; find /etc/kubernetes /var/lib/etcd /var/lib/kubelet -type f 2>/dev/null | sort
 echo "== preflight after"; kubeadm init phase preflight --config "$cfg" --ignore-preflight-errors=all 2>&1 | grep -E 'FileAvailable|DirAvailable' || true
 echo "== certs after"; kubeadm init phase certs apiserver --config "$cfg" >/dev/null
+halfdone
+mkdir -p /var/lib/etcd/member && echo x > /var/lib/etcd/member/wal
+echo "== resume"; sh -ec "$PRE" 2>&1; sh -ec "$PRE" 2>&1
+echo "== resumed config"; cat "$cfg"
+echo "== resumed preflight"; kubeadm init phase preflight --config "$cfg" 2>&1 | grep -E '\[(WARNING|ERROR) ' || true
+echo "== resumed left"; find /var/lib/etcd /etc/kubernetes/manifests -type f | sort
+cp "$T/kubeadm-list.yml" "$cfg"; rm /var/lib/flatcar-capo/kubeadm-retry/resumed
+echo "== resume with a list"; sh -ec "$PRE" 2>&1; cat "$cfg"
+echo "== resumed preflight with a list"; kubeadm init phase preflight --config "$cfg" 2>&1 | grep -E '\[(WARNING|ERROR) ' || true
 echo "== success"; kubeadm init phase kubeconfig admin --config "$cfg" >/dev/null
 mkdir -p /run/cluster-api && touch /run/cluster-api/bootstrap-success.complete
 sh -ec "$PRE" 2>&1; ls /etc/kubernetes/admin.conf

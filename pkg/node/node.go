@@ -123,10 +123,12 @@ const (
 // coreos-metadata and reads the metadata environment (COREOS_OPENSTACK_*). It also runs a failed
 // kubeadm again: kubeadm join gives up on one API answer slower than 10 s (the node proof's worker
 // did, beside a loaded control plane), and CABPK's unit is a oneshot that would leave the node
-// unjoined until a MachineHealthCheck replaced it. A retry first undoes what a failed kubeadm
-// wrote (a slow init leaves its static pods, ports and etcd data behind), keeping the cluster CA
-// and keys CABPK's Ignition wrote: kubeadm reset deletes them, and a new CA would not be the
-// cluster's. No $ or %: clusterctl's envsubst and systemd would expand them.
+// unjoined until a MachineHealthCheck replaced it. A retry of an init that got as far as etcd
+// resumes on its state (the CAPO loop's control plane failed in the CoreDNS addon after CAPI had
+// put the worker's join token in that etcd: a reset wiped it, and the worker never joined). Any
+// other retry first undoes what the failed kubeadm wrote, keeping the cluster CA and keys
+// CABPK's Ignition wrote: kubeadm reset deletes them, and a new CA would not be the cluster's.
+// No $ or %: clusterctl's envsubst and systemd would expand them.
 const KubeadmDropInContent = `[Unit]
 Requires=containerd.service coreos-metadata.service
 After=containerd.service coreos-metadata.service
@@ -138,16 +140,35 @@ StartLimitBurst=10
 EnvironmentFile=/run/metadata/flatcar
 Restart=on-failure
 RestartSec=30
-# A kubeadm that failed after writing its files fails every retry in preflight: a retry first
-# runs kubeadm reset and puts back /etc/kubernetes as Ignition wrote it (the cluster CA and keys).
-# The kubelet config goes first, so a kubelet restarted during the reset cannot start old pods.
+# A kubeadm that failed after writing its files fails every retry in preflight. A retry of an
+# init whose etcd started runs kubeadm init again on what it made, preflight errors ignored
+# (its phases are idempotent; kubeadm refuses "all" beside named checks, so a user's list goes):
+# that etcd may already hold what CAPI made in the cluster, e.g.
+# the workers' join tokens. Any other retry first runs kubeadm reset and puts back
+# /etc/kubernetes as Ignition wrote it (the cluster CA and keys); the kubelet config goes
+# first, so a kubelet restarted during the reset cannot start old pods.
 ExecStartPre=/bin/sh -ec 'umask 077; \
   if [ ! -e /var/lib/flatcar-capo/kubeadm-retry/before ]; then \
     rm -rf /var/lib/flatcar-capo/kubeadm-retry; \
     mkdir -p /var/lib/flatcar-capo/kubeadm-retry/new; \
     if [ -d /etc/kubernetes ]; then cp -a /etc/kubernetes /var/lib/flatcar-capo/kubeadm-retry/new/; fi; \
     mv /var/lib/flatcar-capo/kubeadm-retry/new /var/lib/flatcar-capo/kubeadm-retry/before; \
-  elif [ ! -e /run/cluster-api/bootstrap-success.complete ]; then \
+  elif [ -e /run/cluster-api/bootstrap-success.complete ]; then \
+    true; \
+  elif grep -q "^kind: InitConfiguration" /etc/kubeadm.yml && [ -d /var/lib/etcd/member ]; then \
+    echo kubeadm.service: a retry of an init whose etcd started, so kubeadm init again with preflight errors ignored, no reset; \
+    if [ ! -e /var/lib/flatcar-capo/kubeadm-retry/resumed ]; then \
+      echo "  - all" > /var/lib/flatcar-capo/kubeadm-retry/ignore; \
+      if grep -q "^  ignorePreflightErrors:" /etc/kubeadm.yml; then \
+        sed -i "/^  ignorePreflightErrors:/,/^  [a-zA-Z]/ { /^  - /d }" /etc/kubeadm.yml; \
+        sed -i "/^  ignorePreflightErrors:/r /var/lib/flatcar-capo/kubeadm-retry/ignore" /etc/kubeadm.yml; \
+      else \
+        echo "  ignorePreflightErrors:" | cat - /var/lib/flatcar-capo/kubeadm-retry/ignore > /var/lib/flatcar-capo/kubeadm-retry/list; \
+        sed -i "/^nodeRegistration:/r /var/lib/flatcar-capo/kubeadm-retry/list" /etc/kubeadm.yml; \
+      fi; \
+      touch /var/lib/flatcar-capo/kubeadm-retry/resumed; \
+    fi; \
+  else \
     echo kubeadm.service: a retry, so kubeadm reset and /etc/kubernetes as Ignition wrote it; \
     rm -f /var/lib/kubelet/config.yaml; \
     kubeadm reset -f; \

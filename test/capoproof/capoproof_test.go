@@ -17,10 +17,8 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/capitest"
-	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/novatest"
-	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
@@ -37,22 +35,21 @@ const (
 	externalSubnet = "172.24.4.0/24" // novatest's external veth is 172.24.4.1 in the namespace
 )
 
-// TestCAPOCreatesServers is issue 46's item 2 up to the guest's network: a `build --method
-// sysext` image uploaded to Glance by `upload`, the cluster `manifests` renders without an API
-// load balancer (as CAPO's Flatcar e2e), applied to the management side running in the cloud's
-// network namespace, and the real CAPO reconciles it: the OpenStackCluster Ready with the network,
-// subnet, router, security groups and API floating IP CAPO made in Neutron; the control plane's
-// server made by Nova from our image and flavor, ACTIVE, on CAPO's network behind its security
-// group, with the bootstrap data CABPK wrote as its user data and the API floating IP on its
-// port; its OpenStackMachine and Machine carrying the server's ID (openstack:///<uuid>) and
-// addresses. The worker's server comes once the control plane is initialized (its kubeadm init
-// needs the guest's network): until then the test checks that CABPK holds the worker's data for
-// that reason, and checks the worker's server as the control plane's when it is there.
+// TestCAPOCreatesServers is issue 46's CAPO loop: a `build --method sysext` image uploaded to
+// Glance by `upload`, the cluster `manifests` renders without an API load balancer (as CAPO's
+// Flatcar e2e) with what a user adds (a CNI configuration, a login), applied to the management
+// side running in the cloud's network namespace, and the real CAPO reconciles it: the
+// OpenStackCluster Ready with the network, subnet, router, security groups and API floating IP
+// CAPO made in Neutron; each Machine's server made by Nova from our image and flavor, ACTIVE, on
+// CAPO's network behind its security group, with the bootstrap data CABPK wrote as its user data
+// (read by Ignition from the metadata service); the control plane's kubeadm init and the worker's
+// join by themselves, through the API floating IP; both Machines Running and both Nodes Ready
+// with their servers' providerIDs; no registry pull (the images are in the image).
 func TestCAPOCreatesServers(t *testing.T) {
 	testutil.RequireOptIn(t, proofEnv, "the CAPO loop on a real Nova (make capo-proof)")
 	testutil.RequireOpenStackCompute(t)
 	testutil.RequireTools(t, "qemu-img", "mmdebstrap", "docker-registry")
-	ctx, cancel := context.WithTimeout(context.Background(), 110*time.Minute) // the cloud alone took 41 min at load 30
+	ctx, cancel := context.WithTimeout(context.Background(), 220*time.Minute) // the cloud alone took 41 min at load 30
 	defer cancel()
 	dir := t.TempDir()
 	logDir := filepath.Join(dir, "logs")
@@ -71,7 +68,8 @@ func TestCAPOCreatesServers(t *testing.T) {
 
 	// Our image, built as the node proof builds it (real Kubernetes, kubeadm's images preloaded).
 	start := time.Now()
-	image := buildImage(t, dir)
+	imgs := newImages(t, dir)
+	image, reg := imgs.build(standin.Version), imgs.reg
 	imageName := strings.TrimSuffix(filepath.Base(image), ".qcow2")
 	figure("image built (build --method sysext) in %.0f s", time.Since(start).Seconds())
 
@@ -106,7 +104,7 @@ func TestCAPOCreatesServers(t *testing.T) {
 		"-f", "value", "-c", "id", "public")
 	osc("subnet", "create", "--network", "public", "--subnet-range", externalSubnet, "--gateway", "172.24.4.1",
 		"--no-dhcp", "--allocation-pool", "start=172.24.4.10,end=172.24.4.99", "public-subnet")
-	_, key := standin.TestUser(t)
+	key, pub := standin.TestUserKey(t)
 	osc("keypair", "create", "--public-key", key+".pub", keyName)
 
 	// The management side, in the cloud's namespace: CAPO and ORC reach the APIs where
@@ -133,61 +131,91 @@ func TestCAPOCreatesServers(t *testing.T) {
 		args = append(args, "--set", kv)
 	}
 	testutil.Run(t, args...).MustSucceed(t)
+	// What a user adds before applying: a CNI configuration (the image carries the plugins) and a
+	// login, with an SSH rule for it (the proof reads the guests' journals when a step fails).
+	user := capitest.Additions{Users: []capitest.User{{Name: standin.TestUserName, SSHKey: pub, Groups: "sudo"}},
+		Files: map[string]string{"/etc/cni/net.d/10-capo-proof.conflist": capitest.BridgeCNI}}
+	if err := capitest.AddToSpecs(manifest, user, user); err != nil {
+		t.Fatal(err)
+	}
+	addSSHRule(t, manifest)
+	pullsBefore := reg.PullRequests()
 	applied := time.Now()
 	if out, err := mgmt.Kubectl("apply", "--server-side", "-n", "default", "-f", manifest); err != nil {
 		t.Fatalf("the management side refused the manifest: %v\n%s", err, out)
 	}
 
-	// CAPO's work, watched until the control plane's server is ACTIVE and its OpenStackMachine
-	// carries it, and every Machine that has its bootstrap data too. CABPK gives the worker's
-	// KubeadmConfig its data only once the control plane is initialized (kubeadm init ran in the
-	// control plane's guest, which needs the guest's network): until then CAPO has nothing to boot
-	// for it, and the worker's Machine stays Pending.
+	// CAPO's work, then the nodes' own, watched as one timeline: the OpenStackCluster Ready, each
+	// Machine's server ACTIVE, the control plane's kubeadm init (its Machine Running: CAPI found
+	// its Node by providerID), CABPK's worker data, the worker's server and join, both Nodes Ready.
 	w := &watch{t: t, m: mgmt}
 	var osc1 openStackCluster
-	var clusterReady time.Duration
 	var machines []machine
-	ready := func(m machine) bool { return m.infra.Status.Ready && m.infra.Spec.ProviderID != "" }
-	for deadline := time.Now().Add(30 * time.Minute); ; {
-		w.get("openstackclusters.infrastructure.cluster.x-k8s.io/"+cluster, &osc1)
-		if osc1.Status.Ready && clusterReady == 0 {
-			clusterReady = time.Since(applied)
-			figure("OpenStackCluster Ready %.0f s after apply", clusterReady.Seconds())
+	var wl *workload
+	var nodes []node
+	seen := map[string]bool{}
+	event := func(what string) {
+		if !seen[what] {
+			seen[what] = true
+			figure("%s %.0f s after apply", what, time.Since(applied).Seconds())
 		}
-		machines = w.machines()
-		done := clusterReady > 0 && len(machines) == 2
-		for _, m := range machines {
-			if (m.controlPlane() || m.Spec.Bootstrap.DataSecretName != "") && !ready(m) {
-				done = false
+	}
+	report := func() string {
+		r := w.describe()
+		if wl != nil {
+			for _, m := range machines {
+				r += "\n" + wl.guestReport(m, osc1.Spec.ControlPlaneEndpoint.Host)
 			}
 		}
-		if done {
+		return r
+	}
+	for deadline := applied.Add(75 * time.Minute); ; time.Sleep(10 * time.Second) {
+		w.get("openstackclusters.infrastructure.cluster.x-k8s.io/"+cluster, &osc1)
+		if osc1.Status.Ready {
+			event("OpenStackCluster Ready")
+		}
+		machines = w.machines()
+		running := 0
+		for _, m := range machines {
+			role := "worker"
+			if m.controlPlane() {
+				role = "control plane"
+			}
+			if m.Spec.Bootstrap.DataSecretName != "" {
+				event(role + " bootstrap data (CABPK)")
+			}
+			if m.infra.Status.Ready && m.infra.Spec.ProviderID != "" {
+				event(role + " server ACTIVE (OpenStackMachine ready)")
+			}
+			if m.Status.Phase == "Running" {
+				event(role + " Machine Running (its Node found)")
+				running++
+			}
+		}
+		if wl == nil && osc1.Status.Ready {
+			wl = newWorkload(t, ctx, w, cloud, dir, key)
+		}
+		readyNodes := 0
+		if running > 0 {
+			nodes = wl.nodes()
+			for _, n := range nodes {
+				if n.ready() {
+					event("node " + n.Metadata.Name + " Ready")
+					readyNodes++
+				}
+			}
+		}
+		if len(machines) == 2 && running == 2 && readyNodes == 2 {
 			break
 		}
 		if msg := w.failure(osc1, machines); msg != "" {
-			t.Fatalf("CAPO failed: %s\n%s", msg, w.describe())
+			t.Fatalf("CAPO failed: %s\n%s", msg, report())
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("CAPO did not make the servers ACTIVE within 30 min of the apply:\n%s", w.describe())
-		}
-		time.Sleep(5 * time.Second)
-	}
-	figure("the control plane's OpenStackMachine ready %.0f s after apply", time.Since(applied).Seconds())
-	// CAPI copies the providerID and addresses to the Machine on its next reconcile (and the
-	// Machines were read before their OpenStackMachines).
-	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(3 * time.Second) {
-		machines = w.machines()
-		copied := true
-		for _, m := range machines {
-			if ready(m) && (m.Spec.ProviderID == "" || len(m.Status.Addresses) == 0) {
-				copied = false
-			}
-		}
-		if copied || time.Now().After(end) {
-			break
+			t.Fatalf("the cluster did not come up within 75 min of the apply (%d Machines, %d Running, %d Nodes Ready):\n%s",
+				len(machines), running, readyNodes, report())
 		}
 	}
-
 	// What CAPO made, read back from Neutron and Nova.
 	neutron := newOpenStack(t, ctx, cloud)
 	net := neutron.network(osc1.Status.Network.ID)
@@ -211,17 +239,6 @@ func TestCAPOCreatesServers(t *testing.T) {
 	lines = append(lines, fmt.Sprintf("glance image: %s %s", imageName, imageID))
 	servers := 0
 	for _, m := range machines {
-		if !m.controlPlane() && m.Spec.Bootstrap.DataSecretName == "" {
-			// The worker: CABPK holds its data until the control plane is initialized, so no server.
-			why := w.dataCondition(m)
-			if !strings.Contains(why, "control plane to be initialized") || m.infra.Spec.ProviderID != "" {
-				t.Errorf("worker Machine %s has no bootstrap data but CABPK does not say it waits for the control plane (%q), or it has a server (%q)",
-					m.Metadata.Name, why, m.infra.Spec.ProviderID)
-			}
-			figure("worker Machine %s %s, no server: CABPK's DataSecretAvailable says %q (the control plane's kubeadm init needs the guest's network)",
-				m.Metadata.Name, m.Status.Phase, why)
-			continue
-		}
 		servers++
 		id := strings.TrimPrefix(m.infra.Spec.ProviderID, "openstack:///")
 		s := neutron.server(id)
@@ -276,14 +293,54 @@ func TestCAPOCreatesServers(t *testing.T) {
 			role, s.Name, m.Metadata.Name, m.Spec.ProviderID, built.Seconds(), len(got), len(s.UserData), addrs)
 		lines = append(lines, fmt.Sprintf("server %s %s %s", s.Name, s.Status, imageName))
 	}
-	if servers == 0 {
-		t.Error("CAPO made no server")
+	if servers != 2 {
+		t.Errorf("CAPO made %d servers, want the control plane's and the worker's", servers)
 	}
 	for _, m := range w.machines() {
 		lines = append(lines, fmt.Sprintf("machine %s %s", m.Metadata.Name, m.Status.Phase))
-		if m.controlPlane() && m.Status.Phase != "Provisioned" && m.Status.Phase != "Running" {
-			t.Errorf("the control plane's Machine %s is %s, want Provisioned (or Running)", m.Metadata.Name, m.Status.Phase)
+		if m.Status.Phase != "Running" {
+			t.Errorf("Machine %s is %s, want Running", m.Metadata.Name, m.Status.Phase)
 		}
+	}
+	// The workload cluster's Nodes: each Machine's, Ready, with its server's providerID (the
+	// kubelet's --provider-id from the metadata service's instance UUID).
+	byName := map[string]node{}
+	for _, n := range wl.nodes() {
+		byName[n.Metadata.Name] = n
+	}
+	tainted := 0
+	for _, m := range w.machines() {
+		n, ok := byName[m.Status.NodeRef.Name]
+		if !ok {
+			t.Errorf("Machine %s's node %q is not in the workload cluster", m.Metadata.Name, m.Status.NodeRef.Name)
+			continue
+		}
+		status := "NotReady"
+		if n.ready() {
+			status = "Ready"
+		}
+		if n.Spec.ProviderID != m.Spec.ProviderID || !strings.HasPrefix(n.Spec.ProviderID, "openstack:///") || status != "Ready" {
+			t.Errorf("node %s is %s with providerID %q, want Ready with its Machine's %q", n.Metadata.Name, status, n.Spec.ProviderID, m.Spec.ProviderID)
+		}
+		if n.tainted(uninitializedTaint) {
+			tainted++
+		}
+		lines = append(lines, fmt.Sprintf("node %s %s %s", n.Metadata.Name, status, n.Spec.ProviderID))
+	}
+	lines = append(lines, fmt.Sprintf("uninitialized taints: %d", tainted))
+	if tainted > 0 {
+		t.Errorf("%d nodes keep the %s taint: no cloud controller manager initialized them", tainted, uninitializedTaint)
+	}
+	// The upgrade (rollout_test.go): the worker replaced from a newer release's image, as users do.
+	lines = append(lines, rollOut(t, ctx, imgs, cloud, w, wl, neutron, osc1.Spec.ControlPlaneEndpoint.Host, figure))
+	// The guests have no route to the registry: kubeadm's images came preloaded in the image.
+	pulls := reg.PullRequests() - pullsBefore
+	lines = append(lines, fmt.Sprintf("registry pulls during boot: %d", pulls))
+	if pulls != 0 {
+		t.Errorf("the registry served %d pulls during the boots: %v", pulls, reg.Seen())
+	}
+	for _, l := range lines {
+		t.Log(l)
 	}
 	if t.Failed() {
 		return
@@ -296,35 +353,6 @@ func TestCAPOCreatesServers(t *testing.T) {
 		fmt.Println("figure: " + f)
 	}
 	fmt.Println("CAPO-PROOF-END")
-}
-
-// buildImage builds the node proof's image: the stand-in release, real Kubernetes from the
-// 127.0.0.1 mirror, kubeadm's real images preloaded from the registry.
-func buildImage(t *testing.T, dir string) string {
-	t.Helper()
-	bin := kubetest.RealDir(t)
-	ctrd := registrytest.ContainerdDir(t)
-	mirror := kubetest.NewReal(t, bin, ctrd)
-	reg := registrytest.Start(t)
-	refs, err := registrytest.KubeadmImageList(context.Background(), bin, kubetest.RealVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.PushReal(context.Background(), bin, refs); err != nil {
-		t.Fatal(err)
-	}
-	srv := fetchtest.NewServer(t)
-	rel := standin.PublishRelease(t, srv, standin.ReleaseOptions{Sysexts: []string{registrytest.ContainerdSysext(t, dir)}})
-	out := filepath.Join(dir, "out")
-	args := []string{"build", "--method", "sysext", "--base", "qemu", "--oem", "openstack", "--release-server", rel.ReleaseServer,
-		"--keyring", rel.Keyring, "--channel", rel.Channel, "--version", rel.Version, "--cache-dir", filepath.Join(dir, "cache"),
-		"--output-dir", out, "--registry-mirror", "registry.k8s.io=https://" + reg.Host, "--registry-ca", reg.CAFile}
-	res := testutil.RunCmd(t, testutil.Cmd{Args: append(args, mirror.Args()...), Env: []string{"DOCKER_CONFIG=" + reg.DockerConfig}}).MustSucceed(t)
-	qcows, _ := filepath.Glob(filepath.Join(out, "*.qcow2"))
-	if len(qcows) != 1 {
-		t.Fatalf("artifacts in %s: %v\n%s", out, qcows, res.Stderr)
-	}
-	return qcows[0]
 }
 
 // keepLogs copies the management side's logs (the CAPO and ORC managers') next to the cloud's.

@@ -72,6 +72,7 @@ type machine struct {
 	Status struct {
 		Phase     string
 		Addresses []struct{ Type, Address string }
+		NodeRef   struct{ Name string }
 	}
 	infra openStackMachine
 }
@@ -117,20 +118,6 @@ func (w *watch) bootstrapData(m machine) []byte {
 	var s struct{ Data struct{ Value []byte } }
 	w.get("secret/"+m.Spec.Bootstrap.DataSecretName, &s)
 	return s.Data.Value
-}
-
-// dataCondition is the message of CABPK's DataSecretAvailable condition on m's KubeadmConfig.
-func (w *watch) dataCondition(m machine) string {
-	var c struct {
-		Status struct{ Conditions []condition }
-	}
-	w.get("kubeadmconfigs.bootstrap.cluster.x-k8s.io/"+m.Spec.Bootstrap.ConfigRef.Name, &c)
-	for _, x := range c.Status.Conditions {
-		if x.Type == "DataSecretAvailable" {
-			return x.Reason + ": " + x.Message
-		}
-	}
-	return ""
 }
 
 // failure is what CAPO reports as a terminal failure, if anything.

@@ -26,19 +26,6 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/configdrive"
 )
 
-// bridgeCNI is a CNI configuration for the plugins the image carries (bridge, host-local,
-// portmap; loopback is kubelet's), as a KubeadmConfigSpec.files entry or a CNI add-on writes it.
-const bridgeCNI = `{
-  "cniVersion": "1.0.0",
-  "name": "node-proof",
-  "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "192.168.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-`
-
 // TestNodeProof (make test, make node-proof) is issue 26's proof: real Kubernetes on our image,
 // offline. Real kubeadm/kubelet/kubectl/CNI/crictl from a 127.0.0.1 mirror, kubeadm's real
 // control-plane images (built from source) preloaded through --registry-mirror, a `build`, then a
@@ -111,7 +98,7 @@ func nodeProof(t *testing.T, method, bin, ctrd string) {
 
 	// The cluster as a user creates it: `manifests`, applied to the real management side, which
 	// the test serves as CAPO would (see controlPlaneEndpoint).
-	key, pub := proofUser(t)
+	key, pub := standin.TestUserKey(t)
 	manifest := filepath.Join(dir, "cluster.yaml")
 	flavor := map[string]string{"sysext": "sysext-baked", "packer": "baked"}[method]
 	testutil.Run(t, append([]string{"manifests", "--flavor", flavor, "--capi-api", "v1beta2", "--output-file", manifest, "--image-name",
@@ -292,23 +279,12 @@ type proofBoot struct {
 	raw, drive, key string
 }
 
-// proofUser is the proof's login on both nodes: the stand-in's test user and its public key.
-func proofUser(t *testing.T) (key, pub string) {
-	t.Helper()
-	_, key = standin.TestUser(t)
-	b, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, strings.TrimSpace(string(b))
-}
-
 // userSpecs are what a user of this proof adds to the KubeadmConfigSpec of m: a login, a CNI
 // configuration, and the network config Nova's ports would give (static: the guest-only network
 // has no DHCP).
 func userSpecs(pub string, m proofMachine) capitest.Additions {
 	return capitest.Additions{Users: []capitest.User{{Name: standin.TestUserName, SSHKey: pub, Groups: "sudo"}}, Files: map[string]string{
-		"/etc/cni/net.d/10-node-proof.conflist": bridgeCNI,
+		"/etc/cni/net.d/10-node-proof.conflist": capitest.BridgeCNI,
 		// The tenant port: static, the default route.
 		"/etc/systemd/network/05-tenant.network": "[Match]\nMACAddress=" + m.mac + "\n\n[Network]\nAddress=" + m.ip +
 			"/24\n\n[Route]\nGateway=10.26.0.1\nGatewayOnLink=yes\n",

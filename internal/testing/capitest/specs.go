@@ -7,6 +7,21 @@ import (
 	"strings"
 )
 
+// BridgeCNI is a CNI configuration for the plugins the image carries (bridge, host-local,
+// portmap; loopback is kubelet's), as a KubeadmConfigSpec.files entry or a CNI add-on writes it.
+// Each node gets the same pod range: enough for Ready nodes and host-network pods, not for pod
+// traffic between nodes.
+const BridgeCNI = `{
+  "cniVersion": "1.0.0",
+  "name": "node-proof",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "192.168.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`
+
 // Additions are what a user adds to a KubeadmConfigSpec (KubeadmConfigSpec.files, .users and
 // .preKubeadmCommands) before applying a `manifests` output: e.g. a login, a CNI configuration.
 type Additions struct {

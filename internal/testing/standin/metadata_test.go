@@ -23,6 +23,8 @@ func TestOpenStackMetadataService(t *testing.T) {
 		"/latest/meta-data/hostname":    "standin-meta.novalocal",
 		"/latest/meta-data/instance-id": "i-00000abc",
 		"/latest/meta-data/local-ipv4":  "169.254.169.15",
+		// afterburn's network provider reads the instance's UUID (CAPO's providerID) here.
+		"/openstack/2012-08-10/meta_data.json": `{"uuid": "0d9c4b8e-46f1-4c2a-9a8e-2f1d3c4b5a69", "hostname": "standin-meta.novalocal"}`,
 	}
 	var mu sync.Mutex
 	var seen []string
@@ -43,7 +45,8 @@ func TestOpenStackMetadataService(t *testing.T) {
 	wantContains(t, "/run/ignition.log", must(t, g, "cat /run/ignition.log"), "GET http://169.254.169.254/openstack/latest/user_data", ignitionParsed(ign))
 	must(t, g, "sudo systemctl start coreos-metadata.service")
 	if got, want := must(t, g, "sort /run/metadata/flatcar"), "COREOS_OPENSTACK_HOSTNAME=standin-meta.novalocal\n"+
-		"COREOS_OPENSTACK_INSTANCE_ID=i-00000abc\nCOREOS_OPENSTACK_IPV4_LOCAL=169.254.169.15"; got != want {
+		"COREOS_OPENSTACK_INSTANCE_ID=i-00000abc\nCOREOS_OPENSTACK_INSTANCE_UUID=0d9c4b8e-46f1-4c2a-9a8e-2f1d3c4b5a69\n"+
+		"COREOS_OPENSTACK_IPV4_LOCAL=169.254.169.15"; got != want {
 		t.Errorf("/run/metadata/flatcar:\n%s\nwant:\n%s", got, want)
 	}
 	mu.Lock()

@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -54,6 +55,11 @@ type ReleaseOptions struct {
 	// WithoutSBOM publishes no flatcar_production_image_sbom.json, as releases before Flatcar
 	// published SBOMs.
 	WithoutSBOM bool
+	// Version is the version the release is published as (default Version). Another one, e.g.
+	// a newer point release for an upgrade, publishes the same guest under that version (its
+	// directory, version.txt, current/ and SBOM), so `build` names its image after it; the
+	// guest's own os-release still says Version (rebuilding the guest per version is minutes).
+	Version string
 }
 
 // Release is what PublishRelease published.
@@ -91,7 +97,7 @@ func SBOM(version string) []byte {
 }
 
 // PublishRelease publishes the guest as the current stable Flatcar release on srv, version
-// Version (what the guest's os-release says):
+// opts.Version, by default Version (what the guest's os-release says):
 // flatcar_production_qemu_image.img (OEM qemu) and flatcar_production_openstack_image.img
 // (OEM openstack), qcow2 as Flatcar's, and Flatcar's package SBOM (unless WithoutSBOM), each
 // with DIGESTS, DIGESTS.asc (clear-signed by a fresh test key) and .sig, and version.txt; no .bz2
@@ -102,10 +108,10 @@ func PublishRelease(t testing.TB, srv *fetchtest.Server, opts ReleaseOptions) *R
 	now := time.Now()
 	r := &Release{
 		Key: fetchtest.NewKey(t, "Flatcar-capo Test Buildbot", now), ReleaseServer: srv.ReleaseServer(),
-		Channel: "stable", Version: Version, Images: map[string]fetchtest.Release{},
+		Channel: "stable", Version: cmp.Or(opts.Version, Version), Images: map[string]fetchtest.Release{},
 	}
 	if !opts.WithoutSBOM {
-		r.SBOM = SBOM(Version)
+		r.SBOM = SBOM(r.Version)
 	}
 	r.Keyring = filepath.Join(t.TempDir(), "keyring.asc")
 	if err := os.WriteFile(r.Keyring, r.Key.PublicArmored(t), 0o644); err != nil {
@@ -121,7 +127,7 @@ func PublishRelease(t testing.TB, srv *fetchtest.Server, opts ReleaseOptions) *R
 		if err != nil {
 			t.Fatalf("standin: %v", err)
 		}
-		rel := fetchtest.Release{Channel: r.Channel, Arch: "amd64", Version: Version, Image: oem,
+		rel := fetchtest.Release{Channel: r.Channel, Arch: "amd64", Version: r.Version, Image: oem,
 			Content: data, Signer: r.Key.Current, Key: r.Key, SignedAt: now.Add(-time.Hour),
 			Current: true, WithoutBZ2: true, SBOM: r.SBOM}
 		srv.Publish(t, rel)

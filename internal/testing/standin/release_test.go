@@ -67,3 +67,38 @@ func sumFile(t *testing.T, path string) [64]byte {
 	copy(s[:], h.Sum(nil))
 	return s
 }
+
+// TestPublishReleaseNewerVersion: a second release published with ReleaseOptions.Version on the
+// same server becomes the channel's current one, and `flatcar-capo fetch` resolves and verifies
+// it (its own key), while the first stays fetchable by its version.
+func TestPublishReleaseNewerVersion(t *testing.T) {
+	const newer = "4459.2.1"
+	srv := fetchtest.NewServer(t)
+	old := PublishRelease(t, srv, ReleaseOptions{})
+	rel := PublishRelease(t, srv, ReleaseOptions{Version: newer})
+	if rel.Version != newer || rel.Images["openstack"].Version != newer {
+		t.Fatalf("published %s (openstack image %s), want %s", rel.Version, rel.Images["openstack"].Version, newer)
+	}
+	if got := srv.Get("/stable/amd64-usr/current/version.txt"); !bytes.Contains(got, []byte("FLATCAR_VERSION="+newer+"\n")) {
+		t.Errorf("current/version.txt after the newer release: %q", got)
+	}
+	if got := srv.Get(rel.Images["openstack"].SBOMPath()); !bytes.Contains(got, []byte("flatcar_production_image-"+newer)) {
+		t.Errorf("the newer release's SBOM: %.200q", got)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		rel     *Release
+		version []string
+	}{{rel, nil}, {old, []string{"--version", Version}}} {
+		out := filepath.Join(dir, c.rel.Version+".img")
+		res := testutil.Run(t, append([]string{"fetch", "--release-server", c.rel.ReleaseServer, "--keyring", c.rel.Keyring,
+			"--cache-dir", filepath.Join(dir, "cache"), "--channel", "stable", "--image", "openstack",
+			"--output-file", out, "-o", "json"}, c.version...)...).MustSucceed(t)
+		if !strings.Contains(res.Stdout, `"`+c.rel.Version+`"`) {
+			t.Errorf("fetch of %s does not report that version:\n%s", c.rel.Version, res.Stdout)
+		}
+		if sum(t, c.rel.Images["openstack"].Content) != sumFile(t, out) {
+			t.Errorf("%s: fetched image differs from the published one", c.rel.Version)
+		}
+	}
+}

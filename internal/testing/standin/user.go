@@ -27,6 +27,18 @@ func TestUser(t testing.TB) (ignition []byte, privateKey string) {
 	return ign, key
 }
 
+// TestUserKey is TestUser's key for a login a test adds itself (a KubeadmConfigSpec user): the
+// private key's path and the public key in authorized_keys form.
+func TestUserKey(t testing.TB) (privateKey, authorized string) {
+	t.Helper()
+	_, key := TestUser(t)
+	b, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatalf("standin: %v", err)
+	}
+	return key, strings.TrimSpace(string(b))
+}
+
 // NewUser writes a fresh ed25519 key pair into dir and returns an Ignition 3.3 config creating
 // user name (groups sudo) with that key, and the private key's path.
 func NewUser(dir, name string) (ignition []byte, privateKey string, err error) {
