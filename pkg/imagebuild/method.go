@@ -20,6 +20,9 @@ type Method interface {
 	Preflight(ctx context.Context, o *Options, state multistep.StateBag) (string, error)
 	// Plan adds the method's part to a dry run's plan.
 	Plan(ctx context.Context, o *Options, p *Plan) error
+	// NodeFiles are the files flatcar-capo defines that the method bakes (nodefiles.go): the
+	// inputs key hashes them.
+	NodeFiles(o *Options) ([]nodeFile, error)
 }
 
 // methods are the values of --method.

@@ -58,6 +58,7 @@ type fakeMethod struct{ noTools }
 
 func (fakeMethod) Steps() []multistep.Step                     { return []multistep.Step{fake} }
 func (fakeMethod) Plan(context.Context, *Options, *Plan) error { return nil }
+func (fakeMethod) NodeFiles(*Options) ([]nodeFile, error)      { return nil, nil }
 
 func init() { methods["fake"] = fakeMethod{} }
 

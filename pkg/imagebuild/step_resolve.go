@@ -164,6 +164,9 @@ func inputs(o *Options, rel release.Release) (in record.Inputs, paths []string, 
 	} else {
 		in.ReleaseServer = redact.URL(rel.Server)
 	}
+	if in.NodeFiles, err = nodeFilesDigest(o); err != nil {
+		return in, nil, fmt.Errorf("the node files: %w", err)
+	}
 	for _, p := range o.Provision {
 		sum, _, err := digest.SHA256(p)
 		if err != nil {

@@ -56,7 +56,7 @@ func (s *stepReuse) Run(ctx context.Context, state multistep.StateBag) multistep
 		return multistep.ActionContinue
 	}
 	if old.InputsKey != rec.InputsKey {
-		note(state, "%s was built from other inputs; rebuilding", artifact)
+		note(state, "%s was built from other inputs%s; rebuilding", artifact, nodeFilesChange(old.Inputs, rec.Inputs))
 		return multistep.ActionContinue
 	}
 	sum, n, err := digest.SHA512(artifact)
@@ -106,4 +106,15 @@ func sbomMismatch(artifact string, old *record.Record) string {
 		return fmt.Sprintf("the SBOM %s is not the one its record names (sha256)", p)
 	}
 	return ""
+}
+
+// nodeFilesChange says why the node files part of the inputs differs ("": it does not).
+func nodeFilesChange(old, now record.Inputs) string {
+	switch {
+	case old.NodeFiles == now.NodeFiles:
+		return ""
+	case old.NodeFiles == "":
+		return " (its record, from an older flatcar-capo, does not name the node files it baked)"
+	}
+	return " (flatcar-capo's node files changed: kubeadm's drop-in, units or scripts)"
 }

@@ -217,8 +217,30 @@ func TestReuseStepRebuildsUnlessEverythingMatches(t *testing.T) {
 	if err := old.Write(artifact); err != nil {
 		t.Fatal(err)
 	}
-	if _, n := run(t, "k2"); !strings.Contains(n, "was built from other inputs") {
+	if _, n := run(t, "k2"); !strings.Contains(n, "was built from other inputs; rebuilding") {
 		t.Fatalf("other inputs: %q", n)
+	}
+	// A record without nodeFiles (an older flatcar-capo's) rebuilds and says so; other node
+	// files (a changed kubeadm drop-in) rebuild too.
+	runWith := func(t *testing.T, nodeFiles string) string {
+		t.Helper()
+		state, _ := stepState(t, o)
+		keyArtifact.put(state, artifact)
+		buildRecord(state).InputsKey, buildRecord(state).Inputs.NodeFiles = "k2", nodeFiles
+		step := &stepReuse{}
+		defer step.Cleanup(state)
+		step.Run(context.Background(), state)
+		return keyNote.get(state)
+	}
+	if n := runWith(t, "sha256:new"); !strings.Contains(n, "from an older flatcar-capo, does not name the node files") || !strings.HasSuffix(n, "rebuilding") {
+		t.Fatalf("older record: %q", n)
+	}
+	old.Inputs.NodeFiles = "sha256:old"
+	if err := old.Write(artifact); err != nil {
+		t.Fatal(err)
+	}
+	if n := runWith(t, "sha256:new"); !strings.Contains(n, "node files changed") {
+		t.Fatalf("other node files: %q", n)
 	}
 	state, n := run(t, "k1")
 	if !keyReused.get(state) || !strings.Contains(n, "reusing") || buildRecord(state).Tools.Packer != "1.6.6" {

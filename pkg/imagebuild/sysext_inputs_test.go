@@ -10,13 +10,16 @@ import (
 
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/flatcardisk"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/rootfstest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 	"github.com/flatcar-capo/flatcar-capo/pkg/kubernetes"
+	"github.com/flatcar-capo/flatcar-capo/pkg/node"
 )
 
 // TestBuildSysextPrebuiltAirGapped bakes a prebuilt --sysext with every mirror dead (an
 // air-gapped site): nothing is downloaded, the record's seconds is the build's wall time, a
-// re-run reuses, and a changed file at the same path rebuilds (reuse is keyed on its sha512).
+// re-run reuses, a changed file at the same path rebuilds (reuse is keyed on its sha512), and so
+// does a flatcar-capo whose kubeadm drop-in changed (reuse is keyed on the node files it bakes).
 func TestBuildSysextPrebuiltAirGapped(t *testing.T) {
 	testutil.RequireTools(t, "mkfs.ext4", "mkfs.btrfs", "e2fsck", "debugfs")
 	mirror := kubetest.New(t, kubernetes.Options{})
@@ -81,6 +84,28 @@ func TestBuildSysextPrebuiltAirGapped(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the rebuilt record's artifacts %+v lack %s with the new sha512 %.12s", rec.Artifacts, sysextFile, newSum)
+	}
+
+	// A flatcar-capo whose kubeadm drop-in changed (an upgrade, or an edit of pkg/node as before
+	// make demo) rebuilds instead of reusing the image baked with the old drop-in, and bakes its own.
+	edit := func(s string) string {
+		return strings.Replace(s, "StartLimitBurst=10\n", "StartLimitBurst=10\n# a newer flatcar-capo's drop-in\n", 1)
+	}
+	upgraded := testutil.BinaryWith(t, map[string]func(string) string{"pkg/node/node.go": edit})
+	res = testutil.RunCmd(t, testutil.Cmd{Binary: upgraded, Args: args}).MustSucceed(t)
+	again := readRecord(t, artifact)
+	if again.Reused || !strings.Contains(res.Stdout+res.Stderr, "node files changed") {
+		t.Fatalf("a flatcar-capo with another kubeadm drop-in reused the image baked with the old one (reused=%v):\n%s%s", again.Reused, res.Stdout, res.Stderr)
+	}
+	if again.Inputs.NodeFiles == rec.Inputs.NodeFiles || again.InputsKey == rec.InputsKey {
+		t.Errorf("inputs nodeFiles %s and key %.12s are the old build's", again.Inputs.NodeFiles, again.InputsKey)
+	}
+	raw := filepath.Join(t.TempDir(), "upgraded.raw")
+	testutil.Run(t, "convert", artifact, raw).MustSucceed(t)
+	dropIn := filepath.Join(t.TempDir(), "dropin")
+	testutil.MustRun(t, "debugfs", "-R", "dump "+node.KubeadmDropIn+" "+dropIn, rootfstest.ExtractRoot(t, raw))
+	if b, _ := os.ReadFile(dropIn); string(b) != edit(node.KubeadmDropInContent) || string(b) == node.KubeadmDropInContent {
+		t.Errorf("the rebuilt image's kubeadm drop-in is not the newer flatcar-capo's:\n%s", b)
 	}
 
 	t.Run("URL: reuse is keyed on the served content", func(t *testing.T) {

@@ -75,6 +75,10 @@ type Inputs struct {
 	EnableSysext      []string `json:"enableSysext,omitempty"`
 	ReleaseFileServer string   `json:"releaseFileServer,omitempty"`
 	Containerd        string   `json:"containerd,omitempty"` // --containerd-version and its runc (omitted without)
+	// NodeFiles is the sha256 of the node files flatcar-capo itself defines that the method bakes
+	// (kubeadm's drop-in, units, masks, the Packer scripts): a flatcar-capo whose node files
+	// changed builds anew. An older record has none, so its key never matches: it rebuilds.
+	NodeFiles string `json:"nodeFiles,omitempty"`
 }
 
 // Key is the sha256 of the inputs' canonical JSON, then secrets (the proxies' passwords) and

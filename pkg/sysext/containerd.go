@@ -69,6 +69,16 @@ type ContainerdInput struct {
 	ModTime          time.Time
 }
 
+// ContainerdOwnFiles are the containerd sysext's files flatcar-capo itself carries (Flatcar's
+// config, the unit, the upholds drop-in), as ContainerdSpec adds them: build's inputs key hashes them.
+func ContainerdOwnFiles() []File {
+	return []File{
+		{Path: inImage(containerdConfigFile), Data: []byte(FlatcarContainerdConfig)},
+		{Path: inImage(containerdUnit), Data: containerdService},
+		{Path: inImage(ContainerdUpholds), Data: containerdUpholds},
+	}
+}
+
 // ContainerdSpec is the bakery's layout: the tarball's bin/ in /usr/bin, runc as /usr/bin/runc,
 // plus Flatcar's containerd.service, config.toml and an Upholds drop-in (the bakery ships its
 // own config.toml without conf.d imports; Flatcar's keeps our drop-ins working).
@@ -84,13 +94,10 @@ func ContainerdSpec(in ContainerdInput) (Spec, error) {
 	if in.Tarball == "" || in.RuncBin == "" {
 		return Spec{}, fmt.Errorf("the containerd tarball and runc are both needed")
 	}
-	files := []File{
+	files := append([]File{
 		{Path: "usr", Archive: in.Tarball}, // bin/* lands in usr/bin
 		{Path: inImage(node.SysextBinDir) + "/runc", Mode: 0o755, Source: in.RuncBin},
-		{Path: inImage(containerdConfigFile), Data: []byte(FlatcarContainerdConfig)},
-		{Path: inImage(containerdUnit), Data: containerdService},
-		{Path: inImage(ContainerdUpholds), Data: containerdUpholds},
-	}
+	}, ContainerdOwnFiles()...)
 	return Spec{Name: ContainerdName, Release: rel, ReleaseOrder: []string{"ID", "SYSEXT_LEVEL", "ARCHITECTURE", "EXTENSION_RELOAD_MANAGER", ContainerdVersionKey},
 		Files: files, Compression: in.Compression, CompressionLevel: in.CompressionLevel, ModTime: in.ModTime}, nil
 }

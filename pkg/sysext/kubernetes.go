@@ -149,15 +149,24 @@ func KubernetesSpec(in KubernetesInput) (Spec, error) {
 		}
 		files = append(files, f)
 	}
-	files = append(files,
-		File{Path: inImage(node.SysextKubeletUnit), Data: unit},
-		File{Path: inImage(node.SysextKubeletDropIn), Data: kubeadmDropIn},
-		File{Path: inImage(node.SysextUpholds), Data: upholdsDropIn},
-	)
+	own := KubernetesOwnFiles()
+	own[0].Data = unit // without the plugin copy when no plugins are given
+	files = append(files, own...)
 	return Spec{
 		Name: KubernetesName, Release: rel, ReleaseOrder: []string{"ID", "SYSEXT_LEVEL", "ARCHITECTURE", "EXTENSION_RELOAD_MANAGER", KubernetesVersionKey},
 		Files: files, Compression: in.Compression, CompressionLevel: in.CompressionLevel, ModTime: in.ModTime,
 	}, nil
+}
+
+// KubernetesOwnFiles are the Kubernetes sysext's files flatcar-capo itself defines (the kubelet
+// unit first, kubeadm's drop-in, the upholds drop-in), as KubernetesSpec adds them: build's
+// inputs key hashes them, so a changed unit makes a new image.
+func KubernetesOwnFiles() []File {
+	return []File{
+		{Path: inImage(node.SysextKubeletUnit), Data: kubeletService},
+		{Path: inImage(node.SysextKubeletDropIn), Data: kubeadmDropIn},
+		{Path: inImage(node.SysextUpholds), Data: upholdsDropIn},
+	}
 }
 
 // CreateKubernetes writes the Kubernetes sysext for in to out (see KubernetesSpec and Create).

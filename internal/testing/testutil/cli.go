@@ -135,6 +135,8 @@ type Cmd struct {
 	Stdin string
 	// Prefix runs the binary under another program, e.g. setpriv to drop privileges.
 	Prefix []string
+	// Binary is another flatcar-capo to run (BinaryWith's); empty: Binary(t).
+	Binary string
 	// Timeout kills the run after this long and fails the test (0: no limit), so a hang is a
 	// failure that names the command rather than a stuck test binary.
 	Timeout time.Duration
@@ -149,7 +151,11 @@ func Run(t testing.TB, args ...string) Result {
 // RunCmd runs the binary as described by c.
 func RunCmd(t testing.TB, c Cmd) Result {
 	t.Helper()
-	argv := append(append([]string{}, c.Prefix...), Binary(t))
+	bin := c.Binary
+	if bin == "" {
+		bin = Binary(t)
+	}
+	argv := append(append([]string{}, c.Prefix...), bin)
 	argv = append(argv, c.Args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = c.Dir
