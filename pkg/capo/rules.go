@@ -67,7 +67,7 @@ var rules = []rule{
 	{ruleFlatcarFormat, severityError, "A MachineDeployment, MachineSet, Machine or KubeadmControlPlane pairs a Flatcar image with a bootstrap config whose format is cloud-config (the default): Flatcar has no cloud-init and the node never joins.",
 		"Set format: ignition in the KubeadmConfigSpec and add the Ignition settings (flatcar-capo manifests shows a complete template); CAPI needs EXP_KUBEADM_BOOTSTRAP_FORMAT_IGNITION=true."},
 	{ruleRetryJoin, severityError, "useExperimentalRetryJoin is set together with format: ignition; CABPK does not support it with Ignition.",
-		"Remove useExperimentalRetryJoin (flatcar-capo manifests' kubeadm.service drop-in runs a failed kubeadm again, up to 10 times, 30 s apart, after kubeadm reset when it left files behind; a node that still fails is replaced by a MachineHealthCheck)."},
+		"Remove useExperimentalRetryJoin (flatcar-capo manifests' kubeadm.service drop-in runs a failed kubeadm again, up to 10 times, 30 s apart: an init whose etcd started resumes, any other retry runs after kubeadm reset; a node that still fails is replaced by a MachineHealthCheck)."},
 	{ruleGzip, severityError, "A file uses gzip or gzip+base64 encoding with format: ignition; CABPK's Ignition output does not support it.",
 		"Store the file uncompressed (plain or base64 encoding), or ship it through additionalConfig."},
 	{ruleBase64OldCAPI, severityError, "A base64-encoded file with format: ignition on CAPI before 1.2.0: the file is written to disk still encoded.",
