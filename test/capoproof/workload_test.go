@@ -18,8 +18,9 @@ import (
 const uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 
 // sshRule is what a user adds to the OpenStackCluster's managed security groups to reach the
-// nodes from the external network (CAPO opens no SSH without a bastion): the proof's way to
-// read a guest's journal when a step fails.
+// nodes from the external network, and the workers from the control plane (the proof's jump
+// host; CAPO opens no SSH without a bastion): the proof's way to read a guest's journal when a
+// step fails.
 const sshRule = `    - description: SSH from the external network (the proof's journal reads)
       direction: ingress
       etherType: IPv4
@@ -28,6 +29,15 @@ const sshRule = `    - description: SSH from the external network (the proof's j
       portRangeMin: 22
       protocol: tcp
       remoteIPPrefix: ` + externalSubnet + `
+    - description: SSH from the control plane (the proof's jump host to the workers)
+      direction: ingress
+      etherType: IPv4
+      name: SSH from the control plane
+      portRangeMax: 22
+      portRangeMin: 22
+      protocol: tcp
+      remoteManagedGroups:
+      - controlplane
 `
 
 // addSSHRule puts sshRule into the manifest's allNodesSecurityGroupRules.
