@@ -119,7 +119,9 @@ func (n node) tainted(key string) bool {
 func (wl *workload) nodes() []node {
 	out, err := wl.kubectl("get", "nodes", "-o", "json")
 	if err != nil {
-		wl.t.Logf("workload nodes: %v: %.500s", err, out)
+		// kubectl prints an empty List before its error: the error line is what tells.
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		wl.t.Logf("workload nodes: %v: %.300s", err, lines[len(lines)-1])
 		return nil
 	}
 	var l struct{ Items []node }
