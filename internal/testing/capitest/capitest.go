@@ -38,21 +38,12 @@ const crdsOnly = "capo-crds"
 // dirs are scripts/install-capi.sh's outputs for a pairing.
 type dirs struct{ CAPI, CAPO, ORC string }
 
-func cacheDir() string {
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(cache, "flatcar-capo")
-}
-
 // buildDirs returns the managers and manifests of providers in p, waiting (by its lock, at most
 // an hour) for a scripts/install-capi.sh still running; it skips the test (fails it in strict
 // mode) when they are missing after that.
 func buildDirs(t testing.TB, p Pairing, providers []string) dirs {
 	t.Helper()
-	top := cacheDir()
+	top := testutil.InstallCache()
 	d := dirs{CAPI: filepath.Join(top, "capi", p.CAPI), CAPO: filepath.Join(top, "capo", p.CAPO), ORC: filepath.Join(top, "orc", orcVersion)}
 	need := []string{filepath.Join(d.CAPI, ".manifests")} // the core's CRDs, always installed
 	for _, pr := range providers {

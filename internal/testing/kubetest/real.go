@@ -43,12 +43,7 @@ var nodeBinaries = []string{"kubeadm", "kubelet", "kubectl", "cni/bridge", "cni/
 
 func realDir(t testing.TB, need []string) string {
 	t.Helper()
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
-	top := filepath.Join(cache, "flatcar-capo", "kubernetes")
+	top := testutil.InstallCache("kubernetes")
 	dir := filepath.Join(top, RealVersion)
 	missing := func() error {
 		for _, b := range need {

@@ -39,7 +39,7 @@ const (
 func Dir(t testing.TB) string {
 	t.Helper()
 	testutil.RequireOptIn(t, "FLATCAR_CAPO_CAPO_PROOF", "the OpenStack cloud controller manager (make capo-proof builds it)")
-	top := filepath.Join(cacheDir(), "occm")
+	top := filepath.Join(testutil.InstallCache(), "occm")
 	dir := filepath.Join(top, Version)
 	missing := func() error {
 		for _, f := range []string{Binary, ".manifests"} {
@@ -53,15 +53,6 @@ func Dir(t testing.TB) string {
 		func() bool { return missing() == nil })
 	testutil.RequireEnv(t, missing(), "the OpenStack cloud controller manager "+Version+" built from the Go module proxy (run scripts/install-occm.sh)")
 	return dir
-}
-
-func cacheDir() string {
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(cache, "flatcar-capo")
 }
 
 // Push makes the manager's image from dir's binary as upstream's Dockerfile does (the binary

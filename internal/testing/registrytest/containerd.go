@@ -30,12 +30,7 @@ func ContainerdDir(t testing.TB) string { return ContainerdDirOf(t, ContainerdVe
 // ContainerdDirOf is ContainerdDir of another containerd version (install-containerd.sh VERSION).
 func ContainerdDirOf(t testing.TB, version string) string {
 	t.Helper()
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache")
-	}
-	top := filepath.Join(cache, "flatcar-capo", "containerd")
+	top := testutil.InstallCache("containerd")
 	dir := filepath.Join(top, version)
 	missing := func() error {
 		for _, b := range []string{"containerd", "ctr", "containerd-shim-runc-v2", "crictl"} {
