@@ -135,7 +135,13 @@ func TestCAPOCreatesServers(t *testing.T) {
 	// login, with an SSH rule for it (the proof reads the guests' journals when a step fails).
 	user := capitest.Additions{Users: []capitest.User{{Name: standin.TestUserName, SSHKey: pub, Groups: "sudo"}},
 		Files: map[string]string{"/etc/cni/net.d/10-capo-proof.conflist": capitest.BridgeCNI}}
-	if err := capitest.AddToSpecs(manifest, user, user); err != nil {
+	// And, as on any slow hardware, longer leader elections for the control plane's controllers:
+	// on a TCG guest beside others the API answers a lease renewal in more than the default 10 s
+	// now and then, and kube-controller-manager (which signs the joining kubelets' CSRs) exits on
+	// each lost lease (17 restarts in the third run, the new worker's CSR never signed).
+	cp := user
+	cp.ExtraArgs = map[string]map[string]string{"controllerManager": slowLeaderElection, "scheduler": slowLeaderElection}
+	if err := capitest.AddToSpecs(manifest, cp, user); err != nil {
 		t.Fatal(err)
 	}
 	addSSHRule(t, manifest)
@@ -169,6 +175,7 @@ func TestCAPOCreatesServers(t *testing.T) {
 		}
 		return r
 	}
+	var allReady time.Time // both nodes Ready: the cloud controller manager has 20 min more
 	for deadline := applied.Add(75 * time.Minute); ; time.Sleep(10 * time.Second) {
 		w.get("openstackclusters.infrastructure.cluster.x-k8s.io/"+cluster, &osc1)
 		if osc1.Status.Ready {
@@ -195,7 +202,11 @@ func TestCAPOCreatesServers(t *testing.T) {
 		if wl == nil && osc1.Status.Ready {
 			wl = newWorkload(t, ctx, w, cloud, dir, key)
 		}
-		readyNodes := 0
+		// The cloud controller manager, applied as users do once the API answers.
+		if running > 0 && !seen["cloud controller manager applied"] && wl.applyOCCM(imgs.occmDir) {
+			event("cloud controller manager applied")
+		}
+		readyNodes, initialized := 0, 0
 		if running > 0 {
 			nodes = wl.nodes()
 			for _, n := range nodes {
@@ -203,17 +214,27 @@ func TestCAPOCreatesServers(t *testing.T) {
 					event("node " + n.Metadata.Name + " Ready")
 					readyNodes++
 				}
+				if n.ready() && !n.tainted(uninitializedTaint) {
+					event("node " + n.Metadata.Name + " initialized by the cloud controller manager")
+					initialized++
+				}
 			}
 		}
-		if len(machines) == 2 && running == 2 && readyNodes == 2 {
+		if len(machines) == 2 && running == 2 && readyNodes == 2 && initialized == 2 {
 			break
+		}
+		if readyNodes == 2 && allReady.IsZero() {
+			allReady = time.Now()
+		}
+		if !allReady.IsZero() && time.Since(allReady) > 20*time.Minute {
+			t.Fatalf("both nodes Ready for 20 min, %d initialized by the cloud controller manager:\n%s", initialized, wl.occmReport())
 		}
 		if msg := w.failure(osc1, machines); msg != "" {
 			t.Fatalf("CAPO failed: %s\n%s", msg, report())
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("the cluster did not come up within 75 min of the apply (%d Machines, %d Running, %d Nodes Ready):\n%s",
-				len(machines), running, readyNodes, report())
+			t.Fatalf("the cluster did not come up within 75 min of the apply (%d Machines, %d Running, %d Nodes Ready, %d initialized):\n%s\n%s",
+				len(machines), running, readyNodes, initialized, report(), wl.occmReport())
 		}
 	}
 	// What CAPO made, read back from Neutron and Nova.
@@ -331,10 +352,14 @@ func TestCAPOCreatesServers(t *testing.T) {
 	if tainted > 0 {
 		t.Errorf("%d nodes keep the %s taint: no cloud controller manager initialized them", tainted, uninitializedTaint)
 	}
-	// The upgrade (rollout_test.go): the worker replaced from a newer release's image, as users do.
-	lines = append(lines, rollOut(t, ctx, imgs, cloud, w, wl, neutron, osc1.Spec.ControlPlaneEndpoint.Host, figure))
-	// The guests have no route to the registry: kubeadm's images came preloaded in the image.
+	// The guests have no route to the registry: kubeadm's and the cloud controller manager's
+	// images came preloaded in the image. (The rollout's build pulls them for its image: counted
+	// from its patch on.)
 	pulls := reg.PullRequests() - pullsBefore
+	// The upgrade (rollout_test.go): the worker replaced from a newer release's image, as users do.
+	line, rolloutPulls := rollOut(t, ctx, imgs, cloud, w, wl, neutron, osc1.Spec.ControlPlaneEndpoint.Host, figure)
+	lines = append(lines, line)
+	pulls += rolloutPulls
 	lines = append(lines, fmt.Sprintf("registry pulls during boot: %d", pulls))
 	if pulls != 0 {
 		t.Errorf("the registry served %d pulls during the boots: %v", pulls, reg.Seen())

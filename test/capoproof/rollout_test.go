@@ -21,6 +21,7 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/fetchtest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/kubetest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/novatest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/occmtest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/registrytest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
@@ -41,6 +42,8 @@ type images struct {
 	reg     *registrytest.Registry
 	srv     *fetchtest.Server
 	sysexts []string
+	occmDir string // scripts/install-occm.sh's build: the manager's binary and manifests
+	occmRef string // its image, preloaded by `build --image`
 }
 
 func newImages(t *testing.T, dir string) *images {
@@ -55,6 +58,12 @@ func newImages(t *testing.T, dir string) *images {
 	if _, err := b.reg.PushReal(context.Background(), bin, refs); err != nil {
 		t.Fatal(err)
 	}
+	// The cloud controller manager a user runs on the workload cluster, preloaded as users
+	// preload an add-on's image (`build --image`): the guests have no route to a registry.
+	b.occmDir = occmtest.Dir(t)
+	if b.occmRef, err = occmtest.Push(context.Background(), b.reg, b.occmDir); err != nil {
+		t.Fatal(err)
+	}
 	return b
 }
 
@@ -67,7 +76,8 @@ func (b *images) build(version string) string {
 	out := filepath.Join(b.dir, "out-"+rel.Version)
 	args := []string{"build", "--method", "sysext", "--base", "qemu", "--oem", "openstack", "--release-server", rel.ReleaseServer,
 		"--keyring", rel.Keyring, "--channel", rel.Channel, "--version", rel.Version, "--cache-dir", filepath.Join(b.dir, "cache"),
-		"--output-dir", out, "--registry-mirror", "registry.k8s.io=https://" + b.reg.Host, "--registry-ca", b.reg.CAFile}
+		"--output-dir", out, "--registry-mirror", "registry.k8s.io=https://" + b.reg.Host, "--registry-ca", b.reg.CAFile,
+		"--image", b.occmRef}
 	res := testutil.RunCmd(t, testutil.Cmd{Args: append(args, b.mirror.Args()...), Env: []string{"DOCKER_CONFIG=" + b.reg.DockerConfig}}).MustSucceed(t)
 	qcows, _ := filepath.Glob(filepath.Join(out, "*.qcow2"))
 	if len(qcows) != 1 {
@@ -177,9 +187,9 @@ func (o *openStack) serverGone(id string) bool {
 // then CAPI and CAPO replace the worker: a new Machine whose server Nova made from the new image,
 // Running, its Node Ready with that server's providerID, and the old Machine, its Node and its
 // Nova server gone. fip is the control plane's floating IP (for the guest reports). It returns
-// the CAPO-PROOF line; the figures go to figure.
+// the CAPO-PROOF line and the registry's pulls from the patch on; the figures go to figure.
 func rollOut(t *testing.T, ctx context.Context, imgs *images, cloud *novatest.Cloud, w *watch, wl *workload, nova *openStack,
-	fip string, figure func(format string, args ...any)) string {
+	fip string, figure func(format string, args ...any)) (line string, pulls int) {
 	t.Helper()
 	start := time.Now()
 	image := imgs.build(newerVersion)
@@ -232,6 +242,7 @@ func rollOut(t *testing.T, ctx context.Context, imgs *images, cloud *novatest.Cl
 		t.Fatalf("the management side refused the new OpenStackMachineTemplate: %v\n%s\n%s", err, out, doc)
 	}
 	patched := time.Now()
+	pullsBefore := imgs.reg.PullRequests() // the build's own preload pulls are before this
 	if out, err := w.m.Kubectl("patch", "-n", "default", "machinedeployments.v1beta2.cluster.x-k8s.io/"+md, "--type", "merge", "-p", infraRefPatch(template)); err != nil {
 		t.Fatalf("patching MachineDeployment %s to %s: %v\n%s", md, template, err, out)
 	}
@@ -284,6 +295,9 @@ func rollOut(t *testing.T, ctx context.Context, imgs *images, cloud *novatest.Cl
 				if n.Metadata.Name == nu.Status.NodeRef.Name && n.ready() {
 					event("new node " + n.Metadata.Name + " Ready")
 					newNode, nodeReady = n, true
+					if !n.tainted(uninitializedTaint) {
+						event("new node " + n.Metadata.Name + " initialized by the cloud controller manager")
+					}
 				}
 			}
 		}
@@ -294,15 +308,15 @@ func rollOut(t *testing.T, ctx context.Context, imgs *images, cloud *novatest.Cl
 		if serverGone {
 			event("old worker server " + oldServer.Name + " deleted from Nova")
 		}
-		if nu.Status.Phase == "Running" && nodeReady && serverGone {
+		if nu.Status.Phase == "Running" && nodeReady && !newNode.tainted(uninitializedTaint) && serverGone {
 			break
 		}
 		if msg := w.failure(openStackCluster{}, machines); msg != "" {
 			t.Fatalf("the rollout failed: %s\n%s", msg, report())
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("the worker was not replaced within 60 min of the patch (new Machine %q %s, its node Ready %v, old Machine there %v):\n%s",
-				nu.Metadata.Name, nu.Status.Phase, nodeReady, oldThere, report())
+			t.Fatalf("the worker was not replaced within 60 min of the patch (new Machine %q %s, its node Ready %v (uninitialized %v), old Machine there %v):\n%s\n%s",
+				nu.Metadata.Name, nu.Status.Phase, nodeReady, newNode.tainted(uninitializedTaint), oldThere, report(), wl.occmReport())
 		}
 	}
 
@@ -341,7 +355,7 @@ func rollOut(t *testing.T, ctx context.Context, imgs *images, cloud *novatest.Cl
 	}
 	figure("rollout: new worker server %s ACTIVE (launched) %.0f s after Nova's create; replaced %s (server %s) in %.0f s",
 		s.Name, s.LaunchedAt.Sub(s.Created).Seconds(), old.Metadata.Name, oldServerID, time.Since(patched).Seconds())
-	return fmt.Sprintf("rollout: worker replaced by %s (server %s, image %s) Ready", nu.Metadata.Name, id, name)
+	return fmt.Sprintf("rollout: worker replaced by %s (server %s, image %s) Ready", nu.Metadata.Name, id, name), imgs.reg.PullRequests() - pullsBefore
 }
 
 // TestRolloutTemplate: the worker's OpenStackMachineTemplate of the manifest `manifests` renders,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/novatest"
+	"github.com/flatcar-capo/flatcar-capo/internal/testing/occmtest"
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/standin"
 )
 
@@ -173,4 +174,49 @@ func (wl *workload) guestReport(m machine, fip string) string {
 	return fmt.Sprintf("== Machine %s, server %s: console\n%s\n== its journal (kubeadm, kubelet)\n%s\n", m.Metadata.Name, id,
 		consoleTail(wl.ctx, wl.cloud, id, 40),
 		wl.ssh(addr, via, "sudo journalctl -b --no-pager -u kubeadm.service | tail -60; sudo journalctl -b --no-pager -u kubelet.service | tail -30; ip route"))
+}
+
+// slowLeaderElection are kube-controller-manager's and kube-scheduler's leader-election flags
+// for a slow control plane: the lease renewed within 40 s instead of 10 s (defaults 15 s, 10 s,
+// 2 s), so a lease renewal the loaded API answers late does not end the process.
+var slowLeaderElection = map[string]string{
+	"leader-elect-lease-duration": "60s",
+	"leader-elect-renew-deadline": "40s",
+	"leader-elect-retry-period":   "5s",
+}
+
+// applyOCCM applies the cloud controller manager as its docs tell users (occmtest.Manifests:
+// the cloud-config Secret, upstream's RBAC and DaemonSet), with the credentials a guest uses
+// (novatest's GuestCloudsYAML: Keystone and the catalog's internal endpoints where guests reach
+// them). It reports whether the workload API took it (a TCG control plane refuses now and then:
+// the caller tries again).
+func (wl *workload) applyOCCM(dir string) bool {
+	t := wl.t
+	c, err := occmtest.FromCloudsYAML(wl.cloud.GuestCloudsYAML("local"), "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := occmtest.Manifests(dir, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(filepath.Dir(wl.kubeconfig), "occm.yaml")
+	if err := os.WriteFile(f, m, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := wl.kubectl("apply", "-f", f); err != nil {
+		t.Logf("applying the cloud controller manager: %v: %.300s", err, out)
+		return false
+	}
+	return true
+}
+
+// occmReport is the cloud controller manager's pods and their last log lines, for a failure.
+func (wl *workload) occmReport() string {
+	if wl == nil {
+		return ""
+	}
+	pods, _ := wl.kubectl("get", "pods", "-n", "kube-system", "-o", "wide")
+	logs, _ := wl.kubectl("logs", "-n", "kube-system", "daemonset/openstack-cloud-controller-manager", "--tail", "40")
+	return "kube-system pods:\n" + pods + "\nthe cloud controller manager's log:\n" + logs
 }

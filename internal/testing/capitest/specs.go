@@ -2,7 +2,9 @@ package capitest
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -28,6 +30,10 @@ type Additions struct {
 	Files              map[string]string // path -> content, mode 0644
 	Users              []User
 	PreKubeadmCommands []string // run after the manifest's own
+	// ExtraArgs are flags for the control plane's components (clusterConfiguration's
+	// controllerManager, scheduler, apiServer: component -> flag -> value), set over the
+	// manifest's; the KubeadmControlPlane's only.
+	ExtraArgs map[string]map[string]string
 }
 
 // User is a KubeadmConfigSpec user: a login with its SSH key and groups ("sudo").
@@ -51,6 +57,8 @@ func AddToSpecs(manifest string, controlPlane, worker Additions) error {
 		switch d["kind"] {
 		case "KubeadmControlPlane":
 			add(mapAt(spec, "kubeadmConfigSpec"), controlPlane)
+			v1beta2 := strings.HasSuffix(fmt.Sprint(d["apiVersion"]), "/v1beta2")
+			setExtraArgs(mapAt(mapAt(spec, "kubeadmConfigSpec"), "clusterConfiguration"), controlPlane.ExtraArgs, v1beta2)
 		case "KubeadmConfigTemplate":
 			add(mapAt(mapAt(spec, "template"), "spec"), worker)
 		default:
@@ -94,6 +102,33 @@ func add(spec map[string]any, a Additions) {
 			cmds = append(cmds, c)
 		}
 		spec["preKubeadmCommands"] = cmds
+	}
+}
+
+// setExtraArgs sets each component's flags in clusterConfiguration: v1beta1's extraArgs is a
+// map, v1beta2's a list of {name, value} (a flag set there already is replaced).
+func setExtraArgs(cc map[string]any, args map[string]map[string]string, v1beta2 bool) {
+	for _, component := range slices.Sorted(maps.Keys(args)) {
+		c := mapAt(cc, component)
+		flags := args[component]
+		if !v1beta2 {
+			m := mapAt(c, "extraArgs")
+			for k, v := range flags {
+				m[k] = v
+			}
+			continue
+		}
+		list, _ := c["extraArgs"].([]any)
+		kept := list[:0]
+		for _, a := range list {
+			if e, _ := a.(map[string]any); e == nil || flags[fmt.Sprint(e["name"])] == "" {
+				kept = append(kept, a)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(flags)) {
+			kept = append(kept, map[string]any{"name": k, "value": flags[k]})
+		}
+		c["extraArgs"] = kept
 	}
 }
 

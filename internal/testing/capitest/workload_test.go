@@ -18,6 +18,11 @@ kind: KubeadmControlPlane
 metadata: {name: p}
 spec:
   kubeadmConfigSpec:
+    clusterConfiguration:
+      controllerManager:
+        extraArgs:
+        - {name: cloud-provider, value: external}
+        - {name: leader-elect-lease-duration, value: 15s}
     files:
     - {path: /etc/ours, content: x}
 ---
@@ -39,7 +44,8 @@ func TestAddToSpecs(t *testing.T) {
 	if err := os.WriteFile(f, []byte(specsManifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cp := Additions{Files: map[string]string{"/etc/b": "B", "/etc/a": "A"}, Users: []User{{Name: "u", SSHKey: "ssh-ed25519 K\n", Groups: "sudo"}}}
+	cp := Additions{Files: map[string]string{"/etc/b": "B", "/etc/a": "A"}, Users: []User{{Name: "u", SSHKey: "ssh-ed25519 K\n", Groups: "sudo"}},
+		ExtraArgs: map[string]map[string]string{"controllerManager": {"leader-elect-lease-duration": "60s"}, "scheduler": {"v": "2"}}}
 	if err := AddToSpecs(f, cp, Additions{Files: map[string]string{"/etc/w": "W"}, PreKubeadmCommands: []string{"echo w"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +60,31 @@ func TestAddToSpecs(t *testing.T) {
 			t.Errorf("the KubeadmControlPlane's spec lacks %s: %s", want, cpSpec)
 		}
 	}
+	cc := fmt.Sprint(docs[0]["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"])
+	if want := "map[controllerManager:map[extraArgs:[map[name:cloud-provider value:external] map[name:leader-elect-lease-duration value:60s]]] scheduler:map[extraArgs:[map[name:v value:2]]]]"; cc != want {
+		t.Errorf("v1beta2 clusterConfiguration:\n%s\nwant\n%s", cc, want)
+	}
 	if w := fmt.Sprint(docs[1]["spec"]); !strings.Contains(w, "path:/etc/w") || strings.Contains(w, "users") || !strings.Contains(w, "format:ignition") ||
 		!strings.Contains(w, "preKubeadmCommands:[echo w]") {
 		t.Errorf("the KubeadmConfigTemplate's spec: %s", w)
+	}
+	// v1beta1: extraArgs is a map.
+	v1 := strings.Replace(strings.ReplaceAll(specsManifest, "/v1beta2", "/v1beta1"),
+		"extraArgs:\n        - {name: cloud-provider, value: external}\n        - {name: leader-elect-lease-duration, value: 15s}",
+		"extraArgs: {cloud-provider: external, leader-elect-lease-duration: 15s}", 1)
+	if err := os.WriteFile(f, []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddToSpecs(f, cp, Additions{}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(f)
+	if docs, err = splitDocs(b); err != nil {
+		t.Fatal(err)
+	}
+	cc = fmt.Sprint(docs[0]["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"])
+	if want := "map[controllerManager:map[extraArgs:map[cloud-provider:external leader-elect-lease-duration:60s]] scheduler:map[extraArgs:map[v:2]]]"; cc != want {
+		t.Errorf("v1beta1 clusterConfiguration:\n%s\nwant\n%s", cc, want)
 	}
 	if err := AddToSpecs(f+".none", cp, cp); err == nil {
 		t.Error("a missing manifest was accepted")

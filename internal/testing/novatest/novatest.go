@@ -52,10 +52,12 @@ type Cloud struct {
 	opts     Options
 	keystone string
 	password string // Keystone's admin password
-	mu       sync.Mutex
-	procs    []*proc
-	state    *os.File
-	watchdog *exec.Cmd
+	// keystonePort is Keystone's port, on the loopback and (exposeToGuests) at externalGW.
+	keystonePort string
+	mu           sync.Mutex
+	procs        []*proc
+	state        *os.File
+	watchdog     *exec.Cmd
 }
 
 // Timing is one stage of the start and how long it took.

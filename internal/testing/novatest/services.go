@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,6 +77,14 @@ func (c *Cloud) up(ctx context.Context) error {
 	c.CloudsYAML = env["OS_CLIENT_CONFIG_FILE"]
 	c.keystone = strings.TrimSuffix(env["KEYSTONE_URL"], "/v3")
 	c.password = rc["OS_PASSWORD"]
+	ksURL, err := url.Parse(c.keystone)
+	if err != nil || ksURL.Port() == "" {
+		return fmt.Errorf("keystone's URL %q from %s has no port", c.keystone, osDir)
+	}
+	c.keystonePort = ksURL.Port()
+	if err := exposeToGuests(ctx, c.Netns, c.keystonePort, fmt.Sprint(novaPort), fmt.Sprint(neutronPort)); err != nil {
+		return err
+	}
 	v := confValues{Dir: c.Dir, LogDir: c.LogDir, Keystone: c.keystone, Password: rc["OS_PASSWORD"],
 		Secret: randomHex(16), TunnelIP: tunnelIP, ExternalDev: externalDev, RabbitPort: rabbitPort,
 		NovaPort: novaPort, MetaPort: metadataPort, PlacementPort: placementPort, NeutronPort: neutronPort,
@@ -279,7 +288,8 @@ func (c *Cloud) mysqlURL(db string) string {
 
 // registerCatalog puts Nova, Placement and Neutron into Keystone's catalog (RegionOne, the three
 // interfaces), as Debian's install guide does with the openstack CLI; through gophercloud, as the
-// rest of the harness talks to the cloud, in the namespace.
+// rest of the harness talks to the cloud, in the namespace. Nova's and Neutron's internal
+// endpoints are at externalGW, where guests reach them (GuestCloudsYAML).
 func (c *Cloud) registerCatalog(ctx context.Context) error {
 	pc, err := c.Provider(ctx)
 	if err != nil {
@@ -289,17 +299,24 @@ func (c *Cloud) registerCatalog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range []struct{ typ, name, url string }{
-		{"compute", "nova", fmt.Sprintf("http://127.0.0.1:%d/v2.1", novaPort)},
-		{"placement", "placement", fmt.Sprintf("http://127.0.0.1:%d", placementPort)},
-		{"network", "neutron", fmt.Sprintf("http://127.0.0.1:%d", neutronPort)},
+	for _, s := range []struct {
+		typ, name, url string
+		guests         bool // internal endpoint at externalGW (exposeToGuests): the cloud controller manager's
+	}{
+		{"compute", "nova", fmt.Sprintf("http://127.0.0.1:%d/v2.1", novaPort), true},
+		{"placement", "placement", fmt.Sprintf("http://127.0.0.1:%d", placementPort), false},
+		{"network", "neutron", fmt.Sprintf("http://127.0.0.1:%d", neutronPort), true},
 	} {
 		svc, err := services.Create(ctx, identity, services.CreateOpts{Type: s.typ, Name: s.name}).Extract()
 		if err != nil {
 			return fmt.Errorf("registering %s in Keystone's catalog: %w", s.name, err)
 		}
 		for _, iface := range []gophercloud.Availability{gophercloud.AvailabilityPublic, gophercloud.AvailabilityInternal, gophercloud.AvailabilityAdmin} {
-			opts := endpoints.CreateOpts{Availability: iface, Region: "RegionOne", URL: s.url, ServiceID: svc.ID}
+			u := s.url
+			if s.guests && iface == gophercloud.AvailabilityInternal {
+				u = strings.Replace(u, "127.0.0.1", externalGW, 1)
+			}
+			opts := endpoints.CreateOpts{Availability: iface, Region: "RegionOne", URL: u, ServiceID: svc.ID}
 			if _, err := endpoints.Create(ctx, identity, opts).Extract(); err != nil {
 				return fmt.Errorf("registering %s's %s endpoint in Keystone's catalog: %w", s.name, iface, err)
 			}

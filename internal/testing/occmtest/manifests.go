@@ -23,6 +23,9 @@ type Cloud struct {
 	Domain   string // the user's and project's domain name (domain-name), e.g. Default
 	Region   string // e.g. RegionOne
 	CAFile   string // optional: the CA bundle's path on the node (ca-file), for an https AuthURL
+	// EndpointType is the catalog interface the manager calls Nova and Neutron at
+	// (os-endpoint-type; clouds.yaml's interface): public when empty, the manager's default.
+	EndpointType string
 }
 
 // CloudConf is the cloud.conf for c: [Global] as above, and [LoadBalancer] enabled=false: the
@@ -32,9 +35,10 @@ func CloudConf(c Cloud) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString("[Global]\n")
 	for _, kv := range [][2]string{{"auth-url", c.AuthURL}, {"username", c.Username}, {"password", c.Password},
-		{"tenant-name", c.Project}, {"domain-name", c.Domain}, {"region", c.Region}, {"ca-file", c.CAFile}} {
+		{"tenant-name", c.Project}, {"domain-name", c.Domain}, {"region", c.Region}, {"ca-file", c.CAFile},
+		{"os-endpoint-type", c.EndpointType}} {
 		if kv[1] == "" {
-			if kv[0] == "ca-file" {
+			if kv[0] == "ca-file" || kv[0] == "os-endpoint-type" {
 				continue
 			}
 			return nil, fmt.Errorf("occmtest: cloud.conf needs %s", kv[0])
@@ -94,7 +98,7 @@ func Manifests(dir string, c Cloud) ([]byte, error) {
 // FromCloudsYAML reads cloud's entry of a clouds.yaml into a Cloud, as CAPO's
 // templates/create_cloud_conf.sh does for its users (auth_url, username, password,
 // project_name, user_domain_name or domain_name, region_name; cacert becomes CAFile, the path
-// the node must have it at).
+// the node must have it at), and its interface as the manager's os-endpoint-type.
 func FromCloudsYAML(clouds []byte, cloud string) (Cloud, error) {
 	var f struct {
 		Clouds map[string]struct {
@@ -108,6 +112,7 @@ func FromCloudsYAML(clouds []byte, cloud string) (Cloud, error) {
 			} `json:"auth"`
 			RegionName string `json:"region_name"`
 			CACert     string `json:"cacert"`
+			Interface  string `json:"interface"`
 		} `json:"clouds"`
 	}
 	if err := yaml.Unmarshal(clouds, &f); err != nil {
@@ -119,5 +124,5 @@ func FromCloudsYAML(clouds []byte, cloud string) (Cloud, error) {
 	}
 	a := c.Auth
 	return Cloud{AuthURL: a.AuthURL, Username: a.Username, Password: a.Password, Project: a.ProjectName,
-		Domain: cmp.Or(a.UserDomainName, a.DomainName), Region: c.RegionName, CAFile: c.CACert}, nil
+		Domain: cmp.Or(a.UserDomainName, a.DomainName), Region: c.RegionName, CAFile: c.CACert, EndpointType: c.Interface}, nil
 }

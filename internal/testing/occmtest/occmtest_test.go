@@ -397,8 +397,9 @@ func tail(s string) string {
 	return s
 }
 
-// TestFromCloudsYAML reads a clouds.yaml as novatest's AdminCloudsYAML writes it (and users'
-// look), into the cloud.conf create_cloud_conf.sh would write.
+// TestFromCloudsYAML reads a clouds.yaml as novatest's GuestCloudsYAML writes it (and users'
+// look), into the cloud.conf create_cloud_conf.sh would write, with the interface the guests'
+// endpoints are on.
 func TestFromCloudsYAML(t *testing.T) {
 	clouds := []byte(`clouds:
   other:
@@ -413,7 +414,7 @@ func TestFromCloudsYAML(t *testing.T) {
       project_domain_name: Default
     region_name: RegionOne
     identity_api_version: 3
-    interface: public
+    interface: internal
 `)
 	c, err := FromCloudsYAML(clouds, "local")
 	if err != nil {
@@ -423,7 +424,7 @@ func TestFromCloudsYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "[Global]\nauth-url=\"http://10.0.0.2:5000/v3\"\nusername=\"admin\"\npassword=\"s3cret\"\ntenant-name=\"admin\"\ndomain-name=\"Default\"\nregion=\"RegionOne\"\n\n[LoadBalancer]\nenabled=false\n"
+	want := "[Global]\nauth-url=\"http://10.0.0.2:5000/v3\"\nusername=\"admin\"\npassword=\"s3cret\"\ntenant-name=\"admin\"\ndomain-name=\"Default\"\nregion=\"RegionOne\"\nos-endpoint-type=\"internal\"\n\n[LoadBalancer]\nenabled=false\n"
 	if string(conf) != want {
 		t.Errorf("cloud.conf:\n%s\nwant:\n%s", conf, want)
 	}
