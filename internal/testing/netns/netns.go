@@ -13,23 +13,39 @@ import (
 )
 
 // Do runs f on a thread that entered ns; the sockets f makes keep the namespace wherever they are
-// used afterwards. The thread stays locked and the runtime ends it with the goroutine, so no other
-// goroutine ever runs in the namespace.
+// used afterwards. The thread stays locked while it is in ns, so no other goroutine runs there,
+// and goes back to its own namespace before it is released: the goroutine may have run on the
+// process's main thread, which the runtime never ends, and a main thread left in ns makes the
+// whole process look like one of ns's (`ip netns pids`), which the cloud's teardown kills.
 func Do(ns string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread's namespace is not the process's
+		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer own.Close()
 		h, err := os.Open("/run/netns/" + ns)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
 		defer h.Close()
 		if err := unix.Setns(int(h.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("entering network namespace %s: %w", ns, err)
 			return
 		}
-		errc <- f()
+		err = f()
+		// Back home, or stay locked: the runtime then ends this thread with the goroutine.
+		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
 }
