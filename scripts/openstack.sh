@@ -16,7 +16,8 @@
 #   RegionFour:  image on a port where nothing listens (unreachable)
 # clouds.yaml names: local, local-two, local-noimage, local-down, local-badpass, local-appcred.
 # With --owner PID, a watchdog stops everything when that process goes away (a killed test run
-# leaves no stray processes behind).
+# leaves no stray processes behind). KEYSTONE_LISTEN (default 127.0.0.1) is the address Keystone
+# listens on: internal/testing/novatest sets 0.0.0.0 inside its namespace, where guests reach it.
 set -euo pipefail
 PY=/usr/bin/python3 # a pyenv python3 may shadow Debian's, which has the OpenStack modules
 
@@ -171,7 +172,7 @@ start_keystone() { # DIR PORT
   # speed on 2 cores). "Connection: close": keystone under uwsgi otherwise stalls on keep-alive
   # connections from keystonemiddleware and clients.
   OS_KEYSTONE_CONFIG_FILES="$d/keystone.conf" setsid uwsgi --plugin python3 \
-    --http-socket "127.0.0.1:$2" --wsgi-file /usr/bin/keystone-wsgi-public \
+    --http-socket "${KEYSTONE_LISTEN:-127.0.0.1}:$2" --wsgi-file /usr/bin/keystone-wsgi-public \
     --master --processes 1 --threads 1 --lazy-apps --die-on-term --no-orphans \
     --add-header "Connection: close" --buffer-size 65535 \
     --pidfile "$d/pid" --logto "$d/uwsgi.log" </dev/null >/dev/null 2>&1 &

@@ -72,7 +72,8 @@ instances_path = {{.Dir}}/nova/instances
 log_dir = {{.LogDir}}
 compute_driver = libvirt.LibvirtDriver
 enabled_apis = osapi_compute,metadata
-osapi_compute_listen = 127.0.0.1
+# Every address of the namespace: guests reach the API at its external address (netns.go).
+osapi_compute_listen = 0.0.0.0
 osapi_compute_listen_port = {{.NovaPort}}
 osapi_compute_workers = 1
 metadata_listen = 127.0.0.1
@@ -127,7 +128,8 @@ use_ipv6 = False
 `,
 
 	"neutron/neutron.conf": `[DEFAULT]
-` + transport + `bind_host = 127.0.0.1
+` + transport + `# Every address of the namespace: guests reach the API at its external address (netns.go).
+bind_host = 0.0.0.0
 bind_port = {{.NeutronPort}}
 core_plugin = ml2
 service_plugins = router

@@ -14,10 +14,12 @@ import (
 // routers and floating IPs sit on). Deleting it, once its processes are gone, removes them all.
 //
 // Guests reach the APIs a workload cluster calls (the cloud controller manager: Keystone, Nova,
-// Neutron) at externalGW, the namespace's address on the external network, as a real cloud's
-// guests reach its API addresses through their router: a DNAT per API port (exposeToGuests)
-// turns externalGW:PORT into the loopback's 127.0.0.1:PORT, so the services keep listening on
-// the loopback only. Keystone's catalog names these as the internal endpoints.
+// Neutron) at externalGW, the namespace's address on the external network, through their router,
+// as a real cloud's guests reach its API addresses: those three listen on every address of the
+// namespace (the others on its loopback), and Keystone's catalog names externalGW as Nova's and
+// Neutron's internal endpoints. (A DNAT to the loopback does not do: the guests' packets cross the
+// external bridge first, where br_netfilter's conntrack settles their NAT before they reach
+// externalGW.)
 const (
 	tunnelIP     = "10.255.0.1" // nova's my_ip and the VXLAN local_ip
 	tunnelDev    = "fc-tun"
@@ -27,12 +29,8 @@ const (
 	externalGW   = "172.24.4.1"
 )
 
-// nsRun runs `ip -n NS ARGS...`, or `ip netns exec NS CMD...` when args start with "netns".
 func nsRun(ctx context.Context, ns string, args ...string) error {
 	full := append([]string{"-n", ns}, args...)
-	if args[0] == "netns" {
-		full = args
-	}
 	if out, err := exec.CommandContext(ctx, "ip", full...).CombinedOutput(); err != nil {
 		return fmt.Errorf("ip %s: %v: %s", strings.Join(full, " "), err, strings.TrimSpace(string(out)))
 	}
@@ -58,24 +56,6 @@ func createNetns(ctx context.Context, ns string) error {
 	for _, s := range steps {
 		if err := nsRun(ctx, ns, s...); err != nil {
 			return err
-		}
-	}
-	// DNAT to the loopback from outside needs route_localnet (see exposeToGuests).
-	return nsRun(ctx, ns, "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.conf.all.route_localnet=1")
-}
-
-// exposeToGuests makes externalGW:port reach 127.0.0.1:port for each port: from the guests
-// (PREROUTING, arriving from their routers on the external network) and from the namespace's
-// own processes (OUTPUT: the services use the internal endpoints too, e.g. Nova's Neutron
-// client prefers "internal").
-func exposeToGuests(ctx context.Context, ns string, ports ...string) error {
-	for _, p := range ports {
-		for _, chain := range [][]string{{"PREROUTING", "-i", externalPeer}, {"OUTPUT"}} {
-			args := append([]string{"netns", "exec", ns, "iptables", "-w", "-t", "nat", "-A"}, chain...)
-			args = append(args, "-d", externalGW, "-p", "tcp", "--dport", p, "-j", "DNAT", "--to-destination", "127.0.0.1")
-			if err := nsRun(ctx, ns, args...); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -52,7 +52,7 @@ type Cloud struct {
 	opts     Options
 	keystone string
 	password string // Keystone's admin password
-	// keystonePort is Keystone's port, on the loopback and (exposeToGuests) at externalGW.
+	// keystonePort is Keystone's port, on the loopback and at externalGW (netns.go).
 	keystonePort string
 	mu           sync.Mutex
 	procs        []*proc

@@ -83,9 +83,9 @@ func (c *Cloud) run(ctx context.Context, name string, env []string, argv ...stri
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 5 * time.Second
 	// Pdeathsig follows the thread that forks: keep it ours until the command exits. Unlocked,
-	// the thread could next serve a netns dial (netns.Dial), which locks it for good and ends it with
-	// its goroutine, and the kernel would kill this command then (placement-db-sync was, once the
-	// catalog's registration dialled beside it).
+	// the thread could next serve a netns dial (netns.Dial), and one that cannot leave the
+	// namespace again is ended with its goroutine: the kernel would kill this command then
+	// (placement-db-sync was, once the catalog's registration dialled beside it).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start := time.Now()

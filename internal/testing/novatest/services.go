@@ -47,7 +47,8 @@ func (c *Cloud) up(ctx context.Context) error {
 	ksDone := make(chan error, 1)
 	go func() {
 		t := time.Now()
-		err := c.run(ctx, "keystone-glance", nil, "bash", c.opts.OpenStackScript, "up", osDir, "--owner", fmt.Sprint(os.Getpid()))
+		// Keystone on every address of the namespace: guests reach it at externalGW (netns.go).
+		err := c.run(ctx, "keystone-glance", []string{"KEYSTONE_LISTEN=0.0.0.0"}, "bash", c.opts.OpenStackScript, "up", osDir, "--owner", fmt.Sprint(os.Getpid()))
 		if err == nil {
 			c.timed("keystone + glance", t)
 		}
@@ -82,9 +83,6 @@ func (c *Cloud) up(ctx context.Context) error {
 		return fmt.Errorf("keystone's URL %q from %s has no port", c.keystone, osDir)
 	}
 	c.keystonePort = ksURL.Port()
-	if err := exposeToGuests(ctx, c.Netns, c.keystonePort, fmt.Sprint(novaPort), fmt.Sprint(neutronPort)); err != nil {
-		return err
-	}
 	v := confValues{Dir: c.Dir, LogDir: c.LogDir, Keystone: c.keystone, Password: rc["OS_PASSWORD"],
 		Secret: randomHex(16), TunnelIP: tunnelIP, ExternalDev: externalDev, RabbitPort: rabbitPort,
 		NovaPort: novaPort, MetaPort: metadataPort, PlacementPort: placementPort, NeutronPort: neutronPort,
@@ -301,7 +299,7 @@ func (c *Cloud) registerCatalog(ctx context.Context) error {
 	}
 	for _, s := range []struct {
 		typ, name, url string
-		guests         bool // internal endpoint at externalGW (exposeToGuests): the cloud controller manager's
+		guests         bool // internal endpoint at externalGW (netns.go): the cloud controller manager's
 	}{
 		{"compute", "nova", fmt.Sprintf("http://127.0.0.1:%d/v2.1", novaPort), true},
 		{"placement", "placement", fmt.Sprintf("http://127.0.0.1:%d", placementPort), false},
