@@ -3,8 +3,10 @@ package capoproof_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,7 +178,8 @@ func (wl *workload) guestReport(m machine, fip string) string {
 		wl.ssh(addr, via, "sudo journalctl -b --no-pager -u kubeadm.service | tail -60; sudo journalctl -b --no-pager -u kubelet.service | tail -30; ip route"))
 }
 
-// slowLeaderElection are kube-controller-manager's and kube-scheduler's leader-election flags
+// slowLeaderElection are kube-controller-manager's, kube-scheduler's and the cloud controller
+// manager's leader-election flags
 // for a slow control plane: the lease renewed within 40 s instead of 10 s (defaults 15 s, 10 s,
 // 2 s), so a lease renewal the loaded API answers late does not end the process.
 var slowLeaderElection = map[string]string{
@@ -196,7 +199,12 @@ func (wl *workload) applyOCCM(dir string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := occmtest.Manifests(dir, c)
+	// The manager elects a leader as kube-controller-manager does: the same slow-hardware times.
+	var args []string
+	for _, k := range slices.Sorted(maps.Keys(slowLeaderElection)) {
+		args = append(args, "--"+k+"="+slowLeaderElection[k])
+	}
+	m, err := occmtest.Manifests(dir, c, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

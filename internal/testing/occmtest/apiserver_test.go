@@ -25,7 +25,8 @@ func TestAPIServerAdmitsManifests(t *testing.T) {
 	dir := Dir(t)
 	m := capitest.Start(t, capitest.Options{Pairing: capitest.Pairings[0], InfrastructureCRDs: true,
 		Providers: []string{capitest.Core, capitest.Bootstrap, capitest.ControlPlane}})
-	out, err := Manifests(dir, Cloud{AuthURL: "http://10.0.0.2:5000/v3", Username: "admin", Password: "s3cret", Project: "admin", Domain: "Default", Region: "RegionOne"})
+	out, err := Manifests(dir, Cloud{AuthURL: "http://10.0.0.2:5000/v3", Username: "admin", Password: "s3cret", Project: "admin", Domain: "Default", Region: "RegionOne"},
+		"--leader-elect-lease-duration=60s", "--leader-elect-renew-deadline=40s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +53,9 @@ func TestAPIServerAdmitsManifests(t *testing.T) {
 	c := ds.Spec.Template.Spec.Containers[0]
 	if c.Image != ref || c.ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("the stored DaemonSet runs %s with pull policy %s, want %s, IfNotPresent", c.Image, c.ImagePullPolicy, ref)
+	}
+	if n := len(c.Args); n < 3 || c.Args[n-3] != "--bind-address=127.0.0.1" || c.Args[n-2] != "--leader-elect-lease-duration=60s" || c.Args[n-1] != "--leader-elect-renew-deadline=40s" {
+		t.Errorf("the stored DaemonSet's args %q do not end with upstream's last and the two added", c.Args)
 	}
 	var secret corev1.Secret
 	get(&secret, "-n", "kube-system", "secret/cloud-config")

@@ -61,6 +61,9 @@ const (
 	kubeadmSelector  = `node-role.kubernetes.io/control-plane: ""`
 )
 
+// lastArg is the upstream DaemonSet's last container arg, after which Manifests adds its args.
+const lastArg = "            - --bind-address=127.0.0.1\n"
+
 // Manifests renders what a user applies to the workload cluster to run the manager, in the
 // order the upstream docs apply it: the cloud-config Secret in kube-system (as `kubectl create
 // secret -n kube-system generic cloud-config --from-file=cloud.conf` makes it), then dir's
@@ -70,7 +73,9 @@ const (
 // defaults it to IfNotPresent, so the preloaded image is used and nothing is pulled. It runs
 // on the control-plane nodes with hostNetwork (the manager reaches Keystone and Nova from the
 // node's network, before any CNI) and tolerates node.cloudprovider.kubernetes.io/uninitialized.
-func Manifests(dir string, c Cloud) ([]byte, error) {
+//
+// args are flags added to the manager's (e.g. longer leader elections on a slow control plane).
+func Manifests(dir string, c Cloud, args ...string) ([]byte, error) {
 	conf, err := CloudConf(c)
 	if err != nil {
 		return nil, err
@@ -87,6 +92,16 @@ func Manifests(dir string, c Cloud) ([]byte, error) {
 				return nil, fmt.Errorf("occmtest: %s has %d `%s`, want 1 (upstream changed: check the nodeSelector against kubeadm's label)", f, n, upstreamSelector)
 			}
 			b = bytes.Replace(b, []byte(upstreamSelector), []byte(kubeadmSelector), 1)
+			if len(args) > 0 {
+				if n := bytes.Count(b, []byte(lastArg)); n != 1 {
+					return nil, fmt.Errorf("occmtest: %s has %d `%s`, want 1 (upstream changed: check where the args end)", f, n, strings.TrimSpace(lastArg))
+				}
+				more := lastArg
+				for _, a := range args {
+					more += strings.Replace(lastArg, "--bind-address=127.0.0.1", a, 1)
+				}
+				b = bytes.Replace(b, []byte(lastArg), []byte(more), 1)
+			}
 		}
 		out = append(out, "---\n"...)
 		out = append(out, bytes.TrimRight(b, "\n")...)
