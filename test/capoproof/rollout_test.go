@@ -153,9 +153,15 @@ func newMachineTemplate(current []byte, name, image string) ([]byte, error) {
 	return yaml.JSONToYAML(b)
 }
 
+// replaceFirstPatch sets the MachineDeployment's rollout to delete the old Machine before it
+// makes the new one (CAPI v1beta2's spec.rollout.strategy; v1beta1's spec.strategy), as users
+// with no room for one more server do: here a third TCG guest starved the control plane's etcd
+// (kube-apiserver's health check failed, kube-controller-manager exited four times).
+const replaceFirstPatch = `{"spec":{"rollout":{"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}}}}`
+
 // infraRefPatch is the last step of that page: the MachineDeployment's
 // spec.template.spec.infrastructureRef names the new template (a merge patch), and CAPI rolls
-// its Machines (its default RollingUpdate: one new Machine first, then the old one deleted).
+// its Machines (RollingUpdate; with replaceFirstPatch the old one is deleted first).
 func infraRefPatch(template string) string {
 	return fmt.Sprintf(`{"spec":{"template":{"spec":{"infrastructureRef":{"name":%q}}}}}`, template)
 }
@@ -240,6 +246,9 @@ func rollOut(t *testing.T, ctx context.Context, imgs *images, cloud *novatest.Cl
 	}
 	if out, err := w.m.Kubectl("create", "-n", "default", "-f", file); err != nil {
 		t.Fatalf("the management side refused the new OpenStackMachineTemplate: %v\n%s\n%s", err, out, doc)
+	}
+	if out, err := w.m.Kubectl("patch", "-n", "default", "machinedeployments.v1beta2.cluster.x-k8s.io/"+md, "--type", "merge", "-p", replaceFirstPatch); err != nil {
+		t.Fatalf("patching MachineDeployment %s's rollout strategy: %v\n%s", md, err, out)
 	}
 	patched := time.Now()
 	pullsBefore := imgs.reg.PullRequests() // the build's own preload pulls are before this
