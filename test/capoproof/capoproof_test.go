@@ -76,6 +76,7 @@ func TestCAPOCreatesServers(t *testing.T) {
 	start = time.Now()
 	cloud := novatest.StartT(ctx, t, novatest.Options{Dir: filepath.Join(dir, "cloud"), LogDir: logDir, Log: t.Logf})
 	figure("cloud up in %.0f s", time.Since(start).Seconds())
+	t.Cleanup(func() { keepConsoles(t, cloud, logDir) }) // before the cloud stops (cleanups run last first)
 
 	// What the cloud's admin gives a CAPO user: the image (the product's upload), flavors, an
 	// external network for the routers and floating IPs, a key pair.
@@ -357,7 +358,7 @@ func TestCAPOCreatesServers(t *testing.T) {
 	// from its patch on.)
 	pulls := reg.PullRequests() - pullsBefore
 	// The upgrade (rollout_test.go): the worker replaced from a newer release's image, as users do.
-	line, rolloutPulls := rollOut(t, ctx, imgs, cloud, w, wl, neutron, osc1.Spec.ControlPlaneEndpoint.Host, figure)
+	line, rolloutPulls := rollOut(t, ctx, imgs, cloud, w, wl, neutron, osc1.Spec.ControlPlaneEndpoint.Host, logDir, figure)
 	lines = append(lines, line)
 	pulls += rolloutPulls
 	lines = append(lines, fmt.Sprintf("registry pulls during boot: %d", pulls))

@@ -192,10 +192,11 @@ func (o *openStack) serverGone(id string) bool {
 // duplicated with that image and the MachineDeployment pointed at it, as CAPI's docs tell users;
 // then CAPI and CAPO replace the worker: a new Machine whose server Nova made from the new image,
 // Running, its Node Ready with that server's providerID, and the old Machine, its Node and its
-// Nova server gone. fip is the control plane's floating IP (for the guest reports). It returns
+// Nova server gone. fip is the control plane's floating IP (for the guest reports); the old
+// worker's console log goes to logDir before it is deleted. It returns
 // the CAPO-PROOF line and the registry's pulls from the patch on; the figures go to figure.
 func rollOut(t *testing.T, ctx context.Context, imgs *images, cloud *novatest.Cloud, w *watch, wl *workload, nova *openStack,
-	fip string, figure func(format string, args ...any)) (line string, pulls int) {
+	fip, logDir string, figure func(format string, args ...any)) (line string, pulls int) {
 	t.Helper()
 	start := time.Now()
 	image := imgs.build(newerVersion)
@@ -222,6 +223,7 @@ func rollOut(t *testing.T, ctx context.Context, imgs *images, cloud *novatest.Cl
 	}
 	oldServerID := strings.TrimPrefix(old.infra.Spec.ProviderID, "openstack:///")
 	oldServer := nova.server(oldServerID)
+	keepConsole(t, cloud, logDir, oldServerID, oldServer.Name) // the rollout deletes it
 	var deployment struct {
 		Spec struct {
 			Template struct {

@@ -151,6 +151,37 @@ func (wl *workload) ssh(addr, via, cmd string) string {
 }
 
 // consoleTail is the end of a server's console log as Nova gives it.
+// keepConsole writes server id's whole console log (its serial console through Nova) to
+// dir/console-NAME.log, for the proof's kept logs.
+func keepConsole(t *testing.T, cloud *novatest.Cloud, dir, id, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := cloud.OpenStack(ctx, "console", "log", "show", id)
+	if err != nil {
+		t.Logf("console log of %s (%s): %v", name, id, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "console-"+name+".log"), out, 0o600); err != nil {
+		t.Log(err)
+	}
+}
+
+// keepConsoles keeps every server's console log (keepConsole) that Nova still has.
+func keepConsoles(t *testing.T, cloud *novatest.Cloud, dir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := cloud.OpenStack(ctx, "server", "list", "-f", "value", "-c", "ID", "-c", "Name")
+	if err != nil {
+		t.Logf("server list for the console logs: %v", err)
+		return
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			keepConsole(t, cloud, dir, f[0], f[1])
+		}
+	}
+}
+
 func consoleTail(ctx context.Context, cloud *novatest.Cloud, id string, lines int) string {
 	out, err := cloud.OpenStack(ctx, "console", "log", "show", "--lines", fmt.Sprint(lines), id)
 	if err != nil {
