@@ -21,33 +21,40 @@ func Do(ns string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		own, err := os.Open("/proc/thread-self/ns/net")
+		home, err := enter(ns)
 		if err != nil {
 			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
-		defer own.Close()
-		h, err := os.Open("/run/netns/" + ns)
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		defer h.Close()
-		if err := unix.Setns(int(h.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("entering network namespace %s: %w", ns, err)
-			return
-		}
+		defer home.Close()
 		err = f()
 		// Back home, or stay locked: the runtime then ends this thread with the goroutine.
-		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
+		if unix.Setns(int(home.Fd()), unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}
 		errc <- err
 	}()
 	return <-errc
+}
+
+// enter moves the calling (locked) thread into ns and returns its own namespace, to go back to.
+func enter(ns string) (*os.File, error) {
+	home, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		return nil, err
+	}
+	h, err := os.Open("/run/netns/" + ns)
+	if err != nil {
+		home.Close()
+		return nil, err
+	}
+	defer h.Close()
+	if err := unix.Setns(int(h.Fd()), unix.CLONE_NEWNET); err != nil {
+		home.Close()
+		return nil, fmt.Errorf("entering network namespace %s: %w", ns, err)
+	}
+	return home, nil
 }
 
 // Dial opens a connection from inside ns (from this process's namespace when ns is empty).
