@@ -134,7 +134,7 @@ $(SUMMARY): scripts/testsummary/main.go
 # two guests run beside pkg/imagebuild's tail instead of beside every other package.
 TEST_FIRST := ./pkg/imagebuild/ ./pkg/cli/ ./internal/testing/standin/ ./pkg/glance/ ./internal/testing/qemuboot/
 TEST_LAST := ./test/nodeproof/
-# flatcar-capo is linked once for every test package (testutil.BinaryEnv), in a world-readable
+# flatcar-capo is linked once for every test package (testutil.binaryEnv, FLATCAR_CAPO_TEST_BINARY), in a world-readable
 # directory named after this shell's pid (the privilege-dropping tests run it as nobody;
 # testutil removes it if this run is killed).
 test-go: $(SUMMARY)

@@ -30,7 +30,7 @@ func bootstrapIgnition(t *testing.T, d *Document) (res CLCResult, merged igntype
 // Acceptance 3: the template's additionalConfig becomes valid Ignition 2.3 that enables the
 // units and carries the kubeadm.service drop-in, alone and merged into CABPK's base config.
 func TestTemplateIgnition(t *testing.T) {
-	r, err := Render(RenderOptions{Values: allValues(t, CAPIv1beta1)})
+	r, err := renderChecked(renderOptions{Values: allValues(t, CAPIv1beta1)})
 	if err != nil {
 		t.Fatal(err)
 	}

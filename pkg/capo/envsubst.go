@@ -125,11 +125,11 @@ func variables(tmpl []byte) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
-// Substitute fills the variables that values (or a default) provide. When every variable is
+// substitutePlain fills the variables that values (or a default) provide. When every variable is
 // filled the result is a plain manifest: "$$" escapes become "$" as clusterctl would make them.
 // Otherwise it stays a clusterctl template: unfilled references and escapes are kept verbatim,
 // and missing names the variables still to set.
-func Substitute(tmpl []byte, values map[string]string) (out []byte, missing []string, err error) {
+func substitutePlain(tmpl []byte, values map[string]string) (out []byte, missing []string, err error) {
 	return substitute(tmpl, values, func(_ string, _ varRef, v string) string { return v })
 }
 

@@ -47,12 +47,12 @@ func TestSubstitute(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, missing, err := Substitute([]byte(tt.tmpl), tt.values)
+			got, missing, err := substitutePlain([]byte(tt.tmpl), tt.values)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != tt.want || !reflect.DeepEqual(missing, tt.missing) {
-				t.Fatalf("Substitute(%q) = %q, missing %v; want %q, missing %v", tt.tmpl, got, missing, tt.want, tt.missing)
+				t.Fatalf("substitutePlain(%q) = %q, missing %v; want %q, missing %v", tt.tmpl, got, missing, tt.want, tt.missing)
 			}
 		})
 	}
@@ -61,10 +61,10 @@ func TestSubstitute(t *testing.T) {
 // TestSubstituteErrors: what clusterctl's envsubst refuses is refused, naming the reference.
 func TestSubstituteErrors(t *testing.T) {
 	for _, tmpl := range []string{"x: ${A", "${}", "${A-default}", "${A+x}", "${A?x}", "${A:=x"} {
-		_, _, err := Substitute([]byte(tmpl), nil)
+		_, _, err := substitutePlain([]byte(tmpl), nil)
 		var re *RefError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), "${") {
-			t.Errorf("Substitute(%q) = %v, want a RefError naming the reference", tmpl, err)
+			t.Errorf("substitutePlain(%q) = %v, want a RefError naming the reference", tmpl, err)
 		}
 	}
 }
@@ -106,12 +106,12 @@ func FuzzSubstitute(f *testing.F) {
 		for _, v := range vars {
 			values[v] = "v"
 		}
-		out, missing, err := Substitute([]byte(tmpl), values)
+		out, missing, err := substitutePlain([]byte(tmpl), values)
 		if err != nil || len(missing) > 0 {
-			t.Fatalf("Substitute(%q) with every variable set: missing %v, err %v", tmpl, missing, err)
+			t.Fatalf("substitutePlain(%q) with every variable set: missing %v, err %v", tmpl, missing, err)
 		}
 		if strings.Count(string(out), "$") > strings.Count(tmpl, "$") {
-			t.Fatalf("Substitute(%q) = %q added dollars", tmpl, out)
+			t.Fatalf("substitutePlain(%q) = %q added dollars", tmpl, out)
 		}
 	})
 }

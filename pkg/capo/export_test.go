@@ -23,7 +23,7 @@ func FlavorTemplate(flavor, capiAPI string) ([]byte, error) {
 // imageSnippet returns the OpenStackMachineTemplate documents (control plane and workers)
 // that select imageName. Other variables are left for clusterctl.
 func imageSnippet(imageName, capiAPI string) ([]byte, error) {
-	r, err := Render(RenderOptions{CAPIAPI: capiAPI, Values: map[string]string{VarImageName: imageName}})
+	r, err := renderChecked(renderOptions{CAPIAPI: capiAPI, Values: map[string]string{VarImageName: imageName}})
 	if err != nil {
 		return nil, err
 	}

@@ -70,14 +70,14 @@ func TestFlavors(t *testing.T) {
 				if flavor == FlavorSysext {
 					values[VarSysextSHA512] = strings.Repeat("5e", 64)
 				}
-				r, err := Render(RenderOptions{Flavor: flavor, CAPIAPI: api, Values: values})
+				r, err := renderChecked(renderOptions{Flavor: flavor, CAPIAPI: api, Values: values})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if len(r.Missing) != 0 || len(r.Documents) != 8 || len(r.UserData) != 2 {
 					t.Fatalf("missing %v, documents %v, user-data %v", r.Missing, r.Documents, r.UserData)
 				}
-				rep, err := Lint(context.Background(), []Input{{Name: flavor + ".yaml", Data: r.Manifest}}, LintOptions{})
+				rep, err := lintInputs(context.Background(), []lintInput{{Name: flavor + ".yaml", Data: r.Manifest}}, lintOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -106,7 +106,7 @@ func TestFlavors(t *testing.T) {
 			})
 		}
 	}
-	if _, err := Render(RenderOptions{Flavor: "packer"}); err == nil || !strings.Contains(err.Error(), "baked, sysext-baked, sysext") {
+	if _, err := renderChecked(renderOptions{Flavor: "packer"}); err == nil || !strings.Contains(err.Error(), "baked, sysext-baked, sysext") {
 		t.Errorf("unknown flavor: %v", err)
 	}
 }
@@ -158,14 +158,14 @@ func checkFlavorIgnition(t *testing.T, flavor string, cfg igntypes.Config, k8s s
 func TestSysextURL(t *testing.T) {
 	values := allValues(t, CAPIv1beta1)
 	values[VarSysextURL] = "http://10.0.0.5:8080/sysexts"
-	r, err := Render(RenderOptions{Flavor: FlavorSysext, Values: values})
+	r, err := renderChecked(renderOptions{Flavor: FlavorSysext, Values: values})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(string(r.Manifest), "url: http://10.0.0.5:8080/sysexts/kubernetes-v1.33.0-x86-64.raw"); n != 2 {
 		t.Errorf("the mirror URL appears %d times, want 2:\n%s", n, r.Manifest)
 	}
-	if _, err := Render(RenderOptions{Flavor: FlavorBaked, Values: map[string]string{VarSysextURL: "http://x"}}); err == nil {
+	if _, err := renderChecked(renderOptions{Flavor: FlavorBaked, Values: map[string]string{VarSysextURL: "http://x"}}); err == nil {
 		t.Error("the baked flavor accepted " + VarSysextURL)
 	}
 }

@@ -31,7 +31,7 @@ func TestImageRefs(t *testing.T) {
 				if tc.id {
 					values[VarImageID] = "6f0c6f5e-0000-4000-8000-000000000001"
 				}
-				r, err := Render(RenderOptions{CAPIAPI: api, Values: values, ImageRef: tc.ref, ImageSource: tc.src})
+				r, err := renderChecked(renderOptions{CAPIAPI: api, Values: values, ImageRef: tc.ref, ImageSource: tc.src})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -87,20 +87,20 @@ func TestImageRefs(t *testing.T) {
 						}
 					}
 				}
-				rep, err := Lint(context.Background(), []Input{{Name: "m.yaml", Data: r.Manifest}}, LintOptions{})
+				rep, err := lintInputs(context.Background(), []lintInput{{Name: "m.yaml", Data: r.Manifest}}, lintOptions{})
 				if err != nil || len(rep.Findings) != 0 {
 					t.Fatalf("lint: %+v %v", rep, err)
 				}
 			})
 		}
 	}
-	for _, bad := range []RenderOptions{
+	for _, bad := range []renderOptions{
 		{ImageRef: ImageRefORC, ImageSource: &ImageSource{URL: "http://x/f.qcow2"}},
 		{ImageRef: ImageRefFilter, ImageSource: &ImageSource{URL: "http://x/f.qcow2", SHA512: sum}},
 		{ImageRef: ImageRefORC, ImageSource: &ImageSource{URL: "ftp://x/f.qcow2", SHA512: sum}},
 		{ImageRef: "glance"},
 	} {
-		if _, err := Render(bad); err == nil {
+		if _, err := renderChecked(bad); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
@@ -109,7 +109,7 @@ func TestImageRefs(t *testing.T) {
 // With a cloud, an imageRef's ORC import filter must match exactly one image.
 func TestLintImageRefWithCloud(t *testing.T) {
 	values := allValues(t, CAPIv1beta1)
-	r, err := Render(RenderOptions{Values: values, ImageRef: ImageRefORC})
+	r, err := renderChecked(renderOptions{Values: values, ImageRef: ImageRefORC})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestLintImageRefWithCloud(t *testing.T) {
 		asked = append(asked, name+strings.Join(tags, ","))
 		return 2, nil
 	}
-	rep, err := Lint(context.Background(), []Input{{Name: "m.yaml", Data: r.Manifest}}, LintOptions{Images: lookup})
+	rep, err := lintInputs(context.Background(), []lintInput{{Name: "m.yaml", Data: r.Manifest}}, lintOptions{Images: lookup})
 	if err != nil {
 		t.Fatal(err)
 	}

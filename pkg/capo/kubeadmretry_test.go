@@ -45,7 +45,7 @@ func TestKubeadmRetryResumesOrResets(t *testing.T) {
 			if c.flavor == FlavorSysext {
 				values[VarSysextSHA512] = strings.Repeat("5e", 64)
 			}
-			r, err := Render(RenderOptions{Flavor: c.flavor, CAPIAPI: c.api, ClusterClass: c.clusterClass, Values: values})
+			r, err := renderChecked(renderOptions{Flavor: c.flavor, CAPIAPI: c.api, ClusterClass: c.clusterClass, Values: values})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestKubeadmRetryScriptWithRealKubeadm(t *testing.T) {
 	testutil.RequireRoot(t, "mount namespaces")
 	testutil.RequireTools(t, "unshare", "sha256sum")
 	bin := kubetest.RealNodeDir(t)
-	r, err := Render(RenderOptions{Flavor: FlavorSysextBaked, CAPIAPI: CAPIv1beta2, Values: allValues(t, CAPIv1beta2)})
+	r, err := renderChecked(renderOptions{Flavor: FlavorSysextBaked, CAPIAPI: CAPIv1beta2, Values: allValues(t, CAPIv1beta2)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestPreKubeadmCommandsKeepKubeadmYmlPrivate(t *testing.T) {
 		clusterClass bool
 	}
 	for _, v := range []variant{{CAPIv1beta1, false}, {CAPIv1beta2, false}, {CAPIv1beta2, true}} {
-		r, err := Render(RenderOptions{CAPIAPI: v.api, ClusterClass: v.clusterClass, Values: allValues(t, v.api)})
+		r, err := renderChecked(renderOptions{CAPIAPI: v.api, ClusterClass: v.clusterClass, Values: allValues(t, v.api)})
 		if err != nil {
 			t.Fatal(err)
 		}

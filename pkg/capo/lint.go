@@ -17,8 +17,8 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/pkg/infile"
 )
 
-// Input is one manifest file (or stdin) to lint.
-type Input struct {
+// lintInput is one manifest file (or stdin) to lint.
+type lintInput struct {
 	Name string
 	Data []byte
 }
@@ -27,8 +27,8 @@ type Input struct {
 // matches; it lets `lint --cloud` check what CAPO will find.
 type ImageLookup func(ctx context.Context, name string, tags []string) (int, error)
 
-// LintOptions tune the checks.
-type LintOptions struct {
+// lintOptions tune the checks.
+type lintOptions struct {
 	// CAPIVersion is the CAPI release the manifests are applied to; NewestCAPIVersion if empty.
 	CAPIVersion string
 	// Images, when set, checks every OpenStackMachineTemplate's image filter against a cloud.
@@ -40,7 +40,7 @@ type LintOptions struct {
 }
 
 // Validate checks the options before any manifest is read; its errors wrap errs.ErrInvalid.
-func (o LintOptions) Validate() error {
+func (o lintOptions) Validate() error {
 	if o.CAPIVersion == "" {
 		return nil
 	}
@@ -78,9 +78,9 @@ type LintReport struct {
 	Findings    []Finding `json:"findings"`
 }
 
-// Lint checks manifests for the Ignition and Flatcar pitfalls of CAPO clusters. Invalid
+// lintInputs checks manifests for the Ignition and Flatcar pitfalls of CAPO clusters. Invalid
 // options are returned as an error; problems in the manifests are findings.
-func Lint(ctx context.Context, inputs []Input, opts LintOptions) (*LintReport, error) {
+func lintInputs(ctx context.Context, inputs []lintInput, opts lintOptions) (*LintReport, error) {
 	opts.CAPIVersion = cmp.Or(opts.CAPIVersion, NewestCAPIVersion)
 	capi, err := parseCAPIVersion(opts.CAPIVersion)
 	if err == nil {
@@ -140,7 +140,7 @@ const (
 
 // checkEach reads the inputs a document at a time, runs the one-document rules on each as it
 // comes (on every CPU), and keeps only what the rules across documents read (crossDocument).
-func (l *linter) checkEach(inputs []Input) (kept []*Document, count int, err error) {
+func (l *linter) checkEach(inputs []lintInput) (kept []*Document, count int, err error) {
 	type job struct {
 		seq int
 		d   *Document
@@ -216,7 +216,7 @@ func countNodes(n *yaml.Node) int {
 	return c
 }
 
-func inputIndex(inputs []Input, name string) int {
+func inputIndex(inputs []lintInput, name string) int {
 	for i, in := range inputs {
 		if in.Name == name {
 			return i

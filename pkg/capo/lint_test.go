@@ -20,13 +20,13 @@ func lintFile(t *testing.T, path string) *LintReport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var opts LintOptions
+	var opts lintOptions
 	if first, _, _ := strings.Cut(string(data), "\n"); strings.HasPrefix(first, "# lint: --capi-version ") {
 		opts.CAPIVersion = strings.TrimPrefix(first, "# lint: --capi-version ")
 	} else if strings.HasPrefix(first, "# lint: --min-disk ") {
 		opts.MinDiskGiB, _ = strconv.Atoi(strings.TrimPrefix(first, "# lint: --min-disk "))
 	}
-	rep, err := Lint(context.Background(), []Input{{Name: filepath.Base(path), Data: data}}, opts)
+	rep, err := lintInputs(context.Background(), []lintInput{{Name: filepath.Base(path), Data: data}}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestLintImageFilter(t *testing.T) {
 			asked = append(asked, name)
 			return n, nil
 		}
-		rep, err := Lint(context.Background(), []Input{{Name: "good.yaml", Data: data}}, LintOptions{Images: lookup})
+		rep, err := lintInputs(context.Background(), []lintInput{{Name: "good.yaml", Data: data}}, lintOptions{Images: lookup})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ spec:
 func TestLintFormatChangeFromLastApplied(t *testing.T) {
 	doc := lintLastAppliedKCP
 	for version, want := range map[string]int{"1.2.11": 1, "1.2.12": 0, "1.3.5": 1, "1.3.6": 0, "1.4.0": 0, "1.1.0": 1} {
-		rep, err := Lint(context.Background(), []Input{{Name: "kcp.yaml", Data: []byte(doc)}}, LintOptions{CAPIVersion: version})
+		rep, err := lintInputs(context.Background(), []lintInput{{Name: "kcp.yaml", Data: []byte(doc)}}, lintOptions{CAPIVersion: version})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestLintFormatChangeFromLastApplied(t *testing.T) {
 // CAPO v1alpha7's image filter and v1beta2's kubeletExtraArgs list are read too.
 func TestLintOlderAndNewerShapes(t *testing.T) {
 	doc := lintV1alpha7Template + "---\n" + lintMachineDeploymentV1beta2
-	rep, err := Lint(context.Background(), []Input{{Name: "mixed.yaml", Data: []byte(doc)}}, LintOptions{})
+	rep, err := lintInputs(context.Background(), []lintInput{{Name: "mixed.yaml", Data: []byte(doc)}}, lintOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestLintOlderAndNewerShapes(t *testing.T) {
 	if want := "error flatcar-format document=2 line=23 spec.template.spec.format\n"; got != want {
 		t.Fatalf("findings:\n%swant:\n%s", got, want)
 	}
-	rep, _ = Lint(context.Background(), []Input{{Name: "mixed.yaml", Data: []byte(strings.Replace(doc, "    spec:\n      joinConfiguration", "    spec:\n      format: ignition\n      joinConfiguration", 1))}}, LintOptions{})
+	rep, _ = lintInputs(context.Background(), []lintInput{{Name: "mixed.yaml", Data: []byte(strings.Replace(doc, "    spec:\n      joinConfiguration", "    spec:\n      format: ignition\n      joinConfiguration", 1))}}, lintOptions{})
 	if !strings.Contains(findingLines(rep), "provider-id-metadata document=2 line=28 spec.template.spec.joinConfiguration.nodeRegistration.kubeletExtraArgs[0].value") {
 		t.Fatalf("v1beta2 provider-id not found:\n%s", findingLines(rep))
 	}
@@ -207,7 +207,7 @@ func TestParseCAPIVersion(t *testing.T) {
 			t.Errorf("ParseCAPIVersion(%q) accepted", in)
 		}
 	}
-	if _, err := Lint(context.Background(), nil, LintOptions{CAPIVersion: "one"}); err == nil {
+	if _, err := lintInputs(context.Background(), nil, lintOptions{CAPIVersion: "one"}); err == nil {
 		t.Error("Lint accepted --capi-version one")
 	}
 }
@@ -218,7 +218,7 @@ func FuzzLint(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte(lintFuzzSeedKCP))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := Lint(context.Background(), []Input{{Name: "f", Data: data}}, LintOptions{CAPIVersion: "1.1.0"})
+		rep, err := lintInputs(context.Background(), []lintInput{{Name: "f", Data: data}}, lintOptions{CAPIVersion: "1.1.0"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func TestLintCLCStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	strict := strings.Replace(string(data), "        containerLinuxConfig:\n", "        containerLinuxConfig:\n          strict: true\n", 1)
-	rep, err := Lint(context.Background(), []Input{{Name: "strict.yaml", Data: []byte(strict)}}, LintOptions{})
+	rep, err := lintInputs(context.Background(), []lintInput{{Name: "strict.yaml", Data: []byte(strict)}}, lintOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ spec:
 		doc  string
 		want bool
 	}{{doc, false}, {doc + "  postKubeadmCommands:\n  - echo $${X} ${CLUSTER_NAME}\n", true}} {
-		rep, err := Lint(context.Background(), []Input{{Name: "m.yaml", Data: []byte(tc.doc)}}, LintOptions{})
+		rep, err := lintInputs(context.Background(), []lintInput{{Name: "m.yaml", Data: []byte(tc.doc)}}, lintOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +326,7 @@ spec:
 		doc  string
 		want bool
 	}{{tmpl, true}, {tmpl + "---\n" + class, false}} {
-		rep, err := Lint(context.Background(), []Input{{Name: "c.yaml", Data: []byte(tc.doc)}}, LintOptions{})
+		rep, err := lintInputs(context.Background(), []lintInput{{Name: "c.yaml", Data: []byte(tc.doc)}}, lintOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

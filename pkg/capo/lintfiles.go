@@ -22,11 +22,11 @@ type LintRequest struct {
 
 // LintFiles checks the options, reads the files, connects to the cloud and lints, as Lint.
 func LintFiles(ctx context.Context, r LintRequest) (*LintReport, error) {
-	opts := LintOptions{CAPIVersion: r.CAPIVersion}
+	opts := lintOptions{CAPIVersion: r.CAPIVersion}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	inputs := make([]Input, 0, len(r.Files))
+	inputs := make([]lintInput, 0, len(r.Files))
 	for _, name := range r.Files {
 		var data []byte
 		var err error
@@ -39,7 +39,7 @@ func LintFiles(ctx context.Context, r LintRequest) (*LintReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", name, err)
 		}
-		inputs = append(inputs, Input{Name: name, Data: data})
+		inputs = append(inputs, lintInput{Name: name, Data: data})
 	}
 	if r.Cloud != "" {
 		c, err := glance.Connect(ctx, r.Cloud)
@@ -63,5 +63,5 @@ func LintFiles(ctx context.Context, r LintRequest) (*LintReport, error) {
 		}
 		opts.MinDiskGiB = glance.MinDiskGiB(v)
 	}
-	return Lint(ctx, inputs, opts)
+	return lintInputs(ctx, inputs, opts)
 }

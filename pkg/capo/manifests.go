@@ -90,7 +90,7 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 			flags[name] = "--from-record"
 		}
 	}
-	if err := checkValues(values, RenderOptions{Flags: flags}.flag); err != nil {
+	if err := checkValues(values, renderOptions{Flags: flags}.flag); err != nil {
 		return nil, err // before any download
 	}
 	if v := values[VarKubernetesVersion]; v != "" && !strings.HasPrefix(v, "v") && kubernetes.IsExact("v"+v) {
@@ -112,7 +112,7 @@ func Manifests(ctx context.Context, o ManifestsOptions) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := Render(RenderOptions{CAPIAPI: o.CAPIAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
+	r, err := renderChecked(renderOptions{CAPIAPI: o.CAPIAPI, Flavor: flavor, Values: values, ImageRef: imageRef, ImageSource: imageSource,
 		InsecureNoHash: o.Sysext.InsecureNoHash, SysupdateURL: strings.TrimRight(o.Sysext.SysupdateURL, "/"), SysupdateKeyring: keyring,
 		SysextArch: sysextArch, WithoutAPILoadBalancer: o.WithoutAPILoadBalancer, ClusterClass: o.ClusterClass, Trust: trust, Flags: flags})
 	if err != nil {

@@ -89,11 +89,11 @@ func TestImageRefOptionsValidate(t *testing.T) {
 }
 
 func TestLintOptionsValidate(t *testing.T) {
-	if err := (LintOptions{CAPIVersion: "one.two"}).Validate(); !errors.Is(err, errs.ErrInvalid) || !strings.HasPrefix(err.Error(), "invalid --capi-version: ") {
+	if err := (lintOptions{CAPIVersion: "one.two"}).Validate(); !errors.Is(err, errs.ErrInvalid) || !strings.HasPrefix(err.Error(), "invalid --capi-version: ") {
 		t.Errorf("bad version: %v", err)
 	}
 	for _, v := range []string{"", NewestCAPIVersion, "1.3.5"} {
-		if err := (LintOptions{CAPIVersion: v}).Validate(); err != nil {
+		if err := (lintOptions{CAPIVersion: v}).Validate(); err != nil {
 			t.Errorf("%q: %v", v, err)
 		}
 	}

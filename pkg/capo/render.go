@@ -28,8 +28,8 @@ const (
 	VarImageName         = "OPENSTACK_FLATCAR_IMAGE_NAME"
 )
 
-// RenderOptions selects the template and the variables to fill.
-type RenderOptions struct {
+// renderOptions selects the template and the variables to fill.
+type renderOptions struct {
 	// CAPIAPI is CAPIv1beta2 (default) or CAPIv1beta1.
 	CAPIAPI string
 	// Flavor is FlavorBaked (default), FlavorSysextBaked or FlavorSysext.
@@ -63,7 +63,7 @@ type RenderOptions struct {
 }
 
 // flag is the flag that gave the value of variable name.
-func (o RenderOptions) flag(name string) string {
+func (o renderOptions) flag(name string) string {
 	if f := o.Flags[name]; f != "" {
 		return f
 	}
@@ -94,17 +94,17 @@ type UserDataEstimate struct {
 	Limit    int    `json:"limit"`
 }
 
-// Render fills the template and validates the result: every document decodes strictly into
+// renderChecked fills the template and validates the result: every document decodes strictly into
 // its upstream Go type, every additionalConfig translates to valid Ignition 2.3, and every
 // estimated user-data stays under Nova's limit. Unset variables are validated with sample
 // values of the right shape. Every error is about the caller's values or choice of template, so
 // it wraps errs.ErrInvalid.
-func Render(opts RenderOptions) (*Rendered, error) {
+func renderChecked(opts renderOptions) (*Rendered, error) {
 	r, err := render(opts)
 	return r, errs.Invalid(err)
 }
 
-func render(opts RenderOptions) (*Rendered, error) {
+func render(opts renderOptions) (*Rendered, error) {
 	if err := images.ValidateProxies(opts.Trust.HTTPProxy, opts.Trust.HTTPSProxy, opts.Trust.NoProxy); err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func render(opts RenderOptions) (*Rendered, error) {
 	return r, nil
 }
 
-func (r *Rendered) validate(manifest []byte, opts RenderOptions) error {
+func (r *Rendered) validate(manifest []byte, opts renderOptions) error {
 	docs, err := ParseDocuments("rendered template", manifest)
 	if err != nil {
 		var given []string

@@ -44,7 +44,7 @@ func TestRenderedTemplate(t *testing.T) {
 				}
 			}
 			sort.Strings(want)
-			r, err := Render(RenderOptions{CAPIAPI: api})
+			r, err := renderChecked(renderOptions{CAPIAPI: api})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestRenderedTemplate(t *testing.T) {
 				t.Fatalf("documents %v, user-data estimates %v", r.Documents, r.UserData)
 			}
 
-			full, err := Render(RenderOptions{CAPIAPI: api, Values: allValues(t, api)})
+			full, err := renderChecked(renderOptions{CAPIAPI: api, Values: allValues(t, api)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestRenderedTemplate(t *testing.T) {
 func TestTemplatesShareAdditionalConfig(t *testing.T) {
 	var configs []string
 	for _, api := range capiAPIs {
-		r, err := Render(RenderOptions{CAPIAPI: api, Values: allValues(t, api)})
+		r, err := renderChecked(renderOptions{CAPIAPI: api, Values: allValues(t, api)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,18 +124,18 @@ func TestTemplatesShareAdditionalConfig(t *testing.T) {
 func TestRenderRejectsBadInput(t *testing.T) {
 	tests := []struct {
 		name string
-		opts RenderOptions
+		opts renderOptions
 		want string
 	}{
-		{"unknown variable", RenderOptions{Values: map[string]string{"NO_SUCH_VAR": "x"}}, "has no variable NO_SUCH_VAR"},
-		{"mistyped count", RenderOptions{Values: map[string]string{"WORKER_MACHINE_COUNT": "two"}}, "a whole number"},
+		{"unknown variable", renderOptions{Values: map[string]string{"NO_SUCH_VAR": "x"}}, "has no variable NO_SUCH_VAR"},
+		{"mistyped count", renderOptions{Values: map[string]string{"WORKER_MACHINE_COUNT": "two"}}, "a whole number"},
 		// Inside a longer value (the Ignition config's URL) a value cannot be quoted.
-		{"value breaking YAML", RenderOptions{Flavor: FlavorSysext, Values: map[string]string{VarSysextURL: "http://x/a: b"}}, "cannot go into"},
-		{"unknown API", RenderOptions{CAPIAPI: "v1alpha4"}, "unknown CAPI API version"},
+		{"value breaking YAML", renderOptions{Flavor: FlavorSysext, Values: map[string]string{VarSysextURL: "http://x/a: b"}}, "cannot go into"},
+		{"unknown API", renderOptions{CAPIAPI: "v1alpha4"}, "unknown CAPI API version"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Render(tt.opts)
+			_, err := renderChecked(tt.opts)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Render error = %v, want it to mention %q", err, tt.want)
 			}

@@ -74,7 +74,7 @@ spec:
 	}
 	// For CAPI 1.13 the field itself is unknown.
 	for v, want := range map[string]int{"1.14.0": 1, "1.13.4": 2, "1.12": 2} {
-		rep, err := Lint(context.Background(), []Input{{Name: "t.yaml", Data: []byte(doc)}}, LintOptions{CAPIVersion: v})
+		rep, err := lintInputs(context.Background(), []lintInput{{Name: "t.yaml", Data: []byte(doc)}}, lintOptions{CAPIVersion: v})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,12 +94,12 @@ spec:
 // a newer one is refused with the fix.
 func TestLintCAPIVersionRange(t *testing.T) {
 	for _, v := range []string{"1.12", "1.13.4", "1.14", "v1.14.2", "1.3.5"} {
-		if err := (LintOptions{CAPIVersion: v}).Validate(); err != nil {
+		if err := (lintOptions{CAPIVersion: v}).Validate(); err != nil {
 			t.Errorf("%s: %v", v, err)
 		}
 	}
 	for _, v := range []string{"1.15", "1.16.0", "2.0"} {
-		err := (LintOptions{CAPIVersion: v}).Validate()
+		err := (lintOptions{CAPIVersion: v}).Validate()
 		if !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), "--capi-version 1.14") {
 			t.Errorf("%s: %v, want invalid naming --capi-version 1.14", v, err)
 		}
@@ -112,7 +112,7 @@ func TestLintCAPIVersionRange(t *testing.T) {
 // The user-data estimate is CAPI's renderer's output: rendering with additionalConfig given to
 // CAPI's renderer yields exactly the bytes the estimate counts, for a control plane and a worker.
 func TestUserDataEstimateIsCABPKs(t *testing.T) {
-	r, err := Render(RenderOptions{CAPIAPI: CAPIv1beta2, Values: allValues(t, CAPIv1beta2)})
+	r, err := renderChecked(renderOptions{CAPIAPI: CAPIv1beta2, Values: allValues(t, CAPIv1beta2)})
 	if err != nil {
 		t.Fatal(err)
 	}

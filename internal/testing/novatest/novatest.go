@@ -87,8 +87,8 @@ func (c *Cloud) record(kind, value string) {
 	fmt.Fprintf(c.state, "%s %s\n", kind, value)
 }
 
-// Start brings the cloud up (a few minutes on 2 cores). On error everything started is stopped.
-func Start(ctx context.Context, opts Options) (*Cloud, error) {
+// start brings the cloud up (a few minutes on 2 cores). On error everything started is stopped.
+func start(ctx context.Context, opts Options) (*Cloud, error) {
 	if opts.LogDir == "" {
 		opts.LogDir = filepath.Join(opts.Dir, "logs")
 	}
@@ -225,7 +225,7 @@ func StartT(ctx context.Context, t testing.TB, opts Options) *Cloud {
 	if opts.OpenStackScript == "" {
 		opts.OpenStackScript = filepath.Join(testutil.RepoRoot(), "scripts", "openstack.sh")
 	}
-	cloud, err := Start(ctx, opts)
+	cloud, err := start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestAPIServerAdmitsManifests(t *testing.T) {
 	}
 	var ds appsv1.DaemonSet
 	get(&ds, "-n", "kube-system", "daemonset/openstack-cloud-controller-manager")
-	ref, _ := ImageRef(dir)
+	ref, _ := imageRef(dir)
 	c := ds.Spec.Template.Spec.Containers[0]
 	if c.Image != ref || c.ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("the stored DaemonSet runs %s with pull policy %s, want %s, IfNotPresent", c.Image, c.ImagePullPolicy, ref)

@@ -28,10 +28,10 @@ type Cloud struct {
 	EndpointType string
 }
 
-// CloudConf is the cloud.conf for c: [Global] as above, and [LoadBalancer] enabled=false: the
+// cloudConf is the cloud.conf for c: [Global] as above, and [LoadBalancer] enabled=false: the
 // cloud has no Octavia, and with the load balancer enabled the manager exits when its service
 // controller starts (pkg/openstack's LoadBalancer() is fatal without a load-balancer endpoint).
-func CloudConf(c Cloud) ([]byte, error) {
+func cloudConf(c Cloud) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString("[Global]\n")
 	for _, kv := range [][2]string{{"auth-url", c.AuthURL}, {"username", c.Username}, {"password", c.Password},
@@ -76,7 +76,7 @@ const lastArg = "            - --bind-address=127.0.0.1\n"
 //
 // args are flags added to the manager's (e.g. longer leader elections on a slow control plane).
 func Manifests(dir string, c Cloud, args ...string) ([]byte, error) {
-	conf, err := CloudConf(c)
+	conf, err := cloudConf(c)
 	if err != nil {
 		return nil, err
 	}

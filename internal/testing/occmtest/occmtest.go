@@ -18,12 +18,12 @@ import (
 	"github.com/flatcar-capo/flatcar-capo/internal/testing/testutil"
 )
 
-// Version is the cloud-provider-openstack release scripts/install-occm.sh builds: the one whose
+// occmVersion is the cloud-provider-openstack release scripts/install-occm.sh builds: the one whose
 // minor matches the workload cluster's Kubernetes (v1.34), as its docs ask.
-const Version = "v1.34.1"
+const occmVersion = "v1.34.1"
 
-// Binary is the manager's file name, in the build's directory and (under /bin) in the image.
-const Binary = "openstack-cloud-controller-manager"
+// binaryName is the manager's file name, in the build's directory and (under /bin) in the image.
+const binaryName = "openstack-cloud-controller-manager"
 
 // The upstream manifests, as the module ships them (manifests/controller-manager/).
 const (
@@ -32,7 +32,7 @@ const (
 	daemonSet    = "manifests/controller-manager/openstack-cloud-controller-manager-ds.yaml"
 )
 
-// Dir returns scripts/install-occm.sh's build of Version (the binary and the manifests beside
+// Dir returns scripts/install-occm.sh's build of occmVersion (the binary and the manifests beside
 // it), waiting for a build still running; it skips the test (fails it in strict mode) when
 // there is none. Only make capo-proof builds it (FLATCAR_CAPO_CAPO_PROOF=1): make test skips
 // the tests that need it, so its machines need no cloud controller manager build.
@@ -40,9 +40,9 @@ func Dir(t testing.TB) string {
 	t.Helper()
 	testutil.RequireOptIn(t, "FLATCAR_CAPO_CAPO_PROOF", "the OpenStack cloud controller manager (make capo-proof builds it)")
 	top := filepath.Join(testutil.InstallCache(), "occm")
-	dir := filepath.Join(top, Version)
+	dir := filepath.Join(top, occmVersion)
 	missing := func() error {
-		for _, f := range []string{Binary, ".manifests"} {
+		for _, f := range []string{binaryName, ".manifests"} {
 			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 				return err
 			}
@@ -51,7 +51,7 @@ func Dir(t testing.TB) string {
 	}
 	testutil.WaitForScript(t, "scripts/install-occm.sh", filepath.Join(top, ".build.lock"), "its caller's output (make capo-proof)",
 		func() bool { return missing() == nil })
-	testutil.RequireEnv(t, missing(), "the OpenStack cloud controller manager "+Version+" built from the Go module proxy (run scripts/install-occm.sh)")
+	testutil.RequireEnv(t, missing(), "the OpenStack cloud controller manager "+occmVersion+" built from the Go module proxy (run scripts/install-occm.sh)")
 	return dir
 }
 
@@ -63,15 +63,15 @@ func Dir(t testing.TB) string {
 // --registry-ca <reg.CAFile>` (DOCKER_CONFIG=<reg.DockerConfig>) preloads it from reg, and the
 // node's containerd then has it under the name the DaemonSet asks for.
 func Push(ctx context.Context, reg *registrytest.Registry, dir string) (string, error) {
-	ref, err := ImageRef(dir)
+	ref, err := imageRef(dir)
 	if err != nil {
 		return "", err
 	}
 	files := map[string]string{
-		"/bin/" + Binary:                     filepath.Join(dir, Binary),
+		"/bin/" + binaryName:                 filepath.Join(dir, binaryName),
 		"/etc/ssl/certs/ca-certificates.crt": "/etc/ssl/certs/ca-certificates.crt",
 	}
-	if _, err := reg.PushFiles(ctx, ref, files, registrytest.Image{Cmd: []string{"/bin/" + Binary}}); err != nil {
+	if _, err := reg.PushFiles(ctx, ref, files, registrytest.Image{Cmd: []string{"/bin/" + binaryName}}); err != nil {
 		return "", fmt.Errorf("occmtest: %w", err)
 	}
 	return ref, nil
@@ -80,8 +80,8 @@ func Push(ctx context.Context, reg *registrytest.Registry, dir string) (string, 
 // imageLine is the DaemonSet container's image.
 var imageLine = regexp.MustCompile(`(?m)^\s+image:\s*(\S+)\s*$`)
 
-// ImageRef is the image the upstream DaemonSet in dir runs.
-func ImageRef(dir string) (string, error) {
+// imageRef is the image the upstream DaemonSet in dir runs.
+func imageRef(dir string) (string, error) {
 	ds, err := os.ReadFile(filepath.Join(dir, daemonSet))
 	if err != nil {
 		return "", fmt.Errorf("occmtest: %w (run scripts/install-occm.sh --force)", err)
@@ -91,8 +91,8 @@ func ImageRef(dir string) (string, error) {
 		return "", fmt.Errorf("occmtest: %d image lines in %s, want 1", len(m), daemonSet)
 	}
 	ref := strings.Trim(string(m[0][1]), `"'`)
-	if !strings.HasSuffix(ref, ":"+Version) {
-		return "", fmt.Errorf("occmtest: %s runs %s, not %s", daemonSet, ref, Version)
+	if !strings.HasSuffix(ref, ":"+occmVersion) {
+		return "", fmt.Errorf("occmtest: %s runs %s, not %s", daemonSet, ref, occmVersion)
 	}
 	return ref, nil
 }

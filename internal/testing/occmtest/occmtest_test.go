@@ -62,7 +62,7 @@ func TestPushedImageRunsTheManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ref != "registry.k8s.io/provider-os/openstack-cloud-controller-manager:"+Version {
+	if ref != "registry.k8s.io/provider-os/openstack-cloud-controller-manager:"+occmVersion {
 		t.Fatalf("pushed as %s, want the upstream DaemonSet's ref", ref)
 	}
 	if ctr.Image != ref || (ctr.ImagePullPolicy != "" && ctr.ImagePullPolicy != corev1.PullIfNotPresent) {
@@ -95,8 +95,8 @@ func TestPushedImageRunsTheManager(t *testing.T) {
 	argv := containerArgv(t, cfg, ctr)
 
 	out := runIn(t, root, append(argv, "--version"))
-	if !strings.Contains(out, Version) {
-		t.Fatalf("%v --version printed %q, want %s", argv, tail(out), Version)
+	if !strings.Contains(out, occmVersion) {
+		t.Fatalf("%v --version printed %q, want %s", argv, tail(out), occmVersion)
 	}
 
 	// --secure-port=0: no serving here (the DaemonSet's 10258 may be taken on this host).
@@ -162,7 +162,7 @@ func TestManifestsAreUpstreams(t *testing.T) {
 	if kinds["Secret"] != 1 || kinds["DaemonSet"] != 1 || kinds["ServiceAccount"] != 1 || kinds["List"] != 2 {
 		t.Errorf("kinds %v, want the Secret, the two RBAC Lists, the ServiceAccount and the DaemonSet", kinds)
 	}
-	conf, _ := CloudConf(c)
+	conf, _ := cloudConf(c)
 	if !bytes.Contains(conf, []byte(`ca-file="/etc/ssl/certs/ca.pem"`)) || !bytes.Contains(conf, []byte("[LoadBalancer]\nenabled=false\n")) {
 		t.Errorf("cloud.conf:\n%s", conf)
 	}
@@ -420,7 +420,7 @@ func TestFromCloudsYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf, err := CloudConf(c)
+	conf, err := cloudConf(c)
 	if err != nil {
 		t.Fatal(err)
 	}

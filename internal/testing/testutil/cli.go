@@ -35,16 +35,16 @@ func Testdata(elem ...string) string {
 	return filepath.Join(append([]string{RepoRoot(), "testdata"}, elem...)...)
 }
 
-// BinaryEnv names a flatcar-capo that make built once for every test package (each would
+// binaryEnv names a flatcar-capo that make built once for every test package (each would
 // otherwise link its own, seconds each on a loaded machine).
-const BinaryEnv = "FLATCAR_CAPO_TEST_BINARY"
+const binaryEnv = "FLATCAR_CAPO_TEST_BINARY"
 
 // Binary returns the path of a freshly built flatcar-capo (built once per test binary). Not with
 // -race under the race detector: that recompiles every dependency (Kubernetes API types
 // included) for minutes; the race run of make test runs the in-process tests instead.
 func Binary(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv(BinaryEnv); p != "" {
+	if p := os.Getenv(binaryEnv); p != "" {
 		return p
 	}
 	buildOnce.Do(func() { binPath, buildErr = buildShared() })
@@ -54,7 +54,7 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
-// buildShared builds flatcar-capo for plain `go test ./...` (no BinaryEnv): every package's test
+// buildShared builds flatcar-capo for plain `go test ./...` (no binaryEnv): every package's test
 // process builds into the same bin/test/ of this checkout, one at a time, and go build relinks
 // only when the sources changed, so the run links it once instead of once per package (~25 s of
 // CPU each). Without a writable checkout, into a directory of this process.
