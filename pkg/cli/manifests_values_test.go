@@ -56,6 +56,7 @@ func stringLeaves(t *testing.T, manifest []byte) map[string][]any {
 // compared, in the plain template and the ClusterClass. A value that cannot be quoted (inside a
 // longer value) or breaks a rule of its own is refused, naming the flag that gave it.
 func TestManifestsValuesRoundTrip(t *testing.T) {
+	testutil.Slow(t, "17 hostile values through 4 flags: ~60 manifests runs, ~40 s")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "m.yaml")
 	hostile := []string{"null", "~", "'q'", "&a x", "img #2", " lead", "trail ", "a: b", "[x]", `"dq"`, "123", "true", "x\ny", "*a", "- x", "{}", ""}

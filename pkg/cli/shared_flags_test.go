@@ -13,6 +13,7 @@ import (
 // port 127.0.0.1:9, exit 1); a value one refuses, all refuse as a usage error naming the flag
 // (exit 2). Before, `build --retries -1` was accepted while `fetch --retries -1` was refused.
 func TestSharedFlagsSameVerdictEverywhere(t *testing.T) {
+	testutil.Slow(t, "every shared flag's values through every command that has it: ~40 s")
 	dir := t.TempDir()
 	dead := "http://127.0.0.1:9"
 	base := map[string][]string{

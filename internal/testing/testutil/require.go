@@ -15,11 +15,11 @@ import (
 // the half-hour suite.
 const RealEnv = "FLATCAR_CAPO_REAL_TESTS"
 
-// Real reports whether this is the real tier (FLATCAR_CAPO_REAL_TESTS=1).
-func Real() bool { return os.Getenv(RealEnv) == "1" }
+// realTier reports whether this is the real tier (FLATCAR_CAPO_REAL_TESTS=1).
+func realTier() bool { return os.Getenv(RealEnv) == "1" }
 
 // unit reports whether this is the fast tier, the default: every Require* skips.
-func unit() bool { return !Real() }
+func unit() bool { return !realTier() }
 
 // strictEnv names the variable that turns every skip of this file into a failure. .ci/run and
 // `make test STRICT=1` set it: on CI a missing tool or missing root is a broken machine, and a
@@ -99,11 +99,21 @@ func RequireReal(t testing.TB, what string) {
 	}
 }
 
+// Slow skips, in the fast tier, a pure-Go test that takes too long for it (over ~10 s: an
+// exhaustive matrix of command runs, a real timeout waited out); why says what makes it slow.
+// In the real tier (make test, CI) it runs as before; strict mode fails the skip like any other.
+func Slow(t testing.TB, why string) {
+	t.Helper()
+	if unit() {
+		unitSkip(t, "slow for the fast tier: %s", why)
+	}
+}
+
 // HaveRoot is for a test that checks more as root: it reports whether it runs as root and, when
 // not, logs what is left out (fails the test in strict mode, where nothing may be left out).
 func HaveRoot(t testing.TB, what string) bool {
 	t.Helper()
-	if isRoot() && Real() {
+	if isRoot() && realTier() {
 		return true
 	}
 	if strict() && unit() {
