@@ -105,7 +105,7 @@ func RequireReal(t testing.TB, what string) {
 func Slow(t testing.TB, why string) {
 	t.Helper()
 	if unit() {
-		unitSkip(t, "slow for the fast tier: %s", why)
+		unitSkip(t, "takes too long: %s", why)
 	}
 }
 
