@@ -133,7 +133,7 @@ func substitutePlain(tmpl []byte, values map[string]string) (out []byte, missing
 	return substitute(tmpl, values, func(_ string, _ varRef, v string) string { return v })
 }
 
-// substitute is Substitute with emit writing each filled reference r of tmpl, v its value as
+// substitute is substitutePlain with emit writing each filled reference r of tmpl, v its value as
 // clusterctl's envsubst makes it.
 func substitute(tmpl []byte, values map[string]string, emit func(tmpl string, r varRef, v string) string) (out []byte, missing []string, err error) {
 	s := string(tmpl)

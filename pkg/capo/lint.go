@@ -69,7 +69,7 @@ type Finding struct {
 	Fix       string   `json:"fix"`
 }
 
-// LintReport is the result of Lint.
+// LintReport is the result of LintFiles.
 type LintReport struct {
 	CAPIVersion string    `json:"capiVersion"`
 	Documents   int       `json:"documents"`

@@ -20,7 +20,7 @@ type LintRequest struct {
 	Record      string // IMAGE.qcow2.build.json, its image beside it
 }
 
-// LintFiles checks the options, reads the files, connects to the cloud and lints, as Lint.
+// LintFiles checks the options, reads the files, connects to the cloud and lints (lintInputs).
 func LintFiles(ctx context.Context, r LintRequest) (*LintReport, error) {
 	opts := lintOptions{CAPIVersion: r.CAPIVersion}
 	if err := opts.Validate(); err != nil {

@@ -181,7 +181,7 @@ func resolveKubernetes(ctx context.Context, values map[string]string, o Manifest
 }
 
 // nodeTrust takes --ca-file's certificates (into Ignition's certificateAuthorities and the nodes' trust
-// store) and takes the proxies; Render validates them.
+// store) and takes the proxies; renderChecked validates them.
 func nodeTrust(o ManifestsOptions) (NodeTrust, error) {
 	t := NodeTrust{HTTPProxy: o.HTTPProxy, HTTPSProxy: o.HTTPSProxy, NoProxy: o.NoProxy}
 	net := o.Network

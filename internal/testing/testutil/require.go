@@ -99,7 +99,7 @@ func RequireReal(t testing.TB, what string) {
 	}
 }
 
-// Slow skips, in the fast tier, a pure-Go test that takes too long for it (over ~10 s: an
+// Slow skips, in the fast tier, a pure-Go test that takes too long for it (over ~30 s: an
 // exhaustive matrix of command runs, a real timeout waited out); why says what makes it slow.
 // In the real tier (make test, CI) it runs as before; strict mode fails the skip like any other.
 func Slow(t testing.TB, why string) {
