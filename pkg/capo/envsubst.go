@@ -125,16 +125,11 @@ func variables(tmpl []byte) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
-// substitutePlain fills the variables that values (or a default) provide. When every variable is
+// substitute fills the variables that values (or a default) provide. When every variable is
 // filled the result is a plain manifest: "$$" escapes become "$" as clusterctl would make them.
 // Otherwise it stays a clusterctl template: unfilled references and escapes are kept verbatim,
-// and missing names the variables still to set.
-func substitutePlain(tmpl []byte, values map[string]string) (out []byte, missing []string, err error) {
-	return substitute(tmpl, values, func(_ string, _ varRef, v string) string { return v })
-}
-
-// substitute is substitutePlain with emit writing each filled reference r of tmpl, v its value as
-// clusterctl's envsubst makes it.
+// and missing names the variables still to set. emit writes each filled reference r of tmpl,
+// v its value as clusterctl's envsubst makes it.
 func substitute(tmpl []byte, values map[string]string, emit func(tmpl string, r varRef, v string) string) (out []byte, missing []string, err error) {
 	s := string(tmpl)
 	refs, escapes, err := scanTemplate(s)

@@ -128,3 +128,9 @@ func TestIsClusterctlTemplate(t *testing.T) {
 		}
 	}
 }
+
+// substitutePlain is substitute writing each value as it is (the product writes YAML-safe
+// values through substituteYAML; these tests check the reference syntax itself).
+func substitutePlain(tmpl []byte, values map[string]string) (out []byte, missing []string, err error) {
+	return substitute(tmpl, values, func(_ string, _ varRef, v string) string { return v })
+}

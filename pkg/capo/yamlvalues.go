@@ -112,7 +112,7 @@ func wholeScalar(s string, r varRef) bool {
 	return b == "" || plainKey.MatchString(strings.TrimRight(b, " "))
 }
 
-// substituteYAML is substitutePlain with each string value that is a whole scalar written so that
+// substituteYAML is substitute with each string value that is a whole scalar written so that
 // YAML reads it back as given.
 func substituteYAML(tmpl []byte, values map[string]string) ([]byte, []string, error) {
 	return substitute(tmpl, values, func(s string, r varRef, v string) string {

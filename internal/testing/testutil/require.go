@@ -104,9 +104,7 @@ func RequireReal(t testing.TB, what string) {
 // In the real tier (make test, CI) it runs as before; strict mode fails the skip like any other.
 func Slow(t testing.TB, why string) {
 	t.Helper()
-	if unit() {
-		unitSkip(t, "takes too long: %s", why)
-	}
+	RequireReal(t, "takes too long: "+why)
 }
 
 // HaveRoot is for a test that checks more as root: it reports whether it runs as root and, when
